@@ -1,0 +1,151 @@
+"""The ``@app.agent`` decorator object: the agent function, its source topics, sinks and the
+split points its stream operations declare; plus ``send``/``cast``/``ask`` to talk to it.
+
+One *instance* of the agent function runs per task (and per ``concurrency``), iterating a
+stream fed by that task only, so ordering and offsets stay per partition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Sequence, Union
+
+from ..events import Event
+from ..exceptions import TopologyError
+from ..streams import SplitPoint, Stream
+from .replies import CORRELATION_ID, REPLY_TO
+
+if TYPE_CHECKING:
+    from ..app import App
+    from ..topics import Topic
+
+log = logging.getLogger(__name__)
+
+AgentFun = Callable[[Stream], Union[Awaitable[None], AsyncIterator[Any]]]
+Sink = Union["Topic", "Agent", Callable[[Any], Any]]
+
+__all__ = ["Agent", "AgentFun"]
+
+
+class Agent:
+    """What ``@app.agent(topic)`` returns; calling conventions follow Faust's."""
+
+    def __init__(
+        self,
+        app: "App",
+        fun: AgentFun,
+        *,
+        topics: Sequence["Topic"],
+        name: str,
+        sink: Sequence[Sink] = (),
+        concurrency: int = 1,
+    ) -> None:
+        if concurrency < 1:
+            raise TopologyError(f"agent {name!r}: concurrency must be >= 1, got {concurrency}")
+        if not topics:
+            raise TopologyError(f"agent {name!r} has no source topic")
+        self.app = app
+        self.fun = fun
+        self.name = name
+        self.topics = list(topics)
+        self.sinks = list(sink)
+        self.concurrency = concurrency
+        self.splits: list[SplitPoint] = []
+        self.discovered = False
+        self.__doc__ = fun.__doc__
+        self.__name__ = getattr(fun, "__name__", name)
+        self.__wrapped__ = fun
+
+    def __call__(self, stream: Stream) -> Union[Awaitable[None], AsyncIterator[Any]]:
+        """Call the agent function directly (Faust allows it; the harness uses it)."""
+        return self.fun(stream)
+
+    @property
+    def channel(self) -> "Topic":
+        return self.topics[0]
+
+    def stage_topics(self, stage: int) -> list["Topic"]:
+        """Source topics of the agent's ``stage``-th sub-topology (0 = its own topics)."""
+        if stage == 0:
+            return self.topics
+        topic = self.splits[stage - 1].topic
+        assert topic is not None
+        return [topic]
+
+    @property
+    def stages(self) -> int:
+        return len(self.splits) + 1
+
+    # -- running -------------------------------------------------------------------------------
+    async def run(self, stream: Stream) -> None:
+        """Drive one instance: yielded values go to sinks and to the asker, then the agent resumes."""
+        result = self.fun(stream)
+        if inspect.isasyncgen(result):
+            async for value in result:
+                await self._deliver(value, stream.current_event)
+        elif inspect.isawaitable(result):
+            await result
+        else:
+            raise TopologyError(
+                f"agent {self.name!r}: the function must be `async def` and iterate its stream; "
+                f"it returned {type(result).__name__}"
+            )
+
+    async def _deliver(self, value: Any, event: Event | None) -> None:
+        for sink in self.sinks:
+            if isinstance(sink, Agent):
+                await sink.send(value=value)
+            elif hasattr(sink, "send") and hasattr(sink, "value_codec"):
+                await sink.send(value=value)
+            else:
+                res = sink(value)
+                if inspect.isawaitable(res):
+                    await res
+        if event is not None:
+            reply_to = event.header(REPLY_TO)
+            if reply_to is not None:
+                cid = event.header(CORRELATION_ID) or b""
+                data = None if value is None else self.app.reply_codec.dumps(value)
+                producer = await self.app.start_producer()
+                await producer.send(reply_to.decode(), None, data, headers=[(CORRELATION_ID, cid)])
+
+    # -- talking to the agent -----------------------------------------------------------------
+    async def send(
+        self,
+        *,
+        key: Any = None,
+        value: Any = None,
+        partition: int | None = None,
+        headers: Sequence[tuple[str, bytes]] | None = None,
+        timestamp: float | None = None,
+    ) -> "asyncio.Future[Any]":
+        """Send to the agent's (first) topic; Faust's ``agent.send``."""
+        return await self.channel.send(key=key, value=value, partition=partition, headers=headers, timestamp=timestamp)
+
+    async def cast(self, value: Any = None, *, key: Any = None, partition: int | None = None,
+                   headers: Sequence[tuple[str, bytes]] | None = None) -> None:
+        """Send without waiting for a reply (Faust's ``agent.cast``)."""
+        await self.send(key=key, value=value, partition=partition, headers=headers)
+
+    async def ask(self, value: Any = None, *, key: Any = None, partition: int | None = None,
+                  timeout: float | None = 30.0) -> Any:
+        """Send and wait for the value the agent yields for this request."""
+        replies = await self.app.replies()
+        correlation_id, fut = replies.expect()
+        headers = [(REPLY_TO, replies.topic_name.encode()), (CORRELATION_ID, correlation_id.encode())]
+        try:
+            await self.send(key=key, value=value, partition=partition, headers=headers)
+            return await asyncio.wait_for(fut, timeout)
+        finally:
+            replies.forget(correlation_id)
+
+    def test_context(self, **kwargs: Any) -> Any:
+        """An in-process harness for this agent alone (see :mod:`agentstream.testing`)."""
+        from ..testing import AgentTestContext
+
+        return AgentTestContext(self, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<Agent {self.name} topics={[t.name for t in self.topics]} splits={[s.name for s in self.splits]}>"

@@ -1,0 +1,87 @@
+"""Request/reply for ``agent.ask``: requests carry a reply topic and a correlation id in their
+headers; the agent's yielded value goes back to that topic; a reader per app resolves futures."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from ..transport.base import TP, Consumer, TopicSpec
+
+if TYPE_CHECKING:
+    from ..app import App
+
+log = logging.getLogger(__name__)
+
+REPLY_TO = "agentstream-reply-to"
+CORRELATION_ID = "agentstream-correlation-id"
+
+__all__ = ["REPLY_TO", "CORRELATION_ID", "ReplyConsumer"]
+
+
+class ReplyConsumer:
+    """Owns this process's reply topic and the futures of outstanding asks."""
+
+    def __init__(self, app: "App") -> None:
+        self.app = app
+        self.topic_name = f"{app.settings.id}-replies-{uuid.uuid4().hex[:12]}"
+        self._futures: dict[str, asyncio.Future[Any]] = {}
+        self._consumer: Consumer | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        async with self._lock:
+            if self._reader is not None:
+                return
+            transport = self.app.transport
+            await transport.ensure_topics([TopicSpec(self.topic_name, 1)])
+            consumer = transport.consumer(group_id=None, **self.app.consumer_settings())
+            consumer.assign([TP(self.topic_name, 0)])
+            await consumer.start()
+            await consumer.seek_to_beginning(TP(self.topic_name, 0))
+            self._consumer = consumer
+            self._reader = asyncio.ensure_future(self._read())
+
+    def expect(self) -> tuple[str, asyncio.Future[Any]]:
+        correlation_id = uuid.uuid4().hex
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._futures[correlation_id] = fut
+        return correlation_id, fut
+
+    def forget(self, correlation_id: str) -> None:
+        self._futures.pop(correlation_id, None)
+
+    async def _read(self) -> None:
+        assert self._consumer is not None
+        codec = self.app.reply_codec
+        while True:
+            batches = await self._consumer.getmany(timeout_ms=500)
+            for messages in batches.values():
+                for message in messages:
+                    cid = next((v.decode() for k, v in message.headers or () if k == CORRELATION_ID), None)
+                    fut = self._futures.pop(cid, None) if cid else None
+                    if fut is None or fut.done():
+                        continue
+                    try:
+                        fut.set_result(None if message.value is None else codec.loads(message.value))
+                    except Exception as exc:  # a reply we cannot decode fails that ask, not the reader
+                        fut.set_exception(exc)
+
+    async def stop(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            try:
+                await self._reader
+            except (asyncio.CancelledError, Exception):
+                pass
+            self._reader = None
+        if self._consumer is not None:
+            await self._consumer.stop()
+            self._consumer = None
+        for fut in self._futures.values():
+            if not fut.done():
+                fut.cancel()
+        self._futures.clear()

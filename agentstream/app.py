@@ -1,0 +1,275 @@
+"""The App: settings plus the registry of what the app declares (topics, agents, tables, timers,
+tasks). Running it is the worker's job (:mod:`agentstream.worker`); the App only keeps the
+shared clients (transport, producer, reply reader) that agents and topics send through."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Awaitable, Callable, Sequence, TypeVar, Union
+
+from . import codecs
+from .agents.agent import Agent, AgentFun
+from .agents.replies import ReplyConsumer
+from .exceptions import TopologyError
+from .settings import Settings
+from .streams import SplitPoint
+from .topics import Topic
+from .transport import get_transport
+from .transport.base import Producer, Transport
+
+log = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+__all__ = ["App"]
+
+
+class Timer:
+    def __init__(self, fun: Callable[..., Awaitable[None]], interval: float, on_leader: bool) -> None:
+        self.fun = fun
+        self.interval = interval
+        self.on_leader = on_leader
+        self.name = getattr(fun, "__qualname__", repr(fun))
+
+
+class App:
+    """A Faust-style application: ``app = agentstream.App("wordcount", broker="kafka://...")``."""
+
+    def __init__(self, id: str, **options: Any) -> None:
+        self.settings = Settings.build(id, options)
+        self.key_serializer: str = options.get("key_serializer", "raw")
+        self.value_serializer: str = options.get("value_serializer", "json")
+        self.reply_codec = codecs.get("json")
+        self.topics: dict[str, Topic] = {}
+        self.agents: list[Agent] = []
+        self.tables: dict[str, Any] = {}
+        self.timers: list[Timer] = []
+        self.startup_tasks: list[Callable[..., Awaitable[None]]] = []
+        self._transport: Transport | None = None
+        self._producer: Producer | None = None
+        self._producer_started = False
+        self._producer_lock: asyncio.Lock | None = None
+        self._replies: ReplyConsumer | None = None
+        self.worker: Any = None
+
+    @property
+    def id(self) -> str:
+        return self.settings.id
+
+    @property
+    def conf(self) -> Settings:
+        """Faust's name for the settings."""
+        return self.settings
+
+    # -- declarations --------------------------------------------------------------------------
+    def topic(
+        self,
+        name: str,
+        *,
+        key_type: Any = None,
+        value_type: Any = None,
+        partitions: int | None = None,
+        key_serializer: str | None = None,
+        value_serializer: str | None = None,
+        internal: bool = False,
+        compacted: bool = False,
+        config: dict[str, str] | None = None,
+    ) -> Topic:
+        """Declare a topic (created with ``partitions`` or ``topic_partitions`` when missing)."""
+        existing = self.topics.get(name)
+        if existing is not None and (key_type is not None or value_type is not None or partitions is not None):
+            if (existing.key_type, existing.value_type) != (key_type, value_type) or (
+                partitions is not None and existing._partitions not in (None, partitions)
+            ):
+                raise TopologyError(
+                    f"topic {name!r} is declared twice with different types or partition counts; "
+                    "declare it once and share the Topic object"
+                )
+        if existing is not None:
+            return existing
+        topic = Topic(
+            self, name, key_type=key_type, value_type=value_type, partitions=partitions,
+            key_serializer=key_serializer, value_serializer=value_serializer, internal=internal,
+            compacted=compacted, config=config,
+        )
+        self.topics[name] = topic
+        return topic
+
+    def agent(
+        self,
+        channel: Union[Topic, str, Sequence[Union[Topic, str]], None] = None,
+        *,
+        name: str | None = None,
+        sink: Sequence[Any] | None = None,
+        concurrency: int = 1,
+        **kwargs: Any,
+    ) -> Callable[[AgentFun], Agent]:
+        """Decorate ``async def agent(stream)``: one instance per task over ``channel``'s partitions."""
+
+        def _decorate(fun: AgentFun) -> Agent:
+            agent_name = name or getattr(fun, "__name__", "agent")
+            if any(a.name == agent_name for a in self.agents):
+                raise TopologyError(f"two agents are named {agent_name!r}; pass name= to tell them apart")
+            if channel is None:
+                topics = [self.topic(f"{self.id}-{agent_name}")]
+            elif isinstance(channel, (Topic, str)):
+                topics = [self._as_topic(channel)]
+            else:
+                topics = [self._as_topic(c) for c in channel]
+            agent = Agent(self, fun, topics=topics, name=agent_name, sink=list(sink or ()), concurrency=concurrency)
+            self.agents.append(agent)
+            return agent
+
+        return _decorate
+
+    def _as_topic(self, t: Union[Topic, str]) -> Topic:
+        return self.topic(t) if isinstance(t, str) else t
+
+    def timer(self, interval: float, on_leader: bool = False) -> Callable[[F], F]:
+        """Run ``async def fun()`` every ``interval`` seconds while a worker runs."""
+        if interval <= 0:
+            raise TopologyError(f"timer interval must be > 0 seconds, got {interval}")
+
+        def _decorate(fun: F) -> F:
+            self.timers.append(Timer(fun, float(interval), on_leader))
+            return fun
+
+        return _decorate
+
+    def task(self, fun: F | None = None) -> Any:
+        """Run ``async def fun()`` (or ``fun(app)``) once when the worker has started."""
+
+        def _decorate(f: F) -> F:
+            self.startup_tasks.append(f)
+            return f
+
+        return _decorate(fun) if fun is not None else _decorate
+
+    def Table(self, name: str, **kwargs: Any) -> Any:
+        """A partitioned, changelog-backed table (``<app>-<name>-changelog``)."""
+        from .tables.table import Table
+
+        return self._add_table(Table(self, name, **kwargs))
+
+    def GlobalTable(self, name: str, **kwargs: Any) -> Any:
+        """A table every worker holds in full."""
+        from .tables.table import GlobalTable
+
+        return self._add_table(GlobalTable(self, name, **kwargs))
+
+    def SetTable(self, name: str, **kwargs: Any) -> Any:
+        """A table of sets."""
+        from .tables.table import SetTable
+
+        return self._add_table(SetTable(self, name, **kwargs))
+
+    def _add_table(self, table: Any) -> Any:
+        if table.name in self.tables:
+            raise TopologyError(f"two tables are named {table.name!r}; table names must be unique in an app")
+        self.tables[table.name] = table
+        return table
+
+    def _resolve_split(self, agent: Agent, point: SplitPoint) -> None:
+        """Give a discovered split point its topic (``<app>-<name>-repartition`` for group_by)."""
+        src = agent.topics[0] if not agent.splits else agent.splits[-1].topic
+        assert src is not None
+        if point.kind == "through":
+            if point.topic is None:
+                point.topic = self.topic(point.name)
+            return
+        topic_name = f"{self.id}-{point.name}-repartition"
+        partitions = point.partitions or max(t.partitions for t in agent.topics)
+        topic = self.topics.get(topic_name)
+        if topic is None:
+            topic = self.topic(topic_name, partitions=partitions, key_serializer="json", internal=True)
+            topic.value_codec = src.value_codec  # values are forwarded as bytes, unchanged
+            topic.value_type = src.value_type
+        point.topic = topic
+
+    async def discover(self) -> None:
+        """Find every agent's split points (idempotent); done before the topology is built."""
+        from .worker.topology import discover_splits
+
+        for agent in self.agents:
+            if not agent.discovered:
+                agent.splits = []
+                points = await discover_splits(self, agent)
+                agent.splits = points
+                agent.discovered = True
+
+    def topology(self) -> Any:
+        from .worker.topology import Topology
+
+        return Topology.build(self.agents)
+
+    # -- clients ---------------------------------------------------------------------------------
+    @property
+    def transport(self) -> Transport:
+        if self._transport is None:
+            self._transport = get_transport(self.settings.broker)
+        return self._transport
+
+    def consumer_settings(self) -> dict[str, Any]:
+        s = self.settings
+        return {
+            "session_timeout_ms": int(s.session_timeout * 1000),
+            "heartbeat_interval_ms": int(s.heartbeat_interval * 1000),
+            "rebalance_timeout_ms": int(s.rebalance_timeout * 1000),
+            "max_poll_interval_ms": max(int(s.rebalance_timeout * 1000), 300_000),
+            "max_poll_records": s.max_poll_records,
+            "auto_offset_reset": "earliest",
+        }
+
+    def producer_settings(self) -> dict[str, Any]:
+        return {"linger_ms": int(self.settings.producer_linger * 1000)}
+
+    @property
+    def producer(self) -> Producer:
+        if self._producer is None:
+            self._producer = self.transport.producer(**self.producer_settings())
+        return self._producer
+
+    async def start_producer(self) -> Producer:
+        """The started producer (started on first use, so scripts can just ``await topic.send``)."""
+        if self._producer_started:
+            return self.producer
+        if self._producer_lock is None:
+            self._producer_lock = asyncio.Lock()
+        async with self._producer_lock:
+            if not self._producer_started:
+                await self.producer.start()
+                self._producer_started = True
+        return self.producer
+
+    async def replies(self) -> ReplyConsumer:
+        if self._replies is None:
+            self._replies = ReplyConsumer(self)
+        await self._replies.start()
+        return self._replies
+
+    async def stop_clients(self) -> None:
+        """Stop the producer, reply reader and transport (the worker calls this last)."""
+        if self._replies is not None:
+            await self._replies.stop()
+            self._replies = None
+        if self._producer is not None and self._producer_started:
+            try:
+                await self._producer.flush()
+            finally:
+                await self._producer.stop()
+        self._producer = None
+        self._producer_started = False
+        if self._transport is not None:
+            await self._transport.close()
+            self._transport = None
+
+    # -- running ---------------------------------------------------------------------------------
+    def main(self, argv: Sequence[str] | None = None) -> None:
+        """Faust's ``app.main()``: the CLI with this app preselected."""
+        from .cli import main
+
+        raise SystemExit(main(list(argv) if argv is not None else None, app=self))
+
+    def __repr__(self) -> str:
+        return f"<App {self.id} broker={self.settings.broker}>"

@@ -1,0 +1,77 @@
+"""The event an agent is handling: the decoded key and value plus where the record came from.
+
+``current_event()`` is a context variable because each agent instance runs in its own asyncio
+task: sends made while handling a record can read its timestamp and reply address without the
+agent passing them around.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import Any, Sequence
+
+from .transport.base import TP, Message
+
+__all__ = ["Event", "current_event"]
+
+
+class Event:
+    """One record handed to an agent (Faust's ``Event``); ``message`` is the raw consumer record."""
+
+    __slots__ = ("key", "value", "message")
+
+    def __init__(self, key: Any, value: Any, message: Message) -> None:
+        self.key = key
+        self.value = value
+        self.message = message
+
+    @property
+    def topic(self) -> str:
+        return self.message.topic
+
+    @property
+    def partition(self) -> int:
+        return self.message.partition
+
+    @property
+    def offset(self) -> int:
+        return self.message.offset
+
+    @property
+    def tp(self) -> TP:
+        return TP(self.message.topic, self.message.partition)
+
+    @property
+    def timestamp(self) -> float:
+        """Event time in seconds, like Faust."""
+        return self.message.timestamp / 1000.0
+
+    @property
+    def headers(self) -> Sequence[tuple[str, bytes]]:
+        return self.message.headers
+
+    def header(self, name: str) -> bytes | None:
+        for k, v in self.message.headers or ():
+            if k == name:
+                return v
+        return None
+
+    def where(self) -> str:
+        """``topic[partition]@offset``, the form every log line about a record uses."""
+        m = self.message
+        return f"{m.topic}[{m.partition}]@{m.offset}"
+
+    def __repr__(self) -> str:
+        return f"<Event {self.where()} key={self.key!r} value={self.value!r}>"
+
+
+_current: ContextVar[Event | None] = ContextVar("agentstream_current_event", default=None)
+
+
+def current_event() -> Event | None:
+    """The event the calling agent instance is handling, or None outside an agent."""
+    return _current.get()
+
+
+def set_current_event(event: Event | None) -> None:
+    _current.set(event)

@@ -1,0 +1,101 @@
+"""One exception tree for agentstream: catch :class:`AgentStreamError` to catch them all.
+
+Every message says what went wrong *and* what to do about it, because most of these reach a
+user at start-up or in a worker log, far from the line of code that caused them.
+"""
+
+from __future__ import annotations
+
+
+class AgentStreamError(Exception):
+    """Root of every error agentstream raises on purpose."""
+
+
+class ConfigError(AgentStreamError):
+    """A setting has a value agentstream cannot use; the message names the setting and the fix."""
+
+    def __init__(self, setting: str, problem: str, fix: str) -> None:
+        self.setting = setting
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"setting {setting!r}: {problem}. Fix: {fix}")
+
+
+class TopologyError(AgentStreamError):
+    """The agents, topics and tables declared by the app do not form a topology that can run."""
+
+
+class PartitionCountMismatch(TopologyError):
+    """An existing topic's partition count differs from what the app declares."""
+
+    def __init__(self, topic: str, existing: int, wanted: int) -> None:
+        self.topic = topic
+        self.existing = existing
+        self.wanted = wanted
+        super().__init__(
+            f"topic {topic!r} exists with {existing} partitions but the app declares {wanted}. "
+            f"Fix: declare app.topic({topic!r}, partitions={existing}) (or set topic_partitions={existing}), "
+            f"or delete and recreate the topic with {wanted} partitions."
+        )
+
+
+class SerializationError(AgentStreamError):
+    """A key or value could not be encoded or decoded."""
+
+
+class KeyDecodeError(SerializationError):
+    """A record's key bytes could not be decoded with the topic's key codec."""
+
+
+class ValueDecodeError(SerializationError):
+    """A record's value bytes could not be decoded with the topic's value codec."""
+
+
+class ValidationError(SerializationError):
+    """Data does not fit a Record's declared fields; ``field`` names the offending field."""
+
+    def __init__(self, model: str, field: str, problem: str) -> None:
+        self.model = model
+        self.field = field
+        super().__init__(f"{model}.{field}: {problem}")
+
+
+class TransportError(AgentStreamError):
+    """The broker (or the memory transport) refused or failed an operation."""
+
+
+class ProducerError(TransportError):
+    """A record could not be delivered; offsets past it are not committed."""
+
+
+class ImproperlyConfigured(ConfigError):
+    """Alias kept for Faust users who catch this name."""
+
+
+class AgentError(AgentStreamError):
+    """An agent raised and the app's policy is ``stop``."""
+
+
+class WorkerStopped(AgentStreamError):
+    """Raised inside a stream when the worker is shutting down the task that feeds it."""
+
+
+class StoreError(AgentStreamError):
+    """A table's local state store failed; ``path`` names the store directory (None for memory)."""
+
+    def __init__(self, path: object, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"state store {str(path)!r}: {problem}")
+
+
+class StoreCorrupt(StoreError):
+    """The store's files are damaged; wipe it (``store.wipe()``) and restore from the changelog."""
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot be used right now (closed, or locked by another process); do NOT wipe it."""
+
+
+class StopProcessing(AgentStreamError):
+    """A record failed and the app's policy is ``stop``: the worker stops without committing it."""

@@ -1,0 +1,233 @@
+"""Streams: what an agent iterates.
+
+A stream pulls records straight from its task's partition group (no queue between them), so
+the next record is taken only when the agent asks for it: depth-first, and the previous record
+is acknowledged (its offset becomes committable) at exactly that moment.
+
+Stream operations that change partitioning (``group_by``, ``through``) are *split points*: the
+agent's sub-topology ends there. In a task that reads the agent's source, the stream forwards
+each record to the split topic and never yields; in a task that reads the split topic, the same
+agent code resumes from that point with the operations before it already applied upstream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Protocol, Union
+
+from .events import Event, set_current_event
+from .exceptions import TopologyError
+
+if TYPE_CHECKING:
+    from .topics import Topic
+
+__all__ = ["Stream", "StreamInput", "SplitPoint"]
+
+Processor = Callable[[Event], Union[bool, Awaitable[bool]]]
+
+
+@dataclass
+class SplitPoint:
+    """A ``group_by``/``through`` in an agent's code: where one sub-topology hands over to the next."""
+
+    kind: str  # "group_by" or "through"
+    name: str
+    key: Callable[[Any], Any] | None
+    topic: "Topic | None" = None  # resolved by the app (repartition topic or the through topic)
+    partitions: int | None = None
+
+
+class StreamInput(Protocol):
+    """Where a stream's records come from: a task's partition group (or the harness's channel)."""
+
+    stage: int
+
+    async def next_event(self, timeout: float | None = None) -> Event | None:
+        """The next decoded event; None when ``timeout`` passed first."""
+        ...
+
+    def ack(self, event: Event) -> None:
+        """The event is fully handled: its offset + 1 may be committed."""
+        ...
+
+    def split(self, index: int, point: SplitPoint) -> SplitPoint:
+        """Register or look up the agent's ``index``-th split point (1-based)."""
+        ...
+
+
+class Stream:
+    """An async iterator of values (Faust's ``Stream``); ``events()``/``items()`` give more."""
+
+    def __init__(self, input: StreamInput, processors: tuple[Processor, ...] = (), splits: int = 0) -> None:
+        self._input = input
+        self._processors = processors
+        self._splits = splits
+        self._pending: list[Event] = []
+        self.current_event: Event | None = None
+
+    # -- iteration -------------------------------------------------------------------------
+    def __aiter__(self) -> "Stream":
+        return self
+
+    async def __anext__(self) -> Any:
+        event = await self._next_event()
+        return event.value
+
+    def ack_pending(self) -> None:
+        """Acknowledge what was handed out last; called when the agent asks for more."""
+        if self._pending:
+            ack = self._input.ack
+            for event in self._pending:
+                ack(event)
+            self._pending.clear()
+
+    async def _next_event(self, timeout: float | None = None) -> Event:
+        if self._pending:
+            self.ack_pending()
+        event = await self._pull(timeout)
+        if event is None:
+            raise asyncio.TimeoutError
+        self._pending.append(event)
+        return event
+
+    async def _pull(self, timeout: float | None = None, keep_pending: bool = False) -> Event | None:
+        """Next event that passes every processor; events dropped on the way are acked at once."""
+        inp = self._input
+        processors = self._processors
+        while True:
+            event = await inp.next_event(timeout)
+            if event is None:
+                return None
+            for proc in processors:
+                keep = proc(event)
+                if not isinstance(keep, bool):
+                    keep = await keep
+                if not keep:
+                    inp.ack(event)
+                    break
+            else:
+                self.current_event = event
+                set_current_event(event)
+                return event
+
+    async def events(self) -> AsyncIterator[Event]:
+        while True:
+            yield await self._next_event()
+
+    async def items(self) -> AsyncIterator[tuple[Any, Any]]:
+        while True:
+            event = await self._next_event()
+            yield event.key, event.value
+
+    async def take(self, max_: int, within: float) -> AsyncIterator[list[Any]]:
+        """Batches of up to ``max_`` values, yielded early when ``within`` seconds pass after the first.
+
+        The batch's records are acknowledged when the agent asks for the next batch.
+        """
+        if max_ < 1:
+            raise ValueError("take(max_): max_ must be >= 1")
+        while True:
+            self.ack_pending()
+            first = await self._pull()
+            assert first is not None
+            self._pending.append(first)
+            batch = [first.value]
+            deadline = time.monotonic() + within
+            while len(batch) < max_:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                event = await self._pull(remaining)
+                if event is None:
+                    break
+                self._pending.append(event)
+                batch.append(event.value)
+            yield batch
+
+    async def enumerate(self, start: int = 0) -> AsyncIterator[tuple[int, Any]]:
+        i = start
+        async for value in self:
+            yield i, value
+            i += 1
+
+    # -- operations --------------------------------------------------------------------------
+    def _derive(self, *extra: Processor) -> "Stream":
+        return type(self)(self._input, self._processors + extra, self._splits)
+
+    def filter(self, fun: Callable[[Any], Any]) -> "Stream":
+        """Keep values for which ``fun`` (sync or async) is true; dropped records are acked at once."""
+        if inspect.iscoroutinefunction(fun):
+            async def _afilter(event: Event) -> bool:
+                return bool(await fun(event.value))
+            return self._derive(_afilter)
+        return self._derive(lambda event: bool(fun(event.value)))
+
+    def group_by(self, key: Any, *, name: str | None = None, partitions: int | None = None) -> "Stream":
+        """Re-key the stream through the repartition topic ``<app>-<name>-repartition``."""
+        keyfn, field_name = _key_function(key)
+        point_name = name or field_name
+        if point_name is None:
+            raise TopologyError(
+                "group_by() with a callable key needs a name: stream.group_by(fn, name='by_x') "
+                "names the repartition topic <app>-by_x-repartition"
+            )
+        return self._split(SplitPoint("group_by", point_name, keyfn, partitions=partitions))
+
+    def through(self, topic: "Topic | str") -> "Stream":
+        """Forward every record to ``topic`` and continue from that topic (a new sub-topology)."""
+        name = topic if isinstance(topic, str) else topic.name
+        return self._split(SplitPoint("through", name, None, topic=None if isinstance(topic, str) else topic))
+
+    def _split(self, point: SplitPoint) -> "Stream":
+        index = self._splits + 1
+        resolved = self._input.split(index, point)
+        stage = self._input.stage
+        if index <= stage:
+            # This task reads the split topic itself: the earlier operations ran upstream.
+            return type(self)(self._input, (), index)
+        return type(self)(self._input, self._processors + (_forwarder(resolved),), index)
+
+    def __repr__(self) -> str:
+        return f"<Stream stage={self._input.stage} splits={self._splits}>"
+
+
+def _key_function(key: Any) -> tuple[Callable[[Any], Any], str | None]:
+    """A group_by key may be a callable, a Record field descriptor or a field name."""
+    field_name = getattr(key, "field", None)
+    if isinstance(field_name, str) and hasattr(key, "getattr"):
+        return key.getattr, field_name
+    if isinstance(key, str):
+        attr = key
+        return (lambda value: value[attr] if isinstance(value, dict) else getattr(value, attr)), attr
+    if callable(key):
+        return key, None
+    raise TopologyError(f"group_by key must be a callable, a Record field or a field name, got {key!r}")
+
+
+def _forwarder(point: SplitPoint) -> Processor:
+    """The processor that ends a sub-topology: send to the split topic, then drop the record."""
+    topic = point.topic
+    assert topic is not None
+    send_raw = topic.send_raw
+    if point.kind == "group_by":
+        keyfn = point.key
+        assert keyfn is not None
+        key_dumps = topic.key_codec.dumps
+
+        async def _forward_group_by(event: Event) -> bool:
+            message = event.message
+            await send_raw(key_dumps(keyfn(event.value)), message.value, timestamp=message.timestamp / 1000.0,
+                           headers=message.headers or None)
+            return False
+
+        return _forward_group_by
+
+    async def _forward_through(event: Event) -> bool:
+        kb, vb = topic.encode(event.key, event.value)
+        await send_raw(kb, vb, timestamp=event.message.timestamp / 1000.0, headers=event.message.headers or None)
+        return False
+
+    return _forward_through

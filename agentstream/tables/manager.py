@@ -1,0 +1,292 @@
+"""The worker's side of tables: opening store partitions, restoring them from the changelog,
+following standby and global partitions, and the table steps of the commit sequence.
+
+Restore uses its own consumer (never the group consumer, Faust's recovery-hang lesson) and is
+complete when the position reaches the end seen in a fetch (the high watermark), or when fetches
+come back empty; ``end_offsets`` is not trusted (the dev broker gets it wrong).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from ..exceptions import StoreCorrupt
+from ..transport.base import TP, Consumer
+from .store import destroy_store, store_for
+from .table import Table, TablePartition
+
+if TYPE_CHECKING:
+    from ..app import App
+    from ..worker.assignor import Assignment
+    from ..worker.worker import Worker
+
+log = logging.getLogger("agentstream.tables")
+
+__all__ = ["TableManager", "Restorer"]
+
+PROGRESS_EVERY = 3.0
+
+
+class Restorer:
+    """Replays changelog partitions into their stores until each reaches its end."""
+
+    def __init__(self, consumer: Consumer, label: str) -> None:
+        self.consumer = consumer
+        self.label = label
+        self.restored = 0
+
+    async def run(self, parts: dict[TP, TablePartition], *, batch: int = 10_000) -> int:
+        if not parts:
+            return 0
+        consumer = self.consumer
+        consumer.assign(list(parts))
+        starts: dict[TP, int] = {}
+        for tp, part in parts.items():
+            start = part.changelog_offset or 0
+            starts[tp] = start
+            consumer.seek(tp, start)
+        remaining = dict(parts)
+        done = 0
+        began = last_log = time.monotonic()
+        empty = 0
+        while remaining:
+            batches = await consumer.getmany(timeout_ms=300, max_records=batch)
+            for tp, messages in batches.items():
+                part = remaining.get(tp)
+                if part is None or not messages:
+                    continue
+                if messages[0].offset < starts[tp]:
+                    # The checkpoint was beyond the changelog's end and the reader was reset:
+                    # the changelog was deleted or recreated. Start over from an empty store.
+                    log.warning("%s: checkpoint %d of %s is beyond the changelog's end; wiping the store and "
+                                "restoring from the beginning", self.label, starts[tp], tp)
+                    part.store.wipe()
+                    starts[tp] = messages[0].offset
+                part.store.write_batch((m.key, m.value) for m in messages)
+                part.changelog_offset = messages[-1].offset + 1
+                done += len(messages)
+            for tp, part in list(remaining.items()):
+                hw = consumer.highwater(tp)
+                if hw is not None and (part.changelog_offset or 0) >= hw:
+                    if (part.changelog_offset or 0) > hw:
+                        log.warning("%s: checkpoint %d of %s is beyond the changelog's end %d; wiping and "
+                                    "restoring from the beginning", self.label, part.changelog_offset, tp, hw)
+                        part.store.wipe()
+                        part.changelog_offset = 0
+                        starts[tp] = 0
+                        consumer.seek(tp, 0)
+                        continue
+                    del remaining[tp]
+            empty = empty + 1 if not batches else 0
+            if empty >= 3:
+                break  # fetches come back empty: every remaining partition is at its end
+            now = time.monotonic()
+            if now - last_log >= PROGRESS_EVERY and remaining:
+                total = sum(max(0, (consumer.highwater(tp) or 0) - starts[tp]) for tp in parts)
+                rate = done / max(now - began, 1e-9)
+                eta = (total - done) / rate if rate > 0 and total > done else 0.0
+                log.info("%s: restoring %d/%d records (%.0f records/s, ETA %.0fs)", self.label, done, total, rate, eta)
+                last_log = now
+        for part in parts.values():
+            part.store.flush()
+            part.checkpoint()
+        self.restored += done
+        elapsed = time.monotonic() - began
+        log.info("%s: restored %d records into %d partitions in %.2fs (%.0f records/s)", self.label, done,
+                 len(parts), elapsed, done / max(elapsed, 1e-9))
+        return done
+
+
+class TableManager:
+    """Owns every :class:`TablePartition` of the worker and the table steps of a commit."""
+
+    def __init__(self, app: "App", worker: "Worker") -> None:
+        self.app = app
+        self.worker = worker
+        self.tables: list[Table] = list(app.tables.values())
+        self.root = Path(app.settings.data_dir) / app.id / "tables"
+        self.store_url = app.settings.store
+        self.cache_size = app.settings.table_cache_size
+        self._sends: list[tuple[TablePartition, list[tuple[bytes, bytes | None]]]] = []
+        self._restore_consumer: Consumer | None = None
+        self._follow_consumer: Consumer | None = None
+        self._follower: asyncio.Task[None] | None = None
+        self._followed: dict[TP, TablePartition] = {}
+        self.restored_records = 0
+        self.restoring = False
+
+    # -- store partitions ------------------------------------------------------------------------
+    def _open(self, table: Table, partition: int) -> TablePartition:
+        part = table.parts.get(partition)
+        if part is not None:
+            return part
+        url = table.store_url or self.store_url
+        path = self.root / table.name / str(partition)
+        checkpoint = self.root / table.name / f"{partition}.checkpoint"
+        try:
+            store = store_for(url, path)
+        except StoreCorrupt as exc:
+            log.warning("table %s partition %d: store is corrupt (%s); wiping it and restoring from the changelog",
+                        table.name, partition, exc)
+            destroy_store(path)
+            checkpoint.unlink(missing_ok=True)
+            store = store_for(url, path)
+        part = TablePartition(table, partition, store, checkpoint, self.cache_size)
+        if url.startswith("memory"):
+            part.changelog_offset = None  # a memory store starts empty whatever the checkpoint says
+        elif part.changelog_offset is None and len(store):
+            log.info("table %s partition %d: no checkpoint; wiping the store and restoring from the changelog",
+                     table.name, partition)
+            store.wipe()
+        table.parts[partition] = part
+        return part
+
+    def _close(self, table: Table, partition: int) -> None:
+        part = table.parts.pop(partition, None)
+        if part is not None:
+            part.store.close()
+
+    def _consumer(self) -> Consumer:
+        settings = dict(self.app.consumer_settings())
+        settings["max_poll_records"] = 10_000
+        return self.app.transport.consumer(group_id=None, **settings)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        self._restore_consumer = self._consumer()
+        await self._restore_consumer.start()
+        self._follow_consumer = self._consumer()
+        await self._follow_consumer.start()
+        global_parts: dict[TP, TablePartition] = {}
+        for table in self.tables:
+            if table.is_global:
+                for p in range(table.partitions):
+                    part = self._open(table, p)
+                    part.active = True
+                    global_parts[TP(table.changelog_topic.name, p)] = part
+        if global_parts:
+            await self._restore(global_parts, "global tables")
+            for part in global_parts.values():
+                part.ready = True
+        self._follow(global_parts)
+
+    async def stop(self) -> None:
+        if self._follower is not None:
+            self._follower.cancel()
+            await asyncio.gather(self._follower, return_exceptions=True)
+        for consumer in (self._restore_consumer, self._follow_consumer):
+            if consumer is not None:
+                await consumer.stop()
+        for table in self.tables:
+            for p in list(table.parts):
+                part = table.parts[p]
+                part.write_store()
+                part.checkpoint()
+                self._close(table, p)
+
+    async def _restore(self, parts: dict[TP, TablePartition], label: str) -> int:
+        assert self._restore_consumer is not None
+        self.restoring = True
+        try:
+            n = await Restorer(self._restore_consumer, label).run(parts)
+        finally:
+            self.restoring = False
+            self._restore_consumer.assign([])
+        self.restored_records += n
+        return n
+
+    async def on_assigned(self, assignment: "Assignment") -> None:
+        """Open active and standby partitions, restore the active ones; then tasks may start."""
+        active, standby = set(assignment.active), set(assignment.standby) - set(assignment.active)
+        to_restore: dict[TP, TablePartition] = {}
+        followed: dict[TP, TablePartition] = {}
+        for table in self.tables:
+            if table.is_global:
+                for p, part in table.parts.items():
+                    followed[TP(table.changelog_topic.name, p)] = part
+                continue
+            for p in list(table.parts):
+                if p not in active and p not in standby:
+                    self._close(table, p)
+            for p in active:
+                if p < table.partitions:
+                    part = self._open(table, p)
+                    part.active, part.ready = True, False
+                    to_restore[TP(table.changelog_topic.name, p)] = part
+            for p in standby:
+                if p < table.partitions:
+                    part = self._open(table, p)
+                    part.active, part.ready = False, False
+                    followed[TP(table.changelog_topic.name, p)] = part
+        self._follow(followed)
+        if to_restore:
+            await self._restore(to_restore, f"tables for partitions {sorted(active)}")
+        for part in to_restore.values():
+            part.ready = True
+
+    async def on_revoked(self) -> None:
+        """Every active partition is suspended (eager rebalance); stores stay open for reuse."""
+        self._follow({tp: p for tp, p in self._followed.items() if p.table.is_global})
+        for table in self.tables:
+            if not table.is_global:
+                for part in table.parts.values():
+                    part.active = part.ready = False
+
+    # -- standby / global following -----------------------------------------------------------------
+    def _follow(self, parts: dict[TP, TablePartition]) -> None:
+        if self._follower is not None:
+            self._follower.cancel()
+            self._follower = None
+        self._followed = parts
+        if parts and self._follow_consumer is not None:
+            self._follower = asyncio.ensure_future(self._follow_loop(dict(parts)))
+
+    async def _follow_loop(self, parts: dict[TP, TablePartition]) -> None:
+        consumer = self._follow_consumer
+        assert consumer is not None
+        consumer.assign(list(parts))
+        for tp, part in parts.items():
+            consumer.seek(tp, part.changelog_offset or 0)
+        last_checkpoint = time.monotonic()
+        while True:
+            batches = await consumer.getmany(timeout_ms=500, max_records=10_000)
+            for tp, messages in batches.items():
+                part = parts[tp]
+                part.store.write_batch((m.key, m.value) for m in messages)
+                part.changelog_offset = messages[-1].offset + 1
+            if time.monotonic() - last_checkpoint > self.app.settings.commit_interval:
+                for part in parts.values():
+                    if not part.active:
+                        part.checkpoint()
+                last_checkpoint = time.monotonic()
+
+    # -- commit steps -----------------------------------------------------------------------------------
+    def queue_send(self, part: TablePartition, items: Iterable[tuple[bytes, bytes | None]]) -> None:
+        self._sends.append((part, list(items)))
+
+    def dirty(self) -> bool:
+        return bool(self._sends) or any(p.dirty() for t in self.tables for p in t.parts.values())
+
+    async def flush(self) -> None:
+        """Commit step 1: caches -> changelog records (sent; delivery awaited by the producer flush)."""
+        for table in self.tables:
+            for part in table.parts.values():
+                part.flush_cache()
+        sends, self._sends = self._sends, []
+        producer = self.app.producer
+        for part, items in sends:
+            topic = part.table.changelog_topic.name
+            for key, value in items:
+                part.last_send = await producer.send(topic, key, value, partition=part.partition)
+
+    def checkpoint(self) -> None:
+        """Commit step 4 (after the producer flush and the offset commit): stores, then checkpoints."""
+        for table in self.tables:
+            for part in table.parts.values():
+                if part.active:
+                    part.write_store()
+                    part.checkpoint()

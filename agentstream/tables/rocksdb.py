@@ -1,0 +1,265 @@
+"""RocksDB-backed :class:`~agentstream.tables.store.Store`: one DB directory per table partition.
+
+Design choices (each verified against rocksdict 0.3.29):
+
+* **WAL disabled for every write; durability = :meth:`RocksDBStore.flush`** (memtable -> SST,
+  fsynced). This is what Kafka Streams does: the changelog already is the write-ahead log, and a
+  checkpoint is only written after ``flush()``, so a crash loses nothing that the changelog replay
+  from the checkpoint does not bring back. It makes restore's bulk batches and the per-record path
+  equally cheap, with no "bulk mode" to forget to switch off. ``flush()`` is skipped when nothing
+  was written since the last one, and ``close()`` flushes.
+* **Raw mode** (``Options(raw_mode=True)``): keys/values are stored as given, no pickling. The
+  same options are rebuilt by :func:`_options` at every open.
+* **Scans use a plain DB iterator**, which RocksDB pins to an implicit snapshot when it is
+  created, so ``items()`` creates it eagerly and later writes are not seen. (rocksdict's
+  ``Snapshot.items()`` does NOT do this: its iteration sees later writes; only its point reads
+  are snapshotted. We don't use it.) ``Rdict.items()`` is not used either: it ends silently at a
+  corrupt block; ``RdictIter`` + ``status()`` raises.
+* **Open iterators keep the DB LOCK file held after ``Rdict.close()``**, so a reopen in the same
+  process fails. Every scan is tracked and released before the DB is closed.
+* rocksdict raises a bare ``Exception`` for RocksDB errors: messages containing ``Corruption``
+  become :class:`StoreCorrupt` (caller wipes and restores); anything else, e.g. the LOCK held by
+  another process, becomes :class:`StoreUnavailable`, which must NOT lead to a wipe. On
+  ``StoreCorrupt`` at open, call :func:`~agentstream.tables.store.destroy_store` and reopen.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import NoReturn
+
+from rocksdict import (
+    BlockBasedOptions,
+    DBCompressionType,
+    DbClosedError,
+    Options,
+    Rdict,
+    RdictIter,
+    ReadOptions,
+    WriteBatch,
+    WriteOptions,
+)
+
+from agentstream.exceptions import StoreCorrupt, StoreError, StoreUnavailable
+from agentstream.tables.store import destroy_store, remove_destroy_leftovers
+
+__all__ = ["RocksDBStore"]
+
+
+def _options() -> Options:
+    """Options used at every open (they must not change between opens of one DB)."""
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(True)
+    opts.set_paranoid_checks(True)
+    opts.increase_parallelism(max(2, min(4, os.cpu_count() or 2)))
+    opts.set_compression_type(DBCompressionType.lz4())
+    opts.set_keep_log_file_num(2)  # RocksDB's info LOG files, not data
+    # Small memtables (default 64 MB): random-key inserts stay cache-friendly and full ones are
+    # flushed in the background while writing continues. Measured on 1M random 16-byte keys:
+    # ~30-40% faster bulk restore, and flush() at commit has less to write.
+    opts.set_write_buffer_size(16 << 20)
+    opts.set_max_write_buffer_number(4)
+    table = BlockBasedOptions()
+    table.set_bloom_filter(10, False)  # point reads on the hot path mostly miss or hit one file
+    opts.set_block_based_table_factory(table)
+    return opts
+
+
+def _write_options() -> WriteOptions:
+    wo = WriteOptions()
+    # The .pyi declares disable_wal as a method; at runtime it is a settable property.
+    wo.disable_wal = True  # type: ignore[method-assign,assignment]
+    return wo
+
+
+class _Scan:
+    """An ``items()`` iterator that reports corruption and that the store can release on close.
+
+    Built on ``RdictIter`` rather than ``Rdict.items()``: the latter silently ENDS a scan at a
+    corrupt block, while ``RdictIter.status()`` raises the error.
+    """
+
+    __slots__ = ("__weakref__", "_it", "_path")
+
+    def __init__(self, it: RdictIter, path: Path) -> None:
+        self._it: RdictIter | None = it
+        self._path = path
+
+    def __iter__(self) -> _Scan:
+        return self
+
+    def __next__(self) -> tuple[bytes, bytes]:
+        it = self._it
+        if it is None:
+            raise StoreUnavailable(self._path, "store closed or wiped while a scan was open")
+        try:
+            if it.valid():
+                item: tuple[bytes, bytes] = (it.key(), it.value())
+                it.next()
+                return item
+            it.status()  # raises if the scan stopped on an error rather than at the end
+        except Exception as exc:  # rocksdict raises bare Exception
+            _raise_translated(exc, self._path, "scan")
+        self._it = None
+        raise StopIteration
+
+    def release(self) -> None:
+        self._it = None  # the only reference: the native iterator is freed here
+
+
+def _raise_translated(exc: Exception, path: Path, op: str) -> NoReturn:
+    if isinstance(exc, DbClosedError):
+        raise StoreUnavailable(path, f"{op} on a closed store") from exc
+    if type(exc) is not Exception:  # TypeError/KeyError from bad arguments: a caller bug
+        raise exc
+    message = str(exc)
+    if "Corruption" in message:
+        raise StoreCorrupt(path, f"{op} failed, data is corrupt ({message}); wipe and restore") from exc
+    if "lock" in message.lower():
+        raise StoreUnavailable(
+            path, f"{op} failed: DB is locked, probably by another worker process ({message})"
+        ) from exc
+    raise StoreError(path, f"{op} failed: {message}") from exc
+
+
+class RocksDBStore:
+    """One RocksDB database holding one table partition."""
+
+    persistent = True
+
+    def __init__(self, path: Path) -> None:
+        self._path = Path(path)
+        self._scans: weakref.WeakSet[_Scan] = weakref.WeakSet()
+        self._dirty = False
+        self._closed = False
+        remove_destroy_leftovers(self._path)
+        self._db = self._open()
+
+    def _open(self) -> Rdict:
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            db = Rdict(str(self._path), options=_options())
+        except Exception as exc:
+            _raise_translated(exc, self._path, "open")
+        db.set_write_options(_write_options())
+        return db
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    # -- reads / writes: hot path, so no wrapper layers beyond a try ----------------------------
+
+    def get(self, key: bytes) -> bytes | None:
+        try:
+            value: bytes | None = self._db.get(key)
+        except Exception as exc:
+            _raise_translated(exc, self._path, "get")
+        return value
+
+    def put(self, key: bytes, value: bytes) -> None:
+        try:
+            self._db.put(key, value)
+        except Exception as exc:
+            _raise_translated(exc, self._path, "put")
+        self._dirty = True
+
+    def delete(self, key: bytes) -> None:
+        try:
+            self._db.delete(key)
+        except Exception as exc:
+            _raise_translated(exc, self._path, "delete")
+        self._dirty = True
+
+    def write_batch(self, items: Iterable[tuple[bytes, bytes | None]]) -> None:
+        """Atomic (one RocksDB WriteBatch): restore and cache flushes land all-or-nothing."""
+        batch = WriteBatch(raw_mode=True)
+        put, delete = batch.put, batch.delete
+        for key, value in items:
+            if value is None:
+                delete(key)
+            else:
+                put(key, value)
+        try:
+            self._db.write(batch)
+        except Exception as exc:
+            _raise_translated(exc, self._path, "write_batch")
+        self._dirty = True
+
+    def items(self, lo: bytes | None = None, hi: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """Keys ``lo <= key < hi`` ascending, as of this call (the iterator is created now)."""
+        read_opt = ReadOptions()
+        if hi is not None:
+            read_opt.set_iterate_upper_bound(hi)
+        try:
+            raw = self._db.iter(read_opt)  # the implicit snapshot is taken here
+            if lo is None:
+                raw.seek_to_first()
+            else:
+                raw.seek(lo)
+        except Exception as exc:
+            _raise_translated(exc, self._path, "scan")
+        scan = _Scan(raw, self._path)
+        self._scans.add(scan)
+        return scan
+
+    def __len__(self) -> int:
+        """An ESTIMATE (RocksDB's ``estimate-num-keys``): overwrites and deletes skew it."""
+        try:
+            n = self._db.property_int_value("rocksdb.estimate-num-keys")
+        except Exception as exc:
+            _raise_translated(exc, self._path, "len")
+        return n or 0
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, bytes) and self.get(key) is not None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Write memtables to fsynced SST files; after this, all writes survive a crash."""
+        if not self._dirty:
+            return
+        try:
+            self._db.flush(wait=True)
+        except Exception as exc:
+            _raise_translated(exc, self._path, "flush")
+        self._dirty = False
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._release_scans()
+        try:
+            self.flush()
+        finally:
+            self._closed = True
+            try:
+                self._db.close()
+            except DbClosedError:
+                pass
+
+    def wipe(self) -> None:
+        """Close, delete the whole directory (a checkpoint kept inside it too), reopen empty."""
+        self._release_scans()
+        if not self._closed:
+            try:
+                self._db.close()
+            except Exception:  # closing a DB we are about to delete: failure is irrelevant
+                pass
+            self._closed = True
+        destroy_store(self._path)
+        self._dirty = False
+        self._db = self._open()
+        self._closed = False
+
+    def _release_scans(self) -> None:
+        for scan in list(self._scans):
+            scan.release()
+        self._scans.clear()
+
+    def __repr__(self) -> str:
+        return f"RocksDBStore({str(self._path)!r})"

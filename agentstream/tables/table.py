@@ -1,0 +1,318 @@
+"""Tables: dict-like views over partitioned state stores, every change sent to a changelog.
+
+A write inside an agent goes to the partition of the record being handled (the task's partition
+number), so a table is partitioned exactly like the stream that updates it. Writes land in a
+write-back cache; at commit the cache goes to the changelog, and only once the producer has
+confirmed delivery are the values written to the local store. The store therefore never holds
+a value the changelog lacks, which is what makes replaying the changelog tail after a crash
+give back exactly the changelog's state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from .. import codecs
+from ..events import current_event
+from ..exceptions import AgentStreamError
+from ..transport.memory import default_partition
+from .cache import RecordCache
+from .store import Store, read_checkpoint, write_checkpoint
+
+if TYPE_CHECKING:
+    from ..app import App
+    from ..topics import Topic
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Table", "TablePartition", "TableNotReady"]
+
+class TableNotReady(AgentStreamError):
+    """The table partition a key belongs to is not held (or not yet restored) by this worker."""
+
+
+class TablePartition:
+    """One partition of one table on this worker: store, cache, and changelog position."""
+
+    __slots__ = ("table", "partition", "store", "cache", "pending", "last_send", "changelog_offset",
+                 "checkpoint_path", "active", "ready")
+
+    def __init__(self, table: "Table", partition: int, store: Store, checkpoint_path: Path, cache_size: int) -> None:
+        self.table = table
+        self.partition = partition
+        self.store = store
+        self.cache: RecordCache[int] = RecordCache(cache_size)
+        self.pending: dict[bytes, bytes | None] = {}  # sent to the changelog, not yet in the store
+        self.last_send: asyncio.Future[Any] | None = None
+        self.changelog_offset: int | None = read_checkpoint(checkpoint_path)
+        self.checkpoint_path = checkpoint_path
+        self.active = False
+        self.ready = False
+
+    def get_bytes(self, key: bytes) -> tuple[bool, Any]:
+        """(found, python value) looking through cache, pending writes, then the store."""
+        hit, value = self.cache.get(0, key)
+        if hit:
+            return value is not None, value
+        if key in self.pending:
+            raw = self.pending[key]
+        else:
+            raw = self.store.get(key)
+        if raw is None:
+            return False, None
+        return True, self.table.value_codec.loads(raw)
+
+    def set(self, key: bytes, value: Any) -> None:
+        evicted = self.cache.put(0, key, value)
+        if evicted:
+            self.table._send_changelog(self, evicted)
+
+    def dirty(self) -> bool:
+        return bool(len(self.cache) or self.pending)
+
+    def flush_cache(self) -> None:
+        entries = self.cache.flush()
+        if entries:
+            self.table._send_changelog(self, entries)
+
+    def write_store(self) -> None:
+        """After the producer flushed: apply delivered changelog values to the store."""
+        if self.pending:
+            self.store.write_batch(self.pending.items())
+            self.pending.clear()
+        if self.last_send is not None and self.last_send.done() and not self.last_send.cancelled():
+            exc = self.last_send.exception()
+            if exc is None:
+                self.changelog_offset = self.last_send.result().offset + 1
+            self.last_send = None
+
+    def checkpoint(self) -> None:
+        if self.changelog_offset is not None:
+            self.store.flush()
+            write_checkpoint(self.checkpoint_path, self.changelog_offset)
+
+    def apply_changelog(self, key: bytes, value: bytes | None, offset: int) -> None:
+        """Restore/standby path: the changelog record is already durable."""
+        if value is None:
+            self.store.delete(key)
+        else:
+            self.store.put(key, value)
+        self.changelog_offset = offset + 1
+
+
+class Table:
+    """``app.Table(name, default=int)``: a partitioned, changelog-backed dict (Faust's Table)."""
+
+    is_global = False
+
+    def __init__(
+        self,
+        app: "App",
+        name: str,
+        *,
+        default: Callable[[], Any] | None = None,
+        partitions: int | None = None,
+        key_type: Any = None,
+        value_type: Any = None,
+        key_serializer: str | None = "json",
+        value_serializer: str | None = None,
+        store: str | None = None,
+        help: str | None = None,
+    ) -> None:
+        self.app = app
+        self.name = name
+        self.default = default
+        self._partitions = partitions
+        self.store_url = store
+        self.help = help or ""
+        self.key_codec = codecs.codec_for(key_type, None if key_type is not None else key_serializer)
+        self.value_codec = codecs.codec_for(value_type, value_serializer if value_type is None else None)
+        self.changelog_topic: "Topic" = app.topic(
+            f"{app.id}-{name}-changelog", partitions=partitions, key_serializer="raw", value_serializer="raw",
+            internal=True, compacted=True,
+        )
+        self.parts: dict[int, TablePartition] = {}
+        self._key_dumps = self.key_codec.dumps
+
+    @property
+    def partitions(self) -> int:
+        return self.changelog_topic.partitions
+
+    # -- routing ---------------------------------------------------------------------------------
+    def _partition_for(self, key_bytes: bytes, write: bool) -> TablePartition:
+        event = current_event()
+        if event is not None and not self.is_global:
+            number = event.message.partition
+        else:
+            number = default_partition(key_bytes, self.partitions)
+        part = self.parts.get(number)
+        if part is None:
+            raise TableNotReady(
+                f"table {self.name!r} partition {number} is not on this worker"
+                + ("" if event is not None else "; outside an agent, ask the worker that owns the key")
+            )
+        return part
+
+    def _send_changelog(self, part: TablePartition, entries: list[tuple[int, bytes, Any]]) -> None:
+        """Queue changelog records (sent at commit time by the manager's producer)."""
+        dumps = self.value_codec.dumps
+        for _, key, value in entries:
+            raw = None if value is None else dumps(value)
+            part.pending[key] = raw
+        manager = self.app.worker.tables if self.app.worker is not None else None
+        if manager is not None:
+            manager.queue_send(part, [(k, part.pending[k]) for _, k, _ in entries])
+
+    # -- dict API ---------------------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> Any:
+        kb = self._key_dumps(key)
+        found, value = self._partition_for(kb, False).get_bytes(kb)
+        if found:
+            return value
+        if self.default is not None:
+            return self.default()
+        raise KeyError(key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        kb = self._key_dumps(key)
+        self._partition_for(kb, True).set(kb, value)
+
+    def __delitem__(self, key: Any) -> None:
+        kb = self._key_dumps(key)
+        part = self._partition_for(kb, True)
+        found, _ = part.get_bytes(kb)
+        if not found:
+            raise KeyError(key)
+        part.set(kb, None)
+
+    def __contains__(self, key: object) -> bool:
+        kb = self._key_dumps(key)
+        try:
+            return self._partition_for(kb, False).get_bytes(kb)[0]
+        except TableNotReady:
+            return False
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        kb = self._key_dumps(key)
+        try:
+            found, value = self._partition_for(kb, False).get_bytes(kb)
+        except TableNotReady:
+            return default
+        return value if found else default
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        try:
+            value = self[key] if key in self else None
+            if key not in self:
+                raise KeyError(key)
+            del self[key]
+            return value
+        except KeyError:
+            if default:
+                return default[0]
+            raise
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def update(self, other: Any = (), **kwargs: Any) -> None:
+        items = other.items() if hasattr(other, "items") else other
+        for k, v in list(items) + list(kwargs.items()):
+            self[k] = v
+
+    def items(self) -> Iterator[tuple[Any, Any]]:
+        """Every key of the partitions this worker holds (cache and pending writes included)."""
+        kloads, vloads = self.key_codec.loads, self.value_codec.loads
+        for part in list(self.parts.values()):
+            overlay: dict[bytes, Any] = {}
+            for k, raw in part.pending.items():
+                overlay[k] = None if raw is None else vloads(raw)
+            for _, k, v in part.cache.entries():
+                overlay[k] = v
+            for k, raw in part.store.items():
+                if k in overlay:
+                    continue
+                yield kloads(k), vloads(raw)
+            for k, v in overlay.items():
+                if v is not None:
+                    yield kloads(k), v
+
+    def keys(self) -> Iterator[Any]:
+        return (k for k, _ in self.items())
+
+    def values(self) -> Iterator[Any]:
+        return (v for _, v in self.items())
+
+    def as_dict(self) -> dict[Any, Any]:
+        return dict(self.items())
+
+    def __iter__(self) -> Iterator[Any]:
+        return self.keys()
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.items())
+
+    def __repr__(self) -> str:
+        return f"<Table {self.name} partitions={self.partitions}>"
+
+
+class GlobalTable(Table):
+    """Every worker holds every partition (restored before agents start); reads see all keys."""
+
+    is_global = True
+
+
+class SetTable(Table):
+    """A table of sets (Faust's SetTable): ``table[k].add(x)`` is written back automatically."""
+
+    def __init__(self, app: "App", name: str, **kwargs: Any) -> None:
+        kwargs.setdefault("default", set)
+        super().__init__(app, name, **kwargs)
+        self.value_codec = _SetCodec()
+
+    def __getitem__(self, key: Any) -> Any:
+        return _ManagedSet(self, key, super().__getitem__(key))
+
+
+class _SetCodec:
+    def dumps(self, obj: Any) -> bytes:
+        return codecs.get("json").dumps(sorted(obj, key=repr))  # type: ignore[return-value]
+
+    def loads(self, data: bytes) -> set[Any]:
+        return set(codecs.get("json").loads(data))
+
+
+class _ManagedSet(set):  # type: ignore[type-arg]
+    """A set that writes itself back to its table on every change."""
+
+    def __init__(self, table: Table, key: Any, items: Any) -> None:
+        super().__init__(items or ())
+        self._table, self._key = table, key
+
+    def _save(self) -> None:
+        Table.__setitem__(self._table, self._key, set(self))
+
+    def add(self, item: Any) -> None:
+        super().add(item)
+        self._save()
+
+    def discard(self, item: Any) -> None:
+        super().discard(item)
+        self._save()
+
+    def remove(self, item: Any) -> None:
+        super().remove(item)
+        self._save()
+
+    def update(self, *others: Any) -> None:
+        super().update(*others)
+        self._save()
+
+    def clear(self) -> None:
+        super().clear()
+        self._save()

@@ -1,0 +1,237 @@
+"""The in-process test harness: run one agent, or a whole app, without a broker.
+
+``agent.test_context()`` hands values straight to one agent instance and returns only when the
+agent asks for the next one (depth-first, like a worker). ``AppHarness`` runs a real worker on a
+private ``memory://`` broker in the test's event loop; ``wait_idle()`` returns when every
+record sent so far has been fully handled and committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import TYPE_CHECKING, Any, Sequence
+
+from aiokafka.structs import ConsumerRecord
+
+from .events import Event
+from .exceptions import WorkerStopped
+from .streams import SplitPoint, Stream
+from .transport.base import TP
+from .transport.memory import MemoryTransport
+
+if TYPE_CHECKING:
+    from .agents.agent import Agent
+    from .app import App
+
+__all__ = ["AgentTestContext", "AppHarness"]
+
+
+def _use_memory(app: "App", name: str) -> tuple[Any, Any]:
+    """Point ``app`` at a private memory broker and memory stores; returns what to restore."""
+    saved = (app.settings, app._transport)
+    app.settings = app.settings.replace(broker=f"memory://{name}", store="memory://")
+    app._transport = None
+    return saved
+
+
+class AgentTestContext:
+    """``async with agent.test_context() as ctx: event = await ctx.put(value, key=...)``."""
+
+    stage = 0
+
+    def __init__(self, agent: "Agent", *, partition: int = 0) -> None:
+        self.agent = agent
+        self.app = agent.app
+        self.partition = partition
+        self.results: list[Any] = []
+        self.acked: list[Event] = []
+        self._offset = 0
+        self._slot: asyncio.Queue[Event] = asyncio.Queue(maxsize=1)
+        self._asked = asyncio.Event()
+        self._runner: asyncio.Task[None] | None = None
+        self._saved: tuple[Any, Any] | None = None
+        self._closing = False
+
+    # -- StreamInput ------------------------------------------------------------------------
+    async def next_event(self, timeout: float | None = None) -> Event | None:
+        self._asked.set()
+        if self._closing:
+            raise WorkerStopped("test context closed")
+        try:
+            if timeout is None:
+                return await self._slot.get()
+            return await asyncio.wait_for(self._slot.get(), timeout)
+        except asyncio.TimeoutError:
+            return None
+
+    def ack(self, event: Event) -> None:
+        self.acked.append(event)
+
+    def split(self, index: int, point: SplitPoint) -> SplitPoint:
+        # The harness runs the whole agent in one place: group_by/through re-key in memory.
+        return point
+
+    # -- test API ---------------------------------------------------------------------------------
+    async def __aenter__(self) -> "AgentTestContext":
+        self._saved = _use_memory(self.app, f"agent-test-{uuid.uuid4().hex[:8]}")
+        await self.app.transport.ensure_topics([t.spec() for t in self.app.topics.values()])
+        for table in self.app.tables.values():
+            from .tables.store import MemoryStore
+            from .tables.table import TablePartition
+
+            for p in range(table.partitions):
+                part = TablePartition(table, p, MemoryStore(), _nowhere(), 0)
+                part.active = part.ready = True
+                table.parts[p] = part
+        self._runner = asyncio.ensure_future(self._run())
+        return self
+
+    async def _run(self) -> None:
+        stream = _HarnessStream(self)
+
+        async def deliver(value: Any) -> None:
+            self.results.append(value)
+
+        sinks = self.agent.sinks
+        self.agent.sinks = list(sinks) + [deliver]
+        try:
+            await self.agent.run(stream)
+        except WorkerStopped:
+            pass
+        finally:
+            self.agent.sinks = sinks
+
+    async def put(self, value: Any = None, *, key: Any = None, partition: int | None = None,
+                  timestamp: float | None = None, headers: Sequence[tuple[str, bytes]] = ()) -> Event:
+        """Hand one record to the agent; returns after the agent has fully handled it."""
+        ts = int((time.time() if timestamp is None else timestamp) * 1000)
+        message = ConsumerRecord(self.agent.channel.name, self.partition if partition is None else partition,
+                                 self._offset, ts, 0, key, value, None, -1, -1, tuple(headers))
+        self._offset += 1
+        event = Event(key, value, message)
+        await self._asked.wait()
+        self._asked.clear()
+        await self._slot.put(event)
+        await self._wait_asked()
+        return event
+
+    async def _wait_asked(self) -> None:
+        waiter = asyncio.ensure_future(self._asked.wait())
+        assert self._runner is not None
+        done, _ = await asyncio.wait({waiter, self._runner}, return_when=asyncio.FIRST_COMPLETED)
+        if self._runner in done:
+            waiter.cancel()
+            exc = self._runner.exception()
+            if exc is not None:
+                raise exc
+
+    def sent(self, topic: str) -> list[tuple[Any, Any]]:
+        """(key, value) pairs the agent sent to ``topic``, decoded with the topic's codecs."""
+        return _read(self.app, topic)
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self._closing = True
+        if self._runner is not None:
+            self._runner.cancel()
+            await asyncio.gather(self._runner, return_exceptions=True)
+        for table in self.app.tables.values():
+            table.parts.clear()
+        await self.app.stop_clients()
+        assert self._saved is not None
+        self.app.settings, self.app._transport = self._saved
+
+
+class _HarnessStream(Stream):
+    """Runs the whole agent in one place: ``group_by`` re-keys in memory instead of a topic."""
+
+    def _split(self, point: SplitPoint) -> Stream:
+        keyfn = point.key
+        if point.kind == "group_by" and keyfn is not None:
+            def rekey(event: Event) -> bool:
+                event.key = keyfn(event.value)
+                return True
+
+            return _HarnessStream(self._input, self._processors + (rekey,), self._splits + 1)
+        return _HarnessStream(self._input, self._processors, self._splits + 1)
+
+
+def _nowhere() -> Any:
+    import tempfile
+    from pathlib import Path
+
+    return Path(tempfile.gettempdir()) / f"agentstream-harness-{uuid.uuid4().hex}.checkpoint"
+
+
+def _read(app: "App", topic: str) -> list[tuple[Any, Any]]:
+    transport = app.transport
+    assert isinstance(transport, MemoryTransport)
+    t = app.topics.get(topic)
+    out = []
+    for m in transport.read_topic(topic):
+        if t is None:
+            out.append((m.key, m.value))
+        else:
+            out.append((None if m.key is None else t.key_codec.loads(m.key),
+                        None if m.value is None else t.value_codec.loads(m.value)))
+    return out
+
+
+class AppHarness:
+    """Run a whole app on a private memory broker inside the test's event loop."""
+
+    def __init__(self, app: "App", **settings: Any) -> None:
+        self.app = app
+        self.settings = settings
+        self.worker: Any = None
+        self._saved: tuple[Any, Any] | None = None
+
+    async def __aenter__(self) -> "AppHarness":
+        from .worker.worker import Worker
+
+        self._saved = _use_memory(self.app, f"app-test-{uuid.uuid4().hex[:8]}")
+        changes = {"commit_interval": 0.05, **self.settings}
+        self.app.settings = self.app.settings.replace(**changes)
+        self.worker = Worker(self.app)
+        await self.worker.start()
+        await asyncio.wait_for(self.worker.assigned.wait(), 10)
+        return self
+
+    async def send(self, topic: str, value: Any = None, *, key: Any = None, partition: int | None = None,
+                   timestamp: float | None = None) -> None:
+        t = self.app.topics.get(topic) or self.app.topic(topic)
+        await t.send(key=key, value=value, partition=partition, timestamp=timestamp)
+
+    async def wait_idle(self, timeout: float = 30.0) -> None:
+        """Until every record in every source topic is handled and committed (bounded by ``timeout``)."""
+        transport = self.app.transport
+        assert isinstance(transport, MemoryTransport)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            if self.worker.crashed is not None:
+                raise self.worker.crashed
+            await self.worker.commit()
+            ends = transport.end_offsets([tp for tp in self._source_partitions()])
+            consumer = self.worker.consumer
+            committed = {tp: await consumer.committed(tp) for tp in ends}
+            if all((committed[tp] or 0) >= end for tp, end in ends.items()):
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"app did not catch up: ends={ends} committed={committed}")
+            await asyncio.sleep(0.02)
+
+    def _source_partitions(self) -> list[TP]:
+        return sorted(self.worker.consumer.assignment())
+
+    def read(self, topic: str) -> list[tuple[Any, Any]]:
+        return _read(self.app, topic)
+
+    def table(self, name: str) -> dict[Any, Any]:
+        return self.app.tables[name].as_dict()  # type: ignore[no-any-return]
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self.worker is not None:
+            await self.worker.stop()
+        assert self._saved is not None
+        self.app.settings, self.app._transport = self._saved

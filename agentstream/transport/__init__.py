@@ -1,0 +1,30 @@
+"""Pick a transport by broker URL scheme: ``kafka://`` (aiokafka) or ``memory://`` (in-process twin)."""
+
+from __future__ import annotations
+
+from ..exceptions import ConfigError
+from .base import Transport
+
+__all__ = ["get_transport", "Transport", "SCHEMES"]
+
+SCHEMES = ("kafka", "memory")
+
+
+def get_transport(url: str) -> Transport:
+    """The transport for ``url``; imports lazily so ``memory://`` never needs a broker client."""
+    scheme = url.partition("://")[0].lower() if isinstance(url, str) and "://" in url else ""
+    if scheme == "kafka":
+        from .kafka import KafkaTransport
+
+        return KafkaTransport(url)
+    if scheme == "memory":
+        from .memory import MemoryTransport
+
+        transport: Transport = MemoryTransport(url)
+        return transport
+    raise ConfigError(
+        "broker",
+        f"{url!r} has no supported scheme (supported: {', '.join(s + '://' for s in SCHEMES)})",
+        "use kafka://host:port for a Kafka broker (e.g. kafka://127.0.0.1:9092, or run "
+        "`agentstream dev-broker`) or memory:// for the in-process transport used in tests",
+    )

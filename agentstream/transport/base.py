@@ -1,0 +1,165 @@
+"""The small interface every transport implements: a producer, a consumer (group member or
+manually assigned reader) and topic administration.
+
+``kafka://`` wraps aiokafka; ``memory://`` is an in-process twin with the same partitioning,
+offset and consumer-group semantics so the test harness never needs a broker. Messages are
+:class:`aiokafka.structs.ConsumerRecord` on both, so the worker's hot path never converts them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol, Sequence
+
+from aiokafka.structs import ConsumerRecord, RecordMetadata, TopicPartition
+
+__all__ = [
+    "TP",
+    "Message",
+    "RecordMetadata",
+    "TopicSpec",
+    "RebalanceListener",
+    "Assignor",
+    "MemberInfo",
+    "Producer",
+    "Consumer",
+    "Transport",
+]
+
+TP = TopicPartition
+Message = ConsumerRecord
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """A topic the app needs: created with these settings when missing."""
+
+    name: str
+    partitions: int
+    compacted: bool = False
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
+class RebalanceListener(Protocol):
+    """Called by a group consumer around each rebalance (eager protocol: all revoked, then assigned)."""
+
+    async def on_partitions_revoked(self, revoked: set[TP]) -> None: ...
+
+    async def on_partitions_assigned(self, assigned: set[TP]) -> None: ...
+
+
+@dataclass(frozen=True)
+class MemberInfo:
+    """What one group member told the group leader when it joined."""
+
+    member_id: str
+    topics: frozenset[str]
+    user_data: bytes
+
+
+class Assignor(Protocol):
+    """Decides which member gets which partitions; runs on the group leader.
+
+    ``assign`` returns per member the partitions and opaque bytes handed to that member's
+    ``on_assignment`` (agentstream uses them for standby partitions and the owner map).
+    """
+
+    name: str
+
+    def member_user_data(self) -> bytes: ...
+
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], members: Sequence[MemberInfo]
+    ) -> dict[str, tuple[list[TP], bytes]]: ...
+
+    def on_assignment(self, partitions: list[TP], user_data: bytes) -> None: ...
+
+
+class Producer(Protocol):
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        *,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Sequence[tuple[str, bytes]] | None = None,
+    ) -> "asyncio.Future[RecordMetadata]":
+        """Append to the send buffer and return the delivery future (await it only to wait for the broker)."""
+        ...
+
+    async def flush(self) -> None:
+        """Wait until every record sent so far is acknowledged; raises ProducerError if any failed."""
+        ...
+
+    async def partitions_for(self, topic: str) -> int: ...
+
+
+class Consumer(Protocol):
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None:
+        """Stop fetching; a group member leaves its group."""
+        ...
+
+    def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
+        """Join the consumer group for these topics (call before start)."""
+        ...
+
+    def assign(self, partitions: Sequence[TP]) -> None:
+        """Read these partitions without a group (restore, standby, replies)."""
+        ...
+
+    def assignment(self) -> set[TP]: ...
+
+    async def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> dict[TP, list[Message]]: ...
+
+    def pause(self, *partitions: TP) -> None: ...
+
+    def resume(self, *partitions: TP) -> None: ...
+
+    def seek(self, partition: TP, offset: int) -> None: ...
+
+    async def seek_to_beginning(self, *partitions: TP) -> None: ...
+
+    async def position(self, partition: TP) -> int: ...
+
+    def highwater(self, partition: TP) -> int | None:
+        """The partition's end as last seen in a fetch response (None before the first fetch)."""
+        ...
+
+    async def commit(self, offsets: Mapping[TP, int]) -> None: ...
+
+    async def committed(self, partition: TP) -> int | None: ...
+
+
+class Transport(Protocol):
+    """Creates producers and consumers for one broker URL."""
+
+    url: str
+
+    def producer(self, **settings: Any) -> Producer: ...
+
+    def consumer(
+        self, *, group_id: str | None, assignor: Assignor | None = None, **settings: Any
+    ) -> Consumer: ...
+
+    async def ensure_topics(self, specs: Sequence[TopicSpec]) -> dict[str, int]:
+        """Create missing topics; return every topic's partition count.
+
+        Raises :class:`~agentstream.exceptions.PartitionCountMismatch` when an existing topic's
+        count differs from its spec.
+        """
+        ...
+
+    async def partition_count(self, topic: str) -> int | None:
+        """The topic's partition count, or None when it does not exist."""
+        ...
+
+    async def close(self) -> None: ...

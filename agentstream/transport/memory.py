@@ -1,0 +1,526 @@
+"""The ``memory://`` transport: an in-process twin of Kafka for tests and single-process runs.
+
+It keeps Kafka's observable semantics rather than a convenient approximation, so code that works
+here works against a broker: murmur2 key partitioning, append-only partitions with offsets,
+committed offsets per group, eager rebalances (all revoked, leader assigns, all assigned) run as
+a background task, and no auto-creation of topics. Brokers are process-global and keyed by the
+URL, so several apps in one process that use the same URL share topics and consumer groups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence, TypeAlias
+from urllib.parse import urlsplit
+
+from aiokafka.partitioner import murmur2  # type: ignore[import-untyped, unused-ignore]
+from aiokafka.structs import ConsumerRecord, RecordMetadata  # type: ignore[import-untyped, unused-ignore]
+
+from agentstream.exceptions import ConfigError, PartitionCountMismatch, TransportError
+from agentstream.transport.base import TP, Assignor, MemberInfo, RebalanceListener, TopicSpec
+
+__all__ = ["MemoryTransport", "MemoryProducer", "MemoryConsumer", "Record"]
+
+Record: TypeAlias = ConsumerRecord  # key and value are bytes (or None) on this transport
+DEFAULT_MAX_RECORDS = 500
+log = logging.getLogger(__name__)
+
+
+def default_partition(key: bytes, num_partitions: int) -> int:
+    """Kafka's default partitioner for keyed records: ``toPositive(murmur2(key)) % n``."""
+    return int(murmur2(key) & 0x7FFFFFFF) % num_partitions
+
+
+@dataclass
+class _Partition:
+    records: list[Record] = field(default_factory=list)
+    log_start_offset: int = 0  # raised by a future deletion/compaction emulation
+
+    def end(self) -> int:
+        """Log end offset (the high watermark: every append is immediately 'replicated')."""
+        return len(self.records)
+
+    def stable_end(self) -> int:
+        """How far consumers may read; transactions will lower this to the last stable offset."""
+        return len(self.records)
+
+
+@dataclass
+class _Topic:
+    spec: TopicSpec
+    partitions: list[_Partition]
+
+
+class _Group:
+    """Members (join order, first is leader), committed offsets and the rebalance runner."""
+
+    def __init__(self, broker: _Broker, group_id: str) -> None:
+        self.broker = broker
+        self.group_id = group_id
+        self.members: list[MemoryConsumer] = []
+        self.committed: dict[TP, int] = {}
+        self._dirty = False
+        self._task: asyncio.Task[None] | None = None
+
+    def request_rebalance(self) -> None:
+        """Mark the group for a rebalance; one runner task serializes and coalesces them."""
+        self._dirty = True
+        loop = asyncio.get_running_loop()
+        if self._task is None or self._task.done() or self._task.get_loop() is not loop:
+            self._task = loop.create_task(self._run(), name=f"memory-rebalance-{self.group_id}")
+
+    def pending(self) -> asyncio.Task[None] | None:
+        task = self._task
+        if task is None or task.done() or task.get_loop() is not asyncio.get_running_loop():
+            return None
+        return task
+
+    async def _run(self) -> None:
+        while self._dirty:
+            self._dirty = False
+            members = list(self.members)
+            try:
+                await self._rebalance(members)
+            except Exception as exc:  # surfaced from every member's next getmany
+                log.exception("memory transport: rebalance of group %r failed", self.group_id)
+                for m in members:
+                    m._error = exc
+
+    async def _rebalance(self, members: list[MemoryConsumer]) -> None:
+        for m in members:  # eager protocol: everyone gives everything back first
+            await m._revoke()
+        members = [m for m in self.members if m in members]  # some may have left meanwhile
+        if not members:
+            return
+        topics = {t for m in members for t in m._topics}
+        counts = {t: len(self.broker.topics[t].partitions) for t in sorted(topics) if t in self.broker.topics}
+        leader = members[0]._assignor
+        if leader is not None:
+            infos = [
+                MemberInfo(m.member_id, frozenset(m._topics), m._assignor.member_user_data() if m._assignor else b"")
+                for m in members
+            ]
+            plan = leader.assign(counts, infos)
+        else:
+            plan = _range_assign(counts, members)
+        _validate(plan, counts)
+        for m in members:
+            if m in self.members:
+                tps, user_data = plan.get(m.member_id, ([], b""))
+                await m._assign_from_group(tps, user_data)
+
+
+def _range_assign(counts: Mapping[str, int], members: Sequence[MemoryConsumer]) -> dict[str, tuple[list[TP], bytes]]:
+    """Kafka's RangeAssignor: per topic, contiguous ranges by member id (keeps co-partitioning)."""
+    plan: dict[str, tuple[list[TP], bytes]] = {m.member_id: ([], b"") for m in members}
+    for topic, n in counts.items():
+        subs = sorted(m.member_id for m in members if topic in m._topics)
+        per, extra = divmod(n, len(subs)) if subs else (0, 0)
+        start = 0
+        for i, mid in enumerate(subs):
+            size = per + (1 if i < extra else 0)
+            plan[mid][0].extend(TP(topic, p) for p in range(start, start + size))
+            start += size
+    return plan
+
+
+def _validate(plan: Mapping[str, tuple[list[TP], bytes]], counts: Mapping[str, int]) -> None:
+    """Catch assignor bugs here; a real broker would silently let two members read one partition."""
+    owner: dict[TP, str] = {}
+    for mid, (tps, _) in plan.items():
+        for tp in tps:
+            if not 0 <= tp.partition < counts.get(tp.topic, 0):
+                raise TransportError(f"assignor gave member {mid!r} {tp}, which no member subscribes to or does not exist")
+            if tp in owner:
+                raise TransportError(f"assignor gave {tp} to both {owner[tp]!r} and {mid!r}; each partition needs one owner")
+            owner[tp] = mid
+
+
+class _Broker:
+    def __init__(self) -> None:
+        self.topics: dict[str, _Topic] = {}
+        self.groups: dict[str, _Group] = {}
+        self._waiters: set[asyncio.Future[None]] = set()
+        self._member_ids = itertools.count(1)
+
+    def topic(self, name: str) -> _Topic:
+        try:
+            return self.topics[name]
+        except KeyError:
+            raise TransportError(
+                f"topic {name!r} does not exist on the memory broker (auto-creation is off, as on a "
+                f"production Kafka). Fix: declare it with app.topic({name!r}, ...) so it is created at start-up."
+            ) from None
+
+    def partition(self, tp: TP) -> _Partition:
+        parts = self.topic(tp.topic).partitions
+        if not 0 <= tp.partition < len(parts):
+            raise TransportError(f"{tp} does not exist: topic {tp.topic!r} has {len(parts)} partitions")
+        part: _Partition = parts[tp.partition]
+        return part
+
+    def group(self, group_id: str) -> _Group:
+        if group_id not in self.groups:
+            self.groups[group_id] = _Group(self, group_id)
+        return self.groups[group_id]
+
+    def next_member_id(self, group_id: str) -> str:
+        return f"{group_id}-{next(self._member_ids):06d}"  # zero-padded so sorting is join order
+
+    def append(
+        self, tp: TP, key: bytes | None, value: bytes | None, timestamp_ms: int | None, headers: Sequence[tuple[str, bytes]]
+    ) -> RecordMetadata:
+        part = self.partition(tp)
+        ts = timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)
+        offset = part.end()
+        rec: Record = ConsumerRecord(
+            topic=tp.topic, partition=tp.partition, offset=offset, timestamp=ts, timestamp_type=0,
+            key=key, value=value, checksum=None,
+            serialized_key_size=-1 if key is None else len(key),
+            serialized_value_size=-1 if value is None else len(value),
+            headers=tuple(headers),
+        )  # fmt: skip
+        part.records.append(rec)
+        self.wake()
+        return RecordMetadata(tp.topic, tp.partition, tp, offset, ts, 0, part.log_start_offset)
+
+    def wake(self) -> None:
+        """Wake every getmany waiting for data or for a state change (seek, resume, assignment)."""
+        for w in self._waiters:
+            if not w.done():
+                w.set_result(None)
+        self._waiters.clear()
+
+    async def wait(self, timeout: float) -> None:
+        # A fresh future per wait, so a broker outliving a test's event loop never holds a dead one.
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.add(fut)
+        try:
+            await asyncio.wait_for(fut, timeout)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self._waiters.discard(fut)
+
+
+class MemoryProducer:
+    """Appends synchronously: the returned future is already resolved, ``flush`` has nothing to wait for."""
+
+    def __init__(self, broker: _Broker, **settings: Any) -> None:
+        self._broker = broker
+        self._next: dict[str, int] = {}  # round-robin cursor per topic for keyless records
+        self._started = self._stopped = False
+
+    async def start(self) -> None:
+        self._started = True
+
+    async def stop(self) -> None:
+        self._stopped = True
+
+    async def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        *,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Sequence[tuple[str, bytes]] | None = None,
+    ) -> asyncio.Future[RecordMetadata]:
+        if not self._started or self._stopped:
+            raise TransportError("memory producer is not running: call start() before send() and not after stop()")
+        n = len(self._broker.topic(topic).partitions)
+        if partition is None:
+            if key is not None:
+                partition = default_partition(key, n)
+            else:
+                partition = self._next.get(topic, 0) % n
+                self._next[topic] = partition + 1
+        meta = self._broker.append(TP(topic, partition), key, value, timestamp_ms, headers or ())
+        fut: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        fut.set_result(meta)
+        return fut
+
+    async def flush(self) -> None:
+        return None
+
+    async def partitions_for(self, topic: str) -> int:
+        return len(self._broker.topic(topic).partitions)
+
+
+class MemoryConsumer:
+    """A group member (``subscribe``) or a group-less reader (``assign``) with Kafka's fetch rules."""
+
+    def __init__(
+        self, broker: _Broker, group_id: str | None, assignor: Assignor | None,
+        auto_offset_reset: str = "earliest", **settings: Any,
+    ) -> None:  # fmt: skip
+        if auto_offset_reset not in ("earliest", "latest"):
+            raise ConfigError("auto_offset_reset", f"{auto_offset_reset!r} is not supported", "use 'earliest' or 'latest'")
+        self._broker = broker
+        self._group_id = group_id
+        self._assignor = assignor
+        self._reset_earliest = auto_offset_reset == "earliest"
+        self.member_id = broker.next_member_id(group_id or "reader")
+        self._topics: tuple[str, ...] = ()
+        self._listener: RebalanceListener | None = None
+        self._assigned: set[TP] = set()
+        self._paused: set[TP] = set()
+        self._positions: dict[TP, int] = {}
+        self._blocked = False  # no fetching while a rebalance is in flight for this member
+        self._error: Exception | None = None
+        self._rr = 0
+        self._started = self._stopped = False
+
+    # -- lifecycle and group membership -------------------------------------------------------
+
+    def _group(self) -> _Group | None:
+        return self._broker.group(self._group_id) if self._group_id is not None else None
+
+    def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
+        if self._group_id is None:
+            raise TransportError("subscribe() needs a consumer created with a group_id; use assign() to read without a group")
+        self._topics, self._listener = tuple(topics), listener
+        group = self._group()
+        if self._started and not self._stopped and group is not None and self in group.members:
+            group.request_rebalance()
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        group = self._group()
+        if self._topics and group is not None:
+            self._blocked = True
+            group.members.append(self)
+            group.request_rebalance()
+
+    async def stop(self) -> None:
+        """Leave the group (like aiokafka: no revoke callback; the caller commits before stopping)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._assigned.clear()
+        self._positions.clear()
+        group = self._group()
+        if group is not None and self in group.members:
+            group.members.remove(self)
+            group.request_rebalance()
+        self._broker.wake()
+
+    async def _revoke(self) -> None:
+        self._blocked = True
+        old = set(self._assigned)
+        try:
+            if self._listener is not None:  # still owns `old` here, so it may commit them
+                await self._listener.on_partitions_revoked(old)
+        except Exception as exc:
+            log.exception("memory transport: on_partitions_revoked failed for %s", self.member_id)
+            self._error = exc
+        finally:
+            self._assigned.clear()
+            self._positions.clear()
+            self._paused.clear()
+
+    async def _assign_from_group(self, tps: list[TP], user_data: bytes) -> None:
+        if self._assignor is not None:
+            self._assignor.on_assignment(list(tps), user_data)
+        self._assigned = set(tps)
+        try:
+            if self._listener is not None:
+                await self._listener.on_partitions_assigned(set(tps))
+        except Exception as exc:
+            log.exception("memory transport: on_partitions_assigned failed for %s", self.member_id)
+            self._error = exc
+        finally:
+            self._blocked = False
+            self._broker.wake()
+
+    def assign(self, partitions: Sequence[TP]) -> None:
+        if self._topics:
+            raise TransportError("assign() cannot be mixed with subscribe() on one consumer; use a second consumer")
+        self._assigned = set(partitions)
+        self._positions = {tp: p for tp, p in self._positions.items() if tp in self._assigned}
+        self._paused &= self._assigned
+        self._broker.wake()
+
+    def assignment(self) -> set[TP]:
+        return set(self._assigned)
+
+    # -- fetching -------------------------------------------------------------------------------
+
+    async def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> dict[TP, list[Record]]:
+        if not self._started or self._stopped:
+            raise TransportError("memory consumer is not running: call start() before getmany() and not after stop()")
+        limit = DEFAULT_MAX_RECORDS if max_records is None else max_records
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        while True:
+            if self._error is not None:
+                exc, self._error = self._error, None
+                raise TransportError(f"rebalance failed for member {self.member_id}: {exc!r}") from exc
+            batch = self._fetch(limit)
+            remaining = deadline - loop.time()
+            if batch or remaining <= 0 or self._stopped:
+                return batch
+            await self._broker.wait(remaining)
+
+    def _fetch(self, limit: int) -> dict[TP, list[Record]]:
+        out: dict[TP, list[Record]] = {}
+        tps = sorted(self._assigned - self._paused)
+        if self._blocked or not tps:
+            return out
+        start = self._rr % len(tps)  # rotate so one busy partition cannot starve the others
+        self._rr += 1
+        for tp in tps[start:] + tps[:start]:
+            if limit <= 0:
+                break
+            if tp.topic not in self._broker.topics:
+                continue
+            part = self._broker.partition(tp)
+            pos = self._resolve(tp, part)
+            recs = part.records[pos : min(part.stable_end(), pos + limit)]
+            if recs:
+                out[tp] = recs
+                self._positions[tp] = pos + len(recs)
+                limit -= len(recs)
+        return out
+
+    def _resolve(self, tp: TP, part: _Partition) -> int:
+        """Position, else committed offset, else auto_offset_reset; out-of-range also resets."""
+        pos = self._positions.get(tp)
+        if pos is None:
+            group = self._group()
+            pos = group.committed.get(tp) if group is not None else None
+        if pos is None or not part.log_start_offset <= pos <= part.end():
+            pos = part.log_start_offset if self._reset_earliest else part.stable_end()
+        self._positions[tp] = pos
+        return pos
+
+    def _check_assigned(self, tp: TP) -> None:
+        if tp not in self._assigned:
+            raise TransportError(f"{tp} is not assigned to this consumer (assigned: {sorted(self._assigned)})")
+
+    def pause(self, *partitions: TP) -> None:
+        for tp in partitions:
+            self._check_assigned(tp)
+        self._paused.update(partitions)
+
+    def resume(self, *partitions: TP) -> None:
+        for tp in partitions:
+            self._check_assigned(tp)
+        self._paused.difference_update(partitions)
+        self._broker.wake()
+
+    def seek(self, partition: TP, offset: int) -> None:
+        self._check_assigned(partition)
+        self._positions[partition] = offset
+        self._broker.wake()
+
+    async def seek_to_beginning(self, *partitions: TP) -> None:
+        for tp in partitions or tuple(self._assigned):
+            self.seek(tp, self._broker.partition(tp).log_start_offset)
+
+    async def position(self, partition: TP) -> int:
+        self._check_assigned(partition)
+        return self._resolve(partition, self._broker.partition(partition))
+
+    def highwater(self, partition: TP) -> int | None:
+        try:
+            return self._broker.partition(partition).end()
+        except TransportError:
+            return None
+
+    async def commit(self, offsets: Mapping[TP, int]) -> None:
+        group = self._group()
+        if group is None:
+            raise TransportError("commit() needs a consumer created with a group_id")
+        if self._topics:  # a member may only commit what it owns (Kafka: CommitFailedError)
+            lost = sorted(tp for tp in offsets if tp not in self._assigned)
+            if lost:
+                raise TransportError(f"commit failed: {lost} are not assigned to {self.member_id} (moved by a rebalance)")
+        group.committed.update(offsets)
+
+    async def committed(self, partition: TP) -> int | None:
+        group = self._group()
+        offset: int | None = group.committed.get(partition) if group is not None else None
+        return offset
+
+
+class MemoryTransport:
+    """``memory://[name]``: a process-global broker per URL, shared by every transport using it."""
+
+    _brokers: ClassVar[dict[str, _Broker]] = {}
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme != "memory":
+            raise ConfigError("broker", f"{url!r} is not a memory:// URL", "use memory:// or memory://<name>")
+        self.url = url
+        self._key = (parts.netloc + parts.path).rstrip("/")
+
+    @classmethod
+    def reset_all(cls) -> None:
+        """Drop every broker (topics, offsets, groups); tests call this between cases."""
+        cls._brokers.clear()
+
+    @property
+    def _broker(self) -> _Broker:
+        broker = self._brokers.get(self._key)
+        if broker is None:
+            broker = self._brokers[self._key] = _Broker()
+        return broker
+
+    def producer(self, **settings: Any) -> MemoryProducer:
+        return MemoryProducer(self._broker, **settings)
+
+    def consumer(self, *, group_id: str | None, assignor: Assignor | None = None, **settings: Any) -> MemoryConsumer:
+        return MemoryConsumer(self._broker, group_id, assignor, **settings)
+
+    async def ensure_topics(self, specs: Sequence[TopicSpec]) -> dict[str, int]:
+        broker = self._broker
+        for spec in specs:  # check everything first so a mismatch creates nothing
+            if spec.partitions < 1:
+                raise TransportError(f"topic {spec.name!r} needs at least 1 partition, got {spec.partitions}")
+            existing = broker.topics.get(spec.name)
+            if existing is not None and len(existing.partitions) != spec.partitions:
+                raise PartitionCountMismatch(spec.name, len(existing.partitions), spec.partitions)
+        created = set()
+        for spec in specs:
+            if spec.name not in broker.topics:
+                broker.topics[spec.name] = _Topic(spec, [_Partition() for _ in range(spec.partitions)])
+                created.add(spec.name)
+        for group in broker.groups.values():  # Kafka rebalances when a subscribed topic appears
+            if any(created.intersection(m._topics) for m in group.members):
+                group.request_rebalance()
+        return {name: len(t.partitions) for name, t in broker.topics.items()}
+
+    async def partition_count(self, topic: str) -> int | None:
+        t = self._broker.topics.get(topic)
+        return len(t.partitions) if t is not None else None
+
+    async def close(self) -> None:
+        return None  # the broker outlives its clients, like a real one
+
+    async def settle(self) -> None:
+        """Wait until no group on this broker has a rebalance in flight (for tests and the harness)."""
+        while tasks := [t for g in self._broker.groups.values() if (t := g.pending()) is not None]:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def read_topic(self, topic: str) -> list[Record]:
+        """Every record of ``topic``, partition by partition, for assertions in tests."""
+        return [r for p in self._broker.topic(topic).partitions for r in p.records[p.log_start_offset :]]
+
+    def end_offsets(self, partitions: Sequence[TP]) -> dict[TP, int]:
+        return {tp: self._broker.partition(tp).end() for tp in partitions}
+
+
+if TYPE_CHECKING:  # mypy proves the classes satisfy the transport protocols
+    from agentstream.transport.base import Consumer, Producer, Transport
+
+    def _conforms(t: MemoryTransport, p: MemoryProducer, c: MemoryConsumer) -> tuple[Transport, Producer, Consumer]:
+        return t, p, c

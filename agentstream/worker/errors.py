@@ -1,0 +1,83 @@
+"""What happens to a record that fails to decode or makes its agent raise: the app's policy.
+
+``skip`` logs and goes on; ``dead-letter`` logs, copies the raw record (with the error in its
+headers) to the dead-letter topic, and goes on; ``stop`` logs and stops the worker without
+committing the record, so it is handled again after the fix. Every log line names
+topic[partition]@offset.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from typing import TYPE_CHECKING, Callable
+
+from ..events import Event
+from ..exceptions import StopProcessing
+from ..transport.base import Message
+
+if TYPE_CHECKING:
+    from ..app import App
+    from .task import StreamTask
+
+log = logging.getLogger("agentstream.errors")
+
+__all__ = ["ErrorPolicy"]
+
+
+def _where(message: Message) -> str:
+    return f"{message.topic}[{message.partition}]@{message.offset}"
+
+
+class ErrorPolicy:
+    """Applies ``on_decode_error`` / ``on_agent_error``; counts what it did for /status."""
+
+    def __init__(self, app: "App", on_crash: Callable[[BaseException], None]) -> None:
+        self.app = app
+        self.on_decode_error = app.settings.on_decode_error
+        self.on_agent_error = app.settings.on_agent_error
+        self._on_crash = on_crash
+        self.decode_errors = 0
+        self.agent_errors = 0
+        self.dead_lettered = 0
+
+    async def decode_failed(self, task: "StreamTask", message: Message, exc: Exception) -> None:
+        self.decode_errors += 1
+        policy = self.on_decode_error
+        log.error("cannot decode record %s for agent %s (task %s): %s: %s; policy on_decode_error=%s",
+                  _where(message), task.agent.name, task.id, type(exc).__name__, exc, policy)
+        await self._apply(policy, message, exc, "decode")
+
+    async def agent_failed(self, task: "StreamTask", event: Event | None, exc: Exception) -> None:
+        self.agent_errors += 1
+        policy = self.on_agent_error
+        where = _where(event.message) if event is not None else "(no record in hand)"
+        log.error("agent %s raised on record %s (task %s): %s: %s; policy on_agent_error=%s\n%s",
+                  task.agent.name, where, task.id, type(exc).__name__, exc, policy,
+                  "".join(traceback.format_exception(exc)).rstrip())
+        if event is None:
+            if policy == "stop":
+                raise StopProcessing(f"agent {task.agent.name} raised {exc!r}") from exc
+            return
+        await self._apply(policy, event.message, exc, "agent")
+
+    async def _apply(self, policy: str, message: Message, exc: Exception, stage: str) -> None:
+        if policy == "stop":
+            raise StopProcessing(
+                f"record {_where(message)} failed ({stage}: {exc!r}) and the policy is 'stop'; "
+                f"fix the cause or set on_{stage}_error='skip' or 'dead-letter', then restart the worker"
+            ) from exc
+        if policy == "dead-letter":
+            headers = list(message.headers or ()) + [
+                ("agentstream-error", f"{type(exc).__name__}: {exc}".encode()[:4096]),
+                ("agentstream-error-stage", stage.encode()),
+                ("agentstream-source", _where(message).encode()),
+            ]
+            producer = await self.app.start_producer()
+            await producer.send(self.app.settings.dead_letter_topic, message.key, message.value,
+                                timestamp_ms=message.timestamp, headers=headers)
+            self.dead_lettered += 1
+
+    def task_crashed(self, task: "StreamTask", exc: BaseException) -> None:
+        log.critical("task %s (agent %s) stopped: %s", task.id, task.agent.name, exc)
+        self._on_crash(exc)

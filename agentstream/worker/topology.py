@@ -1,0 +1,146 @@
+"""The app's topology: sub-topologies built from the agents, split at repartition topics.
+
+Each agent contributes one sub-topology per stage: stage 0 reads the agent's own topics and
+ends at its first ``group_by``/``through``; stage *n* reads that split point's topic. The split
+points are found by running each agent function once against a probe stream that stops it at
+its first ``__anext__`` (agent functions only declare stream operations before iterating).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..events import Event
+from ..exceptions import TopologyError
+from ..streams import SplitPoint, Stream
+
+if TYPE_CHECKING:
+    from ..agents.agent import Agent
+    from ..app import App
+    from ..topics import Topic
+
+log = logging.getLogger(__name__)
+
+__all__ = ["SubTopology", "Topology", "discover_splits"]
+
+
+@dataclass
+class SubTopology:
+    id: int
+    agent: "Agent"
+    stage: int
+    source_topic_objects: list["Topic"]
+    sink_topics: list[str] = field(default_factory=list)
+
+    @property
+    def source_topics(self) -> list[str]:
+        return [t.name for t in self.source_topic_objects]
+
+    def describe(self) -> str:
+        sinks = f" -> {', '.join(self.sink_topics)}" if self.sink_topics else ""
+        return f"sub-topology {self.id}: {', '.join(self.source_topics)} -> agent {self.agent.name} (stage {self.stage}){sinks}"
+
+
+class Topology:
+    """All sub-topologies of an app, and which of them read each topic."""
+
+    def __init__(self, subtopologies: list[SubTopology]) -> None:
+        self.subtopologies = subtopologies
+        self.by_topic: dict[str, list[SubTopology]] = {}
+        for st in subtopologies:
+            for name in st.source_topics:
+                self.by_topic.setdefault(name, []).append(st)
+
+    @property
+    def source_topics(self) -> list[str]:
+        return sorted(self.by_topic)
+
+    def check_copartitioning(self, counts: dict[str, int]) -> None:
+        """Inputs of one sub-topology meet in one task, so they need equal partition counts."""
+        for st in self.subtopologies:
+            seen = {name: counts[name] for name in st.source_topics if name in counts}
+            if len(set(seen.values())) > 1:
+                detail = ", ".join(f"{n} has {c}" for n, c in sorted(seen.items()))
+                raise TopologyError(
+                    f"agent {st.agent.name!r} reads topics that are not co-partitioned ({detail}); "
+                    "records with the same key would meet in different tasks. Fix: give the topics "
+                    "the same partition count, or group_by() one side so it is repartitioned"
+                )
+
+    def describe(self) -> str:
+        return "\n".join(st.describe() for st in self.subtopologies)
+
+    @classmethod
+    def build(cls, agents: list["Agent"]) -> "Topology":
+        subs: list[SubTopology] = []
+        for agent in agents:
+            for stage in range(agent.stages):
+                sinks = []
+                if stage < len(agent.splits):
+                    t = agent.splits[stage].topic
+                    assert t is not None
+                    sinks.append(t.name)
+                if stage == agent.stages - 1:
+                    sinks.extend(getattr(s, "name", repr(s)) for s in agent.sinks)
+                subs.append(SubTopology(len(subs), agent, stage, agent.stage_topics(stage), sinks))
+        return cls(subs)
+
+
+class _ProbeDone(BaseException):
+    """Stops an agent function at its first ``__anext__`` during discovery."""
+
+
+class _ProbeInput:
+    """A stream input that records split points and never yields a record."""
+
+    stage = 0
+
+    def __init__(self, app: "App", agent: "Agent") -> None:
+        self.app = app
+        self.agent = agent
+        self.points: list[SplitPoint] = []
+
+    async def next_event(self, timeout: float | None = None) -> Event | None:
+        raise _ProbeDone()
+
+    def ack(self, event: Event) -> None:  # pragma: no cover - nothing is ever handed out
+        pass
+
+    def split(self, index: int, point: SplitPoint) -> SplitPoint:
+        if index > len(self.points):
+            self.app._resolve_split(self.agent, point)
+            self.points.append(point)
+        return self.points[index - 1]
+
+
+async def discover_splits(app: "App", agent: "Agent", timeout: float = 2.0) -> list[SplitPoint]:
+    """Run ``agent`` up to its first ``__anext__`` and return the split points it declared."""
+    probe = _ProbeInput(app, agent)
+    result: Any = agent.fun(Stream(probe))
+    try:
+        if inspect.isasyncgen(result):
+            await asyncio.wait_for(result.__anext__(), timeout)
+        elif inspect.isawaitable(result):
+            await asyncio.wait_for(result, timeout)
+    except _ProbeDone:
+        pass
+    except asyncio.TimeoutError:
+        log.warning("agent %s did not iterate its stream within %.1fs of starting; assuming it has no "
+                    "group_by/through", agent.name, timeout)
+    except StopAsyncIteration:
+        pass
+    except Exception as exc:
+        raise TopologyError(f"agent {agent.name!r} raised while its topology was discovered: {exc!r}") from exc
+    finally:
+        if inspect.isasyncgen(result):
+            try:
+                await result.aclose()
+            except BaseException:
+                pass
+        elif inspect.iscoroutine(result):
+            result.close()
+    return probe.points

@@ -1,0 +1,36 @@
+"""Integration tests run against a real Kafka-protocol broker: one tansu dev broker per session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from agentstream.devbroker import DevBroker
+
+_HERE = Path(__file__).resolve().parent
+ARTIFACTS = Path(os.environ.get("AGENTSTREAM_ARTIFACTS", _HERE.parent.parent / "artifacts"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "integration: needs a real broker (the tansu dev broker is started for it)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _HERE in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def broker() -> Iterator[DevBroker]:
+    """A tansu broker on a free port for the whole session (memory storage; log in artifacts/)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    dev = DevBroker(log_path=ARTIFACTS / "tansu-integration.log")
+    dev.start()
+    try:
+        yield dev
+    finally:
+        dev.stop()

@@ -1,0 +1,363 @@
+"""The memory transport must behave like Kafka, or tests written against it prove nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, AsyncIterator, Mapping, Sequence
+
+import pytest
+import pytest_asyncio
+from aiokafka.partitioner import DefaultPartitioner, murmur2
+
+from agentstream.exceptions import PartitionCountMismatch, TransportError
+from agentstream.transport.base import TP, MemberInfo, TopicSpec
+from agentstream.transport.memory import MemoryConsumer, MemoryTransport, default_partition
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest.fixture(autouse=True)
+def _fresh_brokers() -> Any:
+    MemoryTransport.reset_all()
+    yield
+    MemoryTransport.reset_all()
+
+
+@pytest_asyncio.fixture
+async def transport() -> AsyncIterator[MemoryTransport]:
+    t = MemoryTransport("memory://")
+    await t.ensure_topics([TopicSpec("orders", 4)])
+    yield t
+    await t.close()
+
+
+async def produce(t: MemoryTransport, topic: str, n: int, partition: int | None = None) -> None:
+    p = t.producer()
+    await p.start()
+    for i in range(n):
+        await p.send(topic, f"k{i}".encode(), f"v{i}".encode(), partition=partition)
+    await p.stop()
+
+
+class Listener:
+    """Records rebalance callbacks in order as ("revoked"|"assigned", partitions)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, set[TP]]] = []
+
+    async def on_partitions_revoked(self, revoked: set[TP]) -> None:
+        self.events.append(("revoked", set(revoked)))
+
+    async def on_partitions_assigned(self, assigned: set[TP]) -> None:
+        self.events.append(("assigned", set(assigned)))
+
+
+async def member(t: MemoryTransport, group: str = "g", listener: Any = None, **kw: Any) -> MemoryConsumer:
+    c = t.consumer(group_id=group, **kw)
+    c.subscribe(["orders"], listener or Listener())
+    await c.start()
+    return c
+
+
+# -- producing ---------------------------------------------------------------------------------
+
+
+async def test_java_murmur2_values() -> None:
+    # Values from Kafka's UtilsTest.testMurmur2 (signed Java ints).
+    for data, java in [(b"21", -973932308), (b"foobar", -790332482), (b"abc", 479470107)]:
+        assert murmur2(data) & 0xFFFFFFFF == java & 0xFFFFFFFF
+    assert default_partition(b"foobar", 12) == (-790332482 & 0x7FFFFFFF) % 12 == 6
+
+
+@pytest.mark.parametrize("n", [3, 7, 12])
+async def test_key_partitioning_matches_default_partitioner(n: int) -> None:
+    t = MemoryTransport("memory://")
+    await t.ensure_topics([TopicSpec("t", n)])
+    p = t.producer()
+    await p.start()
+    known = {3: [0, 0, 0, 1], 7: [0, 3, 4, 1], 12: [6, 0, 3, 4]}[n]  # computed with aiokafka
+    for key, expected in zip([b"foobar", b"21", b"abc", b"user-42"], known):
+        meta = (await p.send("t", key, b"x")).result()
+        assert meta.partition == expected == DefaultPartitioner()(key, list(range(n)), list(range(n)))
+
+
+async def test_send_metadata_offsets_and_record_fields(transport: MemoryTransport) -> None:
+    p = transport.producer()
+    await p.start()
+    metas = [(await p.send("orders", None, b"v", partition=2, timestamp_ms=1000 + i)).result() for i in range(3)]
+    assert [m.offset for m in metas] == [0, 1, 2]
+    assert metas[1].topic_partition == TP("orders", 2) and metas[1].timestamp == 1001
+    assert metas[1].log_start_offset == 0 and metas[1].timestamp_type == 0
+    before = int(time.time() * 1000)
+    fut = await p.send("orders", b"key", None, partition=1, headers=[("h", b"1")])
+    assert fut.done()
+    await p.flush()
+    rec = [r for r in transport.read_topic("orders") if r.partition == 1][0]
+    assert (rec.key, rec.value, rec.offset, rec.headers) == (b"key", None, 0, (("h", b"1"),))
+    assert (rec.serialized_key_size, rec.serialized_value_size, rec.checksum) == (3, -1, None)
+    assert rec.timestamp >= before
+    assert transport.end_offsets([TP("orders", 2), TP("orders", 0)]) == {TP("orders", 2): 3, TP("orders", 0): 0}
+    assert await p.partitions_for("orders") == 4
+
+
+async def test_keyless_records_spread_and_unknown_topic_is_an_error(transport: MemoryTransport) -> None:
+    p = transport.producer()
+    await p.start()
+    parts = {(await p.send("orders", None, b"v")).result().partition for _ in range(4)}
+    assert parts == {0, 1, 2, 3}
+    with pytest.raises(TransportError, match="declare"):
+        await p.send("nope", b"k", b"v")
+    with pytest.raises(TransportError):
+        await p.send("orders", b"k", b"v", partition=4)
+
+
+async def test_ensure_topics_counts_and_mismatch(transport: MemoryTransport) -> None:
+    counts = await transport.ensure_topics([TopicSpec("orders", 4), TopicSpec("other", 2)])
+    assert counts["orders"] == 4 and counts["other"] == 2
+    with pytest.raises(PartitionCountMismatch) as info:
+        await transport.ensure_topics([TopicSpec("new", 1), TopicSpec("orders", 8)])
+    assert (info.value.topic, info.value.existing, info.value.wanted) == ("orders", 4, 8)
+    assert await transport.partition_count("new") is None  # nothing created on mismatch
+    assert await transport.partition_count("orders") == 4
+
+
+async def test_brokers_are_keyed_by_url() -> None:
+    a, a2, b = MemoryTransport("memory://"), MemoryTransport("memory://"), MemoryTransport("memory://x")
+    await a.ensure_topics([TopicSpec("t", 1)])
+    assert await a2.partition_count("t") == 1
+    assert await b.partition_count("t") is None
+
+
+# -- fetching ----------------------------------------------------------------------------------
+
+
+async def reader(t: MemoryTransport, *tps: TP, **kw: Any) -> MemoryConsumer:
+    c = t.consumer(group_id=kw.pop("group_id", None), **kw)
+    c.assign(list(tps))
+    await c.start()
+    return c
+
+
+async def test_getmany_limits_and_positions(transport: MemoryTransport) -> None:
+    await produce(transport, "orders", 10, partition=0)
+    await produce(transport, "orders", 10, partition=1)
+    c = await reader(transport, TP("orders", 0), TP("orders", 1))
+    batch = await c.getmany(max_records=15)
+    assert sum(len(v) for v in batch.values()) == 15
+    rest = await c.getmany()
+    assert sum(len(v) for v in rest.values()) == 5
+    for tp in (TP("orders", 0), TP("orders", 1)):
+        offsets = [r.offset for r in batch.get(tp, []) + rest.get(tp, [])]
+        assert offsets == list(range(10))
+        assert await c.position(tp) == 10 and c.highwater(tp) == 10
+    assert await c.getmany() == {}
+
+
+async def test_getmany_default_limit_is_500(transport: MemoryTransport) -> None:
+    await produce(transport, "orders", 600, partition=3)
+    c = await reader(transport, TP("orders", 3))
+    assert len((await c.getmany())[TP("orders", 3)]) == 500
+
+
+async def test_getmany_waits_for_data_and_times_out(transport: MemoryTransport) -> None:
+    c = await reader(transport, TP("orders", 0))
+    start = time.monotonic()
+    assert await c.getmany(timeout_ms=100) == {}
+    assert time.monotonic() - start >= 0.09
+
+    async def later() -> None:
+        await asyncio.sleep(0.05)
+        await produce(transport, "orders", 1, partition=0)
+
+    task = asyncio.create_task(later())
+    start = time.monotonic()
+    batch = await c.getmany(timeout_ms=5000)
+    assert time.monotonic() - start < 1 and len(batch[TP("orders", 0)]) == 1
+    await task
+
+
+async def test_pause_resume_seek(transport: MemoryTransport) -> None:
+    await produce(transport, "orders", 3, partition=0)
+    await produce(transport, "orders", 3, partition=1)
+    tp0, tp1 = TP("orders", 0), TP("orders", 1)
+    c = await reader(transport, tp0, tp1)
+    c.pause(tp0)
+    assert set(await c.getmany()) == {tp1}
+    c.resume(tp0)
+    assert set(await c.getmany()) == {tp0}
+    c.seek(tp0, 1)
+    assert [r.offset for r in (await c.getmany())[tp0]] == [1, 2]
+    await c.seek_to_beginning(tp1)
+    assert len((await c.getmany())[tp1]) == 3
+    with pytest.raises(TransportError):
+        c.pause(TP("orders", 2))
+
+
+async def test_auto_offset_reset_latest(transport: MemoryTransport) -> None:
+    await produce(transport, "orders", 3, partition=0)
+    c = await reader(transport, TP("orders", 0), auto_offset_reset="latest", session_timeout_ms=1)
+    assert await c.position(TP("orders", 0)) == 3
+    await produce(transport, "orders", 1, partition=0)
+    assert [r.offset for r in (await c.getmany())[TP("orders", 0)]] == [3]
+
+
+# -- groups ------------------------------------------------------------------------------------
+
+
+async def test_commit_and_resume_after_rejoin(transport: MemoryTransport) -> None:
+    await produce(transport, "orders", 5, partition=0)
+    tp = TP("orders", 0)
+    c1 = await member(transport)
+    await transport.settle()
+    assert c1.assignment() == {TP("orders", p) for p in range(4)}
+    assert len((await c1.getmany())[tp]) == 5
+    await c1.commit({tp: 2})
+    assert await c1.committed(tp) == 2
+    await c1.stop()
+    c2 = await member(transport)
+    await transport.settle()
+    assert await c2.position(tp) == 2
+    assert [r.offset for r in (await c2.getmany())[tp]] == [2, 3, 4]
+    other = await member(transport, group="other")
+    await transport.settle()
+    assert await other.committed(tp) is None and await other.position(tp) == 0
+
+
+async def test_rebalance_two_members_split_and_handover(transport: MemoryTransport) -> None:
+    l1, l2 = Listener(), Listener()
+    c1 = await member(transport, listener=l1)
+    await transport.settle()
+    everything = {TP("orders", p) for p in range(4)}
+    assert l1.events == [("revoked", set()), ("assigned", everything)]
+    await produce(transport, "orders", 20)
+    c2 = await member(transport, listener=l2)
+    await transport.settle()
+    assert l1.events[2:] == [("revoked", everything), ("assigned", c1.assignment())]
+    assert l2.events == [("revoked", set()), ("assigned", c2.assignment())]
+    assert c1.assignment() | c2.assignment() == everything
+    assert not c1.assignment() & c2.assignment()
+    assert len(c1.assignment()) == len(c2.assignment()) == 2
+    got1, got2 = await c1.getmany(), await c2.getmany()
+    assert set(got1) <= c1.assignment() and set(got2) <= c2.assignment()
+    assert sum(len(v) for v in [*got1.values(), *got2.values()]) == 20
+    # A member may not commit what it lost.
+    with pytest.raises(TransportError, match="not assigned"):
+        await c1.commit({tp: 1 for tp in c2.assignment()})
+    await c2.stop()
+    await transport.settle()
+    assert c1.assignment() == everything and l1.events[-1] == ("assigned", everything)
+
+
+async def test_member_cannot_fetch_during_revoke_but_can_commit(transport: MemoryTransport) -> None:
+    await produce(transport, "orders", 4)
+    seen: list[Any] = []
+
+    class Committing(Listener):
+        async def on_partitions_revoked(self, revoked: set[TP]) -> None:
+            if revoked:
+                seen.append(await c1.getmany())
+                await c1.commit({tp: 1 for tp in revoked})
+            await super().on_partitions_revoked(revoked)
+
+    c1 = await member(transport, listener=Committing())
+    await transport.settle()
+    await member(transport)
+    await transport.settle()
+    assert seen == [{}]
+    assert await c1.committed(TP("orders", 0)) == 1
+
+
+class StickyAssignor:
+    """Gives every partition to the member whose user data is b'winner'; echoes data back."""
+
+    name = "sticky-test"
+
+    def __init__(self, tag: bytes) -> None:
+        self.tag = tag
+        self.received: list[tuple[list[TP], bytes]] = []
+        self.calls = 0
+
+    def member_user_data(self) -> bytes:
+        return self.tag
+
+    def assign(self, partitions_per_topic: Mapping[str, int], members: Sequence[MemberInfo]) -> dict[str, tuple[list[TP], bytes]]:
+        self.calls += 1
+        tps = [TP(t, p) for t, n in partitions_per_topic.items() for p in range(n)]
+        return {
+            m.member_id: (tps if m.user_data == b"winner" else [], b"echo:" + m.user_data + b":" + ",".join(sorted(m.topics)).encode())
+            for m in members
+        }
+
+    def on_assignment(self, partitions: list[TP], user_data: bytes) -> None:
+        self.received.append((list(partitions), user_data))
+
+
+async def test_custom_assignor_user_data_round_trip(transport: MemoryTransport) -> None:
+    a1, a2 = StickyAssignor(b"loser"), StickyAssignor(b"winner")
+    c1 = await member(transport, assignor=a1)
+    await transport.settle()
+    c2 = await member(transport, assignor=a2)
+    await transport.settle()
+    assert a2.calls == 0 and a1.calls == 2  # the leader (first member) assigns
+    assert a1.received[-1] == ([], b"echo:loser:orders")
+    assert sorted(a2.received[-1][0]) == [TP("orders", p) for p in range(4)]
+    assert a2.received[-1][1] == b"echo:winner:orders"
+    assert c1.assignment() == set() and len(c2.assignment()) == 4
+
+
+async def test_broken_assignor_surfaces_in_getmany(transport: MemoryTransport) -> None:
+    class Greedy(StickyAssignor):
+        def assign(self, partitions_per_topic: Mapping[str, int], members: Sequence[MemberInfo]) -> dict[str, tuple[list[TP], bytes]]:
+            return {m.member_id: ([TP("orders", 0)], b"") for m in members}
+
+    c1 = await member(transport, assignor=Greedy(b""))
+    await member(transport, assignor=Greedy(b""))
+    await transport.settle()
+    with pytest.raises(TransportError, match="both"):
+        await c1.getmany()
+
+
+async def test_topic_created_after_subscribe_triggers_rebalance() -> None:
+    t = MemoryTransport("memory://late")
+    c = await member(t)
+    await t.settle()
+    assert c.assignment() == set()
+    await t.ensure_topics([TopicSpec("orders", 2)])
+    await t.settle()
+    assert c.assignment() == {TP("orders", 0), TP("orders", 1)}
+
+
+@pytest.mark.parametrize("phase", ["revoked", "assigned"])
+async def test_member_leaving_mid_rebalance_gets_nothing(transport: MemoryTransport, phase: str) -> None:
+    """The group is stuck in the first member's callback when the second member stops."""
+    release, armed = asyncio.Event(), asyncio.Event()
+
+    class Slow(Listener):
+        async def on_partitions_revoked(self, revoked: set[TP]) -> None:
+            await super().on_partitions_revoked(revoked)
+            if phase == "revoked" and armed.is_set():
+                await release.wait()
+
+        async def on_partitions_assigned(self, assigned: set[TP]) -> None:
+            await super().on_partitions_assigned(assigned)
+            if phase == "assigned" and armed.is_set():
+                await release.wait()
+
+    l1 = Slow()
+    c1 = await member(transport, listener=l1)
+    await transport.settle()
+    armed.set()
+    l2 = Listener()
+    c2 = await member(transport, listener=l2)
+    await asyncio.sleep(0.01)
+    await c2.stop()
+    release.set()
+    await transport.settle()
+    assert c2.assignment() == set() and not [e for e in l2.events if e[0] == "assigned"]
+    everything = {TP("orders", p) for p in range(4)}
+    assert c1.assignment() == everything
+    if phase == "revoked":  # c2 left before the plan was made, so c1 never gets half
+        assert all(tps == everything for kind, tps in l1.events if kind == "assigned")
+    with pytest.raises(TransportError, match="not running"):
+        await c2.getmany()

@@ -1,0 +1,317 @@
+"""Record behaviour: fields, JSON round trips, coercion by annotation, errors naming the field.
+
+This module uses ``from __future__ import annotations`` on purpose: every annotation below is a
+string that Record must resolve (including forward and self references).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import field
+from datetime import date, datetime, timezone
+from decimal import Decimal
+from typing import Any, Optional
+
+import orjson
+import pytest
+
+from agentstream.exceptions import SerializationError, ValidationError
+from agentstream.models import Record
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Point(Record):
+    x: int
+    y: int = 0
+
+
+class Point3(Point):
+    z: int = 0
+
+
+class Customer(Record):
+    id: int
+    name: str = "anon"
+
+
+class Order(Record):
+    customer: Customer
+    lines: list[Line]  # forward reference: Line is defined below
+    at: datetime
+    total: Decimal
+    note: Optional[str] = None
+    tags: dict[str, Line] = field(default_factory=dict)
+    color: Color = Color.RED
+    due: date | None = None
+
+
+class Line(Record):
+    sku: str
+    qty: int = 1
+    price: float = 0.0
+
+
+class Node(Record):
+    value: int
+    children: list[Node] = field(default_factory=list)
+
+
+class Strict(Record, validation=True):
+    n: int
+    name: str
+    p: Optional[Point] = None
+    items: list[int] = field(default_factory=list)
+
+
+def make_order() -> Order:
+    return Order(
+        customer=Customer(7, "ann"),
+        lines=[Line("a", 2, 1.5), Line("b")],
+        at=datetime(2024, 5, 1, 12, 30, tzinfo=timezone.utc),
+        total=Decimal("3.10"),
+        note="gift",
+        tags={"first": Line("c", 3)},
+        color=Color.BLUE,
+        due=date(2024, 6, 1),
+    )
+
+
+# -- fields and generated methods ---------------------------------------------------------------
+
+
+def test_generated_init_accepts_positional_and_keyword_and_defaults() -> None:
+    assert Point(1, 2) == Point(x=1, y=2)
+    assert Point(1).y == 0
+    assert Point(1) != Point(2)
+    assert repr(Point(1, 2)).endswith("Point(x=1, y=2)")
+    with pytest.raises(TypeError):
+        Point()  # type: ignore[call-arg]
+
+
+def test_subclass_inherits_parent_fields_in_order() -> None:
+    p = Point3(1, 2, 3)
+    assert (p.x, p.y, p.z) == (1, 2, 3)
+    assert p.asdict() == {"x": 1, "y": 2, "z": 3}
+    assert Point3.loads(b'{"x": 5, "z": 9}') == Point3(5, 0, 9)
+    assert Point(1, 2) != Point3(1, 2, 0)
+
+
+def test_class_options_are_stored_and_inherited() -> None:
+    class Tagged(Record, serializer="json", include_metadata=True, namespace="ns.tagged"):
+        a: int
+
+    class Child(Tagged):
+        b: int = 0
+
+    opts = Tagged._options
+    assert (opts.serializer, opts.include_metadata, opts.namespace) == ("json", True, "ns.tagged")
+    assert opts.validation is False
+    assert Child._options.serializer == "json"
+    assert Point._options.namespace.endswith("Point")
+
+
+def test_default_factory_is_not_shared_between_instances() -> None:
+    a = Node.loads(b'{"value": 1}')
+    b = Node.loads(b'{"value": 2}')
+    a.children.append(Node(3))
+    assert b.children == []
+
+
+# -- encoding -----------------------------------------------------------------------------------
+
+
+def test_dumps_uses_json_friendly_representations() -> None:
+    data = orjson.loads(make_order().dumps())
+    assert data["customer"] == {"id": 7, "name": "ann"}
+    assert data["lines"][0] == {"sku": "a", "qty": 2, "price": 1.5}
+    assert data["at"] == "2024-05-01T12:30:00+00:00"
+    assert data["total"] == "3.10"
+    assert data["color"] == "blue"
+    assert data["due"] == "2024-06-01"
+    assert data["tags"] == {"first": {"sku": "c", "qty": 3, "price": 0.0}}
+
+
+def test_orjson_serialises_records_natively() -> None:
+    assert orjson.dumps(Point(1, 2)) == b'{"x":1,"y":2}'
+    assert orjson.dumps([Point(1)]) == b'[{"x":1,"y":0}]'
+
+
+def test_asdict_and_to_representation_turn_nested_records_into_dicts() -> None:
+    d = make_order().asdict()
+    assert d["customer"] == {"id": 7, "name": "ann"}
+    assert d["lines"][1] == {"sku": "b", "qty": 1, "price": 0.0}
+    assert d["tags"]["first"]["sku"] == "c"
+    assert d["total"] == Decimal("3.10")  # values stay Python objects, only records change
+    assert make_order().to_representation() == d
+
+
+# -- decoding -----------------------------------------------------------------------------------
+
+
+def test_nested_round_trip_restores_every_type() -> None:
+    order = make_order()
+    back = Order.loads(order.dumps())
+    assert back == order
+    assert isinstance(back.customer, Customer)
+    assert isinstance(back.lines[0], Line)
+    assert isinstance(back.tags["first"], Line)
+    assert back.at.tzinfo is not None and back.at == order.at
+    assert isinstance(back.total, Decimal) and back.total == Decimal("3.10")
+    assert back.color is Color.BLUE
+    assert back.due == date(2024, 6, 1)
+
+
+def test_optional_and_defaults_when_keys_are_absent_or_null() -> None:
+    raw = b'{"customer": {"id": 1}, "lines": [], "at": 0, "total": 1, "note": null}'
+    order = Order.loads(raw)
+    assert order.note is None
+    assert order.customer.name == "anon"
+    assert order.tags == {} and order.color is Color.RED and order.due is None
+
+
+def test_self_referencing_record_round_trips() -> None:
+    tree = Node(1, [Node(2, [Node(3)]), Node(4)])
+    assert Node.loads(tree.dumps()) == tree
+
+
+def test_unknown_keys_are_ignored() -> None:
+    assert Point.loads(b'{"x": 1, "y": 2, "extra": [1, 2, 3]}') == Point(1, 2)
+
+
+def test_numeric_coercions_are_lossless_only() -> None:
+    assert Point.loads(b'{"x": 3.0}').x == 3
+    assert type(Point.loads(b'{"x": 3.0}').x) is int
+    line = Line.from_data({"sku": "a", "price": 2})
+    assert line.price == 2.0 and type(line.price) is float
+    with pytest.raises(ValidationError, match=r"Point\.x: expected int, got 3\.5"):
+        Point.loads(b'{"x": 3.5}')
+    with pytest.raises(ValidationError, match=r"Point\.x: expected int, got '3'"):
+        Point.loads(b'{"x": "3"}')  # no silent str -> int
+    with pytest.raises(ValidationError, match=r"Point\.x: expected int, got True"):
+        Point.loads(b'{"x": true}')
+    with pytest.raises(ValidationError, match=r"Line\.sku: expected str, got 5"):
+        Line.loads(b'{"sku": 5}')
+
+
+def test_datetime_from_iso_string_or_epoch_and_decimal_from_numbers() -> None:
+    class Event(Record):
+        at: datetime
+        amount: Decimal
+        when: Optional[date] = None
+
+    e = Event.from_data({"at": 1_700_000_000, "amount": 0.1})
+    assert e.at == datetime.fromtimestamp(1_700_000_000, tz=timezone.utc)
+    assert e.amount == Decimal("0.1")  # not 0.1000000000000000055511151231257827...
+    e = Event.from_data({"at": "2024-01-02T03:04:05Z", "amount": "12.50", "when": "2024-01-02"})
+    assert e.at == datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    assert e.amount == Decimal("12.50") and e.when == date(2024, 1, 2)
+    assert Event.from_data({"at": 0, "amount": 7}).amount == Decimal(7)
+    with pytest.raises(ValidationError, match=r"Event\.at: expected an ISO 8601 datetime, got 'yesterday'"):
+        Event.from_data({"at": "yesterday", "amount": 1})
+    with pytest.raises(ValidationError, match=r"Event\.amount: .*'lots'"):
+        Event.from_data({"at": 0, "amount": "lots"})
+
+
+def test_union_and_any_fields() -> None:
+    class Loose(Record):
+        key: int | str
+        blob: Any = None
+
+    assert Loose.from_data({"key": 1, "blob": {"a": [1]}}) == Loose(1, {"a": [1]})
+    assert Loose.from_data({"key": "k"}).key == "k"
+    with pytest.raises(ValidationError, match=r"Loose\.key: expected int \| str, got 1\.5"):
+        Loose.from_data({"key": 1.5})
+
+
+def test_enum_field_rejects_unknown_value() -> None:
+    with pytest.raises(ValidationError, match=r"Order\.color: expected one of Color .*'green'"):
+        Order.from_data({"customer": {"id": 1}, "lines": [], "at": 0, "total": 1, "color": "green"})
+
+
+def test_records_defined_in_a_function_can_reference_each_other() -> None:
+    class Inner(Record):
+        v: int
+
+    class Outer(Record):
+        inner: Inner
+        many: list[Inner]
+
+    o = Outer.loads(b'{"inner": {"v": 1}, "many": [{"v": 2}]}')
+    assert o == Outer(Inner(1), [Inner(2)])
+
+
+def test_from_data_accepts_an_instance_for_a_nested_field() -> None:
+    order = Order.from_data({"customer": Customer(3), "lines": [Line("x")], "at": 0, "total": 1})
+    assert order.customer == Customer(3) and order.lines == [Line("x")]
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+def test_missing_required_field_names_it() -> None:
+    with pytest.raises(ValidationError, match=r"^Point\.x: required field is missing$") as info:
+        Point.loads(b'{"y": 1}')
+    assert info.value.model == "Point" and info.value.field == "x"
+    assert isinstance(info.value, SerializationError)
+
+
+def test_nested_wrong_type_names_the_full_path() -> None:
+    raw = b'{"customer": {"id": "abc"}, "lines": [], "at": 0, "total": 1}'
+    with pytest.raises(ValidationError) as info:
+        Order.loads(raw)
+    assert str(info.value) == "Order.customer.id: expected int, got 'abc'"
+    assert info.value.field == "customer.id"
+
+
+def test_errors_inside_lists_and_dicts_name_index_and_key() -> None:
+    base = {"customer": {"id": 1}, "at": 0, "total": 1}
+    with pytest.raises(ValidationError, match=r"^Order\.lines\[1\]\.qty: expected int, got 'x'$"):
+        Order.from_data({**base, "lines": [{"sku": "a"}, {"sku": "b", "qty": "x"}]})
+    with pytest.raises(ValidationError, match=r"^Order\.tags\['k'\]\.sku: required field is missing$"):
+        Order.from_data({**base, "lines": [], "tags": {"k": {}}})
+    with pytest.raises(ValidationError, match=r"^Order\.lines: expected a list, got 'nope'$"):
+        Order.from_data({**base, "lines": "nope"})
+    with pytest.raises(ValidationError, match=r"^Order\.customer: expected an object for Customer, got 5$"):
+        Order.from_data({**base, "lines": [], "customer": 5})
+
+
+def test_invalid_json_and_non_object_payloads() -> None:
+    with pytest.raises(ValidationError, match=r"^Point\.__root__: invalid JSON"):
+        Point.loads(b'{"x": 1')
+    with pytest.raises(ValidationError, match=r"^Point\.__root__: expected an object for Point, got \[1, 2\]$"):
+        Point.loads(b"[1, 2]")
+
+
+def test_unsupported_field_type_names_the_field() -> None:
+    class Opaque:
+        pass
+
+    class HasOpaque(Record):
+        thing: Opaque
+
+    with pytest.raises(ValidationError, match=r"^HasOpaque\.thing: cannot decode 1 into unsupported field type Opaque"):
+        HasOpaque.from_data({"thing": 1})
+
+
+def test_validation_option_checks_constructor_types() -> None:
+    ok = Strict(1, "a", Point(1), [1, 2])
+    assert ok.n == 1
+    with pytest.raises(ValidationError, match=r"^Strict\.n: expected int, got '1'$"):
+        Strict("1", "a")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=r"^Strict\.p: expected Point \| None, got \{'x': 1\}$"):
+        Strict(1, "a", {"x": 1})  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=r"^Strict\.items\[1\]: expected int, got 'b'$"):
+        Strict(1, "a", None, [1, "b"])  # type: ignore[list-item]
+    # without validation=True the constructor trusts its caller
+    unchecked = Point("not checked")  # type: ignore[arg-type]
+    assert unchecked.asdict() == {"x": "not checked", "y": 0}
+
+
+def test_loads_validates_even_without_validation_option() -> None:
+    with pytest.raises(ValidationError, match=r"^Strict\.name: expected str, got 1$"):
+        Strict.loads(b'{"n": 1, "name": 1}')
+    assert Strict.loads(b'{"n": 1, "name": "a", "p": {"x": 2}}').p == Point(2)
