@@ -108,7 +108,7 @@ class App:
         """Decorate ``async def agent(stream)``: one instance per task over ``channel``'s partitions."""
 
         def _decorate(fun: AgentFun) -> Agent:
-            agent_name = name or getattr(fun, "__name__", "agent")
+            agent_name = str(name or getattr(fun, "__name__", "agent"))
             if any(a.name == agent_name for a in self.agents):
                 raise TopologyError(f"two agents are named {agent_name!r}; pass name= to tell them apart")
             if channel is None:

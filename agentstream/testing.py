@@ -82,7 +82,7 @@ class AgentTestContext:
             from .tables.table import TablePartition
 
             for p in range(table.partitions):
-                part = TablePartition(table, p, MemoryStore(), _nowhere(), 0)
+                part = TablePartition(table, p, MemoryStore(), None, 0)
                 part.active = part.ready = True
                 table.parts[p] = part
         self._runner = asyncio.ensure_future(self._run())
@@ -155,13 +155,6 @@ class _HarnessStream(Stream):
 
             return _HarnessStream(self._input, self._processors + (rekey,), self._splits + 1)
         return _HarnessStream(self._input, self._processors, self._splits + 1)
-
-
-def _nowhere() -> Any:
-    import tempfile
-    from pathlib import Path
-
-    return Path(tempfile.gettempdir()) / f"agentstream-harness-{uuid.uuid4().hex}.checkpoint"
 
 
 def _read(app: "App", topic: str) -> list[tuple[Any, Any]]:

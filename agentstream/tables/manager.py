@@ -12,9 +12,9 @@ import asyncio
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, cast
 
-from ..exceptions import StoreCorrupt
+from ..exceptions import StoreCorrupt, StoreUnavailable
 from ..transport.base import TP, Consumer
 from .store import destroy_store, store_for
 from .table import Table, TablePartition
@@ -29,6 +29,7 @@ log = logging.getLogger("agentstream.tables")
 __all__ = ["TableManager", "Restorer"]
 
 PROGRESS_EVERY = 3.0
+CHECKPOINT_FILE = "agentstream.checkpoint"
 
 
 class Restorer:
@@ -56,18 +57,18 @@ class Restorer:
         while remaining:
             batches = await consumer.getmany(timeout_ms=300, max_records=batch)
             for tp, messages in batches.items():
-                part = remaining.get(tp)
-                if part is None or not messages:
+                found = remaining.get(tp)
+                if found is None or not messages:
                     continue
                 if messages[0].offset < starts[tp]:
                     # The checkpoint was beyond the changelog's end and the reader was reset:
                     # the changelog was deleted or recreated. Start over from an empty store.
                     log.warning("%s: checkpoint %d of %s is beyond the changelog's end; wiping the store and "
                                 "restoring from the beginning", self.label, starts[tp], tp)
-                    part.store.wipe()
+                    found.store.wipe()
                     starts[tp] = messages[0].offset
-                part.store.write_batch((m.key, m.value) for m in messages)
-                part.changelog_offset = messages[-1].offset + 1
+                found.store.write_batch((cast(bytes, m.key), m.value) for m in messages)
+                found.changelog_offset = messages[-1].offset + 1
                 done += len(messages)
             for tp, part in list(remaining.items()):
                 hw = consumer.highwater(tp)
@@ -126,19 +127,21 @@ class TableManager:
             return part
         url = table.store_url or self.store_url
         path = self.root / table.name / str(partition)
-        checkpoint = self.root / table.name / f"{partition}.checkpoint"
         try:
             store = store_for(url, path)
         except StoreCorrupt as exc:
             log.warning("table %s partition %d: store is corrupt (%s); wiping it and restoring from the changelog",
                         table.name, partition, exc)
             destroy_store(path)
-            checkpoint.unlink(missing_ok=True)
             store = store_for(url, path)
-        part = TablePartition(table, partition, store, checkpoint, self.cache_size)
-        if url.startswith("memory"):
-            part.changelog_offset = None  # a memory store starts empty whatever the checkpoint says
-        elif part.changelog_offset is None and len(store):
+        except StoreUnavailable as exc:
+            raise StoreUnavailable(
+                path, f"{exc.problem}. Fix: give every worker on this machine its own --data-dir"
+            ) from exc
+        # The checkpoint lives inside the store's directory, so wiping the store removes it too.
+        part = TablePartition(table, partition, store, path / CHECKPOINT_FILE if store.persistent else None,
+                              self.cache_size)
+        if part.changelog_offset is None and len(store):
             log.info("table %s partition %d: no checkpoint; wiping the store and restoring from the changelog",
                      table.name, partition)
             store.wipe()
@@ -256,7 +259,7 @@ class TableManager:
             batches = await consumer.getmany(timeout_ms=500, max_records=10_000)
             for tp, messages in batches.items():
                 part = parts[tp]
-                part.store.write_batch((m.key, m.value) for m in messages)
+                part.store.write_batch((cast(bytes, m.key), m.value) for m in messages)
                 part.changelog_offset = messages[-1].offset + 1
             if time.monotonic() - last_checkpoint > self.app.settings.commit_interval:
                 for part in parts.values():

@@ -40,14 +40,15 @@ class TablePartition:
     __slots__ = ("table", "partition", "store", "cache", "pending", "last_send", "changelog_offset",
                  "checkpoint_path", "active", "ready")
 
-    def __init__(self, table: "Table", partition: int, store: Store, checkpoint_path: Path, cache_size: int) -> None:
+    def __init__(self, table: "Table", partition: int, store: Store, checkpoint_path: Path | None,
+                 cache_size: int) -> None:
         self.table = table
         self.partition = partition
         self.store = store
         self.cache: RecordCache[int] = RecordCache(cache_size)
         self.pending: dict[bytes, bytes | None] = {}  # sent to the changelog, not yet in the store
         self.last_send: asyncio.Future[Any] | None = None
-        self.changelog_offset: int | None = read_checkpoint(checkpoint_path)
+        self.changelog_offset: int | None = None if checkpoint_path is None else read_checkpoint(checkpoint_path)
         self.checkpoint_path = checkpoint_path
         self.active = False
         self.ready = False
@@ -90,7 +91,8 @@ class TablePartition:
             self.last_send = None
 
     def checkpoint(self) -> None:
-        if self.changelog_offset is not None:
+        """Record the changelog offset the store is consistent with (persistent stores only)."""
+        if self.changelog_offset is not None and self.checkpoint_path is not None:
             self.store.flush()
             write_checkpoint(self.checkpoint_path, self.changelog_offset)
 
@@ -135,7 +137,13 @@ class Table:
             internal=True, compacted=True,
         )
         self.parts: dict[int, TablePartition] = {}
-        self._key_dumps = self.key_codec.dumps
+        self._key_codec_dumps = self.key_codec.dumps
+
+    def _key_dumps(self, key: Any) -> bytes:
+        kb = self._key_codec_dumps(key)
+        if kb is None:
+            raise KeyError("a table key cannot be None")
+        return kb
 
     @property
     def partitions(self) -> int:
@@ -280,11 +288,11 @@ class SetTable(Table):
 
 
 class _SetCodec:
-    def dumps(self, obj: Any) -> bytes:
-        return codecs.get("json").dumps(sorted(obj, key=repr))  # type: ignore[return-value]
+    def dumps(self, obj: Any) -> bytes | None:
+        return codecs.get("json").dumps(sorted(obj, key=repr))
 
-    def loads(self, data: bytes) -> set[Any]:
-        return set(codecs.get("json").loads(data))
+    def loads(self, data: bytes | None) -> set[Any]:
+        return set(codecs.get("json").loads(data) or ())
 
 
 class _ManagedSet(set):  # type: ignore[type-arg]

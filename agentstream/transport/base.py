@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Protocol, Sequence
 
 from aiokafka.structs import ConsumerRecord, RecordMetadata, TopicPartition
 
@@ -27,8 +27,26 @@ __all__ = [
     "Transport",
 ]
 
-TP = TopicPartition
-Message = ConsumerRecord
+if TYPE_CHECKING:
+    # aiokafka ships no type information: describe the two structures the worker relies on.
+
+    class TP(NamedTuple):
+        topic: str
+        partition: int
+
+    class Message(Protocol):
+        topic: str
+        partition: int
+        offset: int
+        timestamp: int
+        timestamp_type: int
+        key: bytes | None
+        value: bytes | None
+        headers: Sequence[tuple[str, bytes]]
+
+else:
+    TP = TopicPartition
+    Message = ConsumerRecord
 
 
 @dataclass(frozen=True)

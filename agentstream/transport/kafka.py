@@ -12,13 +12,14 @@ producer, and ListOffsets(latest) is wrong there, so partition ends come from fe
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener  # type: ignore[import-untyped]
-from aiokafka import errors as kafka_errors
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # type: ignore[import-untyped]
-from aiokafka.coordinator.protocol import (  # type: ignore[import-untyped]
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener  # type: ignore[import-untyped,unused-ignore]
+from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unused-ignore]
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # type: ignore[import-untyped,unused-ignore]
+from aiokafka.coordinator.protocol import (  # type: ignore[import-untyped,unused-ignore]
     ConsumerProtocolMemberAssignment,
     ConsumerProtocolMemberMetadata,
 )
@@ -106,7 +107,8 @@ def _pick(settings: Mapping[str, Any], keys: frozenset[str]) -> dict[str, Any]:
 
 
 def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    text, kind = str(exc), type(exc).__name__
+    return text if text.startswith(kind) else f"{kind}: {text}" if text else kind
 
 
 # -- producer -------------------------------------------------------------------------------------
@@ -176,20 +178,20 @@ class KafkaProducer:
                 timestamp_ms=timestamp_ms,
                 headers=list(headers) if headers else None,
             )
-        except kafka_errors.KafkaError as exc:
+        except (kafka_errors.KafkaError, AssertionError) as exc:  # aiokafka asserts the partition exists
             raise ProducerError(f"could not send to {topic}[{partition}]: {_describe(exc)}") from exc
         self._pending.add(fut)
-        fut.add_done_callback(lambda f, t=topic, p=partition: self._on_done(f, t, p))
+        fut.add_done_callback(functools.partial(self._on_done, topic=topic, partition=partition))
         return fut
 
-    def _on_done(self, fut: "asyncio.Future[RecordMetadata]", topic: str, partition: int) -> None:
+    def _on_done(self, fut: "asyncio.Future[RecordMetadata]", *, topic: str, partition: int) -> None:
         self._pending.discard(fut)
         if fut.cancelled():
-            exc: BaseException | None = asyncio.CancelledError()
+            error: BaseException | None = asyncio.CancelledError()
         else:
-            exc = fut.exception()  # also marks the exception retrieved (no "never retrieved" log)
-        if exc is not None and self._failure is None:
-            self._failure = (topic, partition, exc)
+            error = fut.exception()  # also marks the exception retrieved (no "never retrieved" log)
+        if error is not None and self._failure is None:
+            self._failure = (topic, partition, error)
 
     async def flush(self) -> None:
         producer = self._require()
@@ -203,11 +205,11 @@ class KafkaProducer:
             await asyncio.wait(waiting)
         failure, self._failure = self._failure, None
         if failure is not None:
-            topic, partition, exc = failure
+            topic, partition, error = failure
             raise ProducerError(
-                f"delivery to {topic}[{partition}] failed: {_describe(exc)}; "
+                f"delivery to {topic}[{partition}] failed: {_describe(error).rstrip('.')}; "
                 "offsets past it must not be committed"
-            ) from exc
+            ) from error
 
     async def partitions_for(self, topic: str) -> int:
         producer = self._require()

@@ -1,0 +1,40 @@
+# Every target sets itself up: a fresh machine needs only python3 (3.11+).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test unit integration typecheck bench bench-quick clean
+
+$(STAMP): setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test,dev-broker]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(PY) scripts/demo.py
+
+test: $(STAMP)
+	$(PY) -m mypy agentstream
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+unit: $(STAMP)
+	$(PY) -m pytest -q tests/unit
+
+integration: $(STAMP)
+	$(PY) -m pytest -q tests/integration
+
+typecheck: $(STAMP)
+	$(PY) -m mypy agentstream
+
+bench: $(STAMP)
+	$(PY) -m bench.run
+
+bench-quick: $(STAMP)
+	$(PY) -m bench.run --quick
+
+clean:
+	rm -rf $(VENV) build *.egg-info artifacts

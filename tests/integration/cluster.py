@@ -1,0 +1,208 @@
+"""Test-side tools for running wordcount workers as real processes against the dev broker."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import orjson
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+ROOT = Path(__file__).resolve().parents[2]
+WORD = re.compile(r"\W+")
+VOCABULARY = [f"w{i}" for i in range(300)] + ["Hello", "WORLD", "it's", "naïve"]
+
+
+def sentences(n: int, seed: int = 7) -> list[str]:
+    rnd = random.Random(seed)
+    return [" ".join(rnd.choice(VOCABULARY) for _ in range(rnd.randint(3, 12))) + rnd.choice([".", "!", ""])
+            for _ in range(n)]
+
+
+def true_counts(texts: list[str]) -> dict[str, int]:
+    c: collections.Counter[str] = collections.Counter()
+    for t in texts:
+        c.update(w for w in WORD.split(t.lower()) if w)
+    return dict(c)
+
+
+class Worker:
+    """A worker process of an app (``agentstream -A apps.wordcount worker``)."""
+
+    def __init__(self, name: str, broker_url: str, data_dir: Path, log_dir: Path, *, app: str = "apps.wordcount",
+                 env: dict[str, str] | None = None) -> None:
+        self.name = name
+        self.log_path = log_dir / f"{name}.log"
+        self.data_dir = data_dir
+        full_env = dict(os.environ)
+        full_env.update({
+            "AGENTSTREAM_BROKER": broker_url,
+            "AGENTSTREAM_SESSION_TIMEOUT": "6",
+            "AGENTSTREAM_HEARTBEAT_INTERVAL": "1",
+            "AGENTSTREAM_REBALANCE_TIMEOUT": "6",
+            "AGENTSTREAM_COMMIT_INTERVAL": "0.5",
+            "PYTHONPATH": str(ROOT),
+        })
+        full_env.update(env or {})
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "agentstream", "-A", app, "worker", "--data-dir", str(data_dir),
+             "--without-web", "-l", "info"],
+            cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
+        )
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_log(self, pattern: str, timeout: float = 60.0, count: int = 1) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if len(re.findall(pattern, self.log())) >= count:
+                return
+            if self.proc.poll() is not None:
+                raise AssertionError(f"{self.name} exited with {self.proc.returncode}:\n{self.log()[-3000:]}")
+            time.sleep(0.1)
+        raise AssertionError(f"{self.name}: no {pattern!r} in its log within {timeout}s:\n{self.log()[-3000:]}")
+
+    def last_assignment(self, topic: str) -> set[int]:
+        lines = [line for line in self.log().splitlines() if "assigned: " in line]
+        assert lines, f"{self.name} logged no assignment"
+        m = re.search(re.escape(topic) + r"\[([0-9, ]*)\]", lines[-1])
+        return {int(x) for x in m.group(1).split(",") if x.strip()} if m else set()
+
+    def terminate(self, timeout: float = 30.0) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(timeout)
+        self._log.close()
+        return code
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+        self._log.close()
+
+    def stop_quietly(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        if not self._log.closed:
+            self._log.close()
+
+
+async def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    await producer.start()
+    try:
+        for v in values:
+            await producer.send(topic, v)
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+def feed(bootstrap: str, texts: list[str], topic: str = "sentences") -> None:
+    asyncio.run(_produce(bootstrap, topic, [orjson.dumps({"text": t}) for t in texts]))
+
+
+class Feeder(threading.Thread):
+    """Feeds ``texts`` in chunks with pauses, so workers can join and leave while data flows."""
+
+    def __init__(self, bootstrap: str, texts: list[str], *, chunk: int = 500, pause: float = 0.25) -> None:
+        super().__init__(daemon=True)
+        self.bootstrap, self.texts, self.chunk, self.pause = bootstrap, texts, chunk, pause
+        self.sent = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            for i in range(0, len(self.texts), self.chunk):
+                feed(self.bootstrap, self.texts[i:i + self.chunk])
+                self.sent = min(len(self.texts), i + self.chunk)
+                time.sleep(self.pause)
+        except BaseException as exc:  # surfaced by finish()
+            self.error = exc
+
+    def finish(self, timeout: float = 120.0) -> None:
+        self.join(timeout)
+        assert not self.is_alive(), "feeder did not finish"
+        if self.error is not None:
+            raise self.error
+
+
+async def _read_all(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes | None]]:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False)
+    await consumer.start()
+    try:
+        parts = await consumer._client.fetch_all_metadata()
+        n = len(parts.partitions_for_topic(topic) or ())
+        tps = [TopicPartition(topic, p) for p in range(n)]
+        consumer.assign(tps)
+        out: list[tuple[bytes | None, bytes | None]] = []
+        empty = 0
+        # Read until fetches come back empty (the dev broker's ListOffsets(latest) is not to be trusted).
+        while empty < 3:
+            batches = await consumer.getmany(timeout_ms=300)
+            if not batches:
+                empty += 1
+                continue
+            empty = 0
+            for messages in batches.values():
+                out.extend((m.key, m.value) for m in messages)
+        return out
+    finally:
+        await consumer.stop()
+
+
+def read_topic(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes | None]]:
+    return asyncio.run(_read_all(bootstrap, topic))
+
+
+def final_counts(bootstrap: str) -> dict[str, int]:
+    """Last value per word in ``word-counts``."""
+    out: dict[str, int] = {}
+    for k, v in read_topic(bootstrap, "word-counts"):
+        assert k is not None and v is not None
+        out[k.decode()] = int(v)
+    return out
+
+
+def changelog_state(bootstrap: str, topic: str = "wordcount-word_counts-changelog") -> dict[bytes, bytes]:
+    state: dict[bytes, bytes] = {}
+    for k, v in read_topic(bootstrap, topic):
+        assert k is not None
+        if v is None:
+            state.pop(k, None)
+        else:
+            state[k] = v
+    return state
+
+
+def wait_counts(bootstrap: str, expected: dict[str, int], *, timeout: float = 120.0, at_least: bool = False) -> dict[str, int]:
+    """Poll the output until it matches (exactly, or >= per word); returns the last reading."""
+    deadline = time.monotonic() + timeout
+    got: dict[str, int] = {}
+    while time.monotonic() < deadline:
+        got = final_counts(bootstrap)
+        if at_least:
+            if set(got) >= set(expected) and all(got[w] >= c for w, c in expected.items()):
+                return got
+        elif got == expected:
+            return got
+        time.sleep(1.0)
+    return got
+
+
+def stop_all(workers: Iterator[Worker] | list[Worker]) -> None:
+    for w in workers:
+        w.stop_quietly()

@@ -1,0 +1,96 @@
+"""Wordcount on the real broker: exact counts with one and two workers, and with a worker joining
+and another leaving (SIGTERM) mid-stream."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from agentstream.devbroker import DevBroker
+
+from .cluster import Feeder, Worker, feed, sentences, stop_all, true_counts, wait_counts
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
+
+
+@pytest.fixture
+def fresh_broker(request: pytest.FixtureRequest) -> Iterator[DevBroker]:
+    """A broker of the test's own (wordcount's topic names are fixed)."""
+    log_dir = ARTIFACTS / request.node.name
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with DevBroker(log_path=log_dir / "broker.log") as b:
+        yield b
+
+
+def _workers_dir(request: pytest.FixtureRequest) -> Path:
+    return ARTIFACTS / request.node.name
+
+
+def test_one_worker_exact_counts(fresh_broker: DevBroker, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    texts = sentences(3000, seed=1)
+    w = Worker("w1", fresh_broker.url, tmp_path / "w1", _workers_dir(request))
+    try:
+        w.wait_log(r"assigned: .*sentences\[0, 1, 2, 3\]")
+        feed(fresh_broker.bootstrap, texts)
+        expected = true_counts(texts)
+        assert wait_counts(fresh_broker.bootstrap, expected) == expected
+        assert w.terminate() == 0
+    finally:
+        stop_all([w])
+
+
+def test_two_workers_share_partitions_exact_counts(fresh_broker: DevBroker, tmp_path: Path,
+                                                     request: pytest.FixtureRequest) -> None:
+    texts = sentences(4000, seed=2)
+    logs = _workers_dir(request)
+    w1 = Worker("w1", fresh_broker.url, tmp_path / "w1", logs)
+    w2 = Worker("w2", fresh_broker.url, tmp_path / "w2", logs)
+    workers = [w1, w2]
+    try:
+        for w in workers:
+            w.wait_log(r"assigned: .*sentences\[")
+        feed(fresh_broker.bootstrap, texts)
+        expected = true_counts(texts)
+        assert wait_counts(fresh_broker.bootstrap, expected) == expected
+        a1, a2 = w1.last_assignment("sentences"), w2.last_assignment("sentences")
+        assert a1 and a2, (a1, a2)
+        assert a1.isdisjoint(a2) and a1 | a2 == {0, 1, 2, 3}
+        for w in workers:
+            assert w.terminate() == 0
+    finally:
+        stop_all(workers)
+
+
+def test_worker_joins_and_another_leaves_mid_stream(fresh_broker: DevBroker, tmp_path: Path,
+                                                     request: pytest.FixtureRequest) -> None:
+    texts = sentences(16000, seed=3)
+    logs = _workers_dir(request)
+    w1 = Worker("w1", fresh_broker.url, tmp_path / "w1", logs)
+    w2 = Worker("w2", fresh_broker.url, tmp_path / "w2", logs)
+    workers = [w1, w2]
+    try:
+        for w in workers:
+            w.wait_log(r"assigned: .*sentences\[")
+        feeder = Feeder(fresh_broker.bootstrap, texts, chunk=500, pause=0.25)
+        feeder.start()
+        while feeder.sent < 3000:
+            time.sleep(0.05)
+        w3 = Worker("w3", fresh_broker.url, tmp_path / "w3", logs)  # joins mid-stream
+        workers.append(w3)
+        w3.wait_log(r"assigned: .*sentences\[")
+        assert feeder.is_alive(), "the feed ended before the third worker joined: not mid-stream"
+        assert w1.terminate() == 0  # leaves mid-stream (SIGTERM)
+        assert feeder.is_alive(), "the feed ended before the first worker left: not mid-stream"
+        feeder.finish()
+        expected = true_counts(texts)
+        got = wait_counts(fresh_broker.bootstrap, expected)
+        diff = {w: (got.get(w), c) for w, c in expected.items() if got.get(w) != c}
+        assert got == expected, f"{len(diff)} words differ, e.g. {list(diff.items())[:5]}"
+        assert "revoked: " in w2.log()
+        for w in (w2, w3):
+            assert w.terminate() == 0
+    finally:
+        stop_all(workers)
