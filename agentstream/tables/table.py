@@ -25,6 +25,7 @@ from .store import Store, read_checkpoint, write_checkpoint
 if TYPE_CHECKING:
     from ..app import App
     from ..topics import Topic
+    from .windowed import WindowedTable
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ class TablePartition:
     """One partition of one table on this worker: store, cache, and changelog position."""
 
     __slots__ = ("table", "partition", "store", "cache", "pending", "last_send", "changelog_offset",
-                 "checkpoint_path", "active", "ready")
+                 "checkpoint_path", "active", "_ready", "epoch")
 
     def __init__(self, table: "Table", partition: int, store: Store, checkpoint_path: Path | None,
                  cache_size: int) -> None:
@@ -51,7 +52,18 @@ class TablePartition:
         self.changelog_offset: int | None = None if checkpoint_path is None else read_checkpoint(checkpoint_path)
         self.checkpoint_path = checkpoint_path
         self.active = False
-        self.ready = False
+        self._ready = False
+        self.epoch = 0  # +1 each time the partition becomes ready (restored): derived state is stale
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
+
+    @ready.setter
+    def ready(self, value: bool) -> None:
+        if value and not self._ready:
+            self.epoch += 1
+        self._ready = value
 
     def get_bytes(self, key: bytes) -> tuple[bool, Any]:
         """(found, python value) looking through cache, pending writes, then the store."""
@@ -109,6 +121,7 @@ class Table:
     """``app.Table(name, default=int)``: a partitioned, changelog-backed dict (Faust's Table)."""
 
     is_global = False
+    _windowed: Any = None  # the shared window state once tumbling()/hopping() was called
 
     def __init__(
         self,
@@ -123,8 +136,10 @@ class Table:
         value_serializer: str | None = None,
         store: str | None = None,
         help: str | None = None,
+        on_window_close: Callable[[Any, Any], Any] | None = None,
     ) -> None:
         self.app = app
+        self.on_window_close = on_window_close  # used once windowed (Faust puts it here)
         self.name = name
         self.default = default
         self._partitions = partitions
@@ -233,8 +248,27 @@ class Table:
         for k, v in list(items) + list(kwargs.items()):
             self[k] = v
 
+    # -- windowing ---------------------------------------------------------------------------------
+    def tumbling(self, size: Any, expires: Any = None, *, grace: Any = 0.0,
+                 on_window_close: Callable[[Any, Any], Any] | None = None) -> "WindowedTable":
+        """This table as a :class:`~agentstream.tables.windowed.WindowedTable` of ``size``-second windows."""
+        from .windowed import tumbling
+
+        return tumbling(self, size, expires, grace=grace, on_window_close=on_window_close or self.on_window_close)
+
+    def hopping(self, size: Any, step: Any, expires: Any = None, *, grace: Any = 0.0,
+                on_window_close: Callable[[Any, Any], Any] | None = None) -> "WindowedTable":
+        """This table as a WindowedTable of ``size``-second windows starting every ``step`` seconds."""
+        from .windowed import hopping
+
+        return hopping(self, size, step, expires, grace=grace,
+                       on_window_close=on_window_close or self.on_window_close)
+
     def items(self) -> Iterator[tuple[Any, Any]]:
         """Every key of the partitions this worker holds (cache and pending writes included)."""
+        if self._windowed is not None:  # keys are (key, (start, end)), like Faust's windowed tables
+            yield from self._windowed.items()
+            return
         kloads, vloads = self.key_codec.loads, self.value_codec.loads
         for part in list(self.parts.values()):
             overlay: dict[bytes, Any] = {}

@@ -55,7 +55,7 @@ class Worker:
         })
         full_env.update(env or {})
         log_dir.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.log_path, "ab")
+        self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "agentstream", "-A", app, "worker", "--data-dir", str(data_dir),
              "--without-web", "-l", "info"],

@@ -8,7 +8,7 @@ from typing import Iterator
 
 import pytest
 
-from agentstream.devbroker import DevBroker
+from agentstream.devbroker import DevBroker, free_port
 
 _HERE = Path(__file__).resolve().parent
 ARTIFACTS = Path(os.environ.get("AGENTSTREAM_ARTIFACTS", _HERE.parent.parent / "artifacts"))
@@ -28,7 +28,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def broker() -> Iterator[DevBroker]:
     """A tansu broker on a free port for the whole session (memory storage; log in artifacts/)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    dev = DevBroker(log_path=ARTIFACTS / "tansu-integration.log")
+    port = free_port()  # per-session log name: parallel sessions must not share one file
+    dev = DevBroker(port, log_path=ARTIFACTS / f"tansu-integration-{port}.log")
     dev.start()
     try:
         yield dev

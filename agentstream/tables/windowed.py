@@ -1,0 +1,633 @@
+"""Windowed tables: Faust's ``table.tumbling(...)`` API with Kafka Streams' window lifecycle.
+
+.. code-block:: python
+
+    views = app.Table("views", default=int).tumbling(60, expires=3600).relative_to_field("ts")
+
+    @app.agent(topic)
+    async def count(stream):
+        async for view in stream:
+            views[view.page] += 1                 # every window the record's time falls in
+            print(views[view.page].value())       # the window of the table's time source
+
+A :class:`WindowedTable` wraps an ordinary :class:`~agentstream.tables.table.Table`; it adds no
+storage of its own. Store (and so changelog) keys are ``window_key(key_bytes, window_start)``,
+so restore, standby replicas and the write-back cache work unchanged.
+
+Per table partition the *stream time* is the largest record time written so far (the table's
+time source: record timestamp, a value field, or the wall clock). A window is *closed* once
+``stream_time >= end + grace``: writes to it are dropped (a record with no open window counts
+in :attr:`WindowedTable.late_dropped`) and ``on_window_close((key, (start, end)), value)`` runs
+once. It *expires* once ``end + max(expires, grace) <= stream_time``: it is deleted, i.e. a
+tombstone goes to the changelog through the normal write path.
+
+Stream time itself is stored in the partition under a reserved key (not a window key, so
+iteration skips it). Going through the cache, it costs one changelog record per commit, and it
+makes late-record decisions survive a restart: without it a restored partition would accept
+records for windows that had closed, or even expired, and silently re-create them from zero.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import inspect
+import logging
+import operator
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any, Union
+
+from ..codecs import Codec
+from ..events import Event, current_event
+from ..exceptions import AgentStreamError, TopologyError
+from .windows import HoppingWindow, TumblingWindow, parse_window_key, window_key
+
+if TYPE_CHECKING:
+    from .table import Table, TablePartition
+
+log = logging.getLogger(__name__)
+
+__all__ = ["WindowSet", "WindowedTable", "WindowTimeError", "Seconds", "WindowCloseCallback"]
+
+Seconds = Union[float, int, timedelta]
+WindowRange = tuple[float, float]
+WindowCloseCallback = Callable[[Any, Any], Union[None, Awaitable[None]]]
+"""``on_window_close((key, (start, end)), final_value)``; may be ``async``."""
+TimeSource = Callable[[Event | None], float]
+
+LATE_WARNING_EVERY = 10.0
+"""Seconds between WARNING lines summarising dropped late records (each drop is logged at DEBUG)."""
+
+STREAM_TIME_KEY = b"\xff\xff\xff\xffagentstream.stream-time"
+"""Reserved store key: a 2**32-1 length prefix no window key can have, so it sorts last."""
+
+
+class WindowTimeError(AgentStreamError):
+    """A window operation needs a time its time source cannot give (e.g. no current event)."""
+
+
+def seconds(value: Seconds) -> float:
+    """Seconds as a float from a number or a timedelta."""
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+def _ms(secs: float) -> int:
+    # The same rounding as windows.py: whole milliseconds, round not floor.
+    return round(secs * 1000)
+
+
+def _epoch(value: Any) -> float:
+    """A time value as epoch seconds; naive datetimes are taken as UTC (deterministic)."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return float(value.timestamp())
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    raise WindowTimeError(f"window time must be epoch seconds or a datetime, got {value!r}")
+
+
+# -- time sources ----------------------------------------------------------------------------
+
+
+def _need_event(event: Event | None) -> Event:
+    event = event if event is not None else current_event()
+    if event is None:
+        raise WindowTimeError("this windowed-table operation needs the current event: call it inside an agent")
+    return event
+
+
+def _stream_time(event: Event | None) -> float:
+    return _need_event(event).timestamp
+
+
+def _wall_time(event: Event | None) -> float:
+    return time.time()
+
+
+def _field_time(field: Any) -> TimeSource:
+    """Time from the event's value: a Record field descriptor, a field name, or a callable."""
+    name = getattr(field, "field", None)
+    getter: Callable[[Any], Any]
+    if isinstance(name, str) and hasattr(field, "getattr"):
+        getter = field.getattr
+    elif isinstance(field, str):
+        attr = field
+
+        def getter(value: Any) -> Any:
+            return value[attr] if isinstance(value, Mapping) else getattr(value, attr)
+    elif callable(field):
+        getter = field
+    else:
+        raise TopologyError(f"relative_to_field() takes a Record field, a field name or a callable, got {field!r}")
+
+    def source(event: Event | None) -> float:
+        return _epoch(getter(_need_event(event).value))
+
+    return source
+
+
+# -- the stream-time entry -----------------------------------------------------------------------
+
+
+class _StreamTimeMark:
+    """Stream time as a cache value; the codec wrapper encodes it, whatever the table's codec."""
+
+    __slots__ = ("ms",)
+
+    def __init__(self, ms: int) -> None:
+        self.ms = ms
+
+
+class _WindowValueCodec:
+    """The table's value codec plus the stream-time entry (which it may not be able to encode)."""
+
+    def __init__(self, inner: Codec) -> None:
+        self.inner = inner
+
+    def dumps(self, obj: Any) -> bytes | None:
+        if type(obj) is _StreamTimeMark:
+            return b"%d" % obj.ms
+        return self.inner.dumps(obj)
+
+    def loads(self, data: bytes | None) -> Any:
+        return self.inner.loads(data)
+
+
+# -- per-partition window index ------------------------------------------------------------------
+
+
+class _PartWindows:
+    """Stream time and the live windows of one table partition, as min-heaps by window end.
+
+    ``open`` holds windows whose close (callback) is still due, ``live`` those not yet
+    expired; both are popped in end order as stream time passes, so a check costs O(1) when
+    nothing is due. Derived from the store, so rebuilt whenever the partition is (re)restored.
+    """
+
+    __slots__ = ("part", "epoch", "stream_ms", "open", "live", "known")
+
+    def __init__(self, part: "TablePartition") -> None:
+        self.part = part
+        self.epoch: int = getattr(part, "epoch", 0)
+        self.stream_ms: int | None = None
+        self.open: list[tuple[int, bytes]] = []
+        self.live: list[tuple[int, bytes]] = []
+        self.known: set[bytes] = set()
+
+
+def _raw_entries(part: "TablePartition") -> Iterator[tuple[bytes, Any, bool]]:
+    """``(key, value, decoded)`` of every entry, cache over pending writes over the store.
+
+    ``decoded`` says ``value`` is a Python value (from the cache) rather than stored bytes;
+    deleted keys are left out.
+    """
+    overlay: dict[bytes, tuple[Any, bool]] = {k: (raw, False) for k, raw in part.pending.items()}
+    for _, k, v in part.cache.entries():
+        overlay[k] = (v, True)
+    for k, raw in part.store.items():
+        if k not in overlay:
+            yield k, raw, False
+    for k, (v, decoded) in overlay.items():
+        if v is not None:
+            yield k, v, decoded
+
+
+class _WindowState:
+    """What every view of one windowed table shares: window, grace, callback, partition indexes."""
+
+    def __init__(self, table: "Table", window: HoppingWindow, grace: float,
+                 on_window_close: WindowCloseCallback | None) -> None:
+        self.table = table
+        self.window = window
+        self.grace = grace
+        self.on_window_close = on_window_close
+        self._size_ms = _ms(window.size)
+        self._grace_ms = _ms(grace)
+        self._expire_after_ms = max(_ms(window.expires), self._grace_ms)
+        self.parts: dict[int, _PartWindows] = {}
+        self.late_dropped = 0
+        self._late_since_warning = 0
+        self._last_warning = float("-inf")
+        self.callbacks: set[asyncio.Future[Any]] = set()
+        table.value_codec = _WindowValueCodec(table.value_codec)
+
+    def window_range(self, start: float) -> WindowRange:
+        start_ms = _ms(start)
+        return start_ms / 1000, (start_ms + self._size_ms) / 1000
+
+    # -- partitions ------------------------------------------------------------------------------
+    def part_for(self, kb: bytes, write: bool) -> "TablePartition":
+        return self.table._partition_for(kb, write)
+
+    def windows(self, part: "TablePartition") -> _PartWindows:
+        """The partition's index, rebuilt from its data when the partition object or epoch changed."""
+        pw = self.parts.get(part.partition)
+        if pw is not None and pw.part is part and pw.epoch == getattr(part, "epoch", 0):
+            return pw
+        pw = _PartWindows(part)
+        starts: list[tuple[int, bytes]] = []
+        for k, value, decoded in _raw_entries(part):
+            if k == STREAM_TIME_KEY:
+                pw.stream_ms = value.ms if decoded else int(value)
+                continue
+            try:
+                _, start = parse_window_key(k)
+            except ValueError:
+                continue
+            starts.append((_ms(start) + self._size_ms, k))
+        if pw.stream_ms is None and starts:
+            # Written by a version that did not store stream time: every window start is a
+            # lower bound of it (the record that created the window was no earlier).
+            pw.stream_ms = max(end - self._size_ms for end, _ in starts)
+        for end_ms, k in starts:
+            pw.known.add(k)
+            pw.live.append((end_ms, k))
+            if pw.stream_ms is None or end_ms + self._grace_ms > pw.stream_ms:
+                pw.open.append((end_ms, k))
+        heapq.heapify(pw.live)
+        heapq.heapify(pw.open)
+        self.parts[part.partition] = pw
+        if starts:
+            log.debug("table %s partition %d: indexed %d windows, stream time %s", self.table.name,
+                      part.partition, len(starts), None if pw.stream_ms is None else pw.stream_ms / 1000)
+        return pw
+
+    # -- reads -----------------------------------------------------------------------------------
+    def get(self, key: Any, start: float) -> tuple[bool, Any]:
+        kb = self.table._key_dumps(key)
+        return self.part_for(kb, False).get_bytes(window_key(kb, start))
+
+    # -- writes ----------------------------------------------------------------------------------
+    def write(self, key: Any, ts: float, values: Mapping[WindowRange, Any]) -> bool:
+        """Advance stream time to ``ts`` and write ``values`` to the windows that are still open.
+
+        Returns False (and counts the record as late) when none was open.
+        """
+        table = self.table
+        kb = table._key_dumps(key)
+        part = self.part_for(kb, True)
+        pw = self.windows(part)
+        ts_ms = _ms(ts)
+        if pw.stream_ms is None or ts_ms > pw.stream_ms:
+            pw.stream_ms = ts_ms
+            part.set(STREAM_TIME_KEY, _StreamTimeMark(ts_ms))
+        st = pw.stream_ms
+        wrote = False
+        for (start, end), value in values.items():
+            end_ms = _ms(end)
+            if end_ms + self._grace_ms <= st:
+                continue  # this window is closed
+            wk = window_key(kb, start)
+            part.set(wk, value)
+            wrote = True
+            if wk not in pw.known:
+                pw.known.add(wk)
+                heapq.heappush(pw.open, (end_ms, wk))
+                heapq.heappush(pw.live, (end_ms, wk))
+        if not wrote:
+            self._late(key, ts, st)
+        # Closes run after the record's own writes: those went to open windows only, and a
+        # failing callback then cannot lose the record.
+        self._close_due(pw)
+        self._expire_due(pw)
+        return wrote
+
+    def stale(self, key: Any, ts: float) -> bool:
+        """Whether every window of ``ts`` is closed at the partition's stream time."""
+        kb = self.table._key_dumps(key)
+        pw = self.windows(self.part_for(kb, False))
+        if pw.stream_ms is None:
+            return ts < 0
+        return self.window.stale(ts, pw.stream_ms / 1000, self.grace)
+
+    def delete(self, key: Any, ts: float) -> None:
+        """Delete ``key``'s windows containing ``ts`` (tombstones; no close callback)."""
+        kb = self.table._key_dumps(key)
+        part = self.part_for(kb, True)
+        for start, _ in self.window.ranges(ts):
+            wk = window_key(kb, start)
+            if part.get_bytes(wk)[0]:
+                part.set(wk, None)
+
+    def _late(self, key: Any, ts: float, st: int) -> None:
+        self.late_dropped += 1
+        self._late_since_warning += 1
+        log.debug("table %s: dropped late record for key %r at time %s (stream time %s, grace %ss)",
+                  self.table.name, key, ts, st / 1000, self.grace)
+        now = time.monotonic()
+        if now - self._last_warning >= LATE_WARNING_EVERY:
+            log.warning("table %s: dropped %d late record(s) whose windows had closed (%d in total; "
+                        "grace is %ss)", self.table.name, self._late_since_warning, self.late_dropped, self.grace)
+            self._late_since_warning = 0
+            self._last_warning = now
+
+    def _close_due(self, pw: _PartWindows) -> None:
+        st = pw.stream_ms
+        heap = pw.open
+        if st is None:
+            return
+        while heap and heap[0][0] + self._grace_ms <= st:
+            end_ms, wk = heapq.heappop(heap)
+            callback = self.on_window_close
+            if callback is None:
+                continue
+            found, value = pw.part.get_bytes(wk)
+            if not found:
+                continue  # deleted by the application
+            kb, start = parse_window_key(wk)
+            result = callback((self.table.key_codec.loads(kb), self.window_range(start)), value)
+            if inspect.isawaitable(result):
+                self._track(result)
+
+    def _track(self, result: Awaitable[Any]) -> None:
+        future = asyncio.ensure_future(result)
+        self.callbacks.add(future)
+        future.add_done_callback(self._callback_done)
+
+    def _callback_done(self, future: "asyncio.Future[Any]") -> None:
+        self.callbacks.discard(future)
+        if not future.cancelled() and future.exception() is not None:
+            log.error("table %s: on_window_close raised: %r", self.table.name, future.exception(),
+                      exc_info=future.exception())
+
+    def _expire_due(self, pw: _PartWindows) -> None:
+        st = pw.stream_ms
+        heap = pw.live
+        if st is None:
+            return
+        part = pw.part
+        expired = 0
+        while heap and heap[0][0] + self._expire_after_ms <= st:
+            _, wk = heapq.heappop(heap)
+            pw.known.discard(wk)
+            if _exists(part, wk):
+                part.set(wk, None)
+                expired += 1
+        if expired:
+            log.debug("table %s partition %d: expired %d windows", self.table.name, part.partition, expired)
+
+    # -- iteration -------------------------------------------------------------------------------
+    def items(self) -> Iterator[tuple[tuple[Any, WindowRange], Any]]:
+        kloads, vloads = self.table.key_codec.loads, self.table.value_codec.loads
+        for part in list(self.table.parts.values()):
+            for k, value, decoded in _raw_entries(part):
+                try:
+                    kb, start = parse_window_key(k)
+                except ValueError:
+                    continue  # the stream-time entry
+                yield (kloads(kb), self.window_range(start)), value if decoded else vloads(value)
+
+
+def _exists(part: "TablePartition", key: bytes) -> bool:
+    """Whether ``key`` has a value, without decoding it."""
+    hit, value = part.cache.get(0, key)
+    if hit:
+        return value is not None
+    if key in part.pending:
+        return part.pending[key] is not None
+    return key in part.store
+
+
+_MISSING: Any = object()
+
+
+class WindowSet:
+    """The windows of one key (what ``windowed_table[key]`` returns, Faust's WindowSet).
+
+    Read one window with :meth:`value`, :meth:`current`, :meth:`now` or :meth:`delta`;
+    ``wt[key] += 1`` applies the operator to *every* window containing the record's time and
+    hands the results to :meth:`WindowedTable.__setitem__`, which writes the open ones.
+    """
+
+    __slots__ = ("table", "key", "event", "_ts", "_updates")
+
+    def __init__(self, table: "WindowedTable", key: Any, event: Event | None,
+                 ts: float | None = None, updates: dict[WindowRange, Any] | None = None) -> None:
+        self.table = table
+        self.key = key
+        self.event = event
+        self._ts = ts
+        self._updates = updates
+
+    # -- reads -----------------------------------------------------------------------------------
+    def _at(self, timestamp: float) -> Any:
+        if timestamp < 0:  # before the first window: nothing can be stored there
+            return self.table._missing(self.key, timestamp)
+        return self.table._get(self.key, self.table.window.current(timestamp)[0])
+
+    def value(self, event: Event | None = None) -> Any:
+        """The window of the table's time source (what ``+=`` wrote last)."""
+        return self._at(self.table.time_of(event or self.event))
+
+    def current(self, event: Event | None = None) -> Any:
+        """The window containing the current event's record timestamp (Faust's ``current()``)."""
+        return self._at(_stream_time(event or self.event))
+
+    def now(self) -> Any:
+        """The window containing the wall-clock time now."""
+        return self._at(time.time())
+
+    def delta(self, d: Seconds, event: Event | None = None) -> Any:
+        """The window containing the current event's record timestamp minus ``d``."""
+        return self._at(_stream_time(event or self.event) - seconds(d))
+
+    def stale(self, event: Event | None = None) -> bool:
+        """True when the record's time (the table's time source) is in closed windows only.
+
+        Asked after ``wt[key] += 1`` it tells whether that update was dropped as late.
+        """
+        return self.table._state.stale(self.key, self.table.time_of(event or self.event))
+
+    def __getitem__(self, window: WindowRange) -> Any:
+        """``wt[key][(start, end)]``: one window by its range."""
+        return self.table._get(self.key, window[0])
+
+    # -- arithmetic: Faust's ``table[key] += 1`` ---------------------------------------------------
+    def apply(self, op: Callable[[Any, Any], Any], other: Any) -> "WindowSet":
+        """``op(window value, other)`` for every window of the record's time, to be assigned back."""
+        ts = self.table.time_of(self.event)
+        updates = {r: op(self.table._get(self.key, r[0]), other) for r in self.table.window.ranges(ts)}
+        return WindowSet(self.table, self.key, self.event, ts, updates)
+
+    def __iadd__(self, other: Any) -> "WindowSet":
+        return self.apply(operator.add, other)
+
+    def __isub__(self, other: Any) -> "WindowSet":
+        return self.apply(operator.sub, other)
+
+    def __imul__(self, other: Any) -> "WindowSet":
+        return self.apply(operator.mul, other)
+
+    def __itruediv__(self, other: Any) -> "WindowSet":
+        return self.apply(operator.truediv, other)
+
+    def __ifloordiv__(self, other: Any) -> "WindowSet":
+        return self.apply(operator.floordiv, other)
+
+    def __imod__(self, other: Any) -> "WindowSet":
+        return self.apply(operator.mod, other)
+
+    def __ipow__(self, other: Any) -> "WindowSet":
+        return self.apply(operator.pow, other)
+
+    def __ilshift__(self, other: Any) -> "WindowSet":
+        return self.apply(operator.lshift, other)
+
+    def __irshift__(self, other: Any) -> "WindowSet":
+        return self.apply(operator.rshift, other)
+
+    def __iand__(self, other: Any) -> "WindowSet":
+        return self.apply(operator.and_, other)
+
+    def __ixor__(self, other: Any) -> "WindowSet":
+        return self.apply(operator.xor, other)
+
+    def __ior__(self, other: Any) -> "WindowSet":
+        return self.apply(operator.or_, other)
+
+    def __repr__(self) -> str:
+        return f"<WindowSet {self.table.name}[{self.key!r}]>"
+
+
+class WindowedTable:
+    """A table of ``(key, window)`` -> value (Faust's WindowWrapper); see the module docstring.
+
+    Made by ``Table.tumbling()`` / ``Table.hopping()``; the ``relative_to_*`` methods return
+    views sharing the same windows and stream time, with another time source for writes and
+    :meth:`WindowSet.value`.
+    """
+
+    def __init__(self, state: _WindowState, time_source: TimeSource = _stream_time,
+                 relative_to: str = "stream") -> None:
+        self._state = state
+        self._time_source = time_source
+        self.relative_to = relative_to
+
+    # -- configuration -----------------------------------------------------------------------------
+    @property
+    def table(self) -> "Table":
+        return self._state.table
+
+    @property
+    def name(self) -> str:
+        return self._state.table.name
+
+    @property
+    def window(self) -> HoppingWindow:
+        return self._state.window
+
+    @property
+    def grace(self) -> float:
+        return self._state.grace
+
+    @property
+    def late_dropped(self) -> int:
+        """Records dropped because every window they belong to had closed (or had none)."""
+        return self._state.late_dropped
+
+    def relative_to_stream(self) -> "WindowedTable":
+        """Window by the record's timestamp (event time; the default)."""
+        return WindowedTable(self._state, _stream_time, "stream")
+
+    def relative_to_now(self) -> "WindowedTable":
+        """Window by the wall clock at processing time."""
+        return WindowedTable(self._state, _wall_time, "now")
+
+    def relative_to_field(self, field: Any) -> "WindowedTable":
+        """Window by a value field: a Record field, a field name, or ``fn(value) -> seconds | datetime``."""
+        return WindowedTable(self._state, _field_time(field), "field")
+
+    def time_of(self, event: Event | None = None) -> float:
+        """The time this view assigns to ``event`` (default: the current event)."""
+        return self._time_source(event)
+
+    # -- mapping API ---------------------------------------------------------------------------------
+    def _get(self, key: Any, start: float) -> Any:
+        found, value = self._state.get(key, start)
+        if found:
+            return value
+        return self._missing(key, self._state.window_range(start))
+
+    def _missing(self, key: Any, where: Any) -> Any:
+        default = self._state.table.default
+        if default is not None:
+            return default()
+        raise KeyError((key, where))
+
+    def __getitem__(self, key: Any) -> WindowSet:
+        return WindowSet(self, key, current_event())
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """Write ``value`` to every open window of the current time (``+=`` results per window)."""
+        if isinstance(value, WindowSet):
+            if value._updates is None or value._ts is None:
+                return  # ``wt[k] = wt[k]``: nothing changed
+            self._state.write(key, value._ts, value._updates)
+            return
+        ts = self.time_of()
+        self._state.write(key, ts, {r: value for r in self._state.window.ranges(ts)})
+
+    def __delitem__(self, key: Any) -> None:
+        """Delete ``key`` from every window of the current time."""
+        self._state.delete(key, self.time_of())
+
+    def items(self) -> Iterator[tuple[tuple[Any, WindowRange], Any]]:
+        """``((key, (start, end)), value)`` for every window in the partitions this worker holds."""
+        return self._state.items()
+
+    def keys(self) -> Iterator[tuple[Any, WindowRange]]:
+        return (k for k, _ in self.items())
+
+    def values(self) -> Iterator[Any]:
+        return (v for _, v in self.items())
+
+    def as_dict(self) -> dict[tuple[Any, WindowRange], Any]:
+        return dict(self.items())
+
+    def __iter__(self) -> Iterator[tuple[Any, WindowRange]]:
+        return self.keys()
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.items())
+
+    async def wait_callbacks(self) -> None:
+        """Until every ``async`` on_window_close started so far has finished (tests, shutdown)."""
+        while self._state.callbacks:
+            await asyncio.gather(*list(self._state.callbacks), return_exceptions=True)
+
+    def __repr__(self) -> str:
+        return f"<WindowedTable {self.name} {self.window!r} grace={self.grace} relative_to={self.relative_to}>"
+
+
+def windowed(table: "Table", window: HoppingWindow, grace: Seconds,
+             on_window_close: WindowCloseCallback | None) -> WindowedTable:
+    """Make ``table`` windowed (once): the implementation of ``tumbling()``/``hopping()``."""
+    existing: _WindowState | None = getattr(table, "_windowed", None)
+    if existing is not None:
+        raise TopologyError(
+            f"table {table.name!r} is already windowed ({existing.window!r}); keep the WindowedTable "
+            "that tumbling()/hopping() returned and use its relative_to_*() views"
+        )
+    grace_s = seconds(grace)
+    if grace_s < 0:
+        raise ValueError(f"window grace must be >= 0, got {grace!r}")
+    if table.is_global:
+        raise TopologyError(f"global table {table.name!r} cannot be windowed")
+    state = _WindowState(table, window, grace_s, on_window_close)
+    table._windowed = state
+    return WindowedTable(state)
+
+
+def tumbling(table: "Table", size: Seconds, expires: Seconds | None = None, *, grace: Seconds = 0.0,
+             on_window_close: WindowCloseCallback | None = None) -> WindowedTable:
+    return windowed(table, TumblingWindow(seconds(size), None if expires is None else seconds(expires)),
+                    grace, on_window_close)
+
+
+def hopping(table: "Table", size: Seconds, step: Seconds, expires: Seconds | None = None, *,
+            grace: Seconds = 0.0, on_window_close: WindowCloseCallback | None = None) -> WindowedTable:
+    return windowed(table, HoppingWindow(seconds(size), seconds(step), None if expires is None else seconds(expires)),
+                    grace, on_window_close)

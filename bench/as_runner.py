@@ -1,0 +1,141 @@
+"""Runs the agentstream side of a benchmark case in its own process and prints one result line.
+
+``worker`` mode runs a real worker for an app module (exactly what ``agentstream -A MODULE
+worker`` runs: :class:`agentstream.worker.worker.Worker` on uvloop) and watches it from a
+coroutine on the same loop, using only public attributes:
+
+* t0 = the first record fetched (``worker.fetcher.fetched > 0``, polled every 1 ms);
+* "processed" = the tasks' agents have handled ``--expect`` records (``StreamTask.processed``);
+* t_end = right after that, ``await worker.commit()`` returned: caches flushed to the changelog,
+  every produced record acknowledged by the broker, input offsets committed. (The periodic
+  commit would get there within ``commit_interval`` anyway; calling it at once keeps the
+  end time from depending on where the 1 s commit tick falls.)
+
+``restore`` mode replays a changelog topic into fresh RocksDB table partitions with
+:class:`agentstream.tables.manager.Restorer`, as the TableManager does on assignment.
+
+    python -m bench.as_runner worker --app apps.wordcount --expect N --data-dir DIR
+    python -m bench.as_runner restore --topic T --partitions 4 --expect N --data-dir DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import Meter, report
+
+
+async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
+    from agentstream.cli import load_app, setup_logging
+    from agentstream.worker.worker import Worker
+
+    app = load_app(args.app)
+    setup_logging(args.loglevel, args.logfile)
+    app.settings = app.settings.replace(
+        broker=os.environ["AGENTSTREAM_BROKER"], data_dir=Path(args.data_dir), web_enabled=False
+    )
+    worker = Worker(app, install_signal_handlers=True)
+    run = asyncio.ensure_future(worker.run())
+    meter = Meter()
+    processed = 0
+    t_processed = 0.0
+    deadline = time.monotonic() + args.timeout
+    while True:
+        if run.done():
+            raise SystemExit(f"worker exited early (crashed: {worker.crashed!r})")
+        if time.monotonic() > deadline:
+            worker.request_stop()
+            await run
+            raise SystemExit(f"timeout: processed {processed} of {args.expect}")
+        fetcher = worker.fetcher
+        if meter.t0 is None:
+            if fetcher is not None and fetcher.fetched > 0:
+                meter.start()
+            await asyncio.sleep(0.001)
+            continue
+        processed = sum(t.processed for t in list(worker.tasks.values()))
+        if processed >= args.expect:
+            t_processed = time.perf_counter()
+            await worker.commit()
+            break
+        await asyncio.sleep(0.005)
+    assert meter.t0 is not None
+    result = meter.stop(args.records or args.expect, processed=processed, process_s=t_processed - meter.t0,
+                        commits=worker.commits)
+    worker.request_stop()
+    code = await run
+    result["exit_code"] = code
+    return result
+
+
+async def run_restore(args: argparse.Namespace) -> dict[str, Any]:
+    import agentstream
+    from agentstream.cli import setup_logging
+    from agentstream.tables.manager import CHECKPOINT_FILE, Restorer
+    from agentstream.tables.store import store_for
+    from agentstream.tables.table import TablePartition
+    from agentstream.transport.base import TP
+
+    setup_logging(args.loglevel, args.logfile)
+    app = agentstream.App(args.app_id, broker=os.environ["AGENTSTREAM_BROKER"], topic_partitions=args.partitions,
+                          data_dir=args.data_dir)
+    table = app.Table(args.table, partitions=args.partitions)
+    topic = table.changelog_topic.name
+    if topic != args.topic:
+        raise SystemExit(f"changelog topic is {topic!r}, the orchestrator loaded {args.topic!r}")
+    root = Path(args.data_dir) / app.id / "tables" / table.name
+    parts = {}
+    for p in range(args.partitions):
+        path = root / str(p)
+        store = store_for(app.settings.store, path)  # rocksdb:// by default, as in a worker
+        parts[TP(topic, p)] = TablePartition(table, p, store, path / CHECKPOINT_FILE, app.settings.table_cache_size)
+    # The restore consumer exactly as TableManager._consumer() builds it.
+    settings = dict(app.consumer_settings())
+    settings["max_poll_records"] = 10_000
+    consumer = app.transport.consumer(group_id=None, **settings)
+    await consumer.start()
+    meter = Meter()
+    try:
+        meter.start()
+        done = await Restorer(consumer, "bench restore").run(parts)
+        result = meter.stop(done)
+    finally:
+        await consumer.stop()
+    keys = 0
+    for part in parts.values():
+        keys += sum(1 for _ in part.store.items())
+        part.store.close()
+    result["keys"] = keys
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("mode", choices=["worker", "restore"])
+    p.add_argument("--app", default="apps.wordcount")
+    p.add_argument("--app-id", default="bench-restore")
+    p.add_argument("--table", default="restore")
+    p.add_argument("--topic")
+    p.add_argument("--partitions", type=int, default=4)
+    p.add_argument("--expect", type=int, required=True, help="records the agents must handle in all")
+    p.add_argument("--records", type=int, default=0, help="records to report (default: --expect)")
+    p.add_argument("--data-dir", required=True)
+    p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument("--loglevel", default="INFO")
+    p.add_argument("--logfile", default=None)
+    args = p.parse_args(argv)
+    import uvloop
+
+    coro = run_worker(args) if args.mode == "worker" else run_restore(args)
+    report(uvloop.run(coro))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

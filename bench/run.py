@@ -1,0 +1,350 @@
+"""``make bench``: agentstream against hand-written aiokafka/rocksdict loops, on the dev broker.
+
+Every case gets a fresh dev broker (tansu, in memory) started here, loads its input before
+anything is timed, then runs the agentstream side and the raw loop one after the other, each in
+its own subprocess (so peak RSS and CPU are per side), checks both outputs, and reports
+records/s, the ratio agentstream/raw and each side's peak RSS.
+
+Timed interval, the same for both sides of a case: from the first record fetched by the process
+doing the work until every input record is handled, every output record it produced is
+acknowledged by the broker (so visible to consumers) and its input offsets are committed
+(restore: until the last changelog record is written and the stores are flushed to SST files).
+Input is loaded before the process starts, so group join and start-up are not in the interval.
+
+Cases:
+  passthrough  N records (100-byte values, 8-byte keys, 4 partitions) copied unchanged to another topic.
+  wordcount    N sentences of ~10 words (vocabulary of 1000) through apps/wordcount.py (the real
+               app: split -> repartition by word -> count in a RocksDB table -> counts topic);
+               records/s counts input sentences (each becomes ~10 repartition + ~10 output records).
+  restore      N-key changelog (16-byte keys, JSON int values, 4 partitions) into RocksDB.
+
+    python -m bench.run [--quick] [--cases passthrough,wordcount,restore] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agentstream.devbroker import DevBroker
+from bench import common
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "artifacts" / "bench"
+RESULTS = Path(__file__).resolve().parent / "results.json"
+
+FULL = {"passthrough": 500_000, "wordcount": 200_000, "restore": 1_000_000}
+QUICK = {"passthrough": 20_000, "wordcount": 5_000, "restore": 50_000}
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def machine() -> dict[str, Any]:
+    model = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_gb = 0.0
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal:"):
+                mem_gb = int(line.split()[1]) / 1024 / 1024
+                break
+    except OSError:
+        pass
+    return {"nproc": os.cpu_count(), "cpu": model, "mem_gb": round(mem_gb, 1),
+            "python": platform.python_version(), "platform": platform.platform()}
+
+
+class Case:
+    """Shared plumbing of one case: its broker, scratch dir, log dir and subprocess runs."""
+
+    def __init__(self, name: str, broker: DevBroker, scratch: Path, profile: bool) -> None:
+        self.name = name
+        self.broker = broker
+        self.scratch = scratch
+        self.logs = ARTIFACTS / name
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.profile = profile
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(common.GROUP_ENV)
+        env.update({
+            "AGENTSTREAM_BROKER": self.broker.url,
+            "BENCH_BOOTSTRAP": self.broker.bootstrap,
+            "BENCH_BROKER_PID": str(self.broker._proc.pid if self.broker._proc else 0),
+            "PYTHONPATH": str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+            "PYTHONHASHSEED": "0",
+        })
+        return env
+
+    def run(self, side: str, argv: list[str], extra_env: dict[str, str] | None = None,
+            timeout: float = 900.0) -> dict[str, Any]:
+        env = self.env()
+        env.update(extra_env or {})
+        cmd = [sys.executable, "-m", *argv]
+        if self.profile and side == "agentstream":
+            spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+            if spy is None:
+                raise SystemExit("--profile needs py-spy: .venv/bin/pip install py-spy")
+            out = self.logs / "agentstream.pyspy.txt"
+            cmd = [spy, "record", "--nonblocking", "--rate", "200", "--format", "raw", "--output", str(out), "--", *cmd]
+        stderr_path = self.logs / f"{side}.stderr.log"
+        with open(stderr_path, "wb") as err:
+            proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err, timeout=timeout)
+        stdout = proc.stdout.decode(errors="replace")
+        (self.logs / f"{side}.stdout.log").write_text(stdout)
+        result = common.parse_result(stdout)
+        if proc.returncode != 0 or result is None:
+            tail = stderr_path.read_text(errors="replace")[-3000:]
+            raise RuntimeError(f"{self.name}/{side} failed (exit {proc.returncode}); stderr tail:\n{tail}")
+        return result
+
+
+# -- cases --------------------------------------------------------------------------------------------
+
+async def _passthrough_setup(bootstrap: str, records: list[tuple[bytes, bytes]]) -> None:
+    await common.create_topics(bootstrap, ["pt-in", "pt-out-agentstream", "pt-out-raw"])
+    await common.load_topic(bootstrap, "pt-in", records)
+
+
+async def _read_checksum(bootstrap: str, topic: str) -> tuple[int, int]:
+    state = {"n": 0, "sum": 0}
+
+    def on_batch(messages: list[Any]) -> None:
+        n, s = common.checksum((m.key, m.value) for m in messages)
+        state["n"] += n
+        state["sum"] = (state["sum"] + s) & 0xFFFFFFFFFFFF
+
+    await common.read_topic(bootstrap, topic, on_batch=on_batch)
+    return state["n"], state["sum"]
+
+
+def case_passthrough(case: Case, n: int) -> dict[str, Any]:
+    b = case.broker
+    records = common.passthrough_records(n)
+    expected = common.checksum(records)
+    t = time.perf_counter()
+    asyncio.run(_passthrough_setup(b.bootstrap, records))
+    log(f"passthrough: loaded {n} records in {time.perf_counter() - t:.1f}s")
+    del records
+    app_env = {"BENCH_IN": "pt-in", "BENCH_OUT": "pt-out-agentstream", "BENCH_APP_ID": "bench-passthrough"}
+    a = case.run("agentstream", ["bench.as_runner", "worker", "--app", "bench.apps.passthrough", "--expect", str(n),
+                                 "--data-dir", str(case.scratch / "as"), "--logfile", str(case.logs / "worker.log")],
+                 app_env)
+    log(f"passthrough: agentstream {a['records_per_s']:.0f} records/s")
+    r = case.run("raw", ["bench.raw_passthrough", "--in", "pt-in", "--out", "pt-out-raw", "--group", "raw-passthrough",
+                         "--expect", str(n)])
+    log(f"passthrough: raw {r['records_per_s']:.0f} records/s")
+    got_a = asyncio.run(_read_checksum(b.bootstrap, "pt-out-agentstream"))
+    got_r = asyncio.run(_read_checksum(b.bootstrap, "pt-out-raw"))
+    a["correct"] = got_a == expected
+    r["correct"] = got_r == expected
+    a["output"], r["output"] = list(got_a), list(got_r)
+    return {"expected": list(expected), "agentstream": a, "raw": r}
+
+
+async def _wordcount_setup(bootstrap: str, texts: list[str]) -> None:
+    await common.create_topics(bootstrap, ["sentences", "raw-wordcount-words", "raw-word-counts"])
+    await common.load_topic(bootstrap, "sentences", [(None, orjson.dumps({"text": t})) for t in texts],
+                            partitioner=lambda key, parts, _c=iter(range(1 << 62)): next(_c) % parts)
+
+
+async def _final_counts(bootstrap: str, topic: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+
+    def on_batch(messages: list[Any]) -> None:
+        for m in messages:
+            out[m.key.decode()] = int(m.value)
+
+    await common.read_topic(bootstrap, topic, on_batch=on_batch)
+    return out
+
+
+def case_wordcount(case: Case, n: int) -> dict[str, Any]:
+    b = case.broker
+    texts = common.sentences(n)
+    expected = common.count_words(texts)
+    words_total = sum(expected.values())
+    t = time.perf_counter()
+    asyncio.run(_wordcount_setup(b.bootstrap, texts))
+    log(f"wordcount: loaded {n} sentences ({words_total} words, {len(expected)} distinct) "
+        f"in {time.perf_counter() - t:.1f}s")
+    del texts
+    a = case.run("agentstream", ["bench.as_runner", "worker", "--app", "apps.wordcount",
+                                 "--expect", str(n + words_total), "--records", str(n),
+                                 "--data-dir", str(case.scratch / "as"), "--logfile", str(case.logs / "worker.log")])
+    log(f"wordcount: agentstream {a['records_per_s']:.0f} sentences/s")
+    r = case.run("raw", ["bench.raw_wordcount", "--in", "sentences", "--words", "raw-wordcount-words",
+                         "--out", "raw-word-counts", "--group", "raw-wordcount", "--sentences", str(n),
+                         "--words-total", str(words_total)])
+    log(f"wordcount: raw {r['records_per_s']:.0f} sentences/s")
+    got_a = asyncio.run(_final_counts(b.bootstrap, "word-counts"))
+    got_r = asyncio.run(_final_counts(b.bootstrap, "raw-word-counts"))
+    a["correct"] = got_a == expected
+    r["correct"] = got_r == expected
+    for side, got in (("agentstream", got_a), ("raw", got_r)):
+        if got != expected:
+            diff = sorted(w for w in set(got) | set(expected) if got.get(w) != expected.get(w))
+            log(f"wordcount: {side} counts differ for {len(diff)} words, e.g. "
+                + ", ".join(f"{w}: {got.get(w)} != {expected.get(w)}" for w in diff[:5]))
+    return {"words": words_total, "distinct_words": len(expected), "agentstream": a, "raw": r}
+
+
+RESTORE_TOPIC = "bench-restore-restore-changelog"
+
+
+async def _restore_setup(bootstrap: str, records: list[tuple[bytes, bytes]]) -> None:
+    from agentstream.transport.memory import default_partition
+
+    await common.create_topics(bootstrap, [RESTORE_TOPIC], compacted=[RESTORE_TOPIC])
+    # Partitioned like a table's writes outside an agent would be (the changelog of partition p
+    # only ever holds keys of partition p).
+    await common.load_topic(bootstrap, RESTORE_TOPIC, records, partitioner=default_partition)
+
+
+def case_restore(case: Case, n: int) -> dict[str, Any]:
+    b = case.broker
+    records = common.changelog_records(n)
+    t = time.perf_counter()
+    asyncio.run(_restore_setup(b.bootstrap, records))
+    log(f"restore: loaded {n} changelog records in {time.perf_counter() - t:.1f}s")
+    del records
+    a = case.run("agentstream", ["bench.as_runner", "restore", "--topic", RESTORE_TOPIC, "--partitions", "4",
+                                 "--expect", str(n), "--data-dir", str(case.scratch / "as"),
+                                 "--logfile", str(case.logs / "restore.log")])
+    log(f"restore: agentstream {a['records_per_s']:.0f} records/s")
+    r = case.run("raw", ["bench.raw_restore", "--topic", RESTORE_TOPIC, "--partitions", "4", "--expect", str(n),
+                         "--data-dir", str(case.scratch / "raw")])
+    log(f"restore: raw {r['records_per_s']:.0f} records/s")
+    for side in (a, r):
+        side["correct"] = side["records"] == n and side["keys"] == n
+    return {"agentstream": a, "raw": r}
+
+
+CASES = {"passthrough": case_passthrough, "wordcount": case_wordcount, "restore": case_restore}
+UNITS = {"passthrough": "records/s", "wordcount": "sentences/s", "restore": "changelog records/s"}
+
+
+def run_case(name: str, n: int, profile: bool) -> dict[str, Any]:
+    logs = ARTIFACTS / name
+    if logs.exists():
+        shutil.rmtree(logs)
+    logs.mkdir(parents=True)
+    with tempfile.TemporaryDirectory(prefix=f"agentstream-bench-{name}-") as scratch:
+        broker = DevBroker(log_path=logs / "broker.log")
+        broker.start()
+        try:
+            case = Case(name, broker, Path(scratch), profile)
+            t = time.perf_counter()
+            detail = CASES[name](case, n)
+            wall = time.perf_counter() - t
+        finally:
+            broker.stop()
+    a, r = detail["agentstream"], detail["raw"]
+    row = {
+        "case": name,
+        "n": n,
+        "unit": UNITS[name],
+        "agentstream_records_per_s": round(a["records_per_s"], 1),
+        "raw_records_per_s": round(r["records_per_s"], 1),
+        "ratio": round(a["records_per_s"] / r["records_per_s"], 3) if r["records_per_s"] else None,
+        "agentstream_peak_rss_mb": round(a["peak_rss_mb"], 1),
+        "raw_peak_rss_mb": round(r["peak_rss_mb"], 1),
+        "correct": bool(a["correct"] and r["correct"]),
+        "agentstream_correct": bool(a["correct"]),
+        "raw_correct": bool(r["correct"]),
+        "case_wall_s": round(wall, 1),
+        "profiled": profile,
+        "detail": detail,
+    }
+    if profile:
+        row["profile"] = str((ARTIFACTS / name / "agentstream.pyspy.txt").relative_to(ROOT))
+    return row
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    head = (f"{'case':<12} {'n':>9} {'agentstream/s':>14} {'raw/s':>11} {'ratio':>6} "
+            f"{'RSS as MB':>10} {'RSS raw MB':>11} {'as CPU%':>8} {'raw CPU%':>9} {'correct':>8}")
+    print(head)
+    print("-" * len(head))
+    for row in rows:
+        a, r = row["detail"]["agentstream"], row["detail"]["raw"]
+        print(f"{row['case']:<12} {row['n']:>9} {row['agentstream_records_per_s']:>14,.0f} "
+              f"{row['raw_records_per_s']:>11,.0f} {row['ratio'] or 0:>6.2f} {row['agentstream_peak_rss_mb']:>10.1f} "
+              f"{row['raw_peak_rss_mb']:>11.1f} {100 * a['cpu_s'] / a['seconds']:>7.0f}% "
+              f"{100 * r['cpu_s'] / r['seconds']:>8.0f}% {str(row['correct']):>8}")
+    print("units: passthrough records/s, wordcount input sentences/s (~10 words each), restore changelog records/s;"
+          " CPU% = the working process's CPU over the timed interval (100% = one core)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="tiny inputs: a smoke run well under a minute")
+    p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated subset of {','.join(CASES)}")
+    p.add_argument("--n", type=int, default=None, help="override the input size of every selected case")
+    p.add_argument("--profile", action="store_true",
+                   help="run the agentstream side under py-spy (figures are then NOT representative)")
+    p.add_argument("--output", default=None, help=f"results file (default {RESULTS.relative_to(ROOT)}; "
+                   "--profile/--n runs default to artifacts/bench/results.json)")
+    args = p.parse_args(argv)
+    names = [c.strip() for c in args.cases.split(",") if c.strip()]
+    unknown = [c for c in names if c not in CASES]
+    if unknown:
+        p.error(f"unknown case(s) {unknown}; choose from {list(CASES)}")
+    sizes = QUICK if args.quick else FULL
+    started = time.perf_counter()
+    rows = []
+    for name in names:
+        n = args.n or sizes[name]
+        log(f"case {name}: n={n}")
+        rows.append(run_case(name, n, args.profile))
+    total = time.perf_counter() - started
+    print()
+    print_table(rows)
+    print(f"total {total:.0f}s")
+    if args.output:
+        out = Path(args.output)
+    elif args.profile or args.n or (args.quick and RESULTS.exists() and not _is_quick(RESULTS)):
+        out = ARTIFACTS / "results.json"  # keep the committed full-run figures
+    else:
+        out = RESULTS
+    out.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"machine": machine(), "quick": args.quick, "command": " ".join([Path(sys.executable).name, "-m", "bench.run",
+           *(argv if argv is not None else sys.argv[1:])]), "total_s": round(total, 1),
+           "timed_interval": "first record fetched -> all input handled, all output acknowledged by the broker, "
+                             "input offsets committed (restore: -> last record written, stores flushed)",
+           "results": rows}
+    out.write_text(json.dumps(doc, indent=2) + "\n")
+    log(f"wrote {out}")
+    return 0 if all(r["correct"] for r in rows) else 1
+
+
+def _is_quick(path: Path) -> bool:
+    try:
+        return bool(json.loads(path.read_text()).get("quick"))
+    except (OSError, ValueError):
+        return True
+
+
+if __name__ == "__main__":
+    sys.exit(main())
