@@ -188,7 +188,10 @@ def _topics(args: argparse.Namespace, app: "App") -> int:
         await app.discover()
 
     _run(_go())
+    changelogs = {t.changelog_topic.name for t in app.tables.values()}
     for name, topic in sorted(app.topics.items()):
+        if name in changelogs:
+            continue
         kind = "internal" if topic.internal else "topic"
         print(f"{name}\tpartitions={topic.partitions}\t{kind}")
     for table in app.tables.values():

@@ -45,6 +45,8 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
     meter = Meter()
     processed = 0
     t_processed = 0.0
+    timeline: list[tuple[float, int]] = []  # (seconds since t0, records handled), about once a second
+    next_mark = 0.0
     deadline = time.monotonic() + args.timeout
     while True:
         if run.done():
@@ -60,6 +62,10 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
             await asyncio.sleep(0.001)
             continue
         processed = sum(t.processed for t in list(worker.tasks.values()))
+        now = time.perf_counter() - meter.t0
+        if now >= next_mark:
+            timeline.append((round(now, 2), processed))
+            next_mark = now + 1.0
         if processed >= args.expect:
             t_processed = time.perf_counter()
             await worker.commit()
@@ -67,7 +73,7 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
         await asyncio.sleep(0.005)
     assert meter.t0 is not None
     result = meter.stop(args.records or args.expect, processed=processed, process_s=t_processed - meter.t0,
-                        commits=worker.commits)
+                        commits=worker.commits, timeline=timeline)
     worker.request_stop()
     code = await run
     result["exit_code"] = code
@@ -131,6 +137,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--logfile", default=None)
     args = p.parse_args(argv)
     import uvloop
+
+    gc_threshold = os.environ.get("BENCH_GC_THRESHOLD")  # experiment knob, e.g. "100000,50,100"
+    if gc_threshold:
+        import gc
+
+        gc.set_threshold(*(int(x) for x in gc_threshold.split(",")))
 
     coro = run_worker(args) if args.mode == "worker" else run_restore(args)
     report(uvloop.run(coro))

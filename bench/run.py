@@ -77,11 +77,11 @@ def machine() -> dict[str, Any]:
 class Case:
     """Shared plumbing of one case: its broker, scratch dir, log dir and subprocess runs."""
 
-    def __init__(self, name: str, broker: DevBroker, scratch: Path, profile: bool) -> None:
+    def __init__(self, name: str, broker: DevBroker, scratch: Path, profile: bool, logs: Path) -> None:
         self.name = name
         self.broker = broker
         self.scratch = scratch
-        self.logs = ARTIFACTS / name
+        self.logs = logs
         self.logs.mkdir(parents=True, exist_ok=True)
         self.profile = profile
 
@@ -102,12 +102,12 @@ class Case:
         env = self.env()
         env.update(extra_env or {})
         cmd = [sys.executable, "-m", *argv]
-        if self.profile and side == "agentstream":
+        if self.profile:
             spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
             if spy is None:
                 raise SystemExit("--profile needs py-spy: .venv/bin/pip install py-spy")
-            out = self.logs / "agentstream.pyspy.txt"
-            cmd = [spy, "record", "--nonblocking", "--rate", "200", "--format", "raw", "--output", str(out), "--", *cmd]
+            out = self.logs / f"{side}.pyspy.txt"
+            cmd = [spy, "record", "--rate", "250", "--format", "raw", "--output", str(out), "--", *cmd]
         stderr_path = self.logs / f"{side}.stderr.log"
         with open(stderr_path, "wb") as err:
             proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err, timeout=timeout)
@@ -245,8 +245,20 @@ CASES = {"passthrough": case_passthrough, "wordcount": case_wordcount, "restore"
 UNITS = {"passthrough": "records/s", "wordcount": "sentences/s", "restore": "changelog records/s"}
 
 
+def logs_dir(name: str, profile: bool) -> Path:
+    """artifacts/bench/CASE (profiled runs: artifacts/bench/CASE-profile, so plain runs keep them)."""
+    return ARTIFACTS / (f"{name}-profile" if profile else name)
+
+
+def loadavg() -> list[float]:
+    try:
+        return [float(x) for x in open("/proc/loadavg").read().split()[:3]]
+    except OSError:
+        return []
+
+
 def run_case(name: str, n: int, profile: bool) -> dict[str, Any]:
-    logs = ARTIFACTS / name
+    logs = logs_dir(name, profile)
     if logs.exists():
         shutil.rmtree(logs)
     logs.mkdir(parents=True)
@@ -254,13 +266,16 @@ def run_case(name: str, n: int, profile: bool) -> dict[str, Any]:
         broker = DevBroker(log_path=logs / "broker.log")
         broker.start()
         try:
-            case = Case(name, broker, Path(scratch), profile)
+            case = Case(name, broker, Path(scratch), profile, logs)
+            load_before = loadavg()
             t = time.perf_counter()
             detail = CASES[name](case, n)
             wall = time.perf_counter() - t
         finally:
             broker.stop()
     a, r = detail["agentstream"], detail["raw"]
+    for side in (a, r):
+        side["records_per_cpu_s"] = round(side["records"] / side["cpu_s"], 1) if side["cpu_s"] else None
     row = {
         "case": name,
         "n": n,
@@ -273,18 +288,25 @@ def run_case(name: str, n: int, profile: bool) -> dict[str, Any]:
         "correct": bool(a["correct"] and r["correct"]),
         "agentstream_correct": bool(a["correct"]),
         "raw_correct": bool(r["correct"]),
+        "agentstream_records_per_cpu_s": a["records_per_cpu_s"],
+        "raw_records_per_cpu_s": r["records_per_cpu_s"],
+        "cpu_ratio": round(a["records_per_cpu_s"] / r["records_per_cpu_s"], 3)
+        if a["records_per_cpu_s"] and r["records_per_cpu_s"] else None,
         "case_wall_s": round(wall, 1),
+        "loadavg_before": load_before,
+        "loadavg_after": loadavg(),
         "profiled": profile,
         "detail": detail,
     }
     if profile:
-        row["profile"] = str((ARTIFACTS / name / "agentstream.pyspy.txt").relative_to(ROOT))
+        row["profile"] = {side: str((logs / f"{side}.pyspy.txt").relative_to(ROOT))
+                          for side in ("agentstream", "raw")}
     return row
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     head = (f"{'case':<12} {'n':>9} {'agentstream/s':>14} {'raw/s':>11} {'ratio':>6} "
-            f"{'RSS as MB':>10} {'RSS raw MB':>11} {'as CPU%':>8} {'raw CPU%':>9} {'correct':>8}")
+            f"{'RSS as MB':>10} {'RSS raw MB':>11} {'as CPU%':>8} {'raw CPU%':>9} {'ratio/CPU':>9} {'correct':>8}")
     print(head)
     print("-" * len(head))
     for row in rows:
@@ -292,9 +314,10 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         print(f"{row['case']:<12} {row['n']:>9} {row['agentstream_records_per_s']:>14,.0f} "
               f"{row['raw_records_per_s']:>11,.0f} {row['ratio'] or 0:>6.2f} {row['agentstream_peak_rss_mb']:>10.1f} "
               f"{row['raw_peak_rss_mb']:>11.1f} {100 * a['cpu_s'] / a['seconds']:>7.0f}% "
-              f"{100 * r['cpu_s'] / r['seconds']:>8.0f}% {str(row['correct']):>8}")
+              f"{100 * r['cpu_s'] / r['seconds']:>8.0f}% {row['cpu_ratio'] or 0:>9.2f} {str(row['correct']):>8}")
     print("units: passthrough records/s, wordcount input sentences/s (~10 words each), restore changelog records/s;"
-          " CPU% = the working process's CPU over the timed interval (100% = one core)")
+          " CPU% = the working process's CPU over the timed interval (100% = one core);"
+          " ratio/CPU = agentstream/raw in records per CPU-second of the working process")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -303,7 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated subset of {','.join(CASES)}")
     p.add_argument("--n", type=int, default=None, help="override the input size of every selected case")
     p.add_argument("--profile", action="store_true",
-                   help="run the agentstream side under py-spy (figures are then NOT representative)")
+                   help="run both sides under py-spy (artifacts/bench/CASE/SIDE.pyspy.txt; summarise with "
+                        "python -m bench.profile_report FILE); figures of such a run are not the headline ones")
     p.add_argument("--output", default=None, help=f"results file (default {RESULTS.relative_to(ROOT)}; "
                    "--profile/--n runs default to artifacts/bench/results.json)")
     args = p.parse_args(argv)

@@ -200,11 +200,13 @@ class _Broker:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.add(fut)
         try:
-            await asyncio.wait_for(fut, timeout)
-        except asyncio.TimeoutError:
-            pass
+            # asyncio.wait, not wait_for: 3.11's wait_for can swallow a cancellation that races
+            # the timeout, which left readers unstoppable.
+            await asyncio.wait({fut}, timeout=timeout)
         finally:
             self._waiters.discard(fut)
+            if not fut.done():
+                fut.cancel()
 
 
 class MemoryProducer:

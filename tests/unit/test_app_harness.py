@@ -193,3 +193,90 @@ async def test_agent_test_context_depth_first_and_results() -> None:
         await ctx.put(2)
         assert ctx.results == [3, 6]
         assert [v for _, v in ctx.sent("out")] == [3, 6]
+
+
+async def test_ask_gets_the_value_the_agent_yields() -> None:
+    app = agentstream.App("ask-test", broker="memory://", topic_partitions=2)
+    requests = app.topic("requests", value_type=int)
+
+    @app.agent(requests)
+    async def square(stream: agentstream.Stream):  # type: ignore[no-untyped-def]
+        async for value in stream:
+            yield value * value
+
+    async with AppHarness(app):
+        assert await square.ask(7, key="k") == 49
+        assert await square.ask(value=3) == 9
+
+
+async def test_through_continues_from_the_new_topic_in_a_new_sub_topology() -> None:
+    app = agentstream.App("through-test", broker="memory://", topic_partitions=2)
+    src = app.topic("src", value_type=int)
+    mid = app.topic("mid", value_type=int, partitions=3)
+    got: list[tuple[str, int]] = []
+
+    @app.agent(src)
+    async def via_mid(stream: agentstream.Stream) -> None:
+        async for event in stream.filter(lambda v: v % 2 == 0).through(mid).events():
+            got.append((event.topic, event.value))
+
+    async with AppHarness(app) as h:
+        subs = h.worker.topology.subtopologies
+        assert [(s.source_topics, s.stage) for s in subs] == [(["src"], 0), (["mid"], 1)]
+        for i in range(10):
+            await h.send("src", i, key=str(i))
+        await h.wait_idle()
+        assert sorted(v for _, v in h.read("mid")) == [0, 2, 4, 6, 8]
+    assert sorted(got) == [("mid", v) for v in (0, 2, 4, 6, 8)]
+
+
+async def test_timer_and_startup_task_run() -> None:
+    import asyncio
+
+    app = agentstream.App("timer-test", broker="memory://", topic_partitions=1)
+    ticks = app.topic("ticks", value_type=int)
+    started: list[bool] = []
+    got: list[int] = []
+
+    @app.task
+    async def on_start() -> None:
+        started.append(True)
+
+    @app.timer(0.05)
+    async def produce() -> None:
+        await ticks.send(value=len(got))
+
+    @app.agent(ticks)
+    async def consume(stream: agentstream.Stream) -> None:
+        async for value in stream:
+            got.append(value)
+
+    async with AppHarness(app):
+        for _ in range(200):
+            if len(got) >= 3:
+                break
+            await asyncio.sleep(0.02)
+    assert started == [True]
+    assert len(got) >= 3
+
+
+async def test_records_as_values_and_field_group_by() -> None:
+    class Order(agentstream.Record):
+        id: str
+        customer: str
+        amount: float
+
+    app = agentstream.App("rec-test", broker="memory://", topic_partitions=3)
+    orders = app.topic("orders", value_type=Order)
+    totals = app.Table("totals", default=float)
+
+    @app.agent(orders)
+    async def total(stream: agentstream.Stream) -> None:
+        async for order in stream.group_by(lambda o: o.customer, name="by_customer"):
+            totals[order.customer] += order.amount
+
+    async with AppHarness(app) as h:
+        for i in range(30):
+            await h.send("orders", Order(id=str(i), customer=f"c{i % 4}", amount=1.5), key=str(i))
+        await h.wait_idle()
+        assert h.table("totals") == {f"c{j}": 1.5 * len([i for i in range(30) if i % 4 == j]) for j in range(4)}
