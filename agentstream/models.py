@@ -111,6 +111,29 @@ class _FieldSpec(typing.NamedTuple):
     factory: Callable[[], Any] | None
 
 
+class FieldDescriptor:
+    """``Model.field`` on the class: names a field for ``group_by`` and ``relative_to_field``."""
+
+    __slots__ = ("field", "model", "default")
+
+    def __init__(self, field: str, model: type, default: Any) -> None:
+        self.field = field
+        self.model = model
+        self.default = default
+
+    def getattr(self, obj: Any) -> Any:
+        """The field's value on a record (or the key of a mapping)."""
+        return obj[self.field] if isinstance(obj, dict) else getattr(obj, self.field)
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return self
+        return self.getattr(obj)  # pragma: no cover - instances hold their values in __dict__
+
+    def __repr__(self) -> str:
+        return f"<FieldDescriptor {self.model.__name__}.{self.field}>"
+
+
 @dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))
 class Record:
     """Base class for typed records; subclasses become dataclasses with generated methods.
@@ -146,7 +169,14 @@ class Record:
             namespace=namespace or f"{cls.__module__}.{cls.__qualname__}",
         )
         cls._definition_locals = _caller_locals()
+        for name in cls.__dict__.get("__annotations__", {}):
+            if name not in cls.__dict__ and isinstance(getattr(cls, name, None), FieldDescriptor):
+                setattr(cls, name, dataclasses.field())  # redeclared without a default: required
         dataclass(cls)  # modifies cls in place; eq+repr generated, hash left as None
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            # Class access gives a descriptor (``Order.customer`` for group_by); instances keep
+            # their values in __dict__, which wins over this non-data descriptor.
+            setattr(cls, f.name, FieldDescriptor(f.name, cls, f.default))
         cls._has_post_init = hasattr(cls, "__post_init__")
         cls._decoder = None
         cls._field_checks = None

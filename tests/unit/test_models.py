@@ -315,3 +315,15 @@ def test_loads_validates_even_without_validation_option() -> None:
     with pytest.raises(ValidationError, match=r"^Strict\.name: expected str, got 1$"):
         Strict.loads(b'{"n": 1, "name": 1}')
     assert Strict.loads(b'{"n": 1, "name": "a", "p": {"x": 2}}').p == Point(2)
+
+
+def test_class_attribute_is_a_field_descriptor_for_group_by() -> None:
+    from agentstream.models import FieldDescriptor, Record
+
+    class Account(Record):
+        id: str
+        balance: int = 0
+
+    assert isinstance(Account.id, FieldDescriptor) and Account.id.field == "id"
+    assert Account.balance.getattr(Account("a", 5)) == 5
+    assert Account("a").balance == 0
