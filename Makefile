@@ -6,10 +6,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install demo test unit integration typecheck bench bench-quick clean
 
-$(STAMP): setup.py
+$(STAMP): setup.py Makefile
+	command -v java >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q openjdk-17-jre-headless; }  # PySpark (the spark extra)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,dev-broker]'
+	$(PY) -m pip install -q -e '.[test,dev-broker,spark]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -46,6 +46,7 @@ class App:
         self.tables: dict[str, Any] = {}
         self.timers: list[Timer] = []
         self.startup_tasks: list[Callable[..., Awaitable[None]]] = []
+        self.pages: dict[str, Any] = {}  # path -> view function or agentstream.web.View subclass
         self._transport: Transport | None = None
         self._producer: Producer | None = None
         self._producer_started = False
@@ -145,6 +146,20 @@ class App:
             return f
 
         return _decorate(fun) if fun is not None else _decorate
+
+    def page(self, path: str) -> Callable[[F], F]:
+        """Serve a view at ``path`` on every worker's web server (Faust's ``@app.page``):
+        ``async def view(web, request, **path_params)`` or a :class:`agentstream.web.View` subclass."""
+        if not path.startswith("/"):
+            raise TopologyError(f"page path {path!r} must start with '/'")
+
+        def _decorate(view: F) -> F:
+            if path in self.pages:
+                raise TopologyError(f"two pages are registered at {path!r}")
+            self.pages[path] = view
+            return view
+
+        return _decorate
 
     def Table(self, name: str, **kwargs: Any) -> Any:
         """A partitioned, changelog-backed table (``<app>-<name>-changelog``)."""

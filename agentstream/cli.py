@@ -1,4 +1,4 @@
-"""The ``agentstream`` command: ``agentstream -A MODULE worker|send|agents|topics`` and
+"""The ``agentstream`` command: ``agentstream -A MODULE worker|send|agents|topics|tables`` and
 ``agentstream dev-broker``. Settings precedence: App arguments < AGENTSTREAM_* env < CLI flags."""
 
 from __future__ import annotations
@@ -92,6 +92,15 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("agents", help="list agents and the topology")
     sub.add_parser("topics", help="list the topics the app uses")
+    sub.add_parser("tables", help="list the tables: kind, store, partitions, changelog topic, windowing")
+
+    e = sub.add_parser("export", help="export a table (its changelog) with Spark: needs agentstream[spark] and Java 17")
+    e.add_argument("table", help="the table's name, as given to app.Table()")
+    e.add_argument("--out", "-o", required=True, help="output directory (replaced)")
+    e.add_argument("--format", dest="export_format", choices=("parquet", "csv", "json"), default="parquet")
+    e.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    e.add_argument("--all-versions", action="store_true", help="every changelog record, not the latest value per key")
+    e.add_argument("--broker", "-b", help="broker URL (default: the app's)")
 
     d = sub.add_parser("dev-broker", help="run the local Kafka-protocol dev broker (memory only)")
     d.add_argument("--port", type=int, default=9092)
@@ -199,9 +208,35 @@ def _topics(args: argparse.Namespace, app: "App") -> int:
     return 0
 
 
+def _tables(args: argparse.Namespace, app: "App") -> int:
+    """One line per table, tab-separated like ``topics``."""
+    if not app.tables:
+        print("(no tables)")
+    for name, table in sorted(app.tables.items()):
+        state = table._windowed
+        if state is None:
+            windowing = "-"
+        else:
+            w = state.window
+            kind = "tumbling" if w.step == w.size else f"hopping step={w.step:g}s"
+            windowing = f"{kind} size={w.size:g}s expires={w.expires:g}s grace={state.grace:g}s"
+        print(f"{name}\tkind={type(table).__name__}\tstore={table.store_url or app.settings.store}\t"
+              f"partitions={table.partitions}\tchangelog={table.changelog_topic.name}\twindow={windowing}")
+    return 0
+
+
+def _export(args: argparse.Namespace, app: "App") -> int:
+    from .exporter.spark import cli_export
+
+    return cli_export(app, args.table, args.out, fmt=args.export_format, master=args.master,
+                      all_versions=args.all_versions, broker=args.broker)
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace, "App"], int]] = {
     "worker": _worker,
     "send": _send,
     "agents": _agents,
     "topics": _topics,
+    "export": _export,
+    "tables": _tables,
 }

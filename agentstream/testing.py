@@ -184,7 +184,7 @@ class AppHarness:
         from .worker.worker import Worker
 
         self._saved = _use_memory(self.app, f"app-test-{uuid.uuid4().hex[:8]}")
-        changes = {"commit_interval": 0.05, **self.settings}
+        changes = {"commit_interval": 0.05, "web_port": 0, **self.settings}  # web: a free port (web_enabled=False: none)
         self.app.settings = self.app.settings.replace(**changes)
         self.worker = Worker(self.app)
         await self.worker.start()

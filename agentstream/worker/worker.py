@@ -58,6 +58,8 @@ class Worker:
         self.fetcher: Fetcher | None = None
         self.tasks: dict[TaskId, StreamTask] = {}
         self.tables: Any = None  # TableManager, set in start() when the app declares tables
+        self.web: Any = None  # agentstream.web.Web, set in start() unless web_enabled is off
+        self.web_port = web_port if web_port is not None else self.settings.web_port
         self._background: list[asyncio.Task[Any]] = []
         self._fetch_task: asyncio.Task[None] | None = None
         self._starting: asyncio.Task[None] | None = None
@@ -102,6 +104,12 @@ class Worker:
         self.topology.check_copartitioning(counts)
         log.info("topology of %s:\n%s", app.id, self.topology.describe())
         await app.start_producer()
+        if s.web_enabled:  # bound before joining: the group learns the real port from the assignor
+            from ..web import Web
+
+            self.web = Web(app, self, host=s.web_host, port=self.web_port)
+            await self.web.start()
+            self.assignor.host = self.web.address
         if app.tables:
             from ..tables.manager import TableManager
 
@@ -168,6 +176,9 @@ class Worker:
         self.tasks.clear()
         if self.tables is not None:
             await self.tables.stop()
+        if self.web is not None:
+            await self.web.stop()
+            self.web = None
         await self.app.stop_clients()
         self.app.worker = None
         log.info("worker for %s stopped", self.app.id)

@@ -1,0 +1,53 @@
+"""Export tables to Spark: a table's changelog read as a DataFrame, or written to files.
+
+Install with ``pip install 'agentstream[spark]'`` (pyspark, pandas<3, pyarrow) and Java 17+.
+Nothing is downloaded at run time: the changelog is read by a PySpark *Python* data source
+(``agentstream_changelog``, :mod:`.source`) with aiokafka, one Spark partition per Kafka
+partition, up to the partition ends taken when the read starts (:mod:`.offsets`).
+
+Columns of :func:`~.spark.read_changelog` / ``agentstream export``:
+
+``key``
+    the table key. Typed when the table declares ``key_type`` (str -> string, int -> long,
+    a Record -> struct, ...); for untyped JSON keys (the default) a string: string keys as
+    themselves, any other key as its JSON text. Windowed tables: the logical key, not the
+    store's composite key.
+``window_start``, ``window_end`` (windowed tables only)
+    Spark ``timestamp`` (UTC instants); ``window_end = window_start + size`` (end exclusive).
+``value``
+    a struct of the Record's fields when the table's value type is a Record, else the value's
+    JSON text (a string column: ``"3"`` for a count). Null only for tombstones (all versions).
+``partition``, ``offset``, ``timestamp``
+    where the value was read from, and the changelog record's timestamp (``timestamp``).
+
+This package imports neither pyspark nor aiokafka until used, so the CLI and type checks work
+without the extra.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .offsets import ChangelogNotFound, ExportError, PartitionRange
+from .runtime import JavaNotFound, SparkNotInstalled, check_java, check_pyspark
+
+__all__ = [
+    "ChangelogNotFound",
+    "ExportError",
+    "JavaNotFound",
+    "PartitionRange",
+    "SparkNotInstalled",
+    "check_java",
+    "check_pyspark",
+    "export_table",
+    "read_changelog",
+    "spark_session",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("read_changelog", "export_table", "spark_session"):
+        from . import spark
+
+        return getattr(spark, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,211 @@
+"""Read a table's changelog into a Spark DataFrame, and export it to files.
+
+.. code-block:: python
+
+    from agentstream.exporter.spark import read_changelog, spark_session
+
+    spark = spark_session("local[*]")
+    df = read_changelog(spark, "apps.wordcount", "word_counts")     # the table as of now
+    df.write.parquet("/tmp/word_counts")
+
+Columns: ``key``, (windowed tables) ``window_start``, ``window_end``, ``value``, ``partition``,
+``offset``, ``timestamp`` -- see :mod:`agentstream.exporter` for their types. The offsets read
+are fixed when :func:`read_changelog` is called, so every action on the DataFrame sees the same
+snapshot; the reading and the latest-value computation run in Spark's executors.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+import orjson
+
+from ..exceptions import ConfigError
+from .offsets import PartitionRange, snapshot_ranges
+from .runtime import check_java, check_pyspark, spark_session
+from .schema import TableSpec, table_spec
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from ..app import App
+    from ..tables.table import Table
+
+__all__ = ["read_changelog", "export_table", "register", "spark_session", "resolve_table", "FORMATS"]
+
+FORMATS = ("parquet", "csv", "json")
+ProgressFn = Callable[[str], None]
+
+
+def register(spark: "SparkSession") -> None:
+    """Register the ``agentstream_changelog`` data source with ``spark`` (idempotent)."""
+    from .source import ChangelogDataSource
+
+    if getattr(spark, "_agentstream_source", False):
+        return
+    spark.dataSource.register(ChangelogDataSource)
+    spark._agentstream_source = True  # type: ignore[attr-defined]
+
+
+def _load_app(app: "App | str") -> "App":
+    if isinstance(app, str):
+        from ..cli import load_app
+
+        return load_app(app)
+    return app
+
+
+def resolve_table(app: "App", table: "Table | Any | str") -> "Table":
+    """A Table from a name, a Table, or a WindowedTable (its underlying table)."""
+    if isinstance(table, str):
+        found = app.tables.get(table)
+        if found is None:
+            raise ConfigError("table", f"app {app.id!r} has no table {table!r} (tables: {', '.join(app.tables) or 'none'})",
+                              "pass the name given to app.Table(...)")
+        return found  # type: ignore[no-any-return]
+    inner = getattr(table, "table", None)
+    resolved: Table = inner if inner is not None and hasattr(table, "window") else table
+    return resolved
+
+
+def bootstrap_servers(app: "App", broker: str | None = None) -> list[str]:
+    """host:port list of ``broker`` (a kafka:// URL) or of the app's broker setting."""
+    from ..transport.kafka import parse_kafka_url
+
+    return parse_kafka_url(broker or app.settings.broker)
+
+
+def read_changelog(spark: "SparkSession", app: "App | str", table: "Table | Any | str", *, latest: bool = True,
+                   broker: str | None = None, ranges: Iterable[PartitionRange] | None = None,
+                   progress: ProgressFn | None = None) -> "DataFrame":
+    """The table ``table`` of ``app`` (an App or ``"module[:attr]"``) as a DataFrame.
+
+    ``latest=True``: one row per key (per window for windowed tables), the last value by offset
+    in its partition; keys whose last record is a tombstone are gone -- the table as of the
+    read. ``latest=False``: every changelog record, tombstones included (``value`` null).
+    ``ranges`` pins the offsets (default: every partition from its start to its end now);
+    ``progress`` gets one line per partition describing what will be read.
+    """
+    the_app = _load_app(app)
+    the_table = resolve_table(the_app, table)
+    spec = table_spec(the_table)
+    servers = bootstrap_servers(the_app, broker)
+    planned = list(ranges) if ranges is not None else snapshot_ranges(servers, spec.topic)
+    if progress is not None:
+        for r in planned:
+            progress(f"{spec.topic}[{r.partition}]: offsets {r.start}..{r.end} ({r.span} records to read)")
+    return changelog_frame(spark, spec, servers, planned, latest=latest)
+
+
+def changelog_frame(spark: "SparkSession", spec: TableSpec, servers: list[str], planned: list[PartitionRange],
+                    *, latest: bool = True) -> "DataFrame":
+    """The DataFrame of :func:`read_changelog` from an already computed spec and offsets."""
+    from pyspark.sql import functions as F
+
+    register(spark)
+    df = (spark.read.format("agentstream_changelog")
+          .option("bootstrap.servers", ",".join(servers))
+          .option("topic", spec.topic)
+          .option("spec", spec.dumps())
+          .option("ranges", orjson.dumps([[r.partition, r.start, r.end] for r in planned]).decode())
+          .load())
+    columns = [c for c in df.columns if c not in ("raw_key", "tombstone")]
+    if latest:
+        # The last record per (partition, changelog key): a hash aggregate, no sort or shuffle of
+        # whole rows beyond one struct per key. The changelog key includes the window start.
+        last = F.max_by(F.struct(*columns, "tombstone"), "offset").alias("last")
+        df = df.groupBy("partition", "raw_key").agg(last).select("last.*").where(~F.col("tombstone"))
+    return df.select(*columns)
+
+
+def _csv_ready(df: "DataFrame") -> "DataFrame":
+    """CSV holds flat scalar columns only: struct values become ``value_<field>`` columns, and
+    arrays/maps/nested structs their JSON text."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, BinaryType, MapType, StructType
+
+    out = []
+    for field in df.schema.fields:
+        if isinstance(field.dataType, StructType):
+            for sub in field.dataType.fields:
+                col = F.col(f"`{field.name}`.`{sub.name}`")
+                if isinstance(sub.dataType, (StructType, ArrayType, MapType)):
+                    col = F.to_json(col)
+                out.append(col.alias(f"{field.name}_{sub.name}"))
+        elif isinstance(field.dataType, (ArrayType, MapType)):
+            out.append(F.to_json(F.col(field.name)).alias(field.name))
+        elif isinstance(field.dataType, BinaryType):
+            out.append(F.base64(F.col(field.name)).alias(field.name))
+        else:
+            out.append(F.col(field.name))
+    return df.select(*out)
+
+
+def export_table(app: "App | str", table: "Table | Any | str", out: str | Path, *, fmt: str = "parquet",
+                 master: str = "local[*]", latest: bool = True, broker: str | None = None,
+                 spark: "SparkSession | None" = None, progress: ProgressFn | None = print) -> dict[str, Any]:
+    """Write the table to ``out`` (a directory, replaced) as parquet, csv or json.
+
+    Prints (via ``progress``) one line per partition before the read -- offsets and records to
+    read -- and one per partition after it, with the rows written. Returns a summary dict.
+    Without ``spark``, a session for ``master`` is started once the table and its changelog's
+    offsets are known (so a wrong table or broker fails fast) and left running.
+    """
+    if fmt not in FORMATS:
+        raise ConfigError("format", f"unknown export format {fmt!r}", f"use one of {', '.join(FORMATS)}")
+    say: ProgressFn = progress or (lambda line: None)
+    started = time.monotonic()
+    the_app = _load_app(app)
+    the_table = resolve_table(the_app, table)
+    spec = table_spec(the_table)
+    servers = bootstrap_servers(the_app, broker)
+    planned = snapshot_ranges(servers, spec.topic)
+    for r in planned:
+        say(f"partition {r.partition}: offsets {r.start}..{r.end}, {r.span} records to read")
+    session = spark if spark is not None else spark_session(master)
+    df = changelog_frame(session, spec, servers, planned, latest=latest)
+    if fmt == "csv":
+        df = _csv_ready(df)
+    path = str(out)
+    writer = df.write.mode("overwrite")
+    if fmt == "csv":
+        writer = writer.option("header", "true")
+    getattr(writer, fmt)(path)
+    # Rows per partition, from what was written (cheap: one column of the output).
+    reader = session.read.option("header", "true") if fmt == "csv" else session.read
+    counts = {int(row["partition"]): int(row["count"])
+              for row in getattr(reader, fmt)(path).groupBy("partition").count().collect()}
+    for r in planned:
+        say(f"partition {r.partition}: {counts.get(r.partition, 0)} rows written (offsets {r.start}..{r.end})")
+    total = sum(counts.values())
+    seconds = time.monotonic() - started
+    say(f"exported {spec.table} ({'latest values' if latest else 'all versions'}): {total} rows from "
+        f"{sum(r.span for r in planned)} changelog records to {path} ({fmt}) in {seconds:.1f}s")
+    return {"table": spec.table, "topic": spec.topic, "rows": total, "records": sum(r.span for r in planned),
+            "partitions": {r.partition: {"start": r.start, "end": r.end, "rows": counts.get(r.partition, 0)}
+                           for r in planned},
+            "path": path, "format": fmt, "seconds": seconds}
+
+
+def cli_export(app: "App", table: str, out: str, *, fmt: str = "parquet", master: str | None = None,
+               all_versions: bool = False, broker: str | None = None) -> int:
+    """``agentstream -A MODULE export TABLE --out PATH``: exit status 0 on success.
+
+    Errors of agentstream's own (no Java, no such table, broker unreachable) propagate to the
+    CLI, which prints them without a traceback; they are found before the JVM starts.
+    """
+    check_pyspark()
+    check_java()
+    resolve_table(app, table)
+    try:
+        export_table(app, table, out, fmt=fmt, master=master or "local[*]", latest=not all_versions, broker=broker,
+                     progress=lambda line: print(line, flush=True))
+    finally:
+        from pyspark.sql import SparkSession
+
+        session = SparkSession.getActiveSession()
+        if session is not None:
+            session.stop()
+    return 0

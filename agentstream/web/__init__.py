@@ -1,0 +1,10 @@
+"""The worker's web server: interactive table queries, metadata, live status, Prometheus metrics
+and app pages (``@app.page("/path")`` with a function or a :class:`View` subclass)."""
+
+from __future__ import annotations
+
+from .responses import error_response, json_response
+from .server import Web
+from .views import View
+
+__all__ = ["Web", "View", "json_response", "error_response"]

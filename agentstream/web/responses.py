@@ -1,0 +1,47 @@
+"""JSON responses shared by every endpoint.
+
+Errors always have the same shape, ``{"error": "...", "hint": "..."}`` plus optional details,
+so a client (or a person with curl) gets the cause and the fix instead of an HTML error page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from ..exceptions import SerializationError
+from ..models import json_dumps
+
+__all__ = ["dumps", "json_response", "error_response"]
+
+
+def _fallback(obj: Any) -> Any:
+    """Last resort for values no codec made JSON-able: their repr, so a lookup never 500s on it."""
+    asdict = getattr(obj, "asdict", None)
+    if callable(asdict):
+        return asdict()
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj, key=repr)
+    if isinstance(obj, bytes):
+        return obj.decode("utf-8", "backslashreplace")
+    return repr(obj)
+
+
+def dumps(obj: Any) -> bytes:
+    """JSON bytes of ``obj``: the app's JSON encoding (Records, Decimal, sets), else repr()."""
+    try:
+        return json_dumps(obj)
+    except (SerializationError, TypeError):
+        return orjson.dumps(obj, default=_fallback, option=orjson.OPT_NON_STR_KEYS)
+
+
+def json_response(data: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=dumps(data), status=status, content_type="application/json", headers=headers)
+
+
+def error_response(status: int, error: str, hint: str, *, headers: dict[str, str] | None = None,
+                   **details: Any) -> web.Response:
+    """``{"error", "hint", **details}`` with ``status``."""
+    return json_response({"error": error, "hint": hint, **details}, status=status, headers=headers)

@@ -1,0 +1,226 @@
+"""The worker's web server (aiohttp): interactive table queries, metadata, status, metrics and the
+app's own pages.
+
+The worker binds it before joining the group (port 0 picks a free port), because the address
+it advertises in the group's user data is how other workers route table queries here. Every
+request runs behind a guard: bad input gets a 4xx JSON error, a handler bug a logged 500; the
+server never takes the worker down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import socket
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+from aiohttp import web
+
+from ..exceptions import ConfigError
+from ..worker.assignor import Assignment
+from .responses import error_response, json_response
+from .stats import Stats
+from .status_page import render_status_page
+from .tables import TableViews
+from .views import View, as_response, view_class
+
+if TYPE_CHECKING:
+    from ..app import App
+    from ..worker.worker import Worker
+
+log = logging.getLogger("agentstream.web")
+
+__all__ = ["Web", "MAX_PATH_BYTES", "RESERVED_PATHS"]
+
+MAX_PATH_BYTES = 4096
+DEFAULT_PORT = 6066  # Settings.web_port's default: taken by another local worker, fall back to a free port
+RESERVED_PATHS = ("/", "/tables", "/metadata", "/status", "/status.html", "/status.json", "/metrics")
+PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _wants_html(request: web.Request) -> bool:
+    fmt = request.query.get("format")
+    if fmt:
+        return fmt == "html"
+    accept = request.headers.get("Accept", "")
+    return "text/html" in accept
+
+
+class Web:
+    """One worker's HTTP server: ``await web.start()`` binds it; :attr:`address` is what others use."""
+
+    def __init__(self, app: "App", worker: "Worker", *, host: str = "127.0.0.1", port: int = 0,
+                 redirect: bool | None = None) -> None:
+        self.app = app
+        self.worker = worker
+        self.host = host
+        self.port = port
+        extra = app.settings.extra
+        self.redirect = bool(extra.get("web_redirect", False) if redirect is None else redirect)
+        self.forward_timeout = float(extra.get("web_forward_timeout", 5.0))
+        self.advertised_host = str(extra.get("web_advertised_host") or self._advertised(host))
+        self.stats = Stats(app, worker, history=int(extra.get("web_history", 300)))
+        self.tables = TableViews(self)
+        self._runner: web.AppRunner | None = None
+        self._sampler: asyncio.Task[None] | None = None
+
+    @staticmethod
+    def _advertised(host: str) -> str:
+        """A wildcard bind is reachable at this machine's name, not at 0.0.0.0."""
+        return socket.gethostname() if host in ("", "0.0.0.0", "::") else host
+
+    @property
+    def address(self) -> str:
+        """``host:port`` other workers and clients reach this server at (the bound port)."""
+        return f"{self.advertised_host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.address}"
+
+    def assignment(self) -> Assignment:
+        return self.worker.assignor.assignment
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def build(self) -> web.Application:
+        """The aiohttp application (also what tests hand to aiohttp's test client)."""
+        application = web.Application(
+            middlewares=[self._guard],
+            # Let long request lines reach the guard, so they get our JSON 414 instead of a bare 400.
+            handler_args={"max_line_size": 65536, "max_field_size": 16384},
+        )
+        r = application.router
+        r.add_get("/", self.index)
+        r.add_get("/tables", self.tables.list_tables)
+        r.add_get("/tables/", self.tables.list_tables)
+        r.add_get("/tables/{table}", self.tables.list_keys)
+        r.add_get("/tables/{table}/", self.tables.list_keys)
+        r.add_get("/tables/{table}/{key:.+}", self.tables.get_value)
+        r.add_get("/metadata", self.metadata)
+        r.add_get("/status", self.status)
+        r.add_get("/status.json", self.status_json)
+        r.add_get("/status.html", self.status_html)
+        r.add_get("/metrics", self.metrics)
+        for path, handler in self.app.pages.items():
+            if path.rstrip("/") in RESERVED_PATHS or path.startswith("/tables/"):
+                raise ConfigError("page", f"app page {path!r} collides with a built-in endpoint",
+                                  f"pick a path outside {', '.join(RESERVED_PATHS)}")
+            r.add_route("*", path, self._page_handler(view_class(handler)))
+        return application
+
+    async def start(self) -> None:
+        """Bind and serve; afterwards :attr:`port` is the real port (also when 0 was asked)."""
+        self._runner = web.AppRunner(self.build(), access_log=None, shutdown_timeout=2.0)
+        await self._runner.setup()
+        try:
+            await web.TCPSite(self._runner, self.host, self.port).start()
+        except OSError as exc:
+            if self.port == DEFAULT_PORT and exc.errno == errno.EADDRINUSE:
+                # Several workers on one machine with default settings: serve on a free port rather
+                # than refuse to process; the advertised address is the real one, so routing holds.
+                log.warning("web port %d is in use; serving on a free port instead (pass --web-port to choose)",
+                            self.port)
+                self.port = 0
+                await web.TCPSite(self._runner, self.host, 0).start()
+            else:
+                await self._runner.cleanup()
+                self._runner = None
+                raise ConfigError("web_port", f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}",
+                                  "pass another --web-port (0 picks a free one) or --without-web") from exc
+        self.port = int(self._runner.addresses[0][1])
+        self._sampler = asyncio.ensure_future(self.stats.run())
+        log.info("web server for %s listening on http://%s:%d (advertised as %s)", self.app.id, self.host,
+                 self.port, self.address)
+
+    async def stop(self) -> None:
+        if self._sampler is not None:
+            self._sampler.cancel()
+            await asyncio.gather(self._sampler, return_exceptions=True)
+            self._sampler = None
+        await self.tables.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+            log.info("web server on %s stopped", self.address)
+
+    # -- the guard -------------------------------------------------------------------------------------
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if len(request.raw_path.encode()) > MAX_PATH_BYTES:
+            return error_response(414, f"request path is longer than {MAX_PATH_BYTES} bytes",
+                                  "shorten the key or path; table keys in URLs are limited to 1 KiB")
+        try:
+            return await handler(request)
+        except web.HTTPException as exc:
+            if exc.status < 400:
+                raise  # redirects
+            if exc.status == 404:
+                return error_response(404, f"no endpoint at {request.path}",
+                                      "GET / lists the endpoints", endpoints=self._endpoints())
+            if exc.status == 405:
+                return error_response(405, f"{request.method} is not allowed on {request.path}",
+                                      "the built-in endpoints are GET only", headers={"Allow": exc.headers.get("Allow", "GET")})
+            return error_response(exc.status, exc.reason, exc.text or "")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("web handler for %s %s failed: %s", request.method, request.path, exc)
+            return error_response(500, f"internal error: {type(exc).__name__}: {exc}",
+                                  "this is a bug in the handler; the worker log has the traceback")
+
+    def _endpoints(self) -> list[str]:
+        return ["/tables", "/tables/<table>?offset=&limit=", "/tables/<table>/<key>[?window=current|now|<epoch s>]",
+                "/metadata", "/status", "/status.html", "/metrics", *sorted(self.app.pages)]
+
+    def _page_handler(self, cls: type[View]) -> Handler:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await cls(self.app, self).dispatch(request)
+
+        return handle
+
+    # -- endpoints --------------------------------------------------------------------------------------
+    async def index(self, request: web.Request) -> web.Response:
+        return json_response({"app": self.app.id, "worker": self.address, "endpoints": self._endpoints()})
+
+    async def metadata(self, request: web.Request) -> web.Response:
+        a = self.assignment()
+        workers: dict[str, list[int]] = {}
+        for p, owner in sorted(a.owners.items()):
+            workers.setdefault(owner, []).append(p)
+        return json_response({
+            "app": self.app.id,
+            "worker": self.address,
+            "generation": a.generation,
+            "leader": self.worker.assignor.is_leader,
+            "active": a.active,
+            "standby": a.standby,
+            "partitions": {str(p): owner for p, owner in sorted(a.owners.items())},
+            "workers": workers,
+            "tables": {name: {"partitions": t.partitions, "changelog": t.changelog_topic.name}
+                       for name, t in sorted(self.app.tables.items())},
+        })
+
+    async def status(self, request: web.Request) -> web.Response:
+        if _wants_html(request):
+            return await self.status_html(request)
+        return await self.status_json(request)
+
+    async def status_json(self, request: web.Request) -> web.Response:
+        history = request.query.get("history", "0") not in ("0", "", "false", "no")
+        return json_response(await self.stats.status(history=history))
+
+    async def status_html(self, request: web.Request) -> web.Response:
+        return web.Response(text=render_status_page(self.app.id, self.address), content_type="text/html")
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        body = await self.stats.prometheus()
+        return web.Response(body=body.encode(), headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})
+
+    # -- helpers for function pages (``async def view(web, request)``) -------------------------------------
+    def json(self, data: Any, *, status: int = 200) -> web.Response:
+        return json_response(data, status=status)
+
+    def response(self, result: Any) -> web.StreamResponse:
+        return as_response(result)

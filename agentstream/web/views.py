@@ -1,0 +1,90 @@
+"""App-defined web views (Faust's ``@app.page``): a class with ``get``/``post``/... methods, or a
+function ``async def view(web, request, **path_params)``.
+
+Handlers may return an aiohttp response, or a plain value that becomes one: dict/list -> JSON,
+str -> text, None -> 204. Path parameters (``/count/{word}``) arrive as keyword arguments.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+from aiohttp import web
+
+from .responses import error_response, json_response
+
+if TYPE_CHECKING:
+    from ..app import App
+    from .server import Web
+
+__all__ = ["View", "as_response", "view_class"]
+
+METHODS = ("get", "post", "put", "patch", "delete")
+
+
+def as_response(result: Any) -> web.StreamResponse:
+    """A handler's return value as a response (see the module docstring)."""
+    if isinstance(result, web.StreamResponse):
+        return result
+    if result is None:
+        return web.Response(status=204)
+    if isinstance(result, str):
+        return web.Response(text=result, content_type="text/plain")
+    if isinstance(result, bytes):
+        return web.Response(body=result, content_type="application/octet-stream")
+    return json_response(result)
+
+
+class View:
+    """Base class of app views: ``class Count(View): async def get(self, request): return self.json(...)``.
+
+    ``self.app`` is the App and ``self.web`` the worker's :class:`~agentstream.web.server.Web`.
+    """
+
+    def __init__(self, app: "App", web: "Web") -> None:
+        self.app = app
+        self.web = web
+
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        method = request.method.lower()
+        handler: Callable[..., Awaitable[Any]] | None = getattr(self, method, None) if method in METHODS else None
+        if handler is None:
+            allowed = [m.upper() for m in METHODS if callable(getattr(self, m, None))]
+            return error_response(405, f"{request.method} is not allowed on {request.path}",
+                                  f"use one of {', '.join(allowed) or '(none)'}", headers={"Allow": ", ".join(allowed)})
+        return as_response(await handler(request, **request.match_info))
+
+    # -- response helpers (Faust's names) --------------------------------------------------------
+    def json(self, data: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+        return json_response(data, status=status, headers=headers)
+
+    def text(self, text: str, *, status: int = 200, content_type: str = "text/plain") -> web.Response:
+        return web.Response(text=text, status=status, content_type=content_type)
+
+    def html(self, html: str, *, status: int = 200) -> web.Response:
+        return web.Response(text=html, status=status, content_type="text/html")
+
+    def bytes(self, data: bytes, *, status: int = 200, content_type: str = "application/octet-stream") -> web.Response:
+        return web.Response(body=data, status=status, content_type=content_type)
+
+    def error(self, status: int, error: str, hint: str = "") -> web.Response:
+        return error_response(status, error, hint)
+
+    def notfound(self, error: str = "not found", hint: str = "") -> web.Response:
+        return error_response(404, error, hint)
+
+
+def view_class(handler: Any) -> type[View]:
+    """The View class of a registered page: itself, or a View calling the function for every method."""
+    if isinstance(handler, type) and issubclass(handler, View):
+        return handler
+    if isinstance(handler, type):
+        raise TypeError(f"page {handler.__qualname__} must subclass agentstream.web.View")
+    if not callable(handler):
+        raise TypeError(f"page handler {handler!r} is neither a View subclass nor a function")
+
+    async def call(self: View, request: web.Request, **params: Any) -> Any:
+        return await handler(self, request, **params)
+
+    attrs: dict[str, Any] = {m: call for m in METHODS}
+    return type(getattr(handler, "__name__", "PageView"), (View,), attrs)
