@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+CHROMIUM := $(VENV)/.chromium
 
 .PHONY: install demo test unit integration typecheck bench bench-quick clean
 
@@ -15,17 +16,22 @@ $(STAMP): setup.py Makefile
 
 install: $(STAMP)
 
+# Headless Chromium renders the web status page in tests/integration/test_web.py (Debian package).
+$(CHROMIUM):
+	command -v chromium >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q --no-install-recommends chromium; }
+	mkdir -p $(VENV) && touch $(CHROMIUM)
+
 demo: $(STAMP)
 	$(PY) scripts/demo.py
 
-test: $(STAMP)
+test: $(STAMP) $(CHROMIUM)
 	$(PY) -m mypy agentstream
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit
 
-integration: $(STAMP)
+integration: $(STAMP) $(CHROMIUM)
 	$(PY) -m pytest -q tests/integration
 
 typecheck: $(STAMP)

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import timedelta
 from typing import Any, Awaitable, Callable, Sequence, TypeVar, Union
 
 from . import codecs
 from .agents.agent import Agent, AgentFun
 from .agents.replies import ReplyConsumer
+from .channels import Channel, ChannelAgent
 from .exceptions import TopologyError
 from .settings import Settings
 from .streams import SplitPoint
@@ -37,7 +39,11 @@ class App:
     """A Faust-style application: ``app = agentstream.App("wordcount", broker="kafka://...")``."""
 
     def __init__(self, id: str, **options: Any) -> None:
+        from . import faust_compat
+
+        options = faust_compat.translate_settings(options)  # Faust names, timedelta durations
         self.settings = Settings.build(id, options)
+        faust_compat.log_unknown_settings(id, self.settings.extra)
         self.key_serializer: str = options.get("key_serializer", "raw")
         self.value_serializer: str = options.get("value_serializer", "json")
         self.reply_codec = codecs.get("json")
@@ -47,6 +53,7 @@ class App:
         self.timers: list[Timer] = []
         self.startup_tasks: list[Callable[..., Awaitable[None]]] = []
         self.pages: dict[str, Any] = {}  # path -> view function or agentstream.web.View subclass
+        self.commands: dict[str, Any] = {}  # name -> commands.CommandSpec (@app.command)
         self._transport: Transport | None = None
         self._producer: Producer | None = None
         self._producer_started = False
@@ -67,7 +74,7 @@ class App:
     def topic(
         self,
         name: str,
-        *,
+        *more: str,
         key_type: Any = None,
         value_type: Any = None,
         partitions: int | None = None,
@@ -76,8 +83,22 @@ class App:
         internal: bool = False,
         compacted: bool = False,
         config: dict[str, str] | None = None,
+        **faust: Any,
     ) -> Topic:
-        """Declare a topic (created with ``partitions`` or ``topic_partitions`` when missing)."""
+        """Declare a topic (created with ``partitions`` or ``topic_partitions`` when missing).
+
+        Faust's other arguments (``compacting``, ``retention``, ``schema``, ``replicas``...) are
+        translated or accepted and logged by :func:`agentstream.faust_compat.topic_options`."""
+        if more or faust:
+            from .faust_compat import topic_options
+
+            extra = topic_options(name, more, faust)
+            key_type = extra.get("key_type", key_type)
+            value_type = extra.get("value_type", value_type)
+            key_serializer = extra.get("key_serializer", key_serializer)
+            value_serializer = extra.get("value_serializer", value_serializer)
+            compacted = compacted or bool(extra.get("compacted"))
+            config = {**extra.get("config", {}), **(config or {})} or None
         existing = self.topics.get(name)
         if existing is not None and (key_type is not None or value_type is not None or partitions is not None):
             if (existing.key_type, existing.value_type) != (key_type, value_type) or (
@@ -99,7 +120,7 @@ class App:
 
     def agent(
         self,
-        channel: Union[Topic, str, Sequence[Union[Topic, str]], None] = None,
+        channel: Union[Topic, str, Channel, Sequence[Union[Topic, str]], None] = None,
         *,
         name: str | None = None,
         sink: Sequence[Any] | None = None,
@@ -112,6 +133,11 @@ class App:
             agent_name = str(name or getattr(fun, "__name__", "agent"))
             if any(a.name == agent_name for a in self.agents):
                 raise TopologyError(f"two agents are named {agent_name!r}; pass name= to tell them apart")
+            if isinstance(channel, Channel):  # in-memory: a worker background task, not in the topology
+                local = ChannelAgent(self, fun, channel=channel, name=agent_name, sink=list(sink or ()),
+                                     concurrency=concurrency)
+                self.startup_tasks.append(local.run_instances)
+                return local
             if channel is None:
                 topics = [self.topic(f"{self.id}-{agent_name}")]
             elif isinstance(channel, (Topic, str)):
@@ -127,27 +153,84 @@ class App:
     def _as_topic(self, t: Union[Topic, str]) -> Topic:
         return self.topic(t) if isinstance(t, str) else t
 
-    def timer(self, interval: float, on_leader: bool = False) -> Callable[[F], F]:
-        """Run ``async def fun()`` every ``interval`` seconds while a worker runs."""
-        if interval <= 0:
+    def timer(self, interval: "float | timedelta", on_leader: bool = False, traced: bool = True,
+              name: str | None = None, max_drift_correction: float = 0.1) -> Callable[[F], F]:
+        """Run ``async def fun()`` every ``interval`` seconds (or a timedelta) while a worker runs.
+
+        ``traced``/``max_drift_correction`` are Faust's and accepted for compatibility."""
+        secs = interval.total_seconds() if isinstance(interval, timedelta) else float(interval)
+        if secs <= 0:
             raise TopologyError(f"timer interval must be > 0 seconds, got {interval}")
 
         def _decorate(fun: F) -> F:
-            self.timers.append(Timer(fun, float(interval), on_leader))
+            timer = Timer(fun, secs, on_leader)
+            if name:
+                timer.name = name
+            self.timers.append(timer)
             return fun
 
         return _decorate
 
-    def task(self, fun: F | None = None) -> Any:
-        """Run ``async def fun()`` (or ``fun(app)``) once when the worker has started."""
+    def crontab(self, cron_format: str, *, timezone: Any = None, on_leader: bool = False,
+                traced: bool = True) -> Callable[[F], F]:
+        """Run ``async def fun()`` at the times of a 5-field cron expression (``timezone``: name or
+        tzinfo, default UTC); see :mod:`agentstream.crontab`."""
+        from .faust_compat import crontab_runner
+
+        def _decorate(fun: F) -> F:
+            self.startup_tasks.append(crontab_runner(self, fun, cron_format, timezone, on_leader))
+            return fun
+
+        return _decorate
+
+    def task(self, fun: F | None = None, *, on_leader: bool = False, traced: bool = True) -> Any:
+        """Run ``async def fun()`` (or ``fun(app)``) once when the worker has started
+        (``on_leader=True``: once the first assignment made this worker the group leader)."""
 
         def _decorate(f: F) -> F:
-            self.startup_tasks.append(f)
+            if on_leader:
+                from .faust_compat import leader_task
+
+                self.startup_tasks.append(leader_task(self, f))
+            else:
+                self.startup_tasks.append(f)
             return f
 
         return _decorate(fun) if fun is not None else _decorate
 
-    def page(self, path: str) -> Callable[[F], F]:
+    def service(self, cls: F) -> F:
+        """Start an :class:`agentstream.Service` subclass (or instance) with every worker; stop it with it."""
+        from .faust_compat import service_runner
+
+        self.startup_tasks.append(service_runner(cls))
+        return cls
+
+    def channel(self, *, schema: Any = None, key_type: Any = None, value_type: Any = None,
+                maxsize: int | None = None, loop: Any = None) -> Channel:
+        """An in-memory channel: ``@app.agent(channel)`` handles what ``channel.send()`` puts in."""
+        if schema is not None:
+            key_type = key_type or getattr(schema, "key_type", None)
+            value_type = value_type or getattr(schema, "value_type", None)
+        return Channel(self, key_type=key_type, value_type=value_type, maxsize=maxsize)
+
+    def command(self, *options: Any, base: Any = None, name: str | None = None, help: str | None = None,
+                **kwargs: Any) -> Callable[[F], F]:
+        """A CLI command of this app: ``agentstream -A module <name> [options]`` (Faust's ``@app.command``
+        with ``agentstream.cli.option``/``argument``)."""
+        from .commands import register
+
+        return register(self, tuple(options), name, help)
+
+    def table_route(self, table: Any, shard_param: str | None = None, *, query_param: str | None = None,
+                    match_info: str | None = None, exact_key: str | None = None) -> Callable[[F], F]:
+        """Decorate a page handler so it runs on the worker owning the key's partition of ``table``
+        (others forward the request there)."""
+        from .faust_compat import table_route
+
+        return table_route(table, shard_param, query_param=query_param, match_info=match_info, exact_key=exact_key)
+
+    def page(self, path: str, *, base: Any = None, cors_options: Any = None,
+             name: str | None = None) -> Callable[[F], F]:
         """Serve a view at ``path`` on every worker's web server (Faust's ``@app.page``):
         ``async def view(web, request, **path_params)`` or a :class:`agentstream.web.View` subclass."""
         if not path.startswith("/"):
@@ -163,21 +246,31 @@ class App:
 
     def Table(self, name: str, **kwargs: Any) -> Any:
         """A partitioned, changelog-backed table (``<app>-<name>-changelog``)."""
+        from .faust_compat import table_options
         from .tables.table import Table
 
-        return self._add_table(Table(self, name, **kwargs))
+        return self._add_table(Table(self, name, **table_options(kwargs)))
 
     def GlobalTable(self, name: str, **kwargs: Any) -> Any:
         """A table every worker holds in full."""
+        from .faust_compat import table_options
         from .tables.table import GlobalTable
 
-        return self._add_table(GlobalTable(self, name, **kwargs))
+        return self._add_table(GlobalTable(self, name, **table_options(kwargs)))
 
     def SetTable(self, name: str, **kwargs: Any) -> Any:
         """A table of sets."""
+        from .faust_compat import table_options
         from .tables.table import SetTable
 
-        return self._add_table(SetTable(self, name, **kwargs))
+        return self._add_table(SetTable(self, name, **table_options(kwargs)))
+
+    def SetGlobalTable(self, name: str, **kwargs: Any) -> Any:
+        """A table of sets that every worker holds in full."""
+        from .faust_compat import table_options
+        from .tables.table import SetGlobalTable
+
+        return self._add_table(SetGlobalTable(self, name, **table_options(kwargs)))
 
     def _add_table(self, table: Any) -> Any:
         if table.name in self.tables:

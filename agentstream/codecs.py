@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 import orjson
 
 from .exceptions import ConfigError, SerializationError, ValidationError, ValueDecodeError
-from .models import FieldError, Record, json_dumps, type_decoder
+from .models import FAUST_KEY, FieldError, Record, json_dumps, lookup_model, type_decoder
 
 __all__ = [
     "BinaryCodec",
@@ -126,6 +126,13 @@ class JSONCodec:
         except orjson.JSONDecodeError as exc:
             raise ValueDecodeError(f"invalid JSON ({exc}) in payload {_preview(data)}") from exc
         if self._convert is None:
+            if type(value) is dict and FAUST_KEY in value:  # a Faust-serialized record: its model
+                model = lookup_model(value)
+                if model is not None:
+                    try:
+                        return model.from_data(value)
+                    except ValidationError as exc:
+                        raise ValueDecodeError(f"cannot decode {model.__name__}: {exc}") from exc
             return value
         try:
             return self._convert(value)
@@ -207,6 +214,8 @@ class RecordCodec:
                 f"cannot decode {model.__name__}: invalid JSON ({exc}) in payload {_preview(data)}"
             ) from exc
         try:
+            if type(decoded) is dict and FAUST_KEY in decoded:  # Faust's polymorphic records
+                model = lookup_model(decoded, model) or model
             return model.from_data(decoded)
         except ValidationError as exc:
             raise ValueDecodeError(f"cannot decode {model.__name__}: {exc}") from exc

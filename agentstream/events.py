@@ -18,12 +18,13 @@ __all__ = ["Event", "current_event"]
 class Event:
     """One record handed to an agent (Faust's ``Event``); ``message`` is the raw consumer record."""
 
-    __slots__ = ("key", "value", "message")
+    __slots__ = ("key", "value", "message", "tp")
 
-    def __init__(self, key: Any, value: Any, message: Message) -> None:
+    def __init__(self, key: Any, value: Any, message: Message, tp: TP | None = None) -> None:
         self.key = key
         self.value = value
         self.message = message
+        self.tp = TP(message.topic, message.partition) if tp is None else tp
 
     @property
     def topic(self) -> str:
@@ -36,10 +37,6 @@ class Event:
     @property
     def offset(self) -> int:
         return self.message.offset
-
-    @property
-    def tp(self) -> TP:
-        return TP(self.message.topic, self.message.partition)
 
     @property
     def timestamp(self) -> float:

@@ -68,6 +68,26 @@ class ProducerError(TransportError):
     """A record could not be delivered; offsets past it are not committed."""
 
 
+class ProducerFenced(ProducerError):
+    """A newer producer with the same ``transactional_id`` exists: this one is a zombie.
+
+    Its open transaction was aborted by the broker; its task now belongs to someone else, so the
+    only safe move is to stop processing that task and drop its uncommitted state.
+    """
+
+
+class TransactionsUnsupported(ConfigError):
+    """``processing_guarantee='exactly_once'`` but the broker cannot run Kafka transactions."""
+
+    def __init__(self, broker: str, problem: str) -> None:
+        super().__init__(
+            "processing_guarantee",
+            f"'exactly_once' needs Kafka transactions, but the broker at {broker} refused them ({problem})",
+            "use a broker with transactions (Apache Kafka >= 2.5, Redpanda) or set "
+            "processing_guarantee='at_least_once' (AGENTSTREAM_PROCESSING_GUARANTEE=at_least_once)",
+        )
+
+
 class ImproperlyConfigured(ConfigError):
     """Alias kept for Faust users who catch this name."""
 

@@ -34,13 +34,19 @@ import orjson
 
 from .exceptions import SerializationError, ValidationError
 
-__all__ = ["FieldError", "Record", "RecordOptions", "json_dumps", "type_decoder"]
+__all__ = ["FieldError", "Record", "RecordOptions", "json_dumps", "lookup_model", "registry", "type_decoder"]
 
 Converter = Callable[[Any], Any]
 """Turns decoded JSON (or Python) data into a field's declared type, raising :class:`FieldError`."""
 
 _MISSING: Any = dataclasses.MISSING
 _ROOT = "__root__"
+FAUST_KEY = "__faust"
+"""Faust's metadata key: ``{"__faust": {"ns": "module.Class"}}`` names the payload's model."""
+FAUST_ONLY_OPTIONS = frozenset({"coerce", "coercions", "decimals", "polymorphic_fields", "date_parser",
+                                "allow_blessed_key", "blessed_key", "lazy_creation"})
+registry: dict[str, type["Record"]] = {}
+"""Every non-abstract Record subclass by namespace (``module.Qualname`` unless ``namespace=``)."""
 
 
 class FieldError(ValueError):
@@ -92,7 +98,9 @@ def _type_name(tp: Any) -> str:
 class RecordOptions:
     """Class keyword options of a Record (``class X(Record, validation=True)``).
 
-    Kept for Faust compatibility; only ``validation`` changes behaviour today.
+    ``serializer`` picks the codec, ``validation`` checks constructor types, ``include_metadata``
+    adds Faust's ``{"__faust": {"ns": namespace}}`` blob when encoding (decoding always accepts it
+    and uses it to pick a registered subclass); ``isodates`` is always on for datetime fields.
     """
 
     serializer: str | None = None
@@ -159,6 +167,9 @@ class Record:
         namespace: str | None = None,
         **kwargs: Any,
     ) -> None:
+        abstract = bool(kwargs.pop("abstract", False))
+        for name in FAUST_ONLY_OPTIONS & set(kwargs):  # accepted so Faust models import unchanged
+            kwargs.pop(name)
         super().__init_subclass__(**kwargs)
         parent = cls._options
         cls._options = RecordOptions(
@@ -178,6 +189,8 @@ class Record:
             # their values in __dict__, which wins over this non-data descriptor.
             setattr(cls, f.name, FieldDescriptor(f.name, cls, f.default))
         cls._has_post_init = hasattr(cls, "__post_init__")
+        if not abstract:
+            registry[cls._options.namespace] = cls  # for __faust.ns (polymorphic) decoding
         cls._decoder = None
         cls._field_checks = None
         if cls._options.validation:
@@ -277,6 +290,12 @@ class Record:
     def dumps(self) -> bytes:
         """Compact JSON bytes: datetimes as ISO 8601, Decimals as strings, enums as values."""
         return json_dumps(self)
+
+    @classmethod
+    def from_faust(cls, data: Mapping[str, Any]) -> "Record":
+        """Decode a dict into the model its ``__faust.ns`` names, if that is ``cls`` or a subclass
+        (Faust's polymorphic records); otherwise into ``cls``."""
+        return (lookup_model(data, cls) or cls).from_data(data)
 
     def asdict(self) -> dict[str, Any]:
         """Field values as a dict; nested records (also inside lists/dicts) become dicts too."""
@@ -422,8 +441,38 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
+def lookup_model(data: Any, base: type | None = None) -> type[Record] | None:
+    """The Record class named by a payload's ``__faust: {"ns": ...}`` blob, if registered (and a
+    subclass of ``base`` when given)."""
+    if type(data) is not dict:
+        return None
+    blob = data.get(FAUST_KEY)
+    ns = blob.get("ns") if isinstance(blob, dict) else None
+    model = registry.get(ns) if isinstance(ns, str) else None
+    if model is None or (base is not None and not issubclass(model, base)):
+        return None
+    return model
+
+
+def _metadata_default(obj: Any) -> Any:
+    """``include_metadata=True``: records become their fields plus Faust's ``__faust`` blob."""
+    if isinstance(obj, Record):
+        out = dict(obj.__dict__)
+        if obj._options.include_metadata:
+            out[FAUST_KEY] = {"ns": obj._options.namespace}
+        return out
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    return _json_default(obj)
+
+
 def json_dumps(obj: Any) -> bytes:
     """orjson with Record/Decimal/set support; raises :class:`SerializationError` on failure."""
+    if isinstance(obj, Record) and obj._options.include_metadata:  # the slower path adds __faust blobs
+        try:
+            return orjson.dumps(obj, default=_metadata_default, option=orjson.OPT_PASSTHROUGH_DATACLASS)
+        except orjson.JSONEncodeError as exc:
+            raise SerializationError(f"cannot encode {type(obj).__name__} as JSON: {exc}") from exc
     try:
         return orjson.dumps(obj, default=_json_default)
     except orjson.JSONEncodeError:

@@ -73,7 +73,22 @@ class Stream:
         return self
 
     async def __anext__(self) -> Any:
-        event = await self._next_event()
+        # The per-record path: ack what was handed out last, pull the next record.
+        pending = self._pending
+        if pending:
+            ack = self._input.ack
+            for done in pending:
+                ack(done)
+            pending.clear()
+        event: Event | None
+        if self._processors:
+            event = await self._pull()
+        else:
+            event = await self._input.next_event()
+            self.current_event = event
+            set_current_event(event)
+        assert event is not None  # no timeout given: the input waits for a record
+        pending.append(event)
         return event.value
 
     def ack_pending(self) -> None:

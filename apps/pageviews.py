@@ -42,13 +42,13 @@ counts_topic = app.topic("page-view-counts", key_type=str, value_type=dict)
 page_views = (
     app.Table("page_views", default=int)
     .tumbling(WINDOW, expires=KEEP, grace=GRACE)
-    .relative_to_field("ts")
+    .relative_to_field(PageView.ts)
 )
 
 
 @app.agent(page_view_topic)
 async def count_page_views(stream: agentstream.Stream) -> None:
-    async for view in stream.group_by(lambda v: v.page, name="by_page"):
+    async for view in stream.group_by(PageView.page, name="by_page"):
         page_views[view.page] += 1
         if page_views[view.page].stale():
             continue  # its window had closed: the table dropped (and counted) it, nothing changed

@@ -321,6 +321,10 @@ class SetTable(Table):
         return _ManagedSet(self, key, super().__getitem__(key))
 
 
+class SetGlobalTable(SetTable, GlobalTable):
+    """A table of sets held in full by every worker (Faust's SetGlobalTable)."""
+
+
 class _SetCodec:
     def dumps(self, obj: Any) -> bytes | None:
         return codecs.get("json").dumps(sorted(obj, key=repr))

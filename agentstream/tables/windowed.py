@@ -21,6 +21,14 @@ in :attr:`WindowedTable.late_dropped`) and ``on_window_close((key, (start, end))
 once. It *expires* once ``end + max(expires, grace) <= stream_time``: it is deleted, i.e. a
 tombstone goes to the changelog through the normal write path.
 
+Closes and expiry are checked on every stream-time advance: the windows sit in per-partition
+min-heaps by end, so a check costs O(1) when nothing is due and a pop per window otherwise (no
+store scans, no timer). The heaps are rebuilt lazily from the store whenever the partition has
+been (re)restored. A sync ``on_window_close`` runs inline, after the record's own writes; an
+``async`` one is started as a task (not awaited before the commit; see
+:meth:`WindowedTable.wait_callbacks`). Either may run again for the same window after a crash,
+like any processing since the last commit.
+
 Stream time itself is stored in the partition under a reserved key (not a window key, so
 iteration skips it). Going through the cache, it costs one changelog record per commit, and it
 makes late-record decisions survive a restart: without it a restored partition would accept

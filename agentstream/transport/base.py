@@ -118,6 +118,23 @@ class Producer(Protocol):
 
     async def partitions_for(self, topic: str) -> int: ...
 
+    # -- transactions (producers created with ``transport.producer(transactional_id=...)``) ------
+    transactional_id: str | None
+    """None for a plain producer; the transaction methods below need one."""
+
+    async def begin_transaction(self) -> None: ...
+
+    async def send_offsets_to_transaction(self, offsets: Mapping[TP, int], group_id: str) -> None:
+        """Commit these consumer offsets of ``group_id`` if and only if the transaction commits."""
+        ...
+
+    async def commit_transaction(self) -> None:
+        """Make every record and offset of the transaction visible at once (raises ProducerFenced
+        when a newer producer with the same transactional_id exists)."""
+        ...
+
+    async def abort_transaction(self) -> None: ...
+
 
 class Consumer(Protocol):
     async def start(self) -> None: ...
@@ -158,7 +175,13 @@ class Consumer(Protocol):
 
 
 class Transport(Protocol):
-    """Creates producers and consumers for one broker URL."""
+    """Creates producers and consumers for one broker URL.
+
+    ``producer(transactional_id="app-0_1")`` makes a transactional producer: starting it fences
+    (and aborts the open transaction of) any older producer with the same id.
+    ``consumer(isolation_level="read_committed")`` never returns records of open or aborted
+    transactions, and its ``highwater`` is the last stable offset.
+    """
 
     url: str
 

@@ -12,7 +12,6 @@ producer, and ListOffsets(latest) is wrong there, so partition ends come from fe
 from __future__ import annotations
 
 import asyncio
-import functools
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 
@@ -24,7 +23,14 @@ from aiokafka.coordinator.protocol import (  # type: ignore[import-untyped,unuse
     ConsumerProtocolMemberMetadata,
 )
 
-from ..exceptions import ConfigError, PartitionCountMismatch, ProducerError, TransportError
+from ..exceptions import (
+    ConfigError,
+    PartitionCountMismatch,
+    ProducerError,
+    ProducerFenced,
+    TransactionsUnsupported,
+    TransportError,
+)
 from .base import TP, Assignor, MemberInfo, Message, RebalanceListener, RecordMetadata, TopicSpec
 
 __all__ = ["KafkaTransport", "KafkaProducer", "KafkaConsumer", "AssignorAdapter", "parse_kafka_url"]
@@ -45,6 +51,8 @@ _PRODUCER_KEYS = frozenset(
         "metadata_max_age_ms",
         "connections_max_idle_ms",
         "send_backoff_ms",
+        "transactional_id",
+        "transaction_timeout_ms",
     }
 )
 _CONSUMER_KEYS = frozenset(
@@ -126,8 +134,8 @@ class KafkaProducer:
         self._config: dict[str, Any] = {"acks": "all", "linger_ms": 5}
         self._config.update(_pick(settings, _PRODUCER_KEYS))
         self._producer: Any = None
-        self._pending: set[asyncio.Future[RecordMetadata]] = set()
-        self._failure: tuple[str, int, BaseException] | None = None
+        self._pending: list[asyncio.Future[RecordMetadata]] = []
+        self.transactional_id: str | None = self._config.get("transactional_id")
 
     async def start(self) -> None:
         if self._producer is not None:
@@ -137,6 +145,12 @@ class KafkaProducer:
             await producer.start()
         except kafka_errors.KafkaError as exc:
             await producer.stop()
+            if self.transactional_id is not None and not isinstance(exc, kafka_errors.KafkaConnectionError):
+                # InitProducerId failed: the broker has no transaction coordinator (tansu answers
+                # UnknownError at once). Say which setting needs it instead of degrading silently.
+                raise TransactionsUnsupported(
+                    ",".join(self._bootstrap), f"InitProducerId for {self.transactional_id!r}: {_describe(exc)}"
+                ) from exc
             raise TransportError(
                 f"producer could not connect to {','.join(self._bootstrap)}: {_describe(exc)}. "
                 "Fix: check the broker URL and that the broker is running"
@@ -163,52 +177,40 @@ class KafkaProducer:
         timestamp_ms: int | None = None,
         headers: Sequence[tuple[str, bytes]] | None = None,
     ) -> "asyncio.Future[RecordMetadata]":
-        producer = self._require()
+        producer = self._producer
+        if producer is None:
+            self._require()
         try:
-            if partition is None:
-                # Choose the partition here (same partitioner aiokafka would use) so a delivery
-                # failure can name it; partitions_for waits for metadata only the first time.
-                await producer.partitions_for(topic)
-                partition = producer._partition(topic, None, key, value, key, value)
             fut: asyncio.Future[RecordMetadata] = await producer.send(
-                topic,
-                value=value,
-                key=key,
-                partition=partition,
-                timestamp_ms=timestamp_ms,
+                topic, value, key, partition=partition, timestamp_ms=timestamp_ms,
                 headers=list(headers) if headers else None,
             )
         except (kafka_errors.KafkaError, AssertionError) as exc:  # aiokafka asserts the partition exists
-            raise ProducerError(f"could not send to {topic}[{partition}]: {_describe(exc)}") from exc
-        self._pending.add(fut)
-        fut.add_done_callback(functools.partial(self._on_done, topic=topic, partition=partition))
+            where = topic if partition is None else f"{topic}[{partition}]"
+            raise ProducerError(f"could not send to {where}: {_describe(exc)}") from exc
+        # No per-record callback (it costs a loop turn per record): flush() inspects the futures.
+        self._pending.append(fut)
         return fut
-
-    def _on_done(self, fut: "asyncio.Future[RecordMetadata]", *, topic: str, partition: int) -> None:
-        self._pending.discard(fut)
-        if fut.cancelled():
-            error: BaseException | None = asyncio.CancelledError()
-        else:
-            error = fut.exception()  # also marks the exception retrieved (no "never retrieved" log)
-        if error is not None and self._failure is None:
-            self._failure = (topic, partition, error)
 
     async def flush(self) -> None:
         producer = self._require()
-        waiting = list(self._pending)
+        waiting, self._pending = self._pending, []
         try:
             await producer.flush()
         except kafka_errors.KafkaError as exc:
             raise ProducerError(f"flush failed: {_describe(exc)}") from exc
-        if waiting:
-            # flush() resolves batches; the per-record callbacks run on the next loop turns.
-            await asyncio.wait(waiting)
-        failure, self._failure = self._failure, None
+        unresolved = [f for f in waiting if not f.done()]
+        if unresolved:
+            await asyncio.wait(unresolved)
+        failure: tuple[asyncio.Future[RecordMetadata], BaseException] | None = None
+        for fut in waiting:
+            error = asyncio.CancelledError() if fut.cancelled() else fut.exception()  # marks it retrieved
+            if error is not None and failure is None:
+                failure = (fut, error)
         if failure is not None:
-            topic, partition, error = failure
+            error = failure[1]
             raise ProducerError(
-                f"delivery to {topic}[{partition}] failed: {_describe(error).rstrip('.')}; "
-                "offsets past it must not be committed"
+                f"delivery failed: {_describe(error).rstrip('.')}; offsets past it must not be committed"
             ) from error
 
     async def partitions_for(self, topic: str) -> int:
@@ -218,6 +220,31 @@ class KafkaProducer:
         except kafka_errors.KafkaError as exc:
             raise TransportError(f"no metadata for topic {topic!r}: {_describe(exc)}") from exc
         return len(partitions)
+
+    # -- transactions ----------------------------------------------------------------------------
+    async def _txn(self, what: str, call: Any) -> None:
+        try:
+            await call
+        except (kafka_errors.ProducerFenced, kafka_errors.InvalidProducerEpoch) as exc:
+            raise ProducerFenced(
+                f"producer {self.transactional_id!r} was fenced during {what}: a newer owner of the task exists"
+            ) from exc
+        except (kafka_errors.KafkaError, ValueError) as exc:
+            raise ProducerError(f"{what} failed for producer {self.transactional_id!r}: {_describe(exc)}") from exc
+
+    async def begin_transaction(self) -> None:
+        await self._txn("begin_transaction", self._require().begin_transaction())
+
+    async def send_offsets_to_transaction(self, offsets: Mapping[TP, int], group_id: str) -> None:
+        if offsets:
+            await self._txn("send_offsets_to_transaction",
+                            self._require().send_offsets_to_transaction(dict(offsets), group_id))
+
+    async def commit_transaction(self) -> None:
+        await self._txn("commit_transaction", self._require().commit_transaction())
+
+    async def abort_transaction(self) -> None:
+        await self._txn("abort_transaction", self._require().abort_transaction())
 
 
 # -- assignor & listener adapters ------------------------------------------------------------------
@@ -322,6 +349,7 @@ class KafkaConsumer:
         self.group_id = group_id
         self._config: dict[str, Any] = {"auto_offset_reset": "earliest"}
         self._config.update(_pick(settings, _CONSUMER_KEYS))
+        self._read_committed = self._config.get("isolation_level") == "read_committed"
         self._assignor = AssignorAdapter(assignor) if assignor is not None else None
         self._consumer: Any = None
         self._subscription: tuple[list[str], _ListenerAdapter] | None = None
@@ -420,7 +448,9 @@ class KafkaConsumer:
         if consumer is None:
             return None
         try:
-            hw: int | None = consumer.highwater(partition)
+            # read_committed: the last stable offset is as far as this consumer will ever get.
+            hw: int | None = (consumer.last_stable_offset(partition) if self._read_committed
+                              else consumer.highwater(partition))
         except kafka_errors.KafkaError:
             return None  # not assigned
         return hw

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from aiokafka.partitioner import murmur2  # type: ignore[import-untyped, unused-ignore]
 from aiokafka.structs import ConsumerRecord, RecordMetadata  # type: ignore[import-untyped, unused-ignore]
 
-from agentstream.exceptions import ConfigError, PartitionCountMismatch, TransportError
+from agentstream.exceptions import ConfigError, PartitionCountMismatch, ProducerFenced, TransportError
 from agentstream.transport.base import TP, Assignor, MemberInfo, RebalanceListener, TopicSpec
 
 __all__ = ["MemoryTransport", "MemoryProducer", "MemoryConsumer", "Record"]
@@ -39,14 +39,28 @@ def default_partition(key: bytes, num_partitions: int) -> int:
 class _Partition:
     records: list[Record] = field(default_factory=list)
     log_start_offset: int = 0  # raised by a future deletion/compaction emulation
+    open_txns: dict[str, int] = field(default_factory=dict)  # transactional_id -> its first offset here
+    aborted: set[int] = field(default_factory=set)  # offsets of records whose transaction aborted
 
     def end(self) -> int:
         """Log end offset (the high watermark: every append is immediately 'replicated')."""
         return len(self.records)
 
     def stable_end(self) -> int:
-        """How far consumers may read; transactions will lower this to the last stable offset."""
+        """The last stable offset: read_committed consumers stop before the first open transaction."""
+        if self.open_txns:
+            return min(self.open_txns.values())
         return len(self.records)
+
+
+@dataclass
+class _Txn:
+    """One open transaction: where its records went, and the offsets it commits."""
+
+    transactional_id: str
+    epoch: int
+    records: dict[TP, list[int]] = field(default_factory=dict)
+    offsets: dict[str, dict[TP, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -146,6 +160,33 @@ class _Broker:
         self.groups: dict[str, _Group] = {}
         self._waiters: set[asyncio.Future[None]] = set()
         self._member_ids = itertools.count(1)
+        self.txn_epochs: dict[str, int] = {}  # transactional_id -> current producer epoch
+        self.open_txns: dict[str, _Txn] = {}
+
+    # -- transactions (Kafka's transaction coordinator, minus control records) -----------------------
+    def init_producer(self, transactional_id: str) -> int:
+        """InitProducerId: bump the epoch (fencing older producers) and abort their open transaction."""
+        old = self.open_txns.get(transactional_id)
+        if old is not None:
+            self.end_txn(old, commit=False)
+        epoch = self.txn_epochs.get(transactional_id, -1) + 1
+        self.txn_epochs[transactional_id] = epoch
+        return epoch
+
+    def end_txn(self, txn: _Txn, *, commit: bool) -> None:
+        """Commit (records visible, offsets stored) or abort (records hidden) all at once."""
+        if self.open_txns.get(txn.transactional_id) is not txn:
+            return
+        del self.open_txns[txn.transactional_id]
+        for tp, offsets in txn.records.items():
+            part = self.partition(tp)
+            part.open_txns.pop(txn.transactional_id, None)
+            if not commit:
+                part.aborted.update(offsets)
+        if commit:
+            for group_id, offs in txn.offsets.items():
+                self.group(group_id).committed.update(offs)
+        self.wake()
 
     def topic(self, name: str) -> _Topic:
         try:
@@ -172,11 +213,15 @@ class _Broker:
         return f"{group_id}-{next(self._member_ids):06d}"  # zero-padded so sorting is join order
 
     def append(
-        self, tp: TP, key: bytes | None, value: bytes | None, timestamp_ms: int | None, headers: Sequence[tuple[str, bytes]]
+        self, tp: TP, key: bytes | None, value: bytes | None, timestamp_ms: int | None, headers: Sequence[tuple[str, bytes]],
+        txn: _Txn | None = None,
     ) -> RecordMetadata:
         part = self.partition(tp)
         ts = timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)
         offset = part.end()
+        if txn is not None:
+            part.open_txns.setdefault(txn.transactional_id, offset)
+            txn.records.setdefault(tp, []).append(offset)
         rec: Record = ConsumerRecord(
             topic=tp.topic, partition=tp.partition, offset=offset, timestamp=ts, timestamp_type=0,
             key=key, value=value, checksum=None,
@@ -210,15 +255,62 @@ class _Broker:
 
 
 class MemoryProducer:
-    """Appends synchronously: the returned future is already resolved, ``flush`` has nothing to wait for."""
+    """Appends synchronously: the returned future is already resolved, ``flush`` has nothing to wait for.
 
-    def __init__(self, broker: _Broker, **settings: Any) -> None:
+    With a ``transactional_id`` it follows Kafka's transaction rules: sends only inside a
+    transaction, records invisible to read_committed readers until the commit, and a newer
+    producer with the same id fences this one (its next operation raises ProducerFenced).
+    """
+
+    def __init__(self, broker: _Broker, transactional_id: str | None = None, **settings: Any) -> None:
         self._broker = broker
         self._next: dict[str, int] = {}  # round-robin cursor per topic for keyless records
         self._started = self._stopped = False
+        self.transactional_id = transactional_id
+        self._epoch = -1
+        self._txn: _Txn | None = None
 
     async def start(self) -> None:
+        if self.transactional_id is not None and not self._started:
+            self._epoch = self._broker.init_producer(self.transactional_id)
         self._started = True
+
+    def _check_txn(self, *, in_txn: bool) -> _Txn | None:
+        tid = self.transactional_id
+        if tid is None:
+            raise TransportError("this producer has no transactional_id: create it with transport.producer(transactional_id=...)")
+        if not self._started or self._stopped:
+            raise TransportError("memory producer is not running: call start() first and not after stop()")
+        if self._broker.txn_epochs.get(tid) != self._epoch:
+            self._txn = None
+            raise ProducerFenced(f"producer {tid!r} (epoch {self._epoch}) was fenced by a newer producer with the same transactional_id")
+        if in_txn and self._txn is None:
+            raise TransportError(f"producer {tid!r} has no open transaction: call begin_transaction() first")
+        return self._txn
+
+    async def begin_transaction(self) -> None:
+        if self._check_txn(in_txn=False) is not None:
+            raise TransportError(f"producer {self.transactional_id!r} already has an open transaction")
+        assert self.transactional_id is not None
+        self._txn = _Txn(self.transactional_id, self._epoch)
+        self._broker.open_txns[self.transactional_id] = self._txn
+
+    async def send_offsets_to_transaction(self, offsets: Mapping[TP, int], group_id: str) -> None:
+        txn = self._check_txn(in_txn=True)
+        assert txn is not None
+        txn.offsets.setdefault(group_id, {}).update(offsets)
+
+    async def commit_transaction(self) -> None:
+        txn = self._check_txn(in_txn=True)
+        assert txn is not None
+        self._txn = None
+        self._broker.end_txn(txn, commit=True)
+
+    async def abort_transaction(self) -> None:
+        txn = self._check_txn(in_txn=True)
+        assert txn is not None
+        self._txn = None
+        self._broker.end_txn(txn, commit=False)
 
     async def stop(self) -> None:
         self._stopped = True
@@ -235,6 +327,7 @@ class MemoryProducer:
     ) -> asyncio.Future[RecordMetadata]:
         if not self._started or self._stopped:
             raise TransportError("memory producer is not running: call start() before send() and not after stop()")
+        txn = self._check_txn(in_txn=True) if self.transactional_id is not None else None
         n = len(self._broker.topic(topic).partitions)
         if partition is None:
             if key is not None:
@@ -242,7 +335,7 @@ class MemoryProducer:
             else:
                 partition = self._next.get(topic, 0) % n
                 self._next[topic] = partition + 1
-        meta = self._broker.append(TP(topic, partition), key, value, timestamp_ms, headers or ())
+        meta = self._broker.append(TP(topic, partition), key, value, timestamp_ms, headers or (), txn)
         fut: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
         fut.set_result(meta)
         return fut
@@ -259,10 +352,13 @@ class MemoryConsumer:
 
     def __init__(
         self, broker: _Broker, group_id: str | None, assignor: Assignor | None,
-        auto_offset_reset: str = "earliest", **settings: Any,
+        auto_offset_reset: str = "earliest", isolation_level: str = "read_uncommitted", **settings: Any,
     ) -> None:  # fmt: skip
         if auto_offset_reset not in ("earliest", "latest"):
             raise ConfigError("auto_offset_reset", f"{auto_offset_reset!r} is not supported", "use 'earliest' or 'latest'")
+        if isolation_level not in ("read_uncommitted", "read_committed"):
+            raise ConfigError("isolation_level", f"{isolation_level!r} is not supported", "use 'read_uncommitted' or 'read_committed'")
+        self._read_committed = isolation_level == "read_committed"
         self._broker = broker
         self._group_id = group_id
         self._assignor = assignor
@@ -385,12 +481,18 @@ class MemoryConsumer:
                 continue
             part = self._broker.partition(tp)
             pos = self._resolve(tp, part)
-            recs = part.records[pos : min(part.stable_end(), pos + limit)]
+            recs = part.records[pos : min(self._end(part), pos + limit)]
+            self._positions[tp] = pos + len(recs)  # aborted records are skipped, not returned
+            if self._read_committed and part.aborted and recs:
+                recs = [r for r in recs if r.offset not in part.aborted]
             if recs:
                 out[tp] = recs
-                self._positions[tp] = pos + len(recs)
                 limit -= len(recs)
         return out
+
+    def _end(self, part: _Partition) -> int:
+        """How far this consumer may read: the last stable offset under read_committed."""
+        return part.stable_end() if self._read_committed else part.end()
 
     def _resolve(self, tp: TP, part: _Partition) -> int:
         """Position, else committed offset, else auto_offset_reset; out-of-range also resets."""
@@ -433,7 +535,7 @@ class MemoryConsumer:
 
     def highwater(self, partition: TP) -> int | None:
         try:
-            return self._broker.partition(partition).end()
+            return self._end(self._broker.partition(partition))
         except TransportError:
             return None
 
@@ -513,9 +615,16 @@ class MemoryTransport:
         while tasks := [t for g in self._broker.groups.values() if (t := g.pending()) is not None]:
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    def read_topic(self, topic: str) -> list[Record]:
-        """Every record of ``topic``, partition by partition, for assertions in tests."""
-        return [r for p in self._broker.topic(topic).partitions for r in p.records[p.log_start_offset :]]
+    def read_topic(self, topic: str, *, committed: bool = False) -> list[Record]:
+        """Every record of ``topic``, partition by partition, for assertions in tests.
+
+        ``committed=True`` reads like a read_committed consumer: no open or aborted transactions.
+        """
+        out: list[Record] = []
+        for p in self._broker.topic(topic).partitions:
+            recs = p.records[p.log_start_offset : p.stable_end() if committed else p.end()]
+            out.extend(r for r in recs if not committed or r.offset not in p.aborted)
+        return out
 
     def end_offsets(self, partitions: Sequence[TP]) -> dict[TP, int]:
         return {tp: self._broker.partition(tp).end() for tp in partitions}

@@ -71,35 +71,37 @@ def part_entries(part: "TablePartition") -> Iterator[tuple[bytes, Any, bool]]:
 
 
 EXACT_COUNT_LIMIT = 100_000
-EXACT_COUNT_TTL = 5.0
-_counts: "weakref.WeakKeyDictionary[Any, tuple[float, int]]" = weakref.WeakKeyDictionary()
-
-
-def store_count(store: Any) -> int:
-    """Keys in a store. RocksDB's own count is an estimate that counts overwritten keys again (it
-    doubles easily), so persistent stores up to EXACT_COUNT_LIMIT keys are counted by a scan,
-    at most every EXACT_COUNT_TTL seconds (the status page samples every second)."""
-    estimate = len(store)
-    if not getattr(store, "persistent", False) or estimate > EXACT_COUNT_LIMIT:
-        return estimate
-    now = time.monotonic()
-    cached = _counts.get(store)
-    if cached is not None and now - cached[0] < EXACT_COUNT_TTL:
-        return cached[1]
-    n = sum(1 for _ in store.items())
-    try:
-        _counts[store] = (now, n)
-    except TypeError:  # not weak-referenceable: count every time
-        pass
-    return n
+EXACT_COUNT_TTL = 2.0
+_counts: "weakref.WeakKeyDictionary[Any, tuple[float, int]]" = weakref.WeakKeyDictionary()  # by store
 
 
 def part_size(part: "TablePartition") -> int:
-    """Keys in a partition: the store's count corrected by the unwritten changes (at most the
-    cache size, so cheap)."""
-    n = store_count(part.store)
+    """Keys in a partition, including unwritten changes.
+
+    Memory stores count exactly and cheaply. RocksDB's own count is an estimate that counts
+    overwritten keys again (it doubles easily), so partitions up to EXACT_COUNT_LIMIT keys are
+    counted by a scan, at most every EXACT_COUNT_TTL seconds (the status page samples every
+    second): such counts may be that old, but are always a consistent snapshot.
+    """
+    store = part.store
+    estimate = len(store)
+    if getattr(store, "persistent", False) and estimate <= EXACT_COUNT_LIMIT:
+        now = time.monotonic()
+        try:
+            cached = _counts.get(store)
+        except TypeError:  # a store that cannot be weakly referenced: count every time
+            cached = None
+        if cached is not None and now - cached[0] < EXACT_COUNT_TTL:
+            return cached[1]
+        n = sum(1 for k, _, _ in part_entries(part) if k != _STREAM_TIME_KEY)
+        try:
+            _counts[store] = (now, n)
+        except TypeError:
+            pass
+        return n
+    n = estimate
     for k, (v, _) in _overlay(part).items():
-        in_store = k in part.store
+        in_store = k in store
         if v is not None and not in_store:
             n += 1
         elif v is None and in_store:

@@ -63,6 +63,7 @@ class PartitionGroup:
         self._lagging = lagging
         self._clock = clock
         self._idle_since: float | None = None
+        self.last: RecordQueue | None = self._single  # the queue the last record came from
         self.enforced = 0  # times the task went on without a lagging input (KS's enforced processing)
 
     def add(self, tp: TP, messages: Iterable[Message]) -> int:
@@ -99,4 +100,5 @@ class PartitionGroup:
             self.enforced += 1
         else:
             self._idle_since = None
+        self.last = best
         return best.messages.popleft()

@@ -118,36 +118,37 @@ class StreamTask:
                         pass
                 continue
             message: Message = item  # type: ignore[assignment]
-            q = group.queues[TP(message.topic, message.partition)]
+            q = group.last
+            assert q is not None
+            tp = q.tp
             if q.paused and len(q.messages) <= self._low_water:
-                self._on_drained(q.tp)
+                self._on_drained(tp)
             if not self._ordered_acks:
-                self._inflight[q.tp].append(message.offset)
-            key_loads, value_loads = self._codecs[message.topic]
+                self._inflight[tp].append(message.offset)
+            key_loads, value_loads = self._codecs[tp.topic]
             try:
                 key = None if message.key is None else key_loads(message.key)
                 value = None if message.value is None else value_loads(message.value)
             except Exception as exc:
                 await self._errors.decode_failed(self, message, exc)
-                self._ack_message(message)
+                self._ack(tp, message.offset)
                 continue
-            return Event(key, value, message)
+            return Event(key, value, message, tp)
 
     def ack(self, event: Event) -> None:
-        self._ack_message(event.message)
+        self._ack(event.tp, event.message.offset)
 
-    def _ack_message(self, message: Message) -> None:
+    def _ack(self, tp: TP, offset: int) -> None:
         self.processed += 1
-        tp = TP(message.topic, message.partition)
         if self._ordered_acks:
-            self.committable[tp] = message.offset + 1
+            self.committable[tp] = offset + 1
             return
         inflight, done = self._inflight[tp], self._done[tp]
-        done.add(message.offset)
+        done.add(offset)
         while inflight and inflight[0] in done:
-            offset = inflight.popleft()
-            done.discard(offset)
-            self.committable[tp] = offset + 1
+            first = inflight.popleft()
+            done.discard(first)
+            self.committable[tp] = first + 1
 
     def split(self, index: int, point: SplitPoint) -> SplitPoint:
         splits = self.agent.splits

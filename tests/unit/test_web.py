@@ -425,3 +425,32 @@ async def test_windowed_lookup_by_window() -> None:
         assert body["total"] == 2
         status, body, _ = await get(url(h, "/tables"))
         assert body["tables"][0]["windowed"]["kind"] == "tumbling"
+
+
+# -- key counts -------------------------------------------------------------------------------------
+
+
+def test_key_count_of_a_rocksdb_partition_is_exact_despite_overwrites(tmp_path: Any) -> None:
+    from agentstream.tables.store import store_for
+    from agentstream.tables.table import TablePartition
+    from agentstream.web import tables as web_tables
+
+    app = agentstream.App(f"count-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
+    table = app.Table("t", default=int)
+    store = store_for("rocksdb://", tmp_path / "t0")
+    part = TablePartition(table, 0, store, None, 100)
+    try:
+        for round_ in range(20):  # overwrites make RocksDB's own estimate count keys again
+            store.write_batch((f"k{i}".encode(), str(round_).encode()) for i in range(50))
+            store.flush()
+        assert web_tables.part_size(part) == 50
+        part.set(b"new", 1)  # unwritten: in the cache only
+        part.set(b"k0", None)  # a delete in the cache
+        web_tables._counts.clear()
+        assert web_tables.part_size(part) == 50  # +1 new, -1 deleted
+        part.set(b"new2", 1)
+        assert web_tables.part_size(part) == 50  # counted at most every EXACT_COUNT_TTL seconds
+        web_tables._counts.clear()
+        assert web_tables.part_size(part) == 51
+    finally:
+        store.close()

@@ -365,25 +365,7 @@ async def test_pageviews_late_view_is_dropped_and_not_reported() -> None:
     assert page_views.late_dropped == dropped_before + 2
 
 
-async def _wait_keeping_cancellation(self: Any, timeout: float) -> None:
-    fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    self._waiters.add(fut)
-    try:
-        await asyncio.wait({fut}, timeout=timeout)
-    finally:
-        self._waiters.discard(fut)
-
-
-async def test_partition_coming_back_from_standby_uses_the_restored_stream_time(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Work around an unrelated hang: on Python 3.11 asyncio.wait_for() swallows a cancel that
-    # arrives in the tick its future completed, so when the memory broker wakes waiters (a member
-    # leaving) just as Worker.stop() cancels the standby follower, TableManager.stop() waits for
-    # it forever. Remove once the memory transport (or TableManager.stop) is fixed.
-    from agentstream.transport import memory
-
-    monkeypatch.setattr(memory._Broker, "wait", _wait_keeping_cancellation)
+async def test_partition_coming_back_from_standby_uses_the_restored_stream_time() -> None:
     broker, app_id = f"memory://standby-{uuid.uuid4().hex[:8]}", f"standby-{uuid.uuid4().hex[:6]}"
     counted_a: list[float] = []
     app_a, wt_a = restore_app(broker, app_id, counted_a, table_standby_replicas=1)

@@ -1,0 +1,236 @@
+"""Export benchmark: a table's changelog exported by Spark vs a raw aiokafka read into a list.
+
+Standalone (starts its own dev broker, loads the changelog, runs both sides as subprocesses,
+prints one line per side and writes ``artifacts/bench/export.json``)::
+
+    python -m bench.export_case run [--n 1000000] [--master local[*]]
+
+Or as a :mod:`bench.run` case (not wired in: bench/ has its own owner). ``case_export(case, n)``
+has the signature of the other cases and returns their ``{"agentstream": ..., "raw": ...}`` shape;
+to add it, in bench/run.py: ``from bench.export_case import case_export``, then
+``CASES["export"] = case_export``, ``FULL["export"] = 1_000_000``, ``QUICK["export"] = 50_000``,
+``UNITS["export"] = "changelog records/s"``.
+
+Input: ``n`` changelog records of a JSON-keyed table (``n // 2`` distinct keys, each written
+twice, JSON int values, 4 partitions, partitioned like table writes).
+
+* raw side: one aiokafka consumer (no group) reads every partition from 0 up to its end (the
+  fetch high watermark) appending the records to a Python list; timed from the first getmany.
+* agentstream side: ``read_changelog(latest=False)`` written to Parquet by a ``local[*]``
+  session (JVM start and one small warm-up read untimed): records/s is changelog records read,
+  decoded and written per second. The same run also times ``latest=True`` (one row per key,
+  computed in Spark) and reports it as ``latest_records_per_s``.
+
+CPU and peak RSS of the Spark side include the JVM and the Python workers (this process's
+descendants, from /proc), since that is where the work is done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import common
+
+TOPIC = "bench-export-t-changelog"  # App "bench-export", table "t"
+PARTITIONS = 4
+
+
+def changelog(n: int) -> list[tuple[bytes, bytes]]:
+    keys = max(1, n // 2)
+    return [(b'"k%09d"' % (i % keys), b"%d" % i) for i in range(n)]
+
+
+async def load(bootstrap: str, n: int) -> None:
+    from agentstream.transport.memory import default_partition
+
+    await common.create_topics(bootstrap, [TOPIC], partitions=PARTITIONS, compacted=[TOPIC])
+    await common.load_topic(bootstrap, TOPIC, changelog(n), partitioner=default_partition)
+
+
+# -- process-tree stats ---------------------------------------------------------------------------
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def tree_cpu_seconds() -> float:
+    """CPU of this process and every live descendant (the JVM, Spark's Python workers)."""
+    total = common.cpu_seconds()
+    for pid in _descendants(os.getpid()):
+        total += common.proc_cpu_seconds(pid) or 0.0
+    return total
+
+
+def tree_peak_rss_mb() -> float:
+    total = common.peak_rss_mb()
+    for pid in _descendants(os.getpid()):
+        try:
+            total += common.peak_rss_mb(pid)
+        except OSError:
+            pass
+    return total
+
+
+# -- the two sides (each its own process) --------------------------------------------------------------
+
+
+async def raw_side(expect: int) -> dict[str, Any]:
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    from agentstream.exporter.offsets import changelog_ranges
+
+    bootstrap = os.environ["BENCH_BOOTSTRAP"]
+    ranges = await changelog_ranges(bootstrap, TOPIC)  # the ends, as the export takes them (untimed)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                max_partition_fetch_bytes=8 * 1024 * 1024, fetch_max_bytes=64 * 1024 * 1024)
+    await consumer.start()
+    records: list[Any] = []
+    meter = common.Meter()
+    try:
+        ends = {TopicPartition(TOPIC, r.partition): r.end for r in ranges}
+        consumer.assign(list(ends))
+        for tp in ends:
+            consumer.seek(tp, 0)
+        remaining = {tp for tp, end in ends.items() if end > 0}
+        meter.start()
+        while remaining:
+            batches = await consumer.getmany(*remaining, timeout_ms=500, max_records=65_536)
+            for tp, messages in batches.items():
+                records.extend(messages)
+                if messages[-1].offset + 1 >= ends[tp]:
+                    remaining.discard(tp)
+        result = meter.stop(len(records))
+    finally:
+        await consumer.stop()
+    result["correct"] = len(records) == expect
+    return result
+
+
+def export_side(expect: int, master: str, out: Path) -> dict[str, Any]:
+    import agentstream
+    from agentstream.exporter.offsets import PartitionRange, snapshot_ranges
+    from agentstream.exporter.spark import read_changelog, spark_session
+
+    app = agentstream.App("bench-export", broker=os.environ["AGENTSTREAM_BROKER"], topic_partitions=PARTITIONS)
+    table = app.Table("t", default=int)
+    spark = spark_session(master, conf={"spark.sql.shuffle.partitions": PARTITIONS * 2})
+    spark.sparkContext.setLogLevel("ERROR")
+    # Warm-up (untimed): Python workers started, data source and Parquet writer code loaded.
+    warm = [PartitionRange(r.partition, r.start, min(r.end, r.start + 10))
+            for r in snapshot_ranges(os.environ["BENCH_BOOTSTRAP"], TOPIC)]
+    read_changelog(spark, app, table, latest=False, ranges=warm).write.mode("overwrite").parquet(str(out / "warm"))
+
+    cpu0, t0 = tree_cpu_seconds(), time.perf_counter()
+    read_changelog(spark, app, table, latest=False).write.mode("overwrite").parquet(str(out / "all"))
+    seconds = time.perf_counter() - t0
+    cpu = tree_cpu_seconds() - cpu0
+    t1 = time.perf_counter()
+    read_changelog(spark, app, table, latest=True).write.mode("overwrite").parquet(str(out / "latest"))
+    latest_seconds = time.perf_counter() - t1
+    rows_all = spark.read.parquet(str(out / "all")).count()
+    rows_latest = spark.read.parquet(str(out / "latest")).count()
+    rss = tree_peak_rss_mb()
+    spark.stop()
+    return {
+        "records": rows_all, "seconds": seconds, "records_per_s": expect / seconds, "cpu_s": cpu,
+        "latest_seconds": latest_seconds, "latest_records_per_s": expect / latest_seconds,
+        "latest_rows": rows_latest, "peak_rss_mb": rss, "master": master,
+        "correct": rows_all == expect and rows_latest == max(1, expect // 2),
+    }
+
+
+# -- orchestration --------------------------------------------------------------------------------------
+
+
+def case_export(case: Any, n: int) -> dict[str, Any]:
+    """A :mod:`bench.run` case: ``case`` is its ``Case`` (broker, scratch dir, subprocess runner)."""
+    t = time.perf_counter()
+    asyncio.run(load(case.broker.bootstrap, n))
+    print(f"[bench] export: loaded {n} changelog records in {time.perf_counter() - t:.1f}s", flush=True)
+    a = case.run("agentstream", ["bench.export_case", "export", "--expect", str(n),
+                                 "--out", str(case.scratch / "export")])
+    r = case.run("raw", ["bench.export_case", "raw", "--expect", str(n)])
+    return {"agentstream": a, "raw": r}
+
+
+def run_standalone(n: int, master: str) -> dict[str, Any]:
+    from agentstream.devbroker import DevBroker
+    from bench.run import ARTIFACTS, Case, machine
+
+    logs = ARTIFACTS / "export"
+    shutil.rmtree(logs, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="agentstream-bench-export-") as scratch:
+        with DevBroker(log_path=logs / "broker.log") as broker:
+            case = Case("export", broker, Path(scratch), False, logs)
+            os.environ["BENCH_EXPORT_MASTER"] = master
+            detail = case_export(case, n)
+    a, r = detail["agentstream"], detail["raw"]
+    row = {"case": "export", "n": n, "unit": "changelog records/s", "master": master,
+           "export_records_per_s": round(a["records_per_s"], 1),
+           "export_latest_records_per_s": round(a["latest_records_per_s"], 1),
+           "raw_records_per_s": round(r["records_per_s"], 1),
+           "ratio": round(a["records_per_s"] / r["records_per_s"], 3),
+           "export_cpu_s": round(a["cpu_s"], 1), "raw_cpu_s": round(r["cpu_s"], 1),
+           "export_peak_rss_mb": round(a["peak_rss_mb"], 1), "raw_peak_rss_mb": round(r["peak_rss_mb"], 1),
+           "correct": bool(a["correct"] and r["correct"]), "machine": machine(), "detail": detail}
+    out = ARTIFACTS / "export.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(row, indent=2) + "\n")
+    print(f"export n={n} ({master}): spark all-versions {a['records_per_s']:,.0f} records/s "
+          f"({a['seconds']:.1f}s), latest {a['latest_records_per_s']:,.0f} records/s ({a['latest_seconds']:.1f}s); "
+          f"raw aiokafka -> list {r['records_per_s']:,.0f} records/s ({r['seconds']:.1f}s); "
+          f"ratio {row['ratio']:.2f}; correct={row['correct']}; wrote {out}")
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="mode", required=True)
+    run = sub.add_parser("run", help="the whole comparison, standalone")
+    run.add_argument("--n", type=int, default=1_000_000)
+    run.add_argument("--master", default="local[*]")
+    raw = sub.add_parser("raw")
+    raw.add_argument("--expect", type=int, required=True)
+    exp = sub.add_parser("export")
+    exp.add_argument("--expect", type=int, required=True)
+    exp.add_argument("--out", required=True)
+    exp.add_argument("--master", default=None)
+    args = p.parse_args(argv)
+    if args.mode == "run":
+        return 0 if run_standalone(args.n, args.master)["correct"] else 1
+    if args.mode == "raw":
+        result = asyncio.run(raw_side(args.expect))
+        common.report(result)
+    else:
+        master = args.master or os.environ.get("BENCH_EXPORT_MASTER", "local[*]")
+        common.report(export_side(args.expect, master, Path(args.out)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
