@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .. import codecs
 from ..events import current_event
-from ..exceptions import AgentStreamError
+from ..exceptions import AgentStreamError, SerializationError, TopologyError
 from ..transport.memory import default_partition
+from ..worker.eos import current_task
 from .cache import RecordCache
 from .store import Store, read_checkpoint, write_checkpoint
 
@@ -39,7 +40,7 @@ class TablePartition:
     """One partition of one table on this worker: store, cache, and changelog position."""
 
     __slots__ = ("table", "partition", "store", "cache", "pending", "last_send", "changelog_offset",
-                 "checkpoint_path", "active", "_ready", "epoch")
+                 "checkpoint_path", "active", "_ready", "epoch", "writer")
 
     def __init__(self, table: "Table", partition: int, store: Store, checkpoint_path: Path | None,
                  cache_size: int) -> None:
@@ -54,6 +55,7 @@ class TablePartition:
         self.active = False
         self._ready = False
         self.epoch = 0  # +1 each time the partition becomes ready (restored): derived state is stale
+        self.writer: Any = None  # exactly_once: the TaskId whose transaction carries this partition's writes
 
     @property
     def ready(self) -> bool:
@@ -79,6 +81,8 @@ class TablePartition:
         return True, self.table.value_codec.loads(raw)
 
     def set(self, key: bytes, value: Any) -> None:
+        if self.table.eos:
+            self.table._claim(self)
         evicted = self.cache.put(0, key, value)
         if evicted:
             self.table._send_changelog(self, evicted)
@@ -102,6 +106,12 @@ class TablePartition:
                 self.changelog_offset = self.last_send.result().offset + 1
             self.last_send = None
 
+    def discard_uncommitted(self) -> None:
+        """exactly_once, after an abort: forget writes the changelog never committed."""
+        self.cache.clear()
+        self.pending.clear()
+        self.last_send = None
+
     def checkpoint(self) -> None:
         """Record the changelog offset the store is consistent with (persistent stores only)."""
         if self.changelog_offset is not None and self.checkpoint_path is not None:
@@ -122,6 +132,8 @@ class Table:
 
     is_global = False
     _windowed: Any = None  # the shared window state once tumbling()/hopping() was called
+    eos = False  # set by the TableManager under processing_guarantee='exactly_once'
+    _writer_subtopology: int | None = None  # exactly_once: the one sub-topology allowed to write
 
     def __init__(
         self,
@@ -155,7 +167,12 @@ class Table:
         self._key_codec_dumps = self.key_codec.dumps
 
     def _key_dumps(self, key: Any) -> bytes:
-        kb = self._key_codec_dumps(key)
+        try:
+            kb = self._key_codec_dumps(key)
+        except SerializationError as exc:
+            hint = (" (keys of a topic without key_type arrive as bytes: declare the topic with key_type=str, "
+                    "or give the table key_type=bytes)") if isinstance(key, (bytes, bytearray)) else ""
+            raise SerializationError(f"table {self.name!r} cannot encode key {key!r}: {exc}{hint}") from exc
         if kb is None:
             raise KeyError("a table key cannot be None")
         return kb
@@ -178,6 +195,34 @@ class Table:
                 + ("" if event is not None else "; outside an agent, ask the worker that owns the key")
             )
         return part
+
+    def _claim(self, part: TablePartition) -> None:
+        """exactly_once: attribute the partition's writes to the current task's transaction.
+
+        Two sub-topologies writing one table would put one partition's changelog into two
+        transactions that commit separately (a lost update or a double count after a crash),
+        so like Kafka Streams (a store belongs to one sub-topology) that is refused.
+        """
+        task = current_task.get()
+        if task is not None and part.writer == task.id:
+            return
+        if task is None:
+            raise TopologyError(
+                f"table {self.name!r} was written outside an agent (timer, task or web view) under "
+                "processing_guarantee='exactly_once', where every table write must belong to the transaction "
+                "of the record that caused it. Fix: write tables from agents only, or use at_least_once"
+            )
+        owner = self._writer_subtopology
+        if owner is None:
+            self._writer_subtopology = owner = task.id.subtopology
+        if owner != task.id.subtopology:
+            raise TopologyError(
+                f"table {self.name!r} is written by two sub-topologies ({owner} and {task.id.subtopology}, agent "
+                f"{task.agent.name!r}) under processing_guarantee='exactly_once'; each task commits its own "
+                "transaction, so one table partition cannot take writes from two. Fix: write the table from "
+                "one agent stage (send to that stage instead), or use at_least_once"
+            )
+        part.writer = task.id
 
     def _send_changelog(self, part: TablePartition, entries: list[tuple[int, bytes, Any]]) -> None:
         """Queue changelog records (sent at commit time by the manager's producer)."""
