@@ -21,7 +21,32 @@ from .models import Record
 from .streams import Stream
 from .topics import Topic
 
+# Faust's public names, so ``import agentstream as faust`` runs Faust apps (docs/migrating-from-faust.md)
+from .agents.agent import Agent
+from .channels import Channel
+from .faust_compat import Worker
+from .service import Service, ServiceT
+from .tables.table import GlobalTable, SetGlobalTable, SetTable, Table
+from .tables.windows import HoppingWindow, TumblingWindow
+
+Model = Record
+EventT = Event
+StreamT = Stream
+TopicT = Topic
+ChannelT = Channel
+AgentT = Agent
+TableT = Table
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    """``faust.web``, ``faust.cli``, ``faust.serializers``: imported on first use (aiohttp is heavy)."""
+    if name in ("web", "cli", "serializers", "crontab", "testing"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'agentstream' has no attribute {name!r}")
 
 __all__ = [
     "App",
@@ -30,6 +55,24 @@ __all__ = [
     "Topic",
     "Event",
     "current_event",
+    "Agent",
+    "Channel",
+    "Service",
+    "ServiceT",
+    "Worker",
+    "Table",
+    "GlobalTable",
+    "SetTable",
+    "SetGlobalTable",
+    "TumblingWindow",
+    "HoppingWindow",
+    "Model",
+    "EventT",
+    "StreamT",
+    "TopicT",
+    "ChannelT",
+    "AgentT",
+    "TableT",
     "AgentStreamError",
     "ConfigError",
     "ImproperlyConfigured",

@@ -138,8 +138,9 @@ class App:
                                      concurrency=concurrency)
                 self.startup_tasks.append(local.run_instances)
                 return local
-            if channel is None:
-                topics = [self.topic(f"{self.id}-{agent_name}")]
+            if channel is None:  # Faust: @app.agent(key_type=..., value_type=...) makes <app>-<name>
+                topics = [self.topic(f"{self.id}-{agent_name}", key_type=kwargs.get("key_type"),
+                                     value_type=kwargs.get("value_type"))]
             elif isinstance(channel, (Topic, str)):
                 topics = [self._as_topic(channel)]
             else:
@@ -175,7 +176,10 @@ class App:
                 traced: bool = True) -> Callable[[F], F]:
         """Run ``async def fun()`` at the times of a 5-field cron expression (``timezone``: name or
         tzinfo, default UTC); see :mod:`agentstream.crontab`."""
+        from .crontab import CronSchedule
         from .faust_compat import crontab_runner
+
+        CronSchedule(cron_format)  # a bad expression fails here, at import, naming the field
 
         def _decorate(fun: F) -> F:
             self.startup_tasks.append(crontab_runner(self, fun, cron_format, timezone, on_leader))
@@ -327,6 +331,8 @@ class App:
             "max_poll_interval_ms": max(int(s.rebalance_timeout * 1000), 300_000),
             "max_poll_records": s.max_poll_records,
             "auto_offset_reset": "earliest",
+            # exactly_once: never read records of open or aborted transactions
+            "isolation_level": "read_committed" if s.processing_guarantee == "exactly_once" else "read_uncommitted",
         }
 
     def producer_settings(self) -> dict[str, Any]:

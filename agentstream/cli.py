@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import orjson
 
+from .commands import argument, option  # Faust's ``faust.cli.option``/``argument`` for @app.command
 from .exceptions import AgentStreamError, ConfigError
 
 if TYPE_CHECKING:
     from .app import App
 
-__all__ = ["main", "load_app"]
+__all__ = ["main", "load_app", "option", "argument"]
 
 LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s"
 
@@ -68,7 +69,7 @@ def _run(coro: Any) -> Any:
         return asyncio.run(coro)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(app: "App | None" = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="agentstream", description="Faust-style stream processing on Kafka")
     p.add_argument("-A", "--app", help="the app module, e.g. apps.wordcount or apps.wordcount:app")
     p.add_argument("-l", "--loglevel", default=None, help="log level (default: the app's, INFO)")
@@ -105,11 +106,38 @@ def _parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("dev-broker", help="run the local Kafka-protocol dev broker (memory only)")
     d.add_argument("--port", type=int, default=9092)
+
+    sub.add_parser("models", help="list the app's Record models (Faust's `models`)")
+    m = sub.add_parser("model", help="show a model's fields, types and defaults")
+    m.add_argument("name", help="the model's class name or namespace")
+    r = sub.add_parser("reset", help="delete the app's local table stores (restored from the changelogs on start); "
+                                     "--offsets also rewinds the consumer group")
+    r.add_argument("--data-dir", help="where table stores live (default: the app's)")
+    r.add_argument("--offsets", action="store_true", help="also reset the group's offsets to the earliest")
+    r.add_argument("--yes", "-y", action="store_true", help="do it (without: print what would be done)")
+    r.add_argument("--broker", "-b")
+    if app is not None and app.commands:
+        from .commands import add_parsers
+
+        add_parsers(sub, app, set(sub.choices))
     return p
 
 
+def _preload(argv: Sequence[str] | None) -> "App | None":
+    """Import the -A app before parsing, so its @app.command commands are known to the parser."""
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)  # "--a 1" is not "--app"
+    pre.add_argument("-A", "--app")
+    known, _ = pre.parse_known_args(argv)
+    if not known.app:
+        return None
+    try:
+        return load_app(known.app)
+    except AgentStreamError:
+        return None  # reported by main() with the usual message
+
+
 def main(argv: Sequence[str] | None = None, app: "App | None" = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser(app or _preload(argv)).parse_args(argv)
     level = getattr(args, "worker_loglevel", None) or args.loglevel
     try:
         if args.command == "dev-broker":
@@ -122,7 +150,14 @@ def main(argv: Sequence[str] | None = None, app: "App | None" = None) -> int:
                 raise ConfigError("app", "no app given", "pass -A package.module (e.g. -A apps.wordcount)")
             app = load_app(args.app)
         setup_logging(level or app.settings.loglevel, getattr(args, "logfile", None))
-        handler: Callable[[Any, App], int] = _COMMANDS[args.command]
+        from .faust_compat import flush_deferred_logs
+
+        flush_deferred_logs()
+        handler: Callable[[Any, App], int] | None = _COMMANDS.get(args.command)
+        if handler is None:  # an @app.command
+            from .commands import run_command
+
+            return run_command(app, args.command, args)
         return handler(args, app)
     except AgentStreamError as exc:
         print(f"agentstream: error: {exc}", file=sys.stderr)
@@ -239,7 +274,35 @@ def _export(args: argparse.Namespace, app: "App") -> int:
                       all_versions=args.all_versions, broker=args.broker)
 
 
+def _models(args: argparse.Namespace, app: "App") -> int:
+    from .commands import print_models
+
+    return print_models(app)
+
+
+def _model(args: argparse.Namespace, app: "App") -> int:
+    from .commands import print_model
+
+    return print_model(app, args.name)
+
+
+def _reset(args: argparse.Namespace, app: "App") -> int:
+    from .commands import reset_app
+
+    changes: dict[str, Any] = {}
+    if args.data_dir:
+        changes["data_dir"] = Path(args.data_dir)
+    if args.broker:
+        changes["broker"] = args.broker
+    if changes:
+        app.settings = app.settings.replace(**changes)
+    return reset_app(app, offsets=args.offsets, yes=args.yes)
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace, "App"], int]] = {
+    "models": _models,
+    "model": _model,
+    "reset": _reset,
     "worker": _worker,
     "send": _send,
     "agents": _agents,

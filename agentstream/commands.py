@@ -169,3 +169,100 @@ def run_command(app: "App", name: str, args: argparse.Namespace) -> int:
 
         result = asyncio.run(_go())
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+# -- built-in Faust verbs whose logic lives here (cli.py only wires them) -------------------------------------
+def app_models(app: "App") -> list[type]:
+    """The Record models the app's modules define (agentstream's own excluded)."""
+    from .models import registry
+
+    return [m for ns, m in sorted(registry.items()) if not m.__module__.startswith("agentstream.")]
+
+
+def print_models(app: "App") -> int:
+    """``agentstream -A app models``: namespace and first docstring line of every model."""
+    models = app_models(app)
+    if not models:
+        print("(no models)")
+    for m in models:
+        doc = (m.__doc__ or "").strip().splitlines()
+        print(f"{m._options.namespace}\t{doc[0] if doc and not doc[0].startswith(m.__name__ + '(') else ''}")  # type: ignore[attr-defined]
+    return 0
+
+
+def print_model(app: "App", name: str) -> int:
+    """``agentstream -A app model NAME``: the model's fields with their types and defaults."""
+    import dataclasses
+    import typing
+
+    models = app_models(app)
+    found = [m for m in models if name in (m._options.namespace, m.__name__, m.__qualname__)]  # type: ignore[attr-defined]
+    if not found:
+        names = ", ".join(m.__name__ for m in models) or "(none)"
+        print(f"agentstream: error: no model named {name!r} (models: {names})", file=sys.stderr)
+        return 2
+    model = found[0]
+    try:
+        hints = typing.get_type_hints(model)
+    except Exception:  # forward references that do not resolve: show the raw annotations
+        hints = {}
+    print(f"{model._options.namespace}")  # type: ignore[attr-defined]
+    for f in dataclasses.fields(model):
+        tp = hints.get(f.name, f.type)
+        type_name = tp.__name__ if isinstance(tp, type) else str(tp).replace("typing.", "")
+        if f.default is not dataclasses.MISSING:
+            default = repr(f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f"{getattr(f.default_factory, '__name__', 'factory')}()"
+        else:
+            default = "*"
+        print(f"  {f.name}\t{type_name}\tdefault={default}")
+    return 0
+
+
+def reset_app(app: "App", *, offsets: bool, yes: bool) -> int:
+    """``agentstream -A app reset``: delete this app's local table stores (they restore from the
+    changelogs on the next start, as in Faust); with ``--offsets`` also rewind the consumer group to
+    the earliest offsets of the app's source topics. Refuses without ``--yes`` (prints the plan)."""
+    import shutil
+
+    from .transport.base import TP
+
+    root = app.settings.data_dir / app.id / "tables"
+    print(f"local table stores: {root}{'' if root.exists() else ' (none)'}")
+    topics: list[str] = []
+    if offsets:
+        async def _sources() -> list[str]:
+            await app.discover()
+            return sorted(app.topology().source_topics)
+
+        topics = asyncio.run(_sources())
+        print(f"consumer group {app.id!r}: rewind {', '.join(topics) or '(no source topics)'} to the earliest offset")
+        if app.tables:
+            print("note: tables are restored from their changelogs, so re-processed records are counted again "
+                  "on top; delete the changelog topics too for a clean re-run")
+    if not yes:
+        print("nothing done: pass --yes to do it (stop every worker of the app first)")
+        return 1
+    if root.exists():
+        shutil.rmtree(root)
+        print(f"deleted {root}")
+    if topics:
+        async def _rewind() -> None:
+            transport = app.transport
+            consumer = transport.consumer(group_id=app.id, **app.consumer_settings())
+            tps: list[TP] = []
+            for t in topics:
+                n = await transport.partition_count(t)
+                tps.extend(TP(t, p) for p in range(n or 0))
+            consumer.assign(tps)
+            await consumer.start()
+            try:
+                await consumer.commit({tp: 0 for tp in tps})
+            finally:
+                await consumer.stop()
+                await app.stop_clients()
+
+        asyncio.run(_rewind())
+        print(f"rewound group {app.id!r} on {len(topics)} topics (offset 0 = the earliest still kept)")
+    return 0

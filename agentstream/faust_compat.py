@@ -86,9 +86,25 @@ def translate_settings(options: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+_deferred: list[tuple[str, tuple[Any, ...]]] = []
+
+
 def log_once(name: str, message: str, *args: Any) -> None:
-    if name not in _logged:
-        _logged.add(name)
+    """Log at INFO once per process; before logging is configured (the CLI imports the app first)
+    the line is kept and written by :func:`flush_deferred_logs`."""
+    if name in _logged:
+        return
+    _logged.add(name)
+    if logging.getLogger().handlers or log.handlers:
+        log.info(message, *args)
+    else:
+        _deferred.append((message, args))
+
+
+def flush_deferred_logs() -> None:
+    """Called by the CLI once logging is set up."""
+    while _deferred:
+        message, args = _deferred.pop(0)
         log.info(message, *args)
 
 

@@ -191,10 +191,61 @@ class Stream:
             )
         return self._split(SplitPoint("group_by", point_name, keyfn, partitions=partitions))
 
+    def echo(self, *channels: Any) -> "Stream":
+        """Faust's ``stream.echo(topic, ...)``: also send every value (with its key) to ``channels``
+        (topics, channels or agents), then pass it on unchanged."""
+        for c in channels:
+            if not hasattr(c, "send"):
+                raise TopologyError(f"echo() needs topic, channel or agent objects, got {c!r}; "
+                                    "use app.topic(name) for a topic by name")
+
+        async def _echo(event: Event) -> bool:
+            for c in channels:
+                await c.send(key=event.key, value=event.value)
+            return True
+
+        return self._derive(_echo)
+
+    def ack(self, event: Event) -> bool:
+        """Acknowledge ``event`` now instead of when the agent asks for the next record (Faust's
+        ``stream.ack``); False when it was not pending (already acknowledged)."""
+        for i, pending in enumerate(self._pending):
+            if pending is event:
+                del self._pending[i]
+                self._input.ack(event)
+                return True
+        return False
+
     def through(self, topic: "Topic | str") -> "Stream":
         """Forward every record to ``topic`` and continue from that topic (a new sub-topology)."""
         name = topic if isinstance(topic, str) else topic.name
         return self._split(SplitPoint("through", name, None, topic=None if isinstance(topic, str) else topic))
+
+    # -- joins (agentstream.joins: semantics and how both sides meet in one task) ----------------
+    def join(self, other: Any, *, within: Any = None, grace: Any = None, key: Any = None,
+             name: str | None = None) -> "Stream":
+        """Inner join: a stream of ``(value, other_value)``.
+
+        ``other`` is a Table (co-partitioned; ideally ``from_topic``), a GlobalTable (``key=`` picks
+        the lookup key from the value) or a Topic (``within=`` seconds/timedelta, ``grace=``: a
+        windowed stream-stream join whose buffers are changelogged)."""
+        from .joins import join_stream
+
+        return join_stream(self, other, "inner", within=within, grace=grace, key=key, name=name)
+
+    def left_join(self, other: Any, *, within: Any = None, grace: Any = None, key: Any = None,
+                  name: str | None = None) -> "Stream":
+        """Like :meth:`join`, but a record without a match still gives ``(value, None)``."""
+        from .joins import join_stream
+
+        return join_stream(self, other, "left", within=within, grace=grace, key=key, name=name)
+
+    def outer_join(self, other: Any, *, within: Any = None, grace: Any = None,
+                   name: str | None = None) -> "Stream":
+        """Stream-stream only: unmatched records of either side give ``(value, None)``/``(None, value)``."""
+        from .joins import join_stream
+
+        return join_stream(self, other, "outer", within=within, grace=grace, name=name)
 
     def _split(self, point: SplitPoint) -> "Stream":
         index = self._splits + 1

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from . import codecs
 from .events import current_event
 from .transport.base import RecordMetadata, TopicSpec
+from .worker.eos import current_task
 
 if TYPE_CHECKING:
     from .app import App
@@ -105,6 +106,9 @@ class Topic:
             ts_ms = event.message.timestamp if event is not None else None
         else:
             ts_ms = int(timestamp * 1000)
+        task = current_task.get()
+        if task is not None and task.txn is not None:  # exactly_once: into the task's transaction
+            return await task.txn.send(self.name, key, value, partition=partition, timestamp_ms=ts_ms, headers=headers)
         producer = self.app.producer if self.app._producer_started else await self.app.start_producer()
         return await producer.send(self.name, key, value, partition=partition, timestamp_ms=ts_ms, headers=headers)
 

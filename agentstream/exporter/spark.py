@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 __all__ = ["read_changelog", "export_table", "register", "spark_session", "resolve_table", "FORMATS"]
 
 FORMATS = ("parquet", "csv", "json")
+CSV_OPTIONS = {"header": "true", "escape": '"'}
+"""RFC 4180 quoting (``""`` inside quotes), not Spark's default backslash escapes."""
 ProgressFn = Callable[[str], None]
 
 
@@ -171,10 +173,10 @@ def export_table(app: "App | str", table: "Table | Any | str", out: str | Path, 
     path = str(out)
     writer = df.write.mode("overwrite")
     if fmt == "csv":
-        writer = writer.option("header", "true")
+        writer = writer.options(**CSV_OPTIONS)
     getattr(writer, fmt)(path)
     # Rows per partition, from what was written (cheap: one column of the output).
-    reader = session.read.option("header", "true") if fmt == "csv" else session.read
+    reader = session.read.options(**CSV_OPTIONS) if fmt == "csv" else session.read
     counts = {int(row["partition"]): int(row["count"])
               for row in getattr(reader, fmt)(path).groupBy("partition").count().collect()}
     for r in planned:
@@ -196,9 +198,9 @@ def cli_export(app: "App", table: str, out: str, *, fmt: str = "parquet", master
     Errors of agentstream's own (no Java, no such table, broker unreachable) propagate to the
     CLI, which prints them without a traceback; they are found before the JVM starts.
     """
+    resolve_table(app, table)
     check_pyspark()
     check_java()
-    resolve_table(app, table)
     try:
         export_table(app, table, out, fmt=fmt, master=master or "local[*]", latest=not all_versions, broker=broker,
                      progress=lambda line: print(line, flush=True))

@@ -21,6 +21,7 @@ from .table import Table, TablePartition
 
 if TYPE_CHECKING:
     from ..app import App
+    from ..testing_faults import FaultInjector
     from ..worker.assignor import Assignment
     from ..worker.worker import Worker
 
@@ -35,10 +36,11 @@ CHECKPOINT_FILE = "agentstream.checkpoint"
 class Restorer:
     """Replays changelog partitions into their stores until each reaches its end."""
 
-    def __init__(self, consumer: Consumer, label: str) -> None:
+    def __init__(self, consumer: Consumer, label: str, faults: "FaultInjector | None" = None) -> None:
         self.consumer = consumer
         self.label = label
         self.restored = 0
+        self.faults = faults
 
     async def run(self, parts: dict[TP, TablePartition], *, batch: int = 10_000) -> int:
         if not parts:
@@ -70,8 +72,16 @@ class Restorer:
                 found.store.write_batch((cast(bytes, m.key), m.value) for m in messages)
                 found.changelog_offset = messages[-1].offset + 1
                 done += len(messages)
+                if self.faults is not None:
+                    self.faults.check("mid_restore")
             for tp, part in list(remaining.items()):
                 hw = consumer.highwater(tp)
+                if hw is not None and (part.changelog_offset or 0) < hw:
+                    # Aborted transactions (and Kafka's commit markers) occupy offsets no record is
+                    # returned for: the reader's position, not the last record, says how far it got.
+                    pos = await consumer.position(tp)
+                    if pos > (part.changelog_offset or 0) and pos >= starts[tp]:
+                        part.changelog_offset = pos
                 if hw is not None and (part.changelog_offset or 0) >= hw:
                     if (part.changelog_offset or 0) > hw:
                         log.warning("%s: checkpoint %d of %s is beyond the changelog's end %d; wiping and "
@@ -93,8 +103,7 @@ class Restorer:
                 log.info("%s: restoring %d/%d records (%.0f records/s, ETA %.0fs)", self.label, done, total, rate, eta)
                 last_log = now
         for part in parts.values():
-            part.store.flush()
-            part.checkpoint()
+            part.checkpoint(force=True)
         self.restored += done
         elapsed = time.monotonic() - began
         log.info("%s: restored %d records into %d partitions in %.2fs (%.0f records/s)", self.label, done,
@@ -119,6 +128,9 @@ class TableManager:
         self._followed: dict[TP, TablePartition] = {}
         self.restored_records = 0
         self.restoring = False
+        self.eos = app.settings.processing_guarantee == "exactly_once"
+        for table in self.tables:
+            table.eos = self.eos and not table.is_global
 
     # -- store partitions ------------------------------------------------------------------------
     def _open(self, table: Table, partition: int) -> TablePartition:
@@ -187,15 +199,18 @@ class TableManager:
         for table in self.tables:
             for p in list(table.parts):
                 part = table.parts[p]
-                part.write_store()
-                part.checkpoint()
+                if self.eos:  # only committed values reach the store (nothing is left after a clean stop)
+                    part.discard_uncommitted()
+                else:
+                    part.write_store()
+                part.checkpoint(force=True)
                 self._close(table, p)
 
     async def _restore(self, parts: dict[TP, TablePartition], label: str) -> int:
         assert self._restore_consumer is not None
         self.restoring = True
         try:
-            n = await Restorer(self._restore_consumer, label).run(parts)
+            n = await Restorer(self._restore_consumer, label, self.worker.faults).run(parts)
         finally:
             self.restoring = False
             self._restore_consumer.assign([])
@@ -274,22 +289,43 @@ class TableManager:
     def dirty(self) -> bool:
         return bool(self._sends) or any(p.dirty() for t in self.tables for p in t.parts.values())
 
-    async def flush(self) -> None:
-        """Commit step 1: caches -> changelog records (sent; delivery awaited by the producer flush)."""
-        for table in self.tables:
-            for part in table.parts.values():
-                part.flush_cache()
-        sends, self._sends = self._sends, []
-        producer = self.app.producer
+    def _parts(self, writer: Any) -> list[TablePartition]:
+        """Every partition, or (exactly_once) those whose writes belong to task ``writer``."""
+        parts = [p for t in self.tables for p in t.parts.values()]
+        return parts if writer is None else [p for p in parts if p.writer == writer]
+
+    async def flush(self, writer: Any = None, producer: Any = None) -> None:
+        """Commit step 1: caches -> changelog records (sent; delivery awaited by the producer flush).
+
+        exactly_once: only task ``writer``'s partitions, through its transactional ``producer``.
+        """
+        for part in self._parts(writer):
+            part.flush_cache()
+        if writer is None:
+            sends, self._sends = self._sends, []
+        else:
+            sends = [s for s in self._sends if s[0].writer == writer]
+            self._sends = [s for s in self._sends if s[0].writer != writer]
+        if producer is None:
+            producer = self.app.producer
         for part, items in sends:
             topic = part.table.changelog_topic.name
             for key, value in items:
                 part.last_send = await producer.send(topic, key, value, partition=part.partition)
 
-    def checkpoint(self) -> None:
-        """Commit step 4 (after the producer flush and the offset commit): stores, then checkpoints."""
-        for table in self.tables:
-            for part in table.parts.values():
-                if part.active:
-                    part.write_store()
-                    part.checkpoint()
+    def checkpoint(self, writer: Any = None) -> None:
+        """Commit step 4 (after the producer flush and the offset commit): stores, then checkpoints.
+
+        exactly_once: called for task ``writer`` after its transaction committed, so a store and
+        its checkpoint only ever hold committed changelog values (see docs/guarantees.md).
+        """
+        for part in self._parts(writer):
+            if part.active:
+                part.write_store()
+                part.checkpoint()
+
+    def discard(self, writer: Any) -> None:
+        """exactly_once, after task ``writer``'s transaction aborted: back to the committed state."""
+        self._sends = [s for s in self._sends if s[0].writer != writer]
+        for part in self._parts(writer):
+            part.discard_uncommitted()

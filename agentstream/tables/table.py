@@ -26,6 +26,7 @@ from .store import Store, read_checkpoint, write_checkpoint
 if TYPE_CHECKING:
     from ..app import App
     from ..topics import Topic
+    from ..joins import JoinedTable
     from .windowed import WindowedTable
 
 log = logging.getLogger(__name__)
@@ -36,11 +37,14 @@ class TableNotReady(AgentStreamError):
     """The table partition a key belongs to is not held (or not yet restored) by this worker."""
 
 
+CHECKPOINT_DELTA = 10_000  # changelog records between checkpoints written at commit
+
+
 class TablePartition:
     """One partition of one table on this worker: store, cache, and changelog position."""
 
     __slots__ = ("table", "partition", "store", "cache", "pending", "last_send", "changelog_offset",
-                 "checkpoint_path", "active", "_ready", "epoch", "writer")
+                 "checkpoint_path", "active", "_ready", "epoch", "writer", "checkpointed")
 
     def __init__(self, table: "Table", partition: int, store: Store, checkpoint_path: Path | None,
                  cache_size: int) -> None:
@@ -51,6 +55,7 @@ class TablePartition:
         self.pending: dict[bytes, bytes | None] = {}  # sent to the changelog, not yet in the store
         self.last_send: asyncio.Future[Any] | None = None
         self.changelog_offset: int | None = None if checkpoint_path is None else read_checkpoint(checkpoint_path)
+        self.checkpointed = self.changelog_offset
         self.checkpoint_path = checkpoint_path
         self.active = False
         self._ready = False
@@ -112,11 +117,20 @@ class TablePartition:
         self.pending.clear()
         self.last_send = None
 
-    def checkpoint(self) -> None:
-        """Record the changelog offset the store is consistent with (persistent stores only)."""
-        if self.changelog_offset is not None and self.checkpoint_path is not None:
-            self.store.flush()
-            write_checkpoint(self.checkpoint_path, self.changelog_offset)
+    def checkpoint(self, force: bool = False) -> None:
+        """Record the changelog offset the store is consistent with (persistent stores only).
+
+        Like Kafka Streams, a commit writes one only when the store moved CHECKPOINT_DELTA records
+        since the last (a checkpoint flushes RocksDB's memtable to a new SST file); restore, close
+        and standby catch-up force it. A stale checkpoint only means a longer tail to replay.
+        """
+        if self.changelog_offset is None or self.checkpoint_path is None:
+            return
+        if not force and self.checkpointed is not None and self.changelog_offset - self.checkpointed < CHECKPOINT_DELTA:
+            return
+        self.store.flush()
+        write_checkpoint(self.checkpoint_path, self.changelog_offset)
+        self.checkpointed = self.changelog_offset
 
     def apply_changelog(self, key: bytes, value: bytes | None, offset: int) -> None:
         """Restore/standby path: the changelog record is already durable."""
@@ -132,6 +146,7 @@ class Table:
 
     is_global = False
     _windowed: Any = None  # the shared window state once tumbling()/hopping() was called
+    source_topic: "Topic | None" = None  # set by from_topic(): the table mirrors this topic
     eos = False  # set by the TableManager under processing_guarantee='exactly_once'
     _writer_subtopology: int | None = None  # exactly_once: the one sub-topology allowed to write
 
@@ -308,6 +323,32 @@ class Table:
 
         return hopping(self, size, step, expires, grace=grace,
                        on_window_close=on_window_close or self.on_window_close)
+
+    # -- joins (agentstream.joins) ---------------------------------------------------------------
+    def from_topic(self, topic: "Topic") -> "Table":
+        """Keep this table equal to the latest value per key of ``topic`` (Kafka Streams' KTable);
+        ``stream.join(table)`` then reads ``topic`` in the joining task, in timestamp order."""
+        from ..joins import from_topic
+
+        return from_topic(self, topic)
+
+    def join(self, other: "Table") -> "JoinedTable":
+        """A read-only view: ``view[k] == (self[k], other[k])`` for keys in both tables."""
+        from ..joins import join_tables
+
+        return join_tables(self, other, "inner")
+
+    def left_join(self, other: "Table") -> "JoinedTable":
+        """A read-only view over this table's keys: ``(self[k], other.get(k))``."""
+        from ..joins import join_tables
+
+        return join_tables(self, other, "left")
+
+    def outer_join(self, other: "Table") -> "JoinedTable":
+        """A read-only view over the keys of either table (the missing side None)."""
+        from ..joins import join_tables
+
+        return join_tables(self, other, "outer")
 
     def items(self) -> Iterator[tuple[Any, Any]]:
         """Every key of the partitions this worker holds (cache and pending writes included)."""

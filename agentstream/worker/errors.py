@@ -46,7 +46,7 @@ class ErrorPolicy:
         policy = self.on_decode_error
         log.error("cannot decode record %s for agent %s (task %s): %s: %s; policy on_decode_error=%s",
                   _where(message), task.agent.name, task.id, type(exc).__name__, exc, policy)
-        await self._apply(policy, message, exc, "decode")
+        await self._apply(policy, message, exc, "decode", task)
 
     async def agent_failed(self, task: "StreamTask", event: Event | None, exc: Exception) -> None:
         self.agent_errors += 1
@@ -59,9 +59,9 @@ class ErrorPolicy:
             if policy == "stop":
                 raise StopProcessing(f"agent {task.agent.name} raised {exc!r}") from exc
             return
-        await self._apply(policy, event.message, exc, "agent")
+        await self._apply(policy, event.message, exc, "agent", task)
 
-    async def _apply(self, policy: str, message: Message, exc: Exception, stage: str) -> None:
+    async def _apply(self, policy: str, message: Message, exc: Exception, stage: str, task: "StreamTask") -> None:
         if policy == "stop":
             raise StopProcessing(
                 f"record {_where(message)} failed ({stage}: {exc!r}) and the policy is 'stop'; "
@@ -73,7 +73,8 @@ class ErrorPolicy:
                 ("agentstream-error-stage", stage.encode()),
                 ("agentstream-source", _where(message).encode()),
             ]
-            producer = await self.app.start_producer()
+            # exactly_once: in the task's transaction, with the offset that skips the record
+            producer = task.txn if task.txn is not None else await self.app.start_producer()
             await producer.send(self.app.settings.dead_letter_topic, message.key, message.value,
                                 timestamp_ms=message.timestamp, headers=headers)
             self.dead_lettered += 1

@@ -13,12 +13,15 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..events import Event, set_current_event
-from ..exceptions import AgentError, StopProcessing, WorkerStopped
+from ..exceptions import AgentError, StopProcessing, TopologyError, WorkerStopped
 from ..streams import SplitPoint, Stream
 from ..transport.base import TP, Message
+from .eos import current_task
 from .partition_group import PartitionGroup, RecordQueue, Wait
 
 if TYPE_CHECKING:
+    from ..testing_faults import FaultInjector
+    from .eos import CommitGate, TaskTransaction
     from .errors import ErrorPolicy
     from .topology import SubTopology
 
@@ -82,6 +85,11 @@ class StreamTask:
         self._done: dict[TP, set[int]] = {tp: set() for tp in self.partitions}
         self.processed = 0
         self.failure: BaseException | None = None
+        # exactly_once only (set by the worker): the task's transaction, and the gate that keeps
+        # commits between records. None under at_least_once, so the hot path pays one check.
+        self.gate: "CommitGate | None" = None
+        self.txn: "TaskTransaction | None" = None
+        self.faults: "FaultInjector | None" = None
 
     # -- fed by the fetcher -------------------------------------------------------------------
     def add(self, tp: TP, messages: list[Message]) -> int:
@@ -95,6 +103,27 @@ class StreamTask:
 
     # -- StreamInput ---------------------------------------------------------------------------
     async def next_event(self, timeout: float | None = None) -> Event | None:
+        """The next record (see :meth:`_next_event`); under exactly_once the instance leaves the
+        commit gate while it waits and re-enters before it handles what it got."""
+        gate = self.gate
+        if gate is None:
+            if self.faults is None:
+                return await self._next_event(timeout)
+            got = await self._next_event(timeout)
+            self.faults.check("before_record")
+            return got
+        gate.leave()
+        try:
+            event = await self._next_event(timeout)
+        except BaseException:
+            gate.enter_nowait()  # leaving the agent: _instance_done does the final leave()
+            raise
+        await gate.enter()
+        if self.faults is not None:
+            self.faults.check("before_record")
+        return event
+
+    async def _next_event(self, timeout: float | None = None) -> Event | None:
         group = self.group
         deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
         while True:
@@ -130,7 +159,14 @@ class StreamTask:
                 key = None if message.key is None else key_loads(message.key)
                 value = None if message.value is None else value_loads(message.value)
             except Exception as exc:
-                await self._errors.decode_failed(self, message, exc)
+                if self.gate is not None:  # a dead letter must land in the transaction of its offset
+                    await self.gate.enter()
+                    try:
+                        await self._errors.decode_failed(self, message, exc)
+                    finally:
+                        self.gate.leave()
+                else:
+                    await self._errors.decode_failed(self, message, exc)
                 self._ack(tp, message.offset)
                 continue
             return Event(key, value, message, tp)
@@ -169,6 +205,9 @@ class StreamTask:
 
     async def _run_instance(self, index: int) -> None:
         """Run the agent function; on an error apply the app's policy and run it again."""
+        current_task.set(self)  # this asyncio task's context only: sends pick the task's producer
+        if self.gate is not None:
+            self.gate.enter_nowait()  # the agent runs until it first asks for a record
         stream = Stream(self)
         while not self._closing:
             try:
@@ -176,7 +215,7 @@ class StreamTask:
                 return
             except WorkerStopped:
                 return
-            except (asyncio.CancelledError, StopProcessing):
+            except (asyncio.CancelledError, StopProcessing, TopologyError):
                 raise
             except Exception as exc:
                 event = stream.current_event
@@ -185,6 +224,8 @@ class StreamTask:
                 set_current_event(None)
 
     def _instance_done(self, task: "asyncio.Task[None]") -> None:
+        if self.gate is not None:
+            self.gate.leave()
         if not task.cancelled() and task.exception() is not None and self.failure is None:
             self.failure = task.exception()
             self._errors.task_crashed(self, self.failure)  # type: ignore[arg-type]

@@ -35,6 +35,7 @@ class SubTopology:
     stage: int
     source_topic_objects: list["Topic"]
     sink_topics: list[str] = field(default_factory=list)
+    joins: list[str] = field(default_factory=list)  # how the stage's joins were written (messages)
 
     @property
     def source_topics(self) -> list[str]:
@@ -65,6 +66,8 @@ class Topology:
             seen = {name: counts[name] for name in st.source_topics if name in counts}
             if len(set(seen.values())) > 1:
                 detail = ", ".join(f"{n} has {c}" for n, c in sorted(seen.items()))
+                if st.joins:
+                    raise TopologyError(_join_copartition_message(st, detail))
                 raise TopologyError(
                     f"agent {st.agent.name!r} reads topics that are not co-partitioned ({detail}); "
                     "records with the same key would meet in different tasks. Fix: give the topics "
@@ -76,6 +79,8 @@ class Topology:
 
     @classmethod
     def build(cls, agents: list["Agent"]) -> "Topology":
+        from ..joins import join_sources, joined_tables
+
         subs: list[SubTopology] = []
         for agent in agents:
             for stage in range(agent.stages):
@@ -86,8 +91,44 @@ class Topology:
                     sinks.append(t.name)
                 if stage == agent.stages - 1:
                     sinks.extend(getattr(s, "name", repr(s)) for s in agent.sinks)
-                subs.append(SubTopology(len(subs), agent, stage, agent.stage_topics(stage), sinks))
+                # A join's other topic is read by the joining stage's task itself (agentstream.joins).
+                topics = list(agent.stage_topics(stage))
+                for src in join_sources(agent, stage):
+                    if all(t.name != src.topic.name for t in topics):
+                        topics.append(src.topic)
+                st = SubTopology(len(subs), agent, stage, topics, sinks)
+                st.joins = sorted({what for what, _ in joined_tables(agent, stage)})
+                _check_join_partitions(st, joined_tables(agent, stage))
+                subs.append(st)
         return cls(subs)
+
+
+def _join_copartition_message(st: SubTopology, detail: str) -> str:
+    return (
+        f"agent {st.agent.name!r} makes {', '.join(st.joins)} over topics that are not co-partitioned "
+        f"({detail}); a key's records on the two sides would meet in different tasks, so the join would miss "
+        "them. Fix: give the topics the same partition count, or repartition one side by the join key "
+        "first: stream.group_by(key_fn, name=..., partitions=N).join(...) (N = the other side's count)"
+    )
+
+
+def _check_join_partitions(st: SubTopology, tables: list[tuple[str, Any]]) -> None:
+    """At build time, from the declared counts: a join's inputs and tables must be co-partitioned."""
+    if not st.joins:
+        return
+    seen = {t.name: t.partitions for t in st.source_topic_objects}
+    if len(set(seen.values())) > 1:
+        raise TopologyError(_join_copartition_message(st, ", ".join(f"{n} has {c}" for n, c in sorted(seen.items()))))
+    count = next(iter(seen.values()))
+    for what, table in tables:
+        if table.partitions != count:
+            raise TopologyError(
+                f"agent {st.agent.name!r} makes {what}, but table {table.name!r} has {table.partitions} partitions "
+                f"and the joined stream {', '.join(sorted(seen))} {count}: table partition p must hold the keys of "
+                f"stream partition p. Fix: declare the table with partitions={count} (its changelog topic "
+                f"{table.changelog_topic.name!r} must have {count} partitions too), or repartition the stream "
+                f"with group_by(..., partitions={table.partitions})"
+            )
 
 
 class _ProbeDone(BaseException):
@@ -98,6 +139,7 @@ class _ProbeInput:
     """A stream input that records split points and never yields a record."""
 
     stage = 0
+    probing = True  # joins register their extra source topics only when they see this
 
     def __init__(self, app: "App", agent: "Agent") -> None:
         self.app = app
@@ -119,6 +161,9 @@ class _ProbeInput:
 
 async def discover_splits(app: "App", agent: "Agent", timeout: float = 2.0) -> list[SplitPoint]:
     """Run ``agent`` up to its first ``__anext__`` and return the split points it declared."""
+    from ..joins import reset_join_sources
+
+    reset_join_sources(agent)
     probe = _ProbeInput(app, agent)
     result: Any = agent.fun(Stream(probe))
     try:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..exceptions import StopProcessing
 from ..transport.base import TP, Consumer, TopicSpec
 from .assignor import PartitionNumberAssignor
+from .eos import CommitGate, ExactlyOnce
 from .errors import ErrorPolicy
 from .fetcher import Fetcher
 from .partition_group import RecordQueue
@@ -27,6 +28,7 @@ from .topology import Topology
 
 if TYPE_CHECKING:
     from ..app import App
+    from ..testing_faults import FaultInjector
 
 log = logging.getLogger("agentstream.worker")
 
@@ -44,8 +46,11 @@ def format_partitions(tps: set[TP] | list[TP]) -> str:
 class Worker:
     """Runs one app: ``await Worker(app).run()`` until SIGTERM/SIGINT or :meth:`request_stop`."""
 
-    def __init__(self, app: "App", *, install_signal_handlers: bool = False, web_port: int | None = None) -> None:
+    def __init__(self, app: "App", *, install_signal_handlers: bool = False, web_port: int | None = None,
+                 faults: "FaultInjector | None" = None) -> None:
         self.app = app
+        self.faults = faults  # tests only: named crash points; None costs one check per point
+        self.eos: ExactlyOnce | None = None  # set in start() under processing_guarantee='exactly_once'
         self.settings = app.settings
         self.install_signal_handlers = install_signal_handlers
         self.topology: Topology | None = None
@@ -67,6 +72,7 @@ class Worker:
         self._commit_lock = asyncio.Lock()
         self._committed: dict[TP, int] = {}
         self.crashed: BaseException | None = None
+        self._stopping = False  # a rebalance during shutdown must not start (or crash) anything
         self.started = asyncio.Event()
         self.assigned = asyncio.Event()  # set after each assignment's tasks are running
         self.commits = 0
@@ -102,6 +108,11 @@ class Worker:
         transport = app.transport
         counts = await transport.ensure_topics(self._topic_specs())
         self.topology.check_copartitioning(counts)
+        if s.processing_guarantee == "exactly_once":
+            self.eos = ExactlyOnce(self)
+            self.eos.check_topology(self.topology)
+            await self.eos.check_broker()  # refuse to start rather than silently degrade
+            log.info("processing_guarantee=exactly_once: one transactional producer per task")
         log.info("topology of %s:\n%s", app.id, self.topology.describe())
         await app.start_producer()
         if s.web_enabled:  # bound before joining: the group learns the real port from the assignor
@@ -156,6 +167,7 @@ class Worker:
 
     async def stop(self) -> None:
         """Finish current records, commit, leave the group, close stores and clients."""
+        self._stopping = True
         log.info("worker for %s stopping", self.app.id)
         for t in self._background:
             t.cancel()
@@ -169,6 +181,8 @@ class Worker:
             await self.commit()
         except Exception as exc:
             log.error("final commit failed: %s (records since the last commit will be handled again)", exc)
+        if self.eos is not None:
+            await self.eos.close_tasks(self.tasks.values())
         if self._fetch_task is not None and self.fetcher is not None:
             await self.fetcher.stop(self._fetch_task)
         if self.consumer is not None:
@@ -185,6 +199,8 @@ class Worker:
 
     # -- rebalance listener ----------------------------------------------------------------------------
     async def on_partitions_revoked(self, revoked: set[TP]) -> None:
+        if self.faults is not None:
+            self.faults.check("rebalance_revoked")
         if self._starting is not None:
             self._starting.cancel()
             await asyncio.gather(self._starting, return_exceptions=True)
@@ -198,6 +214,8 @@ class Worker:
             await self.commit()
         except Exception as exc:
             log.error("commit on revoke failed: %s (records since the last commit will be handled again)", exc)
+        if self.eos is not None:  # eager rebalance: the next owner (maybe us) starts a new producer
+            await self.eos.close_tasks(tasks)
         self.tasks.clear()
         if self.tables is not None:
             await self.tables.on_revoked()
@@ -207,6 +225,10 @@ class Worker:
     async def on_partitions_assigned(self, assigned: set[TP]) -> None:
         assert self.topology is not None and self.fetcher is not None and self.consumer is not None
         log.info("assigned: %s", format_partitions(assigned))
+        if self._stopping:
+            return
+        if self.faults is not None:
+            self.faults.check("rebalance_assigned")
         consumer = self.consumer
 
         def lagging(q: RecordQueue) -> bool:
@@ -227,6 +249,9 @@ class Worker:
                     buffer_max_records=self.settings.buffer_max_records, lagging=lagging,
                     on_drained=self.fetcher.drained,
                 )
+                if self.eos is not None:
+                    tasks[tid].gate = CommitGate()
+                tasks[tid].faults = self.faults
         routes: dict[TP, list[StreamTask]] = {}
         for task in tasks.values():
             for tp in task.partitions:
@@ -238,6 +263,8 @@ class Worker:
 
     async def _restore_and_start(self, tasks: dict[TaskId, StreamTask]) -> None:
         try:
+            if self.eos is not None:  # before restoring: fences the old owners, aborting their transactions
+                await self.eos.start_tasks(tasks.values())
             if self.tables is not None:
                 await self.tables.on_assigned(self.assignor.assignment)
             for task in tasks.values():
@@ -246,6 +273,9 @@ class Worker:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            if self._stopping:
+                log.info("assignment not started: the worker is stopping (%s)", exc)
+                return
             log.exception("could not start tasks after the assignment: %s", exc)
             self._crash(exc)
 
@@ -273,8 +303,20 @@ class Worker:
         return {tp: off for tp, off in offsets.items() if tp not in blocked and self._committed.get(tp) != off}
 
     async def commit(self) -> bool:
-        """Flush caches -> flush producer -> commit offsets -> write checkpoints."""
+        """Flush caches -> flush producer -> commit offsets -> write checkpoints.
+
+        exactly_once: per task, caches -> changelog in the task's transaction, offsets into the
+        transaction, commit it, then stores and checkpoints (see :mod:`agentstream.worker.eos`).
+        """
         async with self._commit_lock:
+            if self.eos is not None:
+                committed = await self.eos.commit(list(self.tasks.values()))
+                if self.app._producer_started:
+                    await self.app.producer.flush()  # timers' and replies' sends (not transactional)
+                if committed:
+                    self.commits += 1
+                    self.last_commit = time.monotonic()
+                return committed
             offsets = self.committable_offsets()
             tables = self.tables
             if not offsets and (tables is None or not tables.dirty()):
@@ -282,9 +324,14 @@ class Worker:
             if tables is not None:
                 await tables.flush()
             await self.app.producer.flush()
+            faults = self.faults
+            if faults is not None:
+                faults.check("after_produce_before_commit")
             if offsets and self.consumer is not None:
                 await self.consumer.commit(offsets)
                 self._committed.update(offsets)
+            if faults is not None:
+                faults.check("after_commit_before_checkpoint")
             if tables is not None:
                 tables.checkpoint()
             self.commits += 1

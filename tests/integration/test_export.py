@@ -227,3 +227,18 @@ def test_export_windowed_page_views(fresh_broker: DevBroker, spark: Any, tmp_pat
         exported[(r["key"], int(start))] = int(r["value"])
     assert len(rows) == len(exported)
     assert exported == from_changelog == expected
+
+
+def test_csv_flattening_of_struct_values(spark: Any, tmp_path: Path) -> None:
+    """CSV cannot hold structs: Record values become value_<field> columns, nested data JSON."""
+    from agentstream.exporter.spark import CSV_OPTIONS, _csv_ready
+
+    df = spark.createDataFrame(
+        [("k", {"page": "/a", "tags": ["x", "y"], "n": 3}, b"\x01")],
+        "key string, value struct<page: string, tags: array<string>, n: long>, raw binary",
+    )
+    flat = _csv_ready(df)
+    assert flat.columns == ["key", "value_page", "value_tags", "value_n", "raw"]
+    flat.coalesce(1).write.options(**CSV_OPTIONS).csv(str(tmp_path / "out"))
+    text = "".join(p.read_text() for p in sorted((tmp_path / "out").glob("part-*.csv")))
+    assert text.splitlines() == ["key,value_page,value_tags,value_n,raw", 'k,/a,"[""x"",""y""]",3,AQ==']

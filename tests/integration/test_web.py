@@ -111,7 +111,7 @@ def cluster() -> Iterator[Cluster]:
             for w in workers:
                 assert w.terminate() == 0
         finally:
-            stop_all(workers)
+            stop_all(iter(workers))
 
 
 async def _read_all(base: str, words: list[str], *, redirect: bool) -> dict[str, tuple[int, Any, str, bool]]:

@@ -1,0 +1,297 @@
+"""Stream-stream windowed joins (Kafka Streams' KStream-KStream join), buffered in a changelogged table.
+
+``stream.join(payments, within=timedelta(minutes=5), grace=...)`` (also ``left_join``,
+``outer_join``). Per task (one partition number of both co-partitioned topics), with W = within,
+G = grace, times in whole milliseconds of the *record timestamps*, and the records taken in the
+task's order (lowest buffered timestamp first; ``max_task_idle`` decides how long a lagging
+input is waited for):
+
+* *Stream time* ST is the largest timestamp seen on either side (shared, as in Kafka Streams).
+* A record at time t is **late** when ``t + W + G < ST`` (its own join window ``[t-W, t+W]`` has
+  closed, grace included): it is dropped with no result at all, counted in ``late_dropped``.
+* Otherwise it joins every buffered record of the other side with the same key bytes and
+  ``|t - t_other| <= W`` (both ends included): one ``(left, right)`` result each, in the buffered
+  records' time order, stamped with ``max(t, t_other)``. Then it is buffered itself.
+* A buffered record at time t is kept while a record that is not late could still match it,
+  i.e. until ``ST > t + 2W + G``; then it is deleted. If it never matched, a left (left side of a
+  ``left_join``/``outer_join``) or right (``outer_join``) record then emits ``(value, None)`` /
+  ``(None, value)``, stamped with its own time. This is Kafka Streams 3.x's "no spurious
+  results" rule (unmatched results only after the window closed), with the close taken at the
+  point where *no acceptable record can match any more*: Kafka Streams closes at ``t + W + G``
+  although its lateness rule still admits matching records until ``t + 2W + G``, so it can emit
+  ``(v, None)`` and later ``(v, o)``; here a record gets either matches or one unmatched result,
+  never both. Expiry runs when stream time advances, before the advancing record is joined; an
+  input that ends leaves its last records' unmatched results unemitted until time moves on.
+* A record with a ``None`` key or value cannot join: left/outer emit it unmatched at once.
+
+Consequently the results are exactly a nested-loop join over the non-late records, plus the
+unmatched records whose ``t + 2W + G`` is below the final stream time: deterministic for
+replayed input whenever the task order is (tests/unit/test_joins_stream_stream.py checks it
+against such a reference, with late and out-of-order input).
+
+Both sides live in one internal table, ``<app>-<agent>-join-<topic>`` (changelog topic
+``<app>-<agent>-join-<topic>-changelog``), so a restarted or failed-over task gets its buffers and
+stream time back through the normal restore. Keys: side tag, key bytes, timestamp and the
+record's offset, so a record handled again after a crash (at-least-once) overwrites its own entry
+instead of being buffered twice (it may emit its matches again: duplicates, never losses).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import logging
+import struct
+import time
+from typing import TYPE_CHECKING, Any, Iterator
+
+from aiokafka.structs import ConsumerRecord
+
+from ..events import Event
+from ..tables.store import MemoryStore
+from ..tables.table import TableNotReady, TablePartition
+from .core import result_event
+
+if TYPE_CHECKING:
+    from ..app import App
+    from ..tables.table import Table
+
+log = logging.getLogger(__name__)
+
+__all__ = ["StreamStreamJoin", "STREAM_TIME_KEY"]
+
+LEFT, RIGHT = 0, 1
+_TAGS = (b"L", b"R")
+STREAM_TIME_KEY = b"\xff\xff\xff\xffagentstream.join-stream-time"
+"""Reserved buffer key holding the stream time (sorts after every tagged key)."""
+
+_LEN = struct.Struct(">I")
+_TS = struct.Struct(">Q")
+_UID = struct.Struct(">q")
+_TOPIC_LEN = struct.Struct(">H")
+_BIAS = 1 << 63
+LATE_WARNING_EVERY = 10.0
+
+
+def buffer_key(side: int, kb: bytes, ts_ms: int, uid: int) -> bytes:
+    return _TAGS[side] + _LEN.pack(len(kb)) + kb + _TS.pack(ts_ms + _BIAS) + _UID.pack(uid)
+
+
+def parse_buffer_key(raw: bytes) -> tuple[int, bytes, int, int]:
+    """``(side, key bytes, ts_ms, uid)``; ValueError for anything else (the stream-time entry)."""
+    tag = raw[:1]
+    if tag not in _TAGS or len(raw) < 21:
+        raise ValueError(f"not a join buffer key: {raw!r}")
+    (n,) = _LEN.unpack_from(raw, 1)
+    if len(raw) != 1 + 4 + n + 16:
+        raise ValueError(f"not a join buffer key: {raw!r}")
+    (ts,) = _TS.unpack_from(raw, 5 + n)
+    (uid,) = _UID.unpack_from(raw, 13 + n)
+    return _TAGS.index(tag), raw[5 : 5 + n], ts - _BIAS, uid
+
+
+def _buffer_value(matched: bool, topic: str, raw: bytes) -> bytes:
+    t = topic.encode()
+    return (b"\x01" if matched else b"\x00") + _TOPIC_LEN.pack(len(t)) + t + raw
+
+
+def _parse_value(data: bytes) -> tuple[bool, str, bytes]:
+    (n,) = _TOPIC_LEN.unpack_from(data, 1)
+    return data[0] == 1, data[3 : 3 + n].decode(), data[3 + n :]
+
+
+class _Entry:
+    """One buffered record."""
+
+    __slots__ = ("side", "kb", "ts", "uid", "topic", "raw", "matched", "skey", "value", "decoded")
+
+    def __init__(self, side: int, kb: bytes, ts: int, uid: int, topic: str, raw: bytes, matched: bool,
+                 skey: bytes) -> None:
+        self.side, self.kb, self.ts, self.uid = side, kb, ts, uid
+        self.topic, self.raw, self.matched, self.skey = topic, raw, matched, skey
+        self.value: Any = None
+        self.decoded = False
+
+    def order(self) -> tuple[int, int]:
+        return self.ts, self.uid
+
+
+class _Buffers:
+    """The index of one buffer partition: per side and key, entries in time order; expiry heap."""
+
+    __slots__ = ("part", "epoch", "stream_ms", "by_key", "entries", "heap")
+
+    def __init__(self, part: TablePartition) -> None:
+        self.part = part
+        self.epoch: int = part.epoch
+        self.stream_ms: int | None = None
+        self.by_key: tuple[dict[bytes, list[_Entry]], dict[bytes, list[_Entry]]] = ({}, {})
+        self.entries: dict[bytes, _Entry] = {}
+        self.heap: list[tuple[int, int, bytes]] = []
+
+    def add(self, e: _Entry) -> None:
+        self.entries[e.skey] = e
+        bisect.insort(self.by_key[e.side].setdefault(e.kb, []), e, key=_Entry.order)
+        heapq.heappush(self.heap, (e.ts, e.side, e.skey))
+
+    def remove(self, e: _Entry) -> None:
+        del self.entries[e.skey]
+        lst = self.by_key[e.side][e.kb]
+        lst.remove(e)
+        if not lst:
+            del self.by_key[e.side][e.kb]
+
+
+def _raw_entries(part: TablePartition) -> Iterator[tuple[bytes, bytes]]:
+    """Every live ``(key, value bytes)`` of the partition: cache over pending writes over the store."""
+    overlay: dict[bytes, Any] = dict(part.pending)
+    for _, k, v in part.cache.entries():
+        overlay[k] = v
+    for k, raw in part.store.items():
+        if k not in overlay:
+            yield k, raw
+    for k, v in overlay.items():
+        if v is not None:
+            yield k, v
+
+
+class StreamStreamJoin:
+    """The join state machine of one task (see the module docstring for the semantics)."""
+
+    def __init__(self, app: "App", table: "Table", other: str, kind: str, within_ms: int, grace_ms: int) -> None:
+        self.app = app
+        self.table = table
+        self.right_topics = frozenset({other})
+        self.within = within_ms
+        self.grace = grace_ms
+        self.emits = (kind in ("left", "outer"), kind == "outer")
+        self.late_dropped = 0
+        self._late_since_warning = 0
+        self._last_warning = float("-inf")
+        self._bufs: dict[int, _Buffers] = {}
+
+    # -- state ----------------------------------------------------------------------------------
+    def _part(self, partition: int) -> TablePartition:
+        part = self.table.parts.get(partition)
+        if part is None:
+            if self.app.worker is not None:
+                raise TableNotReady(f"join buffer {self.table.name!r} partition {partition} is not on this worker")
+            # agent.test_context(): no worker opens partitions, so keep the buffer in memory.
+            part = TablePartition(self.table, partition, MemoryStore(), None, 0)
+            part.active = part.ready = True
+            self.table.parts[partition] = part
+        return part
+
+    def buffers(self, partition: int) -> _Buffers:
+        """The partition's index, rebuilt when the partition was (re)opened or restored."""
+        part = self._part(partition)
+        b = self._bufs.get(partition)
+        if b is not None and b.part is part and b.epoch == part.epoch:
+            return b
+        b = _Buffers(part)
+        for k, v in _raw_entries(part):
+            if k == STREAM_TIME_KEY:
+                b.stream_ms = int(v)
+                continue
+            try:
+                side, kb, ts, uid = parse_buffer_key(k)
+            except ValueError:
+                continue
+            matched, topic, raw = _parse_value(v)
+            b.add(_Entry(side, kb, ts, uid, topic, raw, matched, k))
+        self._bufs[partition] = b
+        return b
+
+    def _decode(self, e: _Entry) -> Any:
+        if not e.decoded:
+            topic = self.app.topics.get(e.topic)
+            e.value = e.raw if topic is None else topic.value_codec.loads(e.raw)
+            e.decoded = True
+        return e.value
+
+    # -- the Joiner protocol ----------------------------------------------------------------------
+    def on_left(self, event: Event) -> list[Event]:
+        return self._handle(event, LEFT)
+
+    def on_right(self, event: Event) -> list[Event]:
+        return self._handle(event, RIGHT)
+
+    def _pair(self, side: int, value: Any, other: Any) -> tuple[Any, Any]:
+        return (value, other) if side == LEFT else (other, value)
+
+    def _handle(self, event: Event, side: int) -> list[Event]:
+        m = event.message
+        kb, raw, t = m.key, m.value, m.timestamp
+        if kb is None or raw is None:
+            return [result_event(event.key, self._pair(side, event.value, None), event)] if self.emits[side] else []
+        b = self.buffers(m.partition)
+        st = b.stream_ms
+        if st is not None and t + self.within + self.grace < st:
+            self._late(event, st)
+            return []
+        out: list[Event] = []
+        if st is None or t > st:
+            b.stream_ms = t
+            b.part.set(STREAM_TIME_KEY, b"%d" % t)
+            self._expire(b, out)
+        matched = False
+        others = b.by_key[1 - side].get(kb)
+        if others:
+            lo, hi = t - self.within, t + self.within
+            for e in others:
+                if e.ts < lo:
+                    continue
+                if e.ts > hi:
+                    break
+                matched = True
+                out.append(result_event(event.key, self._pair(side, event.value, self._decode(e)), event,
+                                        max(t, e.ts)))
+                if not e.matched:
+                    e.matched = True
+                    b.part.set(e.skey, _buffer_value(True, e.topic, e.raw))
+        skey = buffer_key(side, kb, t, m.offset)
+        existing = b.entries.get(skey)
+        if existing is not None:  # handled again after a crash: keep one entry
+            if matched and not existing.matched:
+                existing.matched = True
+                b.part.set(skey, _buffer_value(True, existing.topic, existing.raw))
+        else:
+            e = _Entry(side, kb, t, m.offset, m.topic, raw, matched, skey)
+            e.value, e.decoded = event.value, True
+            b.add(e)
+            b.part.set(skey, _buffer_value(matched, m.topic, raw))
+        return out
+
+    def _expire(self, b: _Buffers, out: list[Event]) -> None:
+        """Delete buffered records no acceptable record can match any more; emit unmatched ones."""
+        assert b.stream_ms is not None
+        limit = b.stream_ms - 2 * self.within - self.grace  # expired: ts < limit
+        heap = b.heap
+        while heap and heap[0][0] < limit:
+            _, _, skey = heapq.heappop(heap)
+            e = b.entries.get(skey)
+            if e is None:
+                continue
+            b.remove(e)
+            b.part.set(skey, None)
+            if not e.matched and self.emits[e.side]:
+                out.append(self._unmatched(b, e))
+
+    def _unmatched(self, b: _Buffers, e: _Entry) -> Event:
+        topic = self.app.topics.get(e.topic)
+        key = e.kb if topic is None else topic.key_codec.loads(e.kb)
+        message = ConsumerRecord(e.topic, b.part.partition, e.uid, e.ts, 0, e.kb, e.raw, None, -1, -1, ())
+        return Event(key, self._pair(e.side, self._decode(e), None), message)
+
+    def _late(self, event: Event, st: int) -> None:
+        self.late_dropped += 1
+        self._late_since_warning += 1
+        log.debug("join %s: dropped late record %s at %d ms (stream time %d ms, within %d ms, grace %d ms)",
+                  self.table.name, event.where(), event.message.timestamp, st, self.within, self.grace)
+        now = time.monotonic()
+        if now - self._last_warning >= LATE_WARNING_EVERY:
+            log.warning("join %s: dropped %d late record(s) (%d in total): older than stream time minus "
+                        "within + grace (%.3fs)", self.table.name, self._late_since_warning, self.late_dropped,
+                        (self.within + self.grace) / 1000)
+            self._late_since_warning = 0
+            self._last_warning = now

@@ -1,0 +1,233 @@
+"""The Faust-style apps of tests/faust_apps on the real broker: each runs unchanged as
+``python -m agentstream -A tests.faust_apps.X worker`` (all workers start together, against one
+session broker) and gives the results Faust's documentation describes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from agentstream.devbroker import DevBroker
+
+from .cluster import ROOT, read_topic
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "faust_apps"
+
+
+def _env(broker: DevBroker) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({
+        "AGENTSTREAM_BROKER": broker.url,
+        "AGENTSTREAM_SESSION_TIMEOUT": "6",
+        "AGENTSTREAM_HEARTBEAT_INTERVAL": "1",
+        "AGENTSTREAM_REBALANCE_TIMEOUT": "6",
+        "AGENTSTREAM_COMMIT_INTERVAL": "0.5",
+        "PYTHONPATH": str(ROOT),
+        "PYTHONUNBUFFERED": "1",  # the apps print(); their output must reach the log file at once
+    })
+    return env
+
+
+class AppWorker:
+    """``python -m agentstream -A tests.faust_apps.<module> worker`` with its log in artifacts/."""
+
+    def __init__(self, module: str, broker: DevBroker, data_dir: Path, *, name: str | None = None,
+                 web: bool = False) -> None:
+        self.name = name or module
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        self.log_path = ARTIFACTS / f"{self.name}.log"
+        self._log = open(self.log_path, "wb")
+        web_args = ["--web-port", "0"] if web else ["--without-web"]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "agentstream", "-A", f"tests.faust_apps.{module}", "worker",
+             "--data-dir", str(data_dir), "-l", "info", *web_args],
+            cwd=ROOT, env=_env(broker), stdout=self._log, stderr=subprocess.STDOUT)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_log(self, pattern: str, timeout: float = 60.0) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = re.search(pattern, self.log())
+            if m:
+                return m
+            if self.proc.poll() is not None:
+                raise AssertionError(f"{self.name} exited with {self.proc.returncode}:\n{self.log()[-3000:]}")
+            time.sleep(0.1)
+        raise AssertionError(f"{self.name}: no {pattern!r} in its log within {timeout}s:\n{self.log()[-3000:]}")
+
+    def last_assignment(self, topic: str) -> set[int]:
+        lines = [line for line in self.log().splitlines() if "assigned: " in line]
+        m = re.search(re.escape(topic) + r"\[([0-9, ]*)\]", lines[-1]) if lines else None
+        return {int(x) for x in m.group(1).split(",") if x.strip()} if m else set()
+
+    @property
+    def web_url(self) -> str:
+        m = self.wait_log(r"listening on (http://[0-9.]+:\d+)")
+        return m.group(1)
+
+    def terminate(self, timeout: float = 30.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(timeout)
+        self._log.close()
+        return code
+
+    def stop_quietly(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        if not self._log.closed:
+            self._log.close()
+
+
+def cli(broker: DevBroker, module: str, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agentstream", "-A", f"tests.faust_apps.{module}", *args],
+                          cwd=ROOT, env=_env(broker), capture_output=True, text=True, timeout=timeout)
+
+
+async def _produce(bootstrap: str, topic: str, records: list[tuple[Any, Any, float | None]]) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    await producer.start()
+    try:
+        for key, value, ts in records:
+            kb = None if key is None else str(key).encode()
+            vb = value if isinstance(value, bytes) else orjson.dumps(value)
+            await producer.send(topic, vb, key=kb, timestamp_ms=None if ts is None else int(ts * 1000))
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+def produce(broker: DevBroker, topic: str, records: list[tuple[Any, Any, float | None]]) -> None:
+    asyncio.run(_produce(broker.bootstrap, topic, records))
+
+
+def wait_topic(broker: DevBroker, topic: str, check: Any, timeout: float = 60.0) -> list[tuple[Any, Any]]:
+    """Poll ``topic`` until ``check(records)`` holds; returns the (key, value) pairs decoded."""
+    deadline = time.monotonic() + timeout
+    got: list[tuple[Any, Any]] = []
+    while time.monotonic() < deadline:
+        got = [(None if k is None else k.decode(), None if v is None else orjson.loads(v))
+               for k, v in read_topic(broker.bootstrap, topic)]
+        if check(got):
+            return got
+        time.sleep(0.5)
+    raise AssertionError(f"{topic}: condition not met within {timeout}s; got {got}")
+
+
+def last(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    return {k: v for k, v in pairs}
+
+
+def http_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        return orjson.loads(resp.read())
+
+
+MODULES = ["hello_world", "timer_producer", "rpc", "set_table", "global_table", "windowed"]
+
+
+@pytest.fixture(scope="module")
+def workers(broker: DevBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, AppWorker]]:
+    """Every app's worker (two for word_count, with web servers), started together."""
+    data = tmp_path_factory.mktemp("faust-apps")
+    started = {m: AppWorker(m, broker, data / m) for m in MODULES}
+    started["wc1"] = AppWorker("word_count", broker, data / "wc1", name="wc1", web=True)
+    started["wc2"] = AppWorker("word_count", broker, data / "wc2", name="wc2", web=True)
+    try:
+        for w in started.values():
+            w.wait_log(r"assigned: \S")
+        yield started
+    finally:
+        for w in started.values():
+            w.stop_quietly()
+
+
+def test_hello_world_cli_send(broker: DevBroker, workers: dict[str, AppWorker]) -> None:
+    out = cli(broker, "hello_world", "send", "faust-greetings", "hello", "--repeat", "2")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count('"topic":"faust-greetings"') == 2
+    workers["hello_world"].wait_log(r"GREETING: hello[\s\S]*GREETING: hello")
+
+
+def test_word_count_and_table_route_across_two_workers(broker: DevBroker, workers: dict[str, AppWorker]) -> None:
+    w1, w2 = workers["wc1"], workers["wc2"]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # both members of the final generation hold partitions
+        a1, a2 = w1.last_assignment("faust-sentences"), w2.last_assignment("faust-sentences")
+        if a1 and a2 and a1 | a2 == {0, 1, 2, 3}:
+            break
+        time.sleep(0.2)
+    texts = ["the quick brown fox", "jumps over the lazy dog", "the end", "hello world hello"]
+    produce(broker, "faust-sentences", [(None, {"text": t}, None) for t in texts])
+    expected: dict[str, int] = {}
+    for t in texts:
+        for w in t.split():
+            expected[w] = expected.get(w, 0) + 1
+    wait_topic(broker, "faust-word-counts", lambda got: last(got) == expected)
+    # @app.table_route: any worker answers for any word (the non-owner forwards to the owner).
+    for url in (w1.web_url, w2.web_url):
+        for word, count in expected.items():
+            assert http_json(f"{url}/count/{word}/") == {word: count}
+        assert http_json(f"{url}/hello/") == {"hello": "world", "app": "faust-word-count"}
+
+
+def test_windowed_tumbling_and_hopping(broker: DevBroker, workers: dict[str, AppWorker]) -> None:
+    base = (int(time.time()) // 10) * 10 - 600
+    produce(broker, "faust-page-views",
+            [("/a", {"page": "/a", "user": "u"}, base + off) for off in (0, 3, 8, 12)])
+    got = wait_topic(broker, "faust-window-counts", lambda got: len(got) >= 4)
+    assert [v["tumbling"] for _, v in got] == [1, 2, 3, 1]
+    assert [v["hopping"] for _, v in got] == [1, 2, 1, 1]
+
+
+def test_timer_task_and_service(workers: dict[str, AppWorker]) -> None:
+    w = workers["timer_producer"]
+    w.wait_log(r"TICK 3")
+    for line in ("APP TASK RAN", "HEARTBEAT SERVICE STARTING", "HEARTBEAT SERVICE WAKING UP"):
+        assert line in w.log()
+
+
+def test_rpc_ask_from_a_custom_command(broker: DevBroker, workers: dict[str, AppWorker]) -> None:
+    out = cli(broker, "rpc", "call-add", "--a", "2", "--b", "40")
+    assert out.returncode == 0, out.stderr
+    assert "RESULT 42" in out.stdout
+
+
+def test_set_table(broker: DevBroker, workers: dict[str, AppWorker]) -> None:
+    visits = [("ann", "/a"), ("bob", "/b"), ("ann", "/c"), ("ann", "/a")]
+    produce(broker, "faust-visits", [(u, {"user": u, "page": p}, None) for u, p in visits])
+    got = wait_topic(broker, "faust-user-pages", lambda got: len(got) >= 4)
+    assert last(got) == {"ann": ["/a", "/c"], "bob": ["/b"]}
+
+
+def test_global_table(broker: DevBroker, workers: dict[str, AppWorker]) -> None:
+    produce(broker, "faust-prices", [("apple", 0.5, None), ("pear", 0.75, None), ("plum", 2.0, None)])
+    wait_topic(broker, "faust-global-table-prices-changelog", lambda got: len(got) >= 3)
+    orders = [("o0", "apple", 4), ("o1", "pear", 2), ("o2", "plum", 3)]
+    produce(broker, "faust-orders", [(i, {"id": i, "sku": s, "quantity": q}, None) for i, s, q in orders])
+    got = wait_topic(broker, "faust-order-totals", lambda got: len(got) >= 3)
+    assert last(got) == {"o0": 2.0, "o1": 1.5, "o2": 6.0}
+
+
+def test_stop_then_reset_offsets(broker: DevBroker, workers: dict[str, AppWorker]) -> None:
+    w = workers["timer_producer"]
+    assert w.terminate() == 0
+    assert "HEARTBEAT SERVICE STOPPING" in w.log()
+    out = cli(broker, "timer_producer", "reset", "--offsets", "--yes", "--data-dir", str(w.log_path.parent / "x"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "rewound group 'faust-timer'" in out.stdout

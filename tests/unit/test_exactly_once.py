@@ -1,0 +1,314 @@
+"""exactly_once and at_least_once under hundreds of injected crashes, on the memory transport.
+
+A "life" is one worker process: a fresh App (so fresh memory stores, nothing process-local
+survives) and Worker on the same memory broker. Each life gets a few new sentences, then a crash
+point chosen by a seeded RNG (``agentstream.testing_faults``) fires and the worker is abandoned
+on the spot: tasks cancelled, no flush, no commit, open transactions left open, stores dropped.
+The next life resumes from what the broker holds. At the end one clean life drains everything.
+
+exactly_once: the committed output topics, the changelog and the table equal a run without
+crashes exactly. at_least_once: every record's effect is there at least once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import random
+from typing import Any, Iterable
+
+import orjson
+import pytest
+
+import agentstream
+from agentstream.exceptions import TopologyError, TransactionsUnsupported
+from agentstream.testing_faults import CRASH_POINTS, FaultInjector, InjectedCrash, abandon
+from agentstream.transport.base import TP, TopicSpec
+from agentstream.transport.memory import MemoryTransport
+from agentstream.worker.worker import Worker
+
+pytestmark = [
+    pytest.mark.asyncio,
+    # an abandoned worker's tasks may be cancelled before their first step, like a killed process
+    pytest.mark.filterwarnings("ignore:coroutine .* was never awaited:RuntimeWarning"),
+]
+
+APP_ID = "eoswc"
+PARTITIONS = 3
+VOCABULARY = [f"w{i}" for i in range(30)]
+# How many times each point is typically reached in one life: nth is drawn from 1..this.
+REACH = {"before_record": 40, "in_agent": 8, "after_produce_before_commit": 4,
+         "after_commit_before_checkpoint": 4, "mid_restore": 3, "rebalance_revoked": 1, "rebalance_assigned": 1}
+
+
+class Holder:
+    faults: FaultInjector | None = None
+
+
+def sentences(n: int, seed: int) -> list[dict[str, Any]]:
+    rnd = random.Random(seed)
+    return [{"id": i, "text": " ".join(rnd.choice(VOCABULARY) for _ in range(rnd.randint(2, 7)))} for i in range(n)]
+
+
+def make_app(url: str, guarantee: str, holder: Holder) -> agentstream.App:
+    """Word count in two sub-topologies (split -> repartition -> count), with a table and sinks."""
+    app = agentstream.App(APP_ID, broker=url, topic_partitions=PARTITIONS, processing_guarantee=guarantee,
+                          store="memory://", commit_interval=0.01, web_enabled=False, shutdown_timeout=2.0)
+    source = app.topic("sentences", value_type=dict)
+    words = app.topic(f"{APP_ID}-words", key_type=str, value_type=dict, internal=True)
+    counts_topic = app.topic("counts", key_type=str, value_type=int)
+    seen = app.topic("seen", key_type=str, value_type=int)
+    table = app.Table("counts", default=int)
+
+    @app.agent(source)
+    async def split(stream: agentstream.Stream) -> None:
+        async for sentence in stream:
+            ws = sentence["text"].split()
+            for i, w in enumerate(ws):
+                await words.send(key=w, value={"w": w, "id": sentence["id"]})
+                await asyncio.sleep(0)  # like real I/O: a commit may come due in the middle of a record
+                if i == 0 and holder.faults is not None:
+                    holder.faults.check("in_agent")  # mid-record: some of its sends are out
+            await seen.send(key=str(sentence["id"]), value=len(ws))
+
+    @app.agent(words)
+    async def count(stream: agentstream.Stream) -> None:
+        async for v in stream:
+            n = table[v["w"]] + 1
+            table[v["w"]] = n
+            await asyncio.sleep(0)
+            await counts_topic.send(key=v["w"], value=n)
+
+    return app
+
+
+class Cluster:
+    """One memory broker and the lives of workers on it."""
+
+    def __init__(self, name: str, guarantee: str) -> None:
+        self.url = f"memory://{name}"
+        self.guarantee = guarantee
+        self.transport = MemoryTransport(self.url)
+        self.fed = 0
+        self.lives = 0
+        self.crashes: collections.Counter[str] = collections.Counter()
+
+    async def feed(self, batch: Iterable[dict[str, Any]]) -> None:
+        producer = self.transport.producer()
+        await producer.start()
+        for s in batch:
+            await producer.send("sentences", str(s["id"]).encode(), orjson.dumps(s))
+            self.fed += 1
+
+    def idle(self) -> bool:
+        """Every visible record of every source partition is consumed and committed."""
+        broker = self.transport._broker
+        group = broker.groups.get(APP_ID)
+        if group is None or "sentences" not in broker.topics:
+            return False
+        for topic in ("sentences", f"{APP_ID}-words"):
+            for p in range(PARTITIONS):
+                part = broker.partition(TP(topic, p))
+                visible = [r.offset for r in part.records[: part.stable_end()] if r.offset not in part.aborted]
+                if visible and group.committed.get(TP(topic, p), 0) <= visible[-1]:
+                    return False
+                if part.open_txns and part.stable_end() < part.end():
+                    return False
+        return True
+
+    async def life(self, faults: FaultInjector | None, *, clean: bool = False) -> dict[Any, Any]:
+        """Run one worker until its crash fires (abandon it) or all input is handled."""
+        holder = Holder()
+        holder.faults = faults
+        app = make_app(self.url, self.guarantee, holder)
+        worker = Worker(app, faults=faults)
+        dead: list[asyncio.Future[Any]] = []
+        if faults is not None:
+            faults.on_fire = lambda point: dead.extend(abandon(worker))
+        self.lives += 1
+        table: dict[Any, Any] = {}
+        try:
+            await worker.start()
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 20
+            while not (faults is not None and faults.fired) and not self.idle():
+                assert worker.crashed is None or isinstance(worker.crashed, InjectedCrash), worker.crashed
+                assert loop.time() < deadline, f"life {self.lives} stuck (crash point {faults and faults.point})"
+                await asyncio.sleep(0.002)
+        except InjectedCrash:
+            pass
+        if faults is not None and faults.fired:
+            self.crashes[faults.fired.split("#")[0]] += 1
+        elif clean:
+            table = app.tables["counts"].as_dict()
+            await worker.stop()
+            return table
+        else:
+            dead.extend(abandon(worker))  # the crash point was not reached in this life: die idle
+        # Reap the dead worker's tasks (and a rebalance the crash broke) so their InjectedCrash
+        # is retrieved; none of them may still be running afterwards.
+        dead += [g._task for g in self.transport._broker.groups.values() if g._task]
+        done, running = await asyncio.wait([t for t in dead if t is not asyncio.current_task()], timeout=2)
+        assert not running, running
+        for t in done:
+            if not t.cancelled():
+                t.exception()
+        return table
+
+    def committed(self, topic: str) -> list[tuple[bytes | None, bytes | None]]:
+        return [(m.key, m.value) for m in self.transport.read_topic(topic, committed=True)]
+
+
+def truth(texts: list[dict[str, Any]]) -> dict[str, int]:
+    c: collections.Counter[str] = collections.Counter()
+    for s in texts:
+        c.update(s["text"].split())
+    return dict(c)
+
+
+def per_key(records: list[tuple[bytes | None, bytes | None]]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = collections.defaultdict(list)
+    for k, v in records:
+        assert k is not None and v is not None
+        out[k.decode()].append(orjson.loads(v))
+    return dict(out)
+
+
+def changelog(cluster: Cluster) -> dict[bytes, bytes]:
+    state: dict[bytes, bytes] = {}
+    for k, v in cluster.committed(f"{APP_ID}-counts-changelog"):
+        assert k is not None
+        if v is None:
+            state.pop(k, None)
+        else:
+            state[k] = v
+    return state
+
+
+async def crash_run(name: str, guarantee: str, texts: list[dict[str, Any]], crashes: int, seed: int) -> tuple[Cluster, dict[Any, Any]]:
+    rnd = random.Random(seed)
+    cluster = Cluster(name, guarantee)
+    await cluster.transport.ensure_topics([TopicSpec("sentences", PARTITIONS)])
+    per_life = max(1, len(texts) // max(crashes, 1))
+    while cluster.fed < len(texts) and sum(cluster.crashes.values()) < crashes:
+        await cluster.feed(texts[cluster.fed: cluster.fed + per_life])
+        point = rnd.choice(CRASH_POINTS)
+        await cluster.life(FaultInjector(point, rnd.randint(1, REACH[point])))
+    await cluster.feed(texts[cluster.fed:])
+    table = await cluster.life(None, clean=True)
+    return cluster, table
+
+
+@pytest.fixture(autouse=True)
+def fresh_brokers() -> Iterable[None]:
+    MemoryTransport.reset_all()
+    yield
+    MemoryTransport.reset_all()
+
+
+async def test_exactly_once_equals_the_run_without_crashes_after_hundreds_of_crashes() -> None:
+    texts = sentences(600, seed=5)
+    reference, ref_table = await crash_run("eos-reference", "exactly_once", texts, crashes=0, seed=0)
+    assert reference.lives == 1
+    cluster, table = await crash_run("eos-crashes", "exactly_once", texts, crashes=200, seed=1234)
+    fired = sum(cluster.crashes.values())
+    print(f"\nexactly_once: {cluster.lives} lives, {fired} crashes: {dict(cluster.crashes)}")
+    assert fired >= 150 and all(cluster.crashes[p] > 0 for p in CRASH_POINTS), cluster.crashes
+
+    expected = truth(texts)
+    assert ref_table == expected
+    assert table == ref_table
+    assert changelog(cluster) == changelog(reference)
+    # Outputs: per word exactly 1, 2, ..., n (no duplicate, no gap), and every sentence seen once.
+    counts = per_key(cluster.committed("counts"))
+    assert counts == per_key(reference.committed("counts"))
+    assert counts == {w: list(range(1, n + 1)) for w, n in expected.items()}
+    assert sorted(cluster.committed("seen")) == sorted(reference.committed("seen"))
+    assert len(cluster.committed("seen")) == len(texts)
+    assert sorted(cluster.committed(f"{APP_ID}-words")) == sorted(reference.committed(f"{APP_ID}-words"))
+    # The crashes really left debris behind: aborted records the readers had to skip.
+    assert len(cluster.transport.read_topic("counts")) > len(cluster.committed("counts"))
+
+
+async def test_at_least_once_loses_nothing_under_hundreds_of_crashes() -> None:
+    texts = sentences(600, seed=6)
+    cluster, table = await crash_run("alo-crashes", "at_least_once", texts, crashes=200, seed=4321)
+    fired = sum(cluster.crashes.values())
+    expected = truth(texts)
+    duplicates = sum(table.get(w, 0) - n for w, n in expected.items())
+    print(f"\nat_least_once: {cluster.lives} lives, {fired} crashes ({dict(cluster.crashes)}), "
+          f"{duplicates} duplicated word counts of {sum(expected.values())}")
+    assert fired >= 100, cluster.crashes
+    low = {w: (table.get(w), n) for w, n in expected.items() if table.get(w, 0) < n}
+    assert not low, f"lost updates: {low}"
+    seen = {k.decode() for k, _ in cluster.committed("seen") if k is not None}
+    assert seen == {str(s["id"]) for s in texts}
+    counts = per_key(cluster.committed("counts"))
+    assert all(max(counts[w]) >= n for w, n in expected.items())
+
+
+async def test_exactly_once_refuses_a_topic_read_by_two_agents() -> None:
+    app = agentstream.App("eos-shared", broker="memory://eos-shared", topic_partitions=1,
+                          processing_guarantee="exactly_once", web_enabled=False)
+    src = app.topic("src", value_type=int)
+
+    @app.agent(src)
+    async def one(stream: agentstream.Stream) -> None:
+        async for _ in stream:
+            pass
+
+    @app.agent(src, name="two")
+    async def two(stream: agentstream.Stream) -> None:
+        async for _ in stream:
+            pass
+
+    worker = Worker(app)
+    with pytest.raises(TopologyError, match="exactly_once.*'src' is read by"):
+        await worker.start()
+    await worker.stop()
+
+
+async def test_exactly_once_refuses_a_table_written_by_two_sub_topologies() -> None:
+    from agentstream.testing import AppHarness
+
+    app = agentstream.App("eos-two-writers", broker="memory://", topic_partitions=2,
+                          processing_guarantee="exactly_once", web_enabled=False, on_agent_error="skip")
+    src = app.topic("src", value_type=int)
+    table = app.Table("t", default=int)
+
+    @app.agent(src)
+    async def writer(stream: agentstream.Stream) -> None:
+        async for value in stream.through("eos-two-writers-mid").events():
+            table[str(value.value)] += 1  # stage 1 writes here ...
+
+    @app.agent(app.topic("other", value_type=int))
+    async def other(stream: agentstream.Stream) -> None:
+        async for value in stream:
+            table[str(value)] += 1  # ... and another sub-topology writes the same table
+
+    async with AppHarness(app) as h:
+        await h.send("src", 1, key="a")
+        await h.send("other", 1, key="a")
+        with pytest.raises(TopologyError, match="written by two sub-topologies"):
+            await h.wait_idle(timeout=5)
+
+
+async def test_exactly_once_start_fails_clearly_when_the_broker_has_no_transactions(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentstream.transport.memory import MemoryProducer
+
+    async def no_init(self: MemoryProducer) -> None:
+        raise TransactionsUnsupported("memory://", "InitProducerId: UnknownError")
+
+    monkeypatch.setattr(MemoryProducer, "start", no_init)
+    app = agentstream.App("eos-no-txn", broker="memory://eos-no-txn", topic_partitions=1,
+                          processing_guarantee="exactly_once", web_enabled=False)
+
+    @app.agent(app.topic("src", value_type=int))
+    async def a(stream: agentstream.Stream) -> None:
+        async for _ in stream:
+            pass
+
+    worker = Worker(app)
+    with pytest.raises(TransactionsUnsupported, match="processing_guarantee.*at_least_once"):
+        await worker.start()
