@@ -68,6 +68,14 @@ class ProducerError(TransportError):
     """A record could not be delivered; offsets past it are not committed."""
 
 
+class CommitFailed(TransportError):
+    """Offsets were not committed (the group rebalanced, or the coordinator was unreachable).
+
+    Nothing is lost under at_least_once: the records are handled again by whoever owns the
+    partitions next, and the next commit carries newer offsets anyway.
+    """
+
+
 class ProducerFenced(ProducerError):
     """A newer producer with the same ``transactional_id`` exists: this one is a zombie.
 

@@ -40,13 +40,14 @@ import orjson
 
 from agentstream.devbroker import DevBroker
 from bench import common
+from bench.export_case import case_export
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts" / "bench"
 RESULTS = Path(__file__).resolve().parent / "results.json"
 
-FULL = {"passthrough": 500_000, "wordcount": 200_000, "restore": 1_000_000}
-QUICK = {"passthrough": 20_000, "wordcount": 5_000, "restore": 50_000}
+FULL = {"passthrough": 500_000, "wordcount": 200_000, "restore": 1_000_000, "export": 1_000_000}
+QUICK = {"passthrough": 20_000, "wordcount": 5_000, "restore": 50_000, "export": 50_000}
 
 
 def log(msg: str) -> None:
@@ -241,8 +242,10 @@ def case_restore(case: Case, n: int) -> dict[str, Any]:
     return {"agentstream": a, "raw": r}
 
 
-CASES = {"passthrough": case_passthrough, "wordcount": case_wordcount, "restore": case_restore}
-UNITS = {"passthrough": "records/s", "wordcount": "sentences/s", "restore": "changelog records/s"}
+CASES = {"passthrough": case_passthrough, "wordcount": case_wordcount, "restore": case_restore,
+         "export": case_export}
+UNITS = {"passthrough": "records/s", "wordcount": "sentences/s", "restore": "changelog records/s",
+         "export": "changelog records/s"}
 
 
 def logs_dir(name: str, profile: bool) -> Path:

@@ -7,6 +7,7 @@ Checked up front because PySpark's own failure for a missing JVM is an opaque
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -124,6 +125,7 @@ def spark_session(master: str = "local[*]", *, app_name: str = "agentstream-expo
     check_pyspark()
     check_java()
     prepare_environment(master)
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO lines are connection chatter
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master).appName(app_name)

@@ -55,6 +55,8 @@ _SOURCES: "weakref.WeakKeyDictionary[Agent, dict[int, list[JoinSource]]]" = weak
 _TABLE_REQUIREMENTS: "weakref.WeakKeyDictionary[Agent, dict[int, list[tuple[str, Table]]]]" = (
     weakref.WeakKeyDictionary()
 )
+_WRITERS: "weakref.WeakKeyDictionary[Table, tuple[str, int, str]]" = weakref.WeakKeyDictionary()
+"""Table a join writes (from_topic tables, join buffers) -> (agent, stage, join): one writer only."""
 
 
 def join_sources(agent: "Agent", stage: int) -> list[JoinSource]:
@@ -71,6 +73,9 @@ def reset_join_sources(agent: "Agent") -> None:
     """Forget what an earlier discovery found (the probe registers everything again)."""
     _SOURCES.pop(agent, None)
     _TABLE_REQUIREMENTS.pop(agent, None)
+    for table, (name, _, _) in list(_WRITERS.items()):
+        if name == agent.name:
+            del _WRITERS[table]
 
 
 def _agent_of(inp: Any) -> "Agent | None":
@@ -107,6 +112,15 @@ def register(stream: "Stream", source: JoinSource | None, tables: list["Table"],
                     "a self-join is not supported (read the topic once and join it with another)"
                 )
             found.append(source)
+            for table in source.tables:
+                writer = _WRITERS.setdefault(table, (agent.name, stage, what))
+                if writer[:2] != (agent.name, stage):
+                    raise TopologyError(
+                        f"agent {agent.name!r} makes {what}, but agent {writer[0]!r} already makes {writer[2]}: "
+                        f"the joining task keeps table {table.name!r} up to date from topic "
+                        f"{source.topic.name!r}, so only one agent may join it. Fix: join it in one agent, "
+                        "declare one table per agent, or use a GlobalTable"
+                    )
         reqs = _TABLE_REQUIREMENTS.setdefault(agent, {}).setdefault(stage, [])
         for table in tables:
             reqs.append((what, table))

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, cast
 
-from ..exceptions import StoreCorrupt, StoreUnavailable
+from ..exceptions import StoreCorrupt, StoreError, StoreUnavailable
 from ..transport.base import TP, Consumer
 from .store import destroy_store, store_for
 from .table import Table, TablePartition
@@ -150,6 +150,8 @@ class TableManager:
             raise StoreUnavailable(
                 path, f"{exc.problem}. Fix: give every worker on this machine its own --data-dir"
             ) from exc
+        except (StoreError, OSError) as exc:
+            raise self._unwritable(path, "open", exc) from exc
         # The checkpoint lives inside the store's directory, so wiping the store removes it too.
         part = TablePartition(table, partition, store, path / CHECKPOINT_FILE if store.persistent else None,
                               self.cache_size)
@@ -321,8 +323,19 @@ class TableManager:
         """
         for part in self._parts(writer):
             if part.active:
-                part.write_store()
-                part.checkpoint()
+                try:
+                    part.write_store()
+                    part.checkpoint()
+                except (StoreError, OSError) as exc:
+                    raise self._unwritable(part.store.path, "write", exc) from exc
+
+    def _unwritable(self, path: Path, op: str, exc: BaseException) -> StoreUnavailable:
+        """A read-only or full data dir: say which flag to fix, and that nothing is lost."""
+        return StoreUnavailable(
+            path, f"cannot {op} the store ({exc}). Fix: make the data dir {self.app.settings.data_dir} "
+            "(--data-dir) writable and give it free space, then restart the worker; nothing is lost: offsets "
+            "are committed only after the changelog has the values, and restore replays it",
+        )
 
     def discard(self, writer: Any) -> None:
         """exactly_once, after task ``writer``'s transaction aborted: back to the committed state."""

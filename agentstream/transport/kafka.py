@@ -25,6 +25,7 @@ from aiokafka.coordinator.protocol import (  # type: ignore[import-untyped,unuse
 )
 
 from ..exceptions import (
+    CommitFailed,
     ConfigError,
     PartitionCountMismatch,
     ProducerError,
@@ -490,14 +491,14 @@ class KafkaConsumer:
         try:
             await self._require().commit(dict(offsets))
         except kafka_errors.CommitFailedError as exc:
-            raise TransportError(
+            raise CommitFailed(
                 f"commit of {len(offsets)} offsets failed because group {self.group_id!r} rebalanced "
                 "(these partitions may now belong to another member); they will be re-processed"
             ) from exc
         except kafka_errors.IllegalOperation as exc:
             raise TransportError("commit() needs a consumer group; this consumer has group_id=None") from exc
         except kafka_errors.KafkaError as exc:
-            raise TransportError(f"commit failed (group {self.group_id!r}): {_describe(exc)}") from exc
+            raise CommitFailed(f"commit failed (group {self.group_id!r}): {_describe(exc)}") from exc
 
     async def committed(self, partition: TP) -> int | None:
         try:

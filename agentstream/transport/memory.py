@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from aiokafka.partitioner import murmur2  # type: ignore[import-untyped, unused-ignore]
 from aiokafka.structs import ConsumerRecord, RecordMetadata  # type: ignore[import-untyped, unused-ignore]
 
-from agentstream.exceptions import ConfigError, PartitionCountMismatch, ProducerFenced, TransportError
+from agentstream.exceptions import CommitFailed, ConfigError, PartitionCountMismatch, ProducerFenced, TransportError
 from agentstream.transport.base import TP, Assignor, MemberInfo, RebalanceListener, TopicSpec
 
 __all__ = ["MemoryTransport", "MemoryProducer", "MemoryConsumer", "Record"]
@@ -546,7 +546,7 @@ class MemoryConsumer:
         if self._topics:  # a member may only commit what it owns (Kafka: CommitFailedError)
             lost = sorted(tp for tp in offsets if tp not in self._assigned)
             if lost:
-                raise TransportError(f"commit failed: {lost} are not assigned to {self.member_id} (moved by a rebalance)")
+                raise CommitFailed(f"commit failed: {lost} are not assigned to {self.member_id} (moved by a rebalance)")
         group.committed.update(offsets)
 
     async def committed(self, partition: TP) -> int | None:

@@ -16,7 +16,7 @@ import signal
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import StopProcessing
+from ..exceptions import CommitFailed, StopProcessing
 from ..transport.base import TP, Consumer, TopicSpec
 from .assignor import PartitionNumberAssignor
 from .eos import CommitGate, ExactlyOnce
@@ -347,6 +347,13 @@ class Worker:
                 await self.commit()
             except StopProcessing:
                 raise
+            except CommitFailed as exc:
+                if self.eos is not None:
+                    raise  # the transaction aborted: only a restart from the committed offsets is exact
+                # Offsets only: every record before them was delivered, and the next commit (or the
+                # partition's next owner) covers them. Broker outages and rebalances end up here.
+                log.warning("offset commit failed, will retry at the next commit: %s", exc)
+                continue
             except Exception as exc:
                 log.error("commit failed: %s; stopping the worker so no offset passes an undelivered record", exc)
                 raise

@@ -40,7 +40,7 @@ class Worker:
     """A worker process of an app (``agentstream -A apps.wordcount worker``)."""
 
     def __init__(self, name: str, broker_url: str, data_dir: Path, log_dir: Path, *, app: str = "apps.wordcount",
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, prefix: list[str] | None = None) -> None:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         self.data_dir = data_dir
@@ -57,7 +57,7 @@ class Worker:
         log_dir.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agentstream", "-A", app, "worker", "--data-dir", str(data_dir),
+            [*(prefix or []), sys.executable, "-m", "agentstream", "-A", app, "worker", "--data-dir", str(data_dir),
              "--without-web", "-l", "info"],
             cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
         )

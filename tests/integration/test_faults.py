@@ -16,14 +16,14 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
 from agentstream.devbroker import DevBroker, free_port, tansu_binary
 from agentstream.testing_faults import TcpProxy
 
-from .cluster import Feeder, Worker, changelog_state, sentences, stop_all, true_counts, wait_counts
+from .cluster import Feeder, Worker, changelog_state, feed, final_counts, sentences, stop_all, true_counts, wait_counts
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 KILL_SENTENCES = int(os.environ.get("AGENTSTREAM_FAULT_SENTENCES", "30000"))
@@ -94,3 +94,171 @@ def test_kill9_one_of_three_workers_every_few_seconds(fresh_broker: DevBroker, t
         assert duplicates >= 0
     finally:
         stop_all(everyone)
+
+
+class ProxyThread:
+    """A :class:`TcpProxy` on its own event loop in a thread, driven from a synchronous test."""
+
+    def __init__(self, listen_port: int, target_port: int) -> None:
+        self.proxy = TcpProxy(listen_port, target_port)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def _call(self, coro: "asyncio.Future[None] | Any") -> None:
+        asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
+
+    def start(self) -> None:
+        self._call(self.proxy.start())
+
+    def stop(self) -> None:
+        self._call(self.proxy.stop())
+
+    def close(self) -> None:
+        self.stop()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+@pytest.fixture
+def proxied_broker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[DevBroker, ProxyThread]]:
+    """tansu on one port, advertising a proxy port in front of it: every client goes through the proxy."""
+    from agentstream import devbroker
+
+    log_dir = ARTIFACTS / request.node.name
+    log_dir.mkdir(parents=True, exist_ok=True)
+    broker_port, proxy_port = free_port(), free_port()
+    proxy = ProxyThread(proxy_port, broker_port)
+    proxy.start()
+    monkeypatch.setattr(devbroker, "_broker_command", lambda port, silent=False: [
+        tansu_binary(), "broker", "--listener-url", f"tcp://127.0.0.1:{port}",
+        "--advertised-listener-url", f"tcp://127.0.0.1:{proxy_port}"])
+    broker = DevBroker(broker_port, log_path=log_dir / "broker.log")
+    broker.start()
+    try:
+        yield broker, proxy
+    finally:
+        proxy.close()
+        broker.stop()
+
+
+def test_broker_connection_lost_for_10s_mid_stream(proxied_broker: tuple[DevBroker, ProxyThread], tmp_path: Path,
+                                                   request: pytest.FixtureRequest) -> None:
+    broker, proxy = proxied_broker
+    url = f"kafka://127.0.0.1:{proxy.proxy.listen_port}"
+    bootstrap = f"127.0.0.1:{proxy.proxy.listen_port}"
+    texts = sentences(20000, seed=31)
+    logs = ARTIFACTS / request.node.name
+    workers = [Worker(n, url, tmp_path / n, logs) for n in ("w1", "w2")]
+    try:
+        for w in workers:
+            w.wait_log(r"assigned: .*sentences\[")
+        feed(bootstrap, texts[:15000])  # at full speed: the workers are still busy with it at the cut
+        proxy.stop()
+        cut = time.monotonic()
+        time.sleep(10.0)
+        assert all(w.proc.poll() is None for w in workers), "a worker exited during the outage"
+        proxy.start()
+        before = sum(final_counts(bootstrap).values())
+        print(f"\nbroker unreachable for {time.monotonic() - cut:.1f}s; {before} of "
+              f"{sum(true_counts(texts[:15000]).values())} fed words were counted before the cut")
+        assert before < sum(true_counts(texts[:15000]).values()), "all input was handled before the outage"
+        feeder = Feeder(bootstrap, texts[15000:], chunk=1000, pause=0.1)
+        feeder.start()
+        feeder.finish()
+        expected = true_counts(texts)
+        got = wait_counts(bootstrap, expected, at_least=True, timeout=120)
+        report("broker connection lost for 10s", expected, got)
+        for w in workers:
+            assert w.proc.poll() is None, f"{w.name} exited: it must recover without a restart"
+            assert w.terminate() == 0
+    finally:
+        stop_all(workers)
+
+
+CORRUPT = re.compile(r"store is corrupt|beyond the changelog's end")
+
+
+def table_dir(data: Path, partition: int) -> Path:
+    return data / "wordcount" / "tables" / "word_counts" / str(partition)
+
+
+@pytest.mark.parametrize("damage", ["corrupt-rocksdb", "checkpoint-ahead"])
+def test_damaged_store_is_wiped_and_restored_once(fresh_broker: DevBroker, tmp_path: Path,
+                                                  request: pytest.FixtureRequest, damage: str) -> None:
+    from .test_recovery import store_state
+
+    texts = sentences(6000, seed=41)
+    logs = ARTIFACTS / request.node.name
+    data = tmp_path / "w"
+    w1 = Worker("first", fresh_broker.url, data, logs)
+    workers = [w1]
+    try:
+        w1.wait_log(r"assigned: .*sentences\[")
+        feed(fresh_broker.bootstrap, texts[:4000])
+        assert wait_counts(fresh_broker.bootstrap, true_counts(texts[:4000])) == true_counts(texts[:4000])
+        assert w1.terminate() == 0
+        part = table_dir(data, 1)
+        if damage == "corrupt-rocksdb":
+            manifests = list(part.glob("MANIFEST-*"))
+            assert manifests, sorted(p.name for p in part.iterdir())
+            for f in manifests:
+                f.write_bytes(os.urandom(f.stat().st_size or 64))
+        else:
+            (part / "agentstream.checkpoint").write_text("1000000000\n")
+        w2 = Worker("second", fresh_broker.url, data, logs)
+        workers.append(w2)
+        w2.wait_log(r"assigned: .*sentences\[")
+        feed(fresh_broker.bootstrap, texts[4000:])
+        expected = true_counts(texts)
+        got = wait_counts(fresh_broker.bootstrap, expected)
+        assert got == expected, "a clean stop and a damaged store must still give exact counts"
+        assert w2.terminate() == 0
+        found = CORRUPT.findall(w2.log())
+        assert len(found) == 1, f"expected the damage to be logged once, got {found}"
+        assert store_state(data) == changelog_state(fresh_broker.bootstrap)
+    finally:
+        stop_all(workers)
+
+
+def test_unwritable_data_dir_stops_the_worker_with_a_clear_error_and_loses_nothing(
+        fresh_broker: DevBroker, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    texts = sentences(8000, seed=51)
+    logs = ARTIFACTS / request.node.name
+    data = tmp_path / "w"
+    data.mkdir()
+    prefix: list[str] = []
+    if os.geteuid() == 0:  # root ignores file modes: run the worker as nobody
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        os.chown(data, 65534, 65534)
+        tmp_path.chmod(0o755)
+    w1 = Worker("w", fresh_broker.url, data, logs, prefix=prefix)
+    workers = [w1]
+    try:
+        w1.wait_log(r"assigned: .*sentences\[")
+        feed(fresh_broker.bootstrap, texts[:4000])
+        w1.wait_log(r"restored", timeout=30)
+        time.sleep(1.0)
+        for path in [data, *data.rglob("*")]:
+            if path.is_dir():
+                path.chmod(0o555)
+        feed(fresh_broker.bootstrap, texts[4000:6000])
+        code = w1.proc.wait(60)
+        log = w1.log()
+        assert code != 0, "the worker must exit non-zero when it cannot write its data dir"
+        assert "--data-dir" in log and "writable" in log, log[-3000:]
+        for path in [data, *data.rglob("*")]:
+            if path.is_dir():
+                path.chmod(0o755)
+        w2 = Worker("w-restarted", fresh_broker.url, data, logs, prefix=prefix)
+        workers.append(w2)
+        feed(fresh_broker.bootstrap, texts[6000:])
+        expected = true_counts(texts)
+        got = wait_counts(fresh_broker.bootstrap, expected, at_least=True)
+        report("unwritable data dir, then restart", expected, got)
+        assert w2.terminate() == 0
+    finally:
+        for path in [data, *data.rglob("*")]:
+            if path.is_dir():
+                path.chmod(0o755)
+        stop_all(workers)

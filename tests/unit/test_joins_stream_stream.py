@@ -1,0 +1,279 @@
+"""Stream-stream windowed joins on the memory transport, checked against a nested-loop reference.
+
+The reference applies the documented semantics (agentstream/joins/windowed.py) the plain way:
+it orders each partition's records like a task does (lowest head timestamp first, ties to the
+topic whose name sorts first), marks a record late when ``t + W + G < stream time``, then joins
+every pair of non-late records with a nested loop, and adds the unmatched records whose
+``t + 2W + G`` is below the final stream time. All input is produced before the worker starts
+and ``max_task_idle`` lets a task wait for its other input, so the task order is the reference's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import random
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+import agentstream
+from agentstream.exceptions import TopologyError
+from agentstream.testing import AppHarness, _use_memory
+from agentstream.transport.memory import default_partition
+
+pytestmark = pytest.mark.asyncio
+
+W_S, G_S = 5.0, 3.0  # within, grace (seconds)
+W, G = int(W_S * 1000), int(G_S * 1000)
+
+
+@dataclass(frozen=True)
+class Rec:
+    topic: str  # "left" or "right"
+    key: str
+    id: str
+    ts: int  # ms
+
+
+Send = tuple[str, Any, Any, float]  # topic, key, value, timestamp in seconds
+
+
+class Preloaded(AppHarness):
+    """An AppHarness whose input is all produced before the worker starts (deterministic order)."""
+
+    def __init__(self, app: agentstream.App, records: list[Rec] | list[Send], **settings: Any) -> None:
+        super().__init__(app, **{"max_task_idle": 2.0, "web_enabled": False, **settings})
+        self.sends = [(r.topic, r.key, {"id": r.id}, r.ts / 1000) if isinstance(r, Rec) else r for r in records]
+
+    async def __aenter__(self) -> "Preloaded":
+        self._saved = _use_memory(self.app, f"join-test-{uuid.uuid4().hex[:8]}")
+        self.app.settings = self.app.settings.replace(commit_interval=0.05, **self.settings)
+        await self.app.transport.ensure_topics([t.spec() for t in self.app.topics.values()])
+        for topic, key, value, ts in self.sends:
+            await self.app.topics[topic].send(key=key, value=value, timestamp=ts)
+        await self.start_worker()
+        return self
+
+    async def start_worker(self) -> None:
+        from agentstream.worker.worker import Worker
+
+        self.worker = Worker(self.app)
+        await self.worker.start()
+        await asyncio.wait_for(self.worker.assigned.wait(), 10)
+
+    async def restart_worker(self) -> None:
+        """Stop the worker (memory stores are lost) and start a new one: state comes from changelogs."""
+        await self.worker.stop()
+        await self.start_worker()
+
+
+def task_order(records: list[Rec], partitions: int) -> dict[int, list[Rec]]:
+    """Per partition number, the order a task takes the records in (see PartitionGroup.next)."""
+    out: dict[int, list[Rec]] = {}
+    for p in range(partitions):
+        queues = {t: collections.deque(r for r in records if r.topic == t
+                                       and default_partition(r.key.encode(), partitions) == p)
+                  for t in sorted({"left", "right"})}
+        order: list[Rec] = []
+        while any(queues.values()):
+            best = min((q[0].ts, t) for t, q in queues.items() if q)
+            order.append(queues[best[1]].popleft())
+        out[p] = order
+    return out
+
+
+Pair = tuple[str | None, str | None]
+
+
+def reference(records: list[Rec], kind: str, partitions: int) -> collections.Counter[Pair]:
+    results: collections.Counter[Pair] = collections.Counter()
+    for order in task_order(records, partitions).values():
+        st: int | None = None
+        accepted: list[Rec] = []
+        for r in order:
+            if st is not None and r.ts + W + G < st:
+                continue  # late: dropped
+            st = r.ts if st is None else max(st, r.ts)
+            accepted.append(r)
+        lefts = [r for r in accepted if r.topic == "left"]
+        rights = [r for r in accepted if r.topic == "right"]
+        matched: set[Rec] = set()
+        for lr in lefts:  # the nested loop
+            for rr in rights:
+                if lr.key == rr.key and abs(lr.ts - rr.ts) <= W:
+                    results[(lr.id, rr.id)] += 1
+                    matched.update((lr, rr))
+        assert st is not None
+        closed = [r for r in accepted if r not in matched and r.ts + 2 * W + G < st]
+        if kind in ("left", "outer"):
+            results.update((r.id, None) for r in closed if r.topic == "left")
+        if kind == "outer":
+            results.update((None, r.id) for r in closed if r.topic == "right")
+    return results
+
+
+def join_app(kind: str, partitions: int = 2) -> tuple[agentstream.App, list[Pair]]:
+    app = agentstream.App(f"ssj-{kind}-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=partitions)
+    left = app.topic("left", key_type=str, value_type=dict)
+    right = app.topic("right", key_type=str, value_type=dict)
+    out: list[Pair] = []
+
+    @app.agent(left)
+    async def joiner(stream: agentstream.Stream) -> None:
+        method = {"inner": stream.join, "left": stream.left_join, "outer": stream.outer_join}[kind]
+        async for lv, rv in method(right, within=W_S, grace=G_S):
+            out.append((None if lv is None else lv["id"], None if rv is None else rv["id"]))
+
+    return app, out
+
+
+def random_input(seed: int, n: int = 160, keys: int = 6) -> list[Rec]:
+    """Mostly increasing times with jitter: out-of-order records within grace and late ones beyond it."""
+    rnd = random.Random(seed)
+    recs = []
+    clock = 10_000
+    for i in range(n):
+        clock += rnd.randint(0, 1500)
+        jitter = rnd.choice([0, 0, 0, -rnd.randint(0, W + G), -rnd.randint(W + G, 3 * (W + G))])
+        recs.append(Rec(rnd.choice(["left", "right"]), f"k{rnd.randrange(keys)}", f"r{i}", max(0, clock + jitter)))
+    return recs
+
+
+async def run_join(kind: str, records: list[Rec], partitions: int = 2) -> collections.Counter[Pair]:
+    app, out = join_app(kind, partitions)
+    async with Preloaded(app, records) as h:
+        await h.wait_idle()
+    return collections.Counter(out)
+
+
+@pytest.mark.parametrize("kind", ["inner", "left", "outer"])
+@pytest.mark.parametrize("seed", [1, 2])
+async def test_matches_nested_loop_reference(kind: str, seed: int) -> None:
+    records = random_input(seed)
+    expected = reference(records, kind, 2)
+    got = await run_join(kind, records)
+    assert got == expected
+    assert sum(expected.values()) > 10  # the input does join
+
+
+async def test_input_has_late_and_out_of_order_records() -> None:
+    """Guards the reference tests: they must exercise both kinds of disorder."""
+    records = random_input(1)
+    late = in_grace = 0
+    for order in task_order(records, 2).values():
+        st = None
+        for r in order:
+            if st is not None and r.ts + W + G < st:
+                late += 1
+            elif st is not None and r.ts < st:
+                in_grace += 1
+            st = r.ts if st is None else max(st, r.ts)
+    assert late >= 5 and in_grace >= 5
+
+
+async def test_hand_written_scenario() -> None:
+    """Within 5 s, grace 3 s, one partition; the comments follow the task's order (lowest head first)."""
+    recs = [
+        Rec("left", "a", "L1", 10_000),    # 1. stream time 10
+        Rec("right", "a", "R1", 14_000),   # 2. |14-10| <= 5: (L1, R1)
+        Rec("left", "a", "L2", 15_000),    # 3. (L2, R1)
+        Rec("right", "a", "R2", 16_000),   # 4. (L2, R2); 6 s from L1: no match
+        Rec("left", "b", "L3", 20_000),    # 5. never matched
+        Rec("right", "b", "R3", 26_000),   # 6. 6 s after L3: no match, never matched
+        Rec("right", "c", "R5", 36_000),   # 7. time 36: L3 closes (20 + 2*5 + 3 < 36): (L3, None)
+        Rec("right", "c", "R4", 27_000),   # 8. 27 + 5 + 3 < 36: late, dropped (else outer: (None, R4))
+        Rec("left", "c", "L4", 40_000),    # 9. time 40: R3 closes: (None, R3); (L4, R5)
+        Rec("left", "c", "L5", 32_500),    # 10. out of order but 32.5 + 8 >= 40: (L5, R5)
+        Rec("left", "z", "L6", 60_000),    # 11. time 60: the rest expires, all matched
+    ]
+    inner = {("L1", "R1"): 1, ("L2", "R1"): 1, ("L2", "R2"): 1, ("L4", "R5"): 1, ("L5", "R5"): 1}
+    by_kind = {"inner": inner, "left": {**inner, ("L3", None): 1}, "outer": {**inner, ("L3", None): 1, (None, "R3"): 1}}
+    for kind, expected in by_kind.items():
+        got = await run_join(kind, recs, partitions=1)
+        assert dict(got) == expected, kind
+        assert got == reference(recs, kind, 1), kind
+
+
+async def test_buffers_survive_a_restart_through_the_changelog() -> None:
+    app, out = join_app("left", partitions=2)
+    first = [Rec("left", f"k{i}", f"L{i}", 10_000 + i) for i in range(20)]
+    async with Preloaded(app, first) as h:
+        await h.wait_idle()
+        assert out == []  # nothing matched, nothing closed yet
+        await h.restart_worker()
+        for i in range(0, 20, 2):
+            await h.send("right", {"id": f"R{i}"}, key=f"k{i}", timestamp=(12_000 + i) / 1000)
+        await h.wait_idle()
+        ticks = {default_partition(f"t{i}".encode(), 2): f"t{i}" for i in range(10)}  # stream time is per task
+        assert len(ticks) == 2
+        for key in ticks.values():
+            await h.send("left", {"id": key}, key=key, timestamp=100.0)
+        await h.wait_idle()
+    pairs = collections.Counter(out)
+    assert pairs == collections.Counter(
+        [(f"L{i}", f"R{i}") for i in range(0, 20, 2)] + [(f"L{i}", None) for i in range(1, 20, 2)]
+    )
+
+
+async def test_results_carry_the_later_timestamp_and_the_key() -> None:
+    app = agentstream.App(f"ssj-ts-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
+    left = app.topic("left", key_type=str, value_type=dict)
+    right = app.topic("right", key_type=str, value_type=dict)
+    seen: list[tuple[Any, float, Any]] = []
+
+    @app.agent(left)
+    async def joiner(stream: agentstream.Stream) -> None:
+        async for event in stream.join(right, within=5).events():
+            seen.append((event.key, event.timestamp, event.value))
+
+    async with Preloaded(app, [Rec("left", "k", "L", 10_000), Rec("right", "k", "R", 12_000)]) as h:
+        await h.wait_idle()
+    assert seen == [("k", 12.0, ({"id": "L"}, {"id": "R"}))]
+
+
+async def test_topology_reads_the_other_topic_in_the_same_task() -> None:
+    app, _ = join_app("inner")
+    await app.discover()
+    subs = app.topology().subtopologies
+    assert [st.source_topics for st in subs] == [["left", "right"]]
+    assert app.tables["joiner-join-right"].changelog_topic.name == f"{app.id}-joiner-join-right-changelog"
+
+
+async def test_not_copartitioned_topics_are_refused_at_build() -> None:
+    app = agentstream.App(f"ssj-cp-{uuid.uuid4().hex[:6]}", broker="memory://")
+    orders = app.topic("orders", partitions=4)
+    payments = app.topic("payments", partitions=3)
+
+    @app.agent(orders)
+    async def joiner(stream: agentstream.Stream) -> None:
+        async for _ in stream.join(payments, within=60):
+            pass
+
+    await app.discover()
+    with pytest.raises(TopologyError) as info:
+        app.topology()
+    msg = str(info.value)
+    assert "orders has 4, payments has 3" in msg and "group_by" in msg and "joiner" in msg
+
+
+@pytest.mark.parametrize("make", [
+    lambda s, other: s.join(other),                                   # no within
+    lambda s, other: s.join(other, within=5, key=lambda v: v["x"]),   # key extractor
+    lambda s, other: s.join(other, within=5).group_by(lambda v: 1, name="x"),
+    lambda s, other: s.join(object()),
+])
+async def test_bad_joins_fail_at_discovery_with_the_fix(make: Any) -> None:
+    app = agentstream.App(f"ssj-bad-{uuid.uuid4().hex[:6]}", broker="memory://")
+    a = app.topic("a")
+    b = app.topic("b")
+
+    @app.agent(a)
+    async def joiner(stream: agentstream.Stream) -> None:
+        async for _ in make(stream, b):
+            pass
+
+    with pytest.raises(TopologyError):
+        await app.discover()
