@@ -13,8 +13,12 @@ Stream-table (``stream.join(table)`` / ``left_join``), Kafka Streams' KStream-KT
 * A table without ``from_topic`` (written by another agent, Faust style) is only looked up: the
   join sees whatever that agent has written by then, in no defined order with the stream.
 * The lookup key is the record key (re-encoded with the table's key codec); the table must be
-  co-partitioned with the stream (checked when the topology is built). A ``key=`` extractor
-  would look in the wrong partition, so it is refused: ``stream.group_by(fn).join(table)``.
+  co-partitioned with the stream (partition counts are checked when the topology is built; the
+  key *bytes* must be equal on both topics too, e.g. after ``group_by``, whose repartition topic
+  encodes keys as JSON, declare the table's topic with ``key_serializer="json"``). A ``key=``
+  extractor would look in the wrong partition, so it is refused: ``stream.group_by(fn).join(table)``.
+* Only the joining agent keeps a ``from_topic`` table up to date (one agent may join it; a table
+  nobody joins stays empty): to share one table between agents, use a GlobalTable.
 * Inner join: a record without a value in the table (or with a ``None`` key) gives nothing;
   left join: ``(value, None)``. Updates of the table emit nothing (the stream drives the join).
 

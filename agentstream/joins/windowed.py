@@ -238,9 +238,8 @@ class StreamStreamJoin:
         others = b.by_key[1 - side].get(kb)
         if others:
             lo, hi = t - self.within, t + self.within
-            for e in others:
-                if e.ts < lo:
-                    continue
+            start = bisect.bisect_left(others, (lo, -_BIAS), key=_Entry.order)
+            for e in others[start:]:
                 if e.ts > hi:
                     break
                 matched = True

@@ -56,6 +56,7 @@ class Restorer:
         done = 0
         began = last_log = time.monotonic()
         empty = 0
+        rewound = False
         while remaining:
             batches = await consumer.getmany(timeout_ms=300, max_records=batch)
             for tp, messages in batches.items():
@@ -90,9 +91,13 @@ class Restorer:
                         part.changelog_offset = 0
                         starts[tp] = 0
                         consumer.seek(tp, 0)
+                        rewound = True
                         continue
                     del remaining[tp]
-            empty = empty + 1 if not batches else 0
+            # Empty fetches end the restore only if nothing was rewound since: a rewind's first
+            # fetches come back empty while the reader resets (it restored 0 records before).
+            empty = 0 if batches or rewound else empty + 1
+            rewound = False
             if empty >= 3:
                 break  # fetches come back empty: every remaining partition is at its end
             now = time.monotonic()

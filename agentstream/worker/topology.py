@@ -43,7 +43,9 @@ class SubTopology:
 
     def describe(self) -> str:
         sinks = f" -> {', '.join(self.sink_topics)}" if self.sink_topics else ""
-        return f"sub-topology {self.id}: {', '.join(self.source_topics)} -> agent {self.agent.name} (stage {self.stage}){sinks}"
+        joins = f" [{'; '.join(self.joins)}]" if self.joins else ""
+        return (f"sub-topology {self.id}: {', '.join(self.source_topics)} -> agent {self.agent.name} "
+                f"(stage {self.stage}){joins}{sinks}")
 
 
 class Topology:

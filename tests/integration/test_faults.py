@@ -12,7 +12,7 @@ import os
 import random
 import re
 import shutil
-import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -226,12 +226,14 @@ def test_unwritable_data_dir_stops_the_worker_with_a_clear_error_and_loses_nothi
     texts = sentences(8000, seed=51)
     logs = ARTIFACTS / request.node.name
     data = tmp_path / "w"
-    data.mkdir()
     prefix: list[str] = []
-    if os.geteuid() == 0:  # root ignores file modes: run the worker as nobody
+    if os.geteuid() == 0:  # root ignores file modes: run the worker as nobody, outside pytest's 0700 tree
         prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        data = Path(tempfile.mkdtemp(prefix="agentstream-ro-"))
+        data.chmod(0o755)
         os.chown(data, 65534, 65534)
-        tmp_path.chmod(0o755)
+    else:
+        data.mkdir()
     w1 = Worker("w", fresh_broker.url, data, logs, prefix=prefix)
     workers = [w1]
     try:
@@ -262,3 +264,5 @@ def test_unwritable_data_dir_stops_the_worker_with_a_clear_error_and_loses_nothi
             if path.is_dir():
                 path.chmod(0o755)
         stop_all(workers)
+        if data.parent != tmp_path:
+            shutil.rmtree(data, ignore_errors=True)

@@ -133,8 +133,10 @@ def last(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
     return {k: v for k, v in pairs}
 
 
-def http_json(url: str) -> Any:
+def http_json(url: str, forwarded: list[str] | None = None) -> Any:
     with urllib.request.urlopen(url, timeout=10) as resp:
+        if forwarded is not None and resp.headers.get("X-Agentstream-Served-By"):
+            forwarded.append(url)
         return orjson.loads(resp.read())
 
 
@@ -180,10 +182,12 @@ def test_word_count_and_table_route_across_two_workers(broker: DevBroker, worker
             expected[w] = expected.get(w, 0) + 1
     wait_topic(broker, "faust-word-counts", lambda got: last(got) == expected)
     # @app.table_route: any worker answers for any word (the non-owner forwards to the owner).
+    forwarded: list[str] = []
     for url in (w1.web_url, w2.web_url):
         for word, count in expected.items():
-            assert http_json(f"{url}/count/{word}/") == {word: count}
+            assert http_json(f"{url}/count/{word}/", forwarded) == {word: count}
         assert http_json(f"{url}/hello/") == {"hello": "world", "app": "faust-word-count"}
+    assert len(forwarded) == len(expected)  # each word's non-owner forwarded once, its owner answered once
 
 
 def test_windowed_tumbling_and_hopping(broker: DevBroker, workers: dict[str, AppWorker]) -> None:

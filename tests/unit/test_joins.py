@@ -263,3 +263,44 @@ async def test_filter_before_a_join_applies_to_the_stream_side_only() -> None:
     async with Preloaded(app, sends) as h:
         await h.wait_idle()
     assert out == [("y", 1)]
+
+
+async def test_join_after_group_by_reads_the_table_topic_in_the_repartitioned_stage() -> None:
+    app = agentstream.App(f"stj-gb-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=2)
+    orders = app.topic("orders", key_type=str, value_type=dict)
+    # group_by's repartition topic encodes keys as JSON: the table topic must too (same key bytes)
+    discounts = app.Table("discounts").from_topic(app.topic("discounts", key_serializer="json", value_type=dict))
+    out: list[tuple[str, Any]] = []
+
+    @app.agent(orders)
+    async def by_customer(stream: agentstream.Stream) -> None:
+        async for order, discount in stream.group_by(lambda o: o["customer"], name="by_cust").left_join(discounts):
+            out.append((order["id"], None if discount is None else discount["pct"]))
+
+    async with AppHarness(app, web_enabled=False) as h:
+        assert [st.source_topics for st in app.topology().subtopologies] == [
+            ["orders"], [f"{app.id}-by_cust-repartition", "discounts"]]
+        for c in ("c1", "c2", "c3"):
+            await h.send("discounts", {"pct": int(c[1]) * 10}, key=c, timestamp=1.0)
+        await h.wait_idle()
+        for i in range(12):
+            await h.send("orders", {"id": f"o{i}", "customer": f"c{i % 4}"}, key=f"o{i}", timestamp=2.0 + i)
+        await h.wait_idle()
+    assert sorted(out) == sorted((f"o{i}", (i % 4) * 10 or None) for i in range(12))
+
+
+async def test_joins_run_in_an_agent_test_context() -> None:
+    app = agentstream.App(f"stj-ctx-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
+    orders = app.topic("orders", key_type=str, value_type=dict)
+    customers = app.GlobalTable("customers", key_type=str)
+
+    @app.agent(orders)
+    async def enrich(stream: agentstream.Stream):  # type: ignore[no-untyped-def]
+        async for order, customer in stream.left_join(customers, key="customer"):
+            yield order["id"], customer
+
+    async with enrich.test_context() as ctx:
+        customers["c1"] = "Ann"
+        await ctx.put({"id": "o1", "customer": "c1"}, key="o1")
+        await ctx.put({"id": "o2", "customer": "c2"}, key="o2")
+    assert ctx.results == [("o1", "Ann"), ("o2", None)]
