@@ -203,15 +203,24 @@ class TableManager:
         for consumer in (self._restore_consumer, self._follow_consumer):
             if consumer is not None:
                 await consumer.stop()
+        failed: StoreUnavailable | None = None
         for table in self.tables:
             for p in list(table.parts):
                 part = table.parts[p]
-                if self.eos:  # only committed values reach the store (nothing is left after a clean stop)
-                    part.discard_uncommitted()
-                else:
-                    part.write_store()
-                part.checkpoint(force=True)
-                self._close(table, p)
+                try:
+                    if self.eos:  # only committed values reach the store (nothing is left after a clean stop)
+                        part.discard_uncommitted()
+                    else:
+                        part.write_store()
+                    part.checkpoint(force=True)
+                except (StoreError, OSError) as exc:  # still close every store, then report
+                    failed = failed or self._unwritable(part.store.path, "write", exc)
+                try:
+                    self._close(table, p)
+                except Exception as exc:  # rocksdict raises bare Exception from close()
+                    failed = failed or self._unwritable(part.store.path, "close", exc)
+        if failed is not None:
+            raise failed
 
     async def _restore(self, parts: dict[TP, TablePartition], label: str) -> int:
         assert self._restore_consumer is not None

@@ -139,7 +139,7 @@ class KafkaProducer:
         self._config: dict[str, Any] = {"acks": "all", "linger_ms": 5}
         self._config.update(_pick(settings, _PRODUCER_KEYS))
         self._producer: Any = None
-        self._pending: list[asyncio.Future[RecordMetadata]] = []
+        self._pending: list[tuple[asyncio.Future[RecordMetadata], str, int | None]] = []
         self._partition_cache: dict[str, dict[bytes, int]] = {}
         self._partition_count: dict[str, int] = {}
         self.transactional_id: str | None = self._config.get("transactional_id")
@@ -198,7 +198,7 @@ class KafkaProducer:
             where = topic if partition is None else f"{topic}[{partition}]"
             raise ProducerError(f"could not send to {where}: {_describe(exc)}") from exc
         # No per-record callback (it costs a loop turn per record): flush() inspects the futures.
-        self._pending.append(fut)
+        self._pending.append((fut, topic, partition))
         return fut
 
     def _key_partition(self, producer: Any, topic: str, key: bytes) -> int | None:
@@ -229,18 +229,18 @@ class KafkaProducer:
             await producer.flush()
         except kafka_errors.KafkaError as exc:
             raise ProducerError(f"flush failed: {_describe(exc)}") from exc
-        unresolved = [f for f in waiting if not f.done()]
+        unresolved = [f for f, _, _ in waiting if not f.done()]
         if unresolved:
             await asyncio.wait(unresolved)
-        failure: tuple[asyncio.Future[RecordMetadata], BaseException] | None = None
-        for fut in waiting:
+        failure: tuple[str, BaseException] | None = None
+        for fut, topic, partition in waiting:
             error = asyncio.CancelledError() if fut.cancelled() else fut.exception()  # marks it retrieved
             if error is not None and failure is None:
-                failure = (fut, error)
+                failure = (topic if partition is None else f"{topic}[{partition}]", error)
         if failure is not None:
-            error = failure[1]
+            where, error = failure
             raise ProducerError(
-                f"delivery failed: {_describe(error).rstrip('.')}; offsets past it must not be committed"
+                f"delivery to {where} failed: {_describe(error).rstrip('.')}; offsets past it must not be committed"
             ) from error
 
     async def partitions_for(self, topic: str) -> int:
