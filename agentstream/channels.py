@@ -19,7 +19,7 @@ from aiokafka.structs import ConsumerRecord
 from .agents.agent import Agent, AgentFun
 from .events import Event
 from .exceptions import TopologyError
-from .streams import SplitPoint, Stream
+from .streams import InProcessStream, SplitPoint, Stream
 
 if TYPE_CHECKING:
     from .app import App
@@ -74,7 +74,7 @@ class Channel:
 
     def stream(self) -> Stream:
         """A stream over this channel (for code outside agents)."""
-        return _LocalStream(_ChannelInput(self))
+        return InProcessStream(_ChannelInput(self))
 
     def __repr__(self) -> str:
         return f"<Channel {self.name}>"
@@ -99,20 +99,6 @@ class _ChannelInput:
 
     def split(self, index: int, point: SplitPoint) -> SplitPoint:
         return point
-
-
-class _LocalStream(Stream):
-    """group_by/through on a channel re-key in memory: there is no partitioning to change."""
-
-    def _split(self, point: SplitPoint) -> Stream:
-        keyfn = point.key
-        if point.kind == "group_by" and keyfn is not None:
-            def rekey(event: Event) -> bool:
-                event.key = keyfn(event.value)
-                return True
-
-            return _LocalStream(self._input, self._processors + (rekey,), self._splits + 1)
-        return _LocalStream(self._input, self._processors, self._splits + 1)
 
 
 class ChannelAgent(Agent):
@@ -142,7 +128,7 @@ class ChannelAgent(Agent):
 
     async def run_instances(self) -> None:
         """Started by the worker (a startup task): the agent's instances until the worker stops."""
-        await asyncio.gather(*(self.run(_LocalStream(_ChannelInput(self._channel)))
+        await asyncio.gather(*(self.run(InProcessStream(_ChannelInput(self._channel)))
                                for _ in range(self.concurrency)))
 
     async def _deliver(self, value: Any, event: Event | None) -> None:

@@ -260,6 +260,21 @@ class Stream:
         return f"<Stream stage={self._input.stage} splits={self._splits}>"
 
 
+class InProcessStream(Stream):
+    """A stream whose whole agent runs in one place (the agent test harness, channels):
+    ``group_by`` re-keys in memory and ``through`` is a no-op, as there is no partitioning to change."""
+
+    def _split(self, point: SplitPoint) -> "Stream":
+        keyfn = point.key
+        if point.kind == "group_by" and keyfn is not None:
+            def rekey(event: Event) -> bool:
+                event.key = keyfn(event.value)
+                return True
+
+            return type(self)(self._input, self._processors + (rekey,), self._splits + 1)
+        return type(self)(self._input, self._processors, self._splits + 1)
+
+
 def _key_function(key: Any) -> tuple[Callable[[Any], Any], str | None]:
     """A group_by key may be a callable, a Record field descriptor or a field name."""
     field_name = getattr(key, "field", None)

@@ -17,7 +17,7 @@ from aiokafka.structs import ConsumerRecord
 
 from .events import Event
 from .exceptions import WorkerStopped
-from .streams import SplitPoint, Stream
+from .streams import InProcessStream, SplitPoint
 from .transport.base import TP
 from .transport.memory import MemoryTransport
 
@@ -89,7 +89,7 @@ class AgentTestContext:
         return self
 
     async def _run(self) -> None:
-        stream = _HarnessStream(self)
+        stream = InProcessStream(self)
 
         async def deliver(value: Any) -> None:
             self.results.append(value)
@@ -141,20 +141,6 @@ class AgentTestContext:
         await self.app.stop_clients()
         assert self._saved is not None
         self.app.settings, self.app._transport = self._saved
-
-
-class _HarnessStream(Stream):
-    """Runs the whole agent in one place: ``group_by`` re-keys in memory instead of a topic."""
-
-    def _split(self, point: SplitPoint) -> Stream:
-        keyfn = point.key
-        if point.kind == "group_by" and keyfn is not None:
-            def rekey(event: Event) -> bool:
-                event.key = keyfn(event.value)
-                return True
-
-            return _HarnessStream(self._input, self._processors + (rekey,), self._splits + 1)
-        return _HarnessStream(self._input, self._processors, self._splits + 1)
 
 
 def _read(app: "App", topic: str) -> list[tuple[Any, Any]]:

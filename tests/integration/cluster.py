@@ -40,7 +40,8 @@ class Worker:
     """A worker process of an app (``agentstream -A apps.wordcount worker``)."""
 
     def __init__(self, name: str, broker_url: str, data_dir: Path, log_dir: Path, *, app: str = "apps.wordcount",
-                 env: dict[str, str] | None = None, prefix: list[str] | None = None) -> None:
+                 env: dict[str, str] | None = None, prefix: list[str] | None = None,
+                 web_port: int | None = None) -> None:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         self.data_dir = data_dir
@@ -58,7 +59,8 @@ class Worker:
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
             [*(prefix or []), sys.executable, "-m", "agentstream", "-A", app, "worker", "--data-dir", str(data_dir),
-             "--without-web", "-l", "info"],
+             *(["--without-web"] if web_port is None else ["--web-port", str(web_port), "--web-host", "127.0.0.1"]),
+             "-l", "info"],
             cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
         )
 

@@ -35,3 +35,12 @@ def broker() -> Iterator[DevBroker]:
         yield dev
     finally:
         dev.stop()
+
+
+@pytest.fixture
+def fresh_broker(request: pytest.FixtureRequest) -> Iterator[DevBroker]:
+    """A broker of the test's own, for tests whose apps use fixed topic names (log in artifacts/<test>/)."""
+    log_dir = ARTIFACTS / request.node.name
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with DevBroker(log_path=log_dir / "broker.log") as b:
+        yield b

@@ -14,7 +14,7 @@ import random
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 import pytest
@@ -32,14 +32,6 @@ WITHIN = 300.0
 PARTITIONS = 4
 
 Send = tuple[str, str, dict[str, Any], float]  # topic, key, value, timestamp (s)
-
-
-@pytest.fixture
-def fresh_broker(request: pytest.FixtureRequest) -> Iterator[DevBroker]:
-    log_dir = ARTIFACTS / request.node.name
-    log_dir.mkdir(parents=True, exist_ok=True)
-    with DevBroker(log_path=log_dir / "broker.log") as b:
-        yield b
 
 
 def make_input(seed: int = 5, orders: int = 1200, customers: int = 40) -> tuple[list[Send], list[Send]]:

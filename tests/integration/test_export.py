@@ -49,15 +49,6 @@ def spark() -> Iterator[Any]:
         session.stop()
 
 
-@pytest.fixture
-def fresh_broker(request: pytest.FixtureRequest) -> Iterator[DevBroker]:
-    """A broker of the test's own: the apps' topic names are fixed."""
-    log_dir = ARTIFACTS / request.node.name
-    log_dir.mkdir(parents=True, exist_ok=True)
-    with DevBroker(log_path=log_dir / "broker.log") as b:
-        yield b
-
-
 def _parquet_rows(path: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = pa_parquet.read_table(str(path)).to_pylist()
     return rows

@@ -41,14 +41,6 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 KILL_SENTENCES = int(os.environ.get("AGENTSTREAM_FAULT_SENTENCES", "30000"))
 
 
-@pytest.fixture
-def fresh_broker(request: pytest.FixtureRequest) -> Iterator[DevBroker]:
-    log_dir = ARTIFACTS / request.node.name
-    log_dir.mkdir(parents=True, exist_ok=True)
-    with DevBroker(log_path=log_dir / "broker.log") as b:
-        yield b
-
-
 def report(name: str, expected: dict[str, int], got: dict[str, int]) -> int:
     """Print and return the duplicated effects (sum of count - truth); asserts nothing was lost."""
     low = {w: (got.get(w), c) for w, c in expected.items() if got.get(w, 0) < c}

@@ -7,7 +7,6 @@ import re
 import shutil
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from rocksdict import Options, Rdict
@@ -18,14 +17,6 @@ from .cluster import Feeder, Worker, changelog_state, sentences, stop_all, true_
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 RESTORED = re.compile(r"tables for partitions \[([0-9, ]*)\]: restored (\d+) records")
-
-
-@pytest.fixture
-def fresh_broker(request: pytest.FixtureRequest) -> Iterator[DevBroker]:
-    log_dir = ARTIFACTS / request.node.name
-    log_dir.mkdir(parents=True, exist_ok=True)
-    with DevBroker(log_path=log_dir / "broker.log") as b:
-        yield b
 
 
 def store_state(data_dir: Path) -> dict[bytes, bytes]:

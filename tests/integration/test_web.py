@@ -5,11 +5,9 @@ status page renders with data in headless Chromium."""
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,7 +20,7 @@ import pytest
 
 from agentstream.devbroker import DevBroker, free_port
 
-from .cluster import ROOT, Worker, feed, sentences, stop_all, true_counts, wait_counts
+from .cluster import Worker, feed, sentences, stop_all, true_counts, wait_counts
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 
@@ -31,26 +29,8 @@ class WebWorker(Worker):
     """A wordcount worker process like :class:`cluster.Worker`, but serving its web server."""
 
     def __init__(self, name: str, broker_url: str, data_dir: Path, log_dir: Path, web_port: int) -> None:
-        self.name = name
         self.web_port = web_port
-        self.log_path = log_dir / f"{name}.log"
-        self.data_dir = data_dir
-        env = dict(os.environ)
-        env.update({
-            "AGENTSTREAM_BROKER": broker_url,
-            "AGENTSTREAM_SESSION_TIMEOUT": "6",
-            "AGENTSTREAM_HEARTBEAT_INTERVAL": "1",
-            "AGENTSTREAM_REBALANCE_TIMEOUT": "6",
-            "AGENTSTREAM_COMMIT_INTERVAL": "0.5",
-            "PYTHONPATH": str(ROOT),
-        })
-        log_dir.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agentstream", "-A", "apps.wordcount", "worker", "--data-dir", str(data_dir),
-             "--web-port", str(web_port), "--web-host", "127.0.0.1", "-l", "info"],
-            cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-        )
+        super().__init__(name, broker_url, data_dir, log_dir, web_port=web_port)
 
     @property
     def address(self) -> str:

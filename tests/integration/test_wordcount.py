@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -14,15 +13,6 @@ from agentstream.devbroker import DevBroker
 from .cluster import Feeder, Worker, feed, sentences, stop_all, true_counts, wait_counts
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
-
-
-@pytest.fixture
-def fresh_broker(request: pytest.FixtureRequest) -> Iterator[DevBroker]:
-    """A broker of the test's own (wordcount's topic names are fixed)."""
-    log_dir = ARTIFACTS / request.node.name
-    log_dir.mkdir(parents=True, exist_ok=True)
-    with DevBroker(log_path=log_dir / "broker.log") as b:
-        yield b
 
 
 def _workers_dir(request: pytest.FixtureRequest) -> Path:
