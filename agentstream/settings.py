@@ -26,7 +26,7 @@ class Settings:
     topic_partitions: int = 8
     commit_interval: float = 1.0
     max_task_idle: float = 0.0
-    buffer_max_records: int = 4000
+    buffer_max_records: int = 1000
     max_poll_records: int = 1000
     session_timeout: float = 10.0
     heartbeat_interval: float = 2.0

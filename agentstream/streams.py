@@ -73,7 +73,10 @@ class Stream:
         return self
 
     async def __anext__(self) -> Any:
-        # The per-record path: ack what was handed out last, pull the next record.
+        return (await self._advance()).value
+
+    async def _advance(self) -> Event:
+        """The per-record path: ack what was handed out last, pull the next record."""
         pending = self._pending
         if pending:
             ack = self._input.ack
@@ -89,7 +92,7 @@ class Stream:
             set_current_event(event)
         assert event is not None  # no timeout given: the input waits for a record
         pending.append(event)
-        return event.value
+        return event
 
     def ack_pending(self) -> None:
         """Acknowledge what was handed out last; called when the agent asks for more."""
@@ -98,15 +101,6 @@ class Stream:
             for event in self._pending:
                 ack(event)
             self._pending.clear()
-
-    async def _next_event(self, timeout: float | None = None) -> Event:
-        if self._pending:
-            self.ack_pending()
-        event = await self._pull(timeout)
-        if event is None:
-            raise asyncio.TimeoutError
-        self._pending.append(event)
-        return event
 
     async def _pull(self, timeout: float | None = None, keep_pending: bool = False) -> Event | None:
         """Next event that passes every processor; events dropped on the way are acked at once."""
@@ -128,14 +122,11 @@ class Stream:
                 set_current_event(event)
                 return event
 
-    async def events(self) -> AsyncIterator[Event]:
-        while True:
-            yield await self._next_event()
+    def events(self) -> AsyncIterator[Event]:
+        return _Events(self)
 
-    async def items(self) -> AsyncIterator[tuple[Any, Any]]:
-        while True:
-            event = await self._next_event()
-            yield event.key, event.value
+    def items(self) -> AsyncIterator[tuple[Any, Any]]:
+        return _Items(self)
 
     async def take(self, max_: int, within: float) -> AsyncIterator[list[Any]]:
         """Batches of up to ``max_`` values, yielded early when ``within`` seconds pass after the first.
@@ -258,6 +249,37 @@ class Stream:
 
     def __repr__(self) -> str:
         return f"<Stream stage={self._input.stage} splits={self._splits}>"
+
+
+class _Events:
+    """``stream.events()``: a plain async iterator (an async generator costs a layer per record)."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: Stream) -> None:
+        self._stream = stream
+
+    def __aiter__(self) -> "_Events":
+        return self
+
+    async def __anext__(self) -> Event:
+        return await self._stream._advance()
+
+
+class _Items:
+    """``stream.items()``: (key, value) pairs, without an async generator's layer either."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: Stream) -> None:
+        self._stream = stream
+
+    def __aiter__(self) -> "_Items":
+        return self
+
+    async def __anext__(self) -> tuple[Any, Any]:
+        event = await self._stream._advance()
+        return event.key, event.value
 
 
 class InProcessStream(Stream):

@@ -13,7 +13,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..events import Event, set_current_event
-from ..exceptions import AgentError, StopProcessing, TopologyError, WorkerStopped
+from ..exceptions import AgentError, ProducerError, StopProcessing, TopologyError, WorkerStopped
 from ..streams import SplitPoint, Stream
 from ..transport.base import TP, Message
 from .eos import current_task
@@ -198,6 +198,9 @@ class StreamTask:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
+        if self.gate is None and self.faults is None:
+            # The common case needs no wrapper: streams call the inner pull directly.
+            self.next_event = self._next_event  # type: ignore[method-assign]
         for i in range(self.agent.concurrency):
             task = asyncio.ensure_future(self._run_instance(i))
             task.add_done_callback(self._instance_done)
@@ -215,8 +218,8 @@ class StreamTask:
                 return
             except WorkerStopped:
                 return
-            except (asyncio.CancelledError, StopProcessing, TopologyError):
-                raise
+            except (asyncio.CancelledError, StopProcessing, TopologyError, ProducerError):
+                raise  # a record whose output cannot be produced is never skipped: stop uncommitted
             except Exception as exc:
                 event = stream.current_event
                 await self._errors.agent_failed(self, event, exc)
