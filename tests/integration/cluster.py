@@ -36,6 +36,21 @@ def true_counts(texts: list[str]) -> dict[str, int]:
     return dict(c)
 
 
+def worker_env(broker_url: str) -> dict[str, str]:
+    """The environment of a test worker or CLI process: short group timeouts, the repo importable."""
+    env = dict(os.environ)
+    env.update({
+        "AGENTSTREAM_BROKER": broker_url,
+        "AGENTSTREAM_SESSION_TIMEOUT": "6",
+        "AGENTSTREAM_HEARTBEAT_INTERVAL": "1",
+        "AGENTSTREAM_REBALANCE_TIMEOUT": "6",
+        "AGENTSTREAM_COMMIT_INTERVAL": "0.5",
+        "PYTHONPATH": str(ROOT),
+        "PYTHONUNBUFFERED": "1",  # apps that print() must reach the log file at once
+    })
+    return env
+
+
 class Worker:
     """A worker process of an app (``agentstream -A apps.wordcount worker``)."""
 
@@ -45,15 +60,7 @@ class Worker:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         self.data_dir = data_dir
-        full_env = dict(os.environ)
-        full_env.update({
-            "AGENTSTREAM_BROKER": broker_url,
-            "AGENTSTREAM_SESSION_TIMEOUT": "6",
-            "AGENTSTREAM_HEARTBEAT_INTERVAL": "1",
-            "AGENTSTREAM_REBALANCE_TIMEOUT": "6",
-            "AGENTSTREAM_COMMIT_INTERVAL": "0.5",
-            "PYTHONPATH": str(ROOT),
-        })
+        full_env = worker_env(broker_url)
         full_env.update(env or {})
         log_dir.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "wb")
@@ -67,11 +74,13 @@ class Worker:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def wait_log(self, pattern: str, timeout: float = 60.0, count: int = 1) -> None:
+    def wait_log(self, pattern: str, timeout: float = 60.0, count: int = 1) -> re.Match[str]:
+        """Wait for the ``count``-th match of ``pattern`` in the log and return it."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if len(re.findall(pattern, self.log())) >= count:
-                return
+            matches = list(re.finditer(pattern, self.log()))
+            if len(matches) >= count:
+                return matches[count - 1]
             if self.proc.poll() is not None:
                 raise AssertionError(f"{self.name} exited with {self.proc.returncode}:\n{self.log()[-3000:]}")
             time.sleep(0.1)
@@ -84,7 +93,8 @@ class Worker:
         return {int(x) for x in m.group(1).split(",") if x.strip()} if m else set()
 
     def terminate(self, timeout: float = 30.0) -> int:
-        self.proc.send_signal(signal.SIGTERM)
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
         code = self.proc.wait(timeout)
         self._log.close()
         return code

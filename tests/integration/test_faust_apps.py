@@ -5,9 +5,6 @@ session broker) and gives the results Faust's documentation describes."""
 from __future__ import annotations
 
 import asyncio
-import os
-import re
-import signal
 import subprocess
 import sys
 import time
@@ -21,77 +18,27 @@ from aiokafka import AIOKafkaProducer
 
 from agentstream.devbroker import DevBroker
 
-from .cluster import ROOT, read_topic
+from .cluster import ROOT, Worker, read_topic, worker_env
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "faust_apps"
 
 
 def _env(broker: DevBroker) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update({
-        "AGENTSTREAM_BROKER": broker.url,
-        "AGENTSTREAM_SESSION_TIMEOUT": "6",
-        "AGENTSTREAM_HEARTBEAT_INTERVAL": "1",
-        "AGENTSTREAM_REBALANCE_TIMEOUT": "6",
-        "AGENTSTREAM_COMMIT_INTERVAL": "0.5",
-        "PYTHONPATH": str(ROOT),
-        "PYTHONUNBUFFERED": "1",  # the apps print(); their output must reach the log file at once
-    })
-    return env
+    return worker_env(broker.url)
 
 
-class AppWorker:
+class AppWorker(Worker):
     """``python -m agentstream -A tests.faust_apps.<module> worker`` with its log in artifacts/."""
 
     def __init__(self, module: str, broker: DevBroker, data_dir: Path, *, name: str | None = None,
                  web: bool = False) -> None:
-        self.name = name or module
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        self.log_path = ARTIFACTS / f"{self.name}.log"
-        self._log = open(self.log_path, "wb")
-        web_args = ["--web-port", "0"] if web else ["--without-web"]
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agentstream", "-A", f"tests.faust_apps.{module}", "worker",
-             "--data-dir", str(data_dir), "-l", "info", *web_args],
-            cwd=ROOT, env=_env(broker), stdout=self._log, stderr=subprocess.STDOUT)
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def wait_log(self, pattern: str, timeout: float = 60.0) -> re.Match[str]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            m = re.search(pattern, self.log())
-            if m:
-                return m
-            if self.proc.poll() is not None:
-                raise AssertionError(f"{self.name} exited with {self.proc.returncode}:\n{self.log()[-3000:]}")
-            time.sleep(0.1)
-        raise AssertionError(f"{self.name}: no {pattern!r} in its log within {timeout}s:\n{self.log()[-3000:]}")
-
-    def last_assignment(self, topic: str) -> set[int]:
-        lines = [line for line in self.log().splitlines() if "assigned: " in line]
-        m = re.search(re.escape(topic) + r"\[([0-9, ]*)\]", lines[-1]) if lines else None
-        return {int(x) for x in m.group(1).split(",") if x.strip()} if m else set()
+        super().__init__(name or module, broker.url, data_dir, ARTIFACTS, app=f"tests.faust_apps.{module}",
+                         web_port=0 if web else None)
 
     @property
     def web_url(self) -> str:
         m = self.wait_log(r"listening on (http://[0-9.]+:\d+)")
         return m.group(1)
-
-    def terminate(self, timeout: float = 30.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(timeout)
-        self._log.close()
-        return code
-
-    def stop_quietly(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-        if not self._log.closed:
-            self._log.close()
 
 
 def cli(broker: DevBroker, module: str, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
