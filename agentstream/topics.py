@@ -6,12 +6,11 @@ timestamp of the record being handled (event time flows downstream, as in Kafka 
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any, Sequence
 
 from . import codecs
 from .events import current_event
-from .transport.base import RecordMetadata, TopicSpec
+from .transport.base import Delivery, TopicSpec
 from .worker.eos import current_task
 
 if TYPE_CHECKING:
@@ -84,7 +83,7 @@ class Topic:
         partition: int | None = None,
         timestamp: float | None = None,
         headers: Sequence[tuple[str, bytes]] | None = None,
-    ) -> "asyncio.Future[RecordMetadata]":
+    ) -> Delivery:
         """Encode and append to the producer's buffer; await the returned future for delivery.
 
         The worker flushes the producer before it commits, so agents need not wait for delivery.
@@ -100,7 +99,7 @@ class Topic:
         partition: int | None = None,
         timestamp: float | None = None,
         headers: Sequence[tuple[str, bytes]] | None = None,
-    ) -> "asyncio.Future[RecordMetadata]":
+    ) -> Delivery:
         if timestamp is None:
             event = current_event()
             ts_ms = event.message.timestamp if event is not None else None

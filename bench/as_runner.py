@@ -10,11 +10,17 @@ coroutine on the same loop, using only public attributes:
   every produced record acknowledged by the broker, input offsets committed. (The periodic
   commit would get there within ``commit_interval`` anyway; calling it at once keeps the
   end time from depending on where the 1 s commit tick falls.)
+* with ``--until-signal`` "processed" is replaced by SIGUSR1: with several workers only the
+  orchestrator, summing their ``progress`` events, knows when all the input is handled.
+
+It prints ``started``/``assigned``/``revoked``/``progress`` event lines (:func:`bench.common.announce`)
+for cases that drive the worker while it runs (latency, backlog, scale).
 
 ``restore`` mode replays a changelog topic into fresh RocksDB table partitions with
 :class:`agentstream.tables.manager.Restorer`, as the TableManager does on assignment.
 
     python -m bench.as_runner worker --app apps.wordcount --expect N --data-dir DIR
+    python -m bench.as_runner worker --app apps.wordcount --until-signal --progress 0.01 --data-dir DIR
     python -m bench.as_runner restore --topic T --partitions 4 --expect N --data-dir DIR
 """
 
@@ -23,12 +29,44 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import Meter, report
+from bench.common import Meter, announce, report
+
+
+class Watch:
+    """What the orchestrator may want to follow while the worker runs: ``assigned`` events (after
+    each assignment's tasks are running, so the worker is ready for input) and, with
+    ``--progress``, ``progress`` lines (records handled so far) every that many seconds."""
+
+    def __init__(self, worker: Any, progress_every: float) -> None:
+        self.worker = worker
+        self.progress_every = progress_every
+        self.next_progress = 0.0
+        self.announced: tuple[int, ...] | None = None
+        self.assignments = 0
+
+    def poll(self) -> int:
+        worker = self.worker
+        processed: int = sum(t.processed for t in list(worker.tasks.values()))
+        ready = worker.assigned.is_set()
+        parts = tuple(sorted({tid.partition for tid in worker.tasks})) if ready else None
+        if parts != self.announced:
+            self.announced = parts
+            if parts is None:
+                announce("revoked")
+            else:
+                self.assignments += 1
+                announce("assigned", partitions=list(parts), assignments=self.assignments)
+        now = time.monotonic()
+        if self.progress_every and now >= self.next_progress:
+            announce("progress", processed=processed)
+            self.next_progress = now + self.progress_every
+        return processed
 
 
 async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
@@ -41,7 +79,11 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
         broker=os.environ["AGENTSTREAM_BROKER"], data_dir=Path(args.data_dir), web_enabled=False
     )
     worker = Worker(app, install_signal_handlers=True)
+    finish = asyncio.Event()  # --until-signal: SIGUSR1 from the orchestrator ends the measurement
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, finish.set)
+    announce("started")
     run = asyncio.ensure_future(worker.run())
+    watch = Watch(worker, args.progress)
     meter = Meter()
     processed = 0
     t_processed = 0.0
@@ -55,25 +97,27 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
             worker.request_stop()
             await run
             raise SystemExit(f"timeout: processed {processed} of {args.expect}")
+        processed = watch.poll()
+        done = finish.is_set() if args.until_signal else processed >= args.expect
         fetcher = worker.fetcher
+        if meter.t0 is None and (done or (fetcher is not None and fetcher.fetched > 0)):
+            meter.start()
         if meter.t0 is None:
-            if fetcher is not None and fetcher.fetched > 0:
-                meter.start()
             await asyncio.sleep(0.001)
             continue
-        processed = sum(t.processed for t in list(worker.tasks.values()))
         now = time.perf_counter() - meter.t0
         if now >= next_mark:
             timeline.append((round(now, 2), processed))
             next_mark = now + 1.0
-        if processed >= args.expect:
+        if done:
             t_processed = time.perf_counter()
             await worker.commit()
             break
         await asyncio.sleep(0.005)
     assert meter.t0 is not None
-    result = meter.stop(args.records or args.expect, processed=processed, process_s=t_processed - meter.t0,
-                        commits=worker.commits, timeline=timeline)
+    result = meter.stop(args.records or (processed if args.until_signal else args.expect), processed=processed,
+                        process_s=t_processed - meter.t0, commits=worker.commits, timeline=timeline,
+                        assignments=watch.assignments, partitions=list(watch.announced or ()))
     worker.request_stop()
     code = await run
     result["exit_code"] = code
@@ -129,13 +173,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--table", default="restore")
     p.add_argument("--topic")
     p.add_argument("--partitions", type=int, default=4)
-    p.add_argument("--expect", type=int, required=True, help="records the agents must handle in all")
+    p.add_argument("--expect", type=int, default=0, help="records the agents must handle in all")
+    p.add_argument("--until-signal", action="store_true",
+                   help="worker: run until SIGUSR1 (the orchestrator sums several workers' progress), not --expect")
+    p.add_argument("--progress", type=float, default=0.0,
+                   help="worker: print a progress event (records handled so far) every that many seconds")
     p.add_argument("--records", type=int, default=0, help="records to report (default: --expect)")
     p.add_argument("--data-dir", required=True)
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--loglevel", default="INFO")
     p.add_argument("--logfile", default=None)
     args = p.parse_args(argv)
+    if not args.expect and not (args.mode == "worker" and args.until_signal):
+        p.error("--expect is required (worker mode: or --until-signal)")
     import uvloop
 
     gc_threshold = os.environ.get("BENCH_GC_THRESHOLD")  # experiment knob, e.g. "100000,50,100"

@@ -15,15 +15,21 @@ import os
 import random
 import re
 import resource
+import signal
+import subprocess
 import sys
+import threading
 import time
 import zlib
-from typing import Any, Callable, Iterable
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
 
+import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 RESULT_PREFIX = "BENCH_RESULT "
+EVENT_PREFIX = "BENCH_EVENT "  # started / assigned / progress lines of a process the orchestrator drives
 WORD = re.compile(r"\W+")  # the same split apps/wordcount.py uses
 PARTITIONS = 4
 
@@ -121,7 +127,7 @@ async def create_topics(bootstrap: str, names: Iterable[str], partitions: int = 
         await admin.close()
 
 
-async def load_topic(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes]],
+async def load_topic(bootstrap: str, topic: str, records: Sequence[tuple[bytes | None, bytes]],
                      partitioner: Callable[[bytes | None, int], int] | None = None,
                      partitions: int = PARTITIONS) -> None:
     """Append ``records`` fast: hand-built batches per partition (the default partitioner
@@ -154,6 +160,14 @@ async def load_topic(bootstrap: str, topic: str, records: list[tuple[bytes | Non
         await producer.stop()
 
 
+async def load_sentences(bootstrap: str, texts: list[str]) -> None:
+    """Word-count input: JSON ``{"text": ...}`` values without keys, round-robin over the
+    partitions (sentence i to partition i % 4), so every partition gets the same share."""
+    counter = iter(range(1 << 62))
+    await load_topic(bootstrap, "sentences", [(None, orjson.dumps({"text": t})) for t in texts],
+                     partitioner=lambda key, parts: next(counter) % parts)
+
+
 async def read_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS,
                      on_batch: Callable[[list[Any]], None] | None = None) -> int:
     """Read a whole topic (until fetches come back empty: ListOffsets(latest) is wrong on the
@@ -184,6 +198,31 @@ async def read_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS,
     return n
 
 
+async def read_checksum(bootstrap: str, topic: str) -> tuple[int, int]:
+    """(count, order-independent checksum) of a whole topic, to compare with the input's."""
+    state = {"n": 0, "sum": 0}
+
+    def on_batch(messages: list[Any]) -> None:
+        n, s = checksum((m.key, m.value) for m in messages)
+        state["n"] += n
+        state["sum"] = (state["sum"] + s) & 0xFFFFFFFFFFFF
+
+    await read_topic(bootstrap, topic, on_batch=on_batch)
+    return state["n"], state["sum"]
+
+
+async def final_counts(bootstrap: str, topic: str) -> dict[str, int]:
+    """The last value per key of a word-count output topic (key: word, value: int)."""
+    out: dict[str, int] = {}
+
+    def on_batch(messages: list[Any]) -> None:
+        for m in messages:
+            out[m.key.decode()] = int(m.value)
+
+    await read_topic(bootstrap, topic, on_batch=on_batch)
+    return out
+
+
 # -- process stats (measured subprocess side) ------------------------------------------------------
 
 def peak_rss_mb(pid: int | str = "self") -> float:
@@ -193,6 +232,39 @@ def peak_rss_mb(pid: int | str = "self") -> float:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024.0
     return 0.0
+
+
+def rss_mb(pid: int | str = "self", exact: bool = True) -> float | None:
+    """Current resident set size of a process in MB; None once it has exited.
+
+    ``exact``: ``Rss`` of /proc/PID/smaps_rollup (a page-table walk, ~1 ms for 100 MB).
+    Otherwise ``VmRSS`` of /proc/PID/status, which since Linux 6.2 reads per-CPU counters
+    without summing them (off by at most a few hundred KB on 2 cores)."""
+    path, field = (f"/proc/{pid}/smaps_rollup", "Rss:") if exact else (f"/proc/{pid}/status", "VmRSS:")
+    try:
+        with open(path) as fh:
+            for line in fh:
+                if line.startswith(field):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        return None
+    return None
+
+
+def machine_cpu_seconds() -> tuple[float, float]:
+    """(busy, total) CPU-seconds of the whole machine since boot, all cores (/proc/stat), so
+    the share of the cores other processes (the broker, other people's runs) took is visible."""
+    with open("/proc/stat") as fh:
+        fields = [int(x) for x in fh.readline().split()[1:]]
+    ticks = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    total = sum(fields[:8])  # guest time is already counted in user
+    return (total - idle) / ticks, total / ticks
+
+
+def machine_sample(broker_pid: int | None) -> dict[str, Any]:
+    """For a :class:`Sampler`: the broker's CPU-seconds and the whole machine's busy CPU-seconds."""
+    return {"broker_cpu_s": proc_cpu_seconds(broker_pid), "machine_busy_s": machine_cpu_seconds()[0]}
 
 
 def cpu_seconds() -> float:
@@ -222,10 +294,12 @@ class Meter:
         self.t0: float | None = None
         self.cpu0 = 0.0
         self.bcpu0: float | None = None
+        self.mono0 = 0.0
 
     def start(self) -> None:
         if self.t0 is None:
             self.t0 = time.perf_counter()
+            self.mono0 = time.monotonic()  # CLOCK_MONOTONIC is system-wide: comparable across processes
             self.cpu0 = cpu_seconds()
             self.bcpu0 = proc_cpu_seconds(self.broker_pid)
 
@@ -240,6 +314,8 @@ class Meter:
             "records_per_s": records / elapsed if elapsed > 0 else 0.0,
             "cpu_s": cpu,
             "broker_cpu_s": None if b1 is None or self.bcpu0 is None else b1 - self.bcpu0,
+            "t0_monotonic": self.mono0,
+            "t_end_monotonic": time.monotonic(),
         }
         out.update(extra)
         return out
@@ -249,6 +325,14 @@ def report(result: dict[str, Any]) -> None:
     """The one line the orchestrator parses (peak RSS read last, at the very end of the work)."""
     result.setdefault("peak_rss_mb", peak_rss_mb())
     sys.stdout.write(RESULT_PREFIX + json.dumps(result) + "\n")
+    sys.stdout.flush()
+
+
+def announce(kind: str, **data: Any) -> None:
+    """One event line for an orchestrator that drives this process while it runs (see :class:`Spawned`).
+    Carries the pid (under py-spy the orchestrator's child is py-spy, not this process)."""
+    event = {"kind": kind, "pid": os.getpid(), "t": time.monotonic(), **data}
+    sys.stdout.write(EVENT_PREFIX + json.dumps(event) + "\n")
     sys.stdout.flush()
 
 
@@ -269,3 +353,145 @@ def consumer_group_kwargs() -> dict[str, Any]:
         "enable_auto_commit": False,
         "auto_offset_reset": "earliest",
     }
+
+
+# -- driving long-running subprocesses (orchestrator side) -----------------------------------------
+
+class Spawned:
+    """A measured subprocess the orchestrator keeps running while it does other things (feeds it,
+    samples its memory, waits for its group assignment). A thread reads its stdout so the pipe never
+    fills, and keeps the latest :func:`announce` events; :meth:`wait` returns its result line."""
+
+    def __init__(self, name: str, popen: "subprocess.Popen[bytes]", logs: Path) -> None:
+        self.name = name
+        self.popen = popen
+        self.logs = logs
+        self.pid = popen.pid  # replaced by the pid the process announces
+        self.events: list[dict[str, Any]] = []
+        self.progress = 0
+        self._lines: list[str] = []
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read, name=f"{name}-stdout", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.popen.stdout is not None
+        for raw in self.popen.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            self._lines.append(line)
+            if not line.startswith(EVENT_PREFIX):
+                continue
+            event = json.loads(line[len(EVENT_PREFIX):])
+            with self._changed:
+                self.pid = event.get("pid", self.pid)
+                if event["kind"] == "progress":
+                    self.progress = event["processed"]
+                else:
+                    self.events.append(event)
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    @property
+    def running(self) -> bool:
+        return self.popen.poll() is None
+
+    def last(self, *kinds: str) -> dict[str, Any] | None:
+        """The latest event of one of ``kinds`` (not progress), or None."""
+        return next((e for e in reversed(self.events) if e["kind"] in kinds), None)
+
+    def wait_for(self, kind: str, timeout: float) -> dict[str, Any]:
+        """Block until the process announced ``kind``; fail with its stderr if it exits first."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while (event := self.last(kind)) is None:
+                left = deadline - time.monotonic()
+                if left <= 0 or (not self.running and not self._reader.is_alive()):
+                    raise RuntimeError(f"{self.name}: no {kind!r} event within {timeout:.0f}s{self._stderr_tail()}")
+                self._changed.wait(min(left, 0.5))
+        return event
+
+    def signal(self, sig: int = signal.SIGUSR1) -> None:
+        os.kill(self.pid, sig)
+
+    def wait(self, timeout: float) -> dict[str, Any]:
+        """Wait for the exit; its result line (raises with the stderr tail if there is none)."""
+        try:
+            code = self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise RuntimeError(f"{self.name}: still running after {timeout:.0f}s, killed{self._stderr_tail()}")
+        self._reader.join(10)
+        stdout = "\n".join(self._lines)
+        (self.logs / f"{self.name}.stdout.log").write_text(stdout + "\n")
+        result = parse_result(stdout)
+        if code != 0 or result is None:
+            raise RuntimeError(f"{self.name} failed (exit {code}){self._stderr_tail()}")
+        return result
+
+    def kill(self) -> None:
+        """Only for clean-up after a failure: the process we started, by its handle."""
+        if self.running:
+            self.popen.kill()
+            self.popen.wait()
+
+    def _stderr_tail(self) -> str:
+        path = self.logs / f"{self.name}.stderr.log"
+        text = path.read_text(errors="replace")[-3000:] if path.exists() else ""
+        return f"; stderr tail:\n{text}" if text else ""
+
+
+class Sampler:
+    """Calls ``sample()`` every ``interval`` seconds on a thread, stamping each dict with ``t``
+    (time.monotonic()), from ``with`` until the block ends. Sampling from outside the measured
+    process sees it even while its event loop is stuck."""
+
+    def __init__(self, sample: Callable[[], dict[str, Any]], interval: float = 0.25) -> None:
+        self.sample = sample
+        self.interval = interval
+        self.samples: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sampler", daemon=True)
+
+    def _run(self) -> None:
+        while True:
+            self.samples.append({"t": time.monotonic(), **self.sample()})
+            if self._stop.wait(self.interval):
+                return
+
+    def __enter__(self) -> "Sampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def rate(self, key: str, t0: float, t1: float) -> float | None:
+        """d(key)/dt between the samples nearest to t0 and t1 (e.g. CPU-seconds per second)."""
+        if not self.samples:
+            return None
+        a = min(self.samples, key=lambda s: abs(s["t"] - t0))
+        b = min(self.samples, key=lambda s: abs(s["t"] - t1))
+        if b["t"] <= a["t"] or a.get(key) is None or b.get(key) is None:
+            return None
+        return float(b[key] - a[key]) / float(b["t"] - a["t"])
+
+
+def percentiles(values: list[float], qs: Iterable[float] = (50, 90, 99, 99.9)) -> dict[str, float]:
+    """Nearest-rank percentiles plus max and mean of ``values`` (e.g. latencies in ms)."""
+    if not values:
+        return {}
+    ordered = sorted(values)
+    out = {f"p{q:g}": ordered[min(len(ordered) - 1, int(len(ordered) * q / 100))] for q in qs}
+    out["max"] = ordered[-1]
+    out["mean"] = sum(ordered) / len(ordered)
+    return out
+
+
+def downsample(series: list[Any], points: int = 50) -> list[Any]:
+    """About ``points`` evenly spaced items of ``series``, always with the first and the last."""
+    if len(series) <= points:
+        return list(series)
+    step = (len(series) - 1) / (points - 1)
+    return [series[round(i * step)] for i in range(points)]

@@ -50,7 +50,7 @@ def changelog(n: int) -> list[tuple[bytes, bytes]]:
 
 
 async def load(bootstrap: str, n: int) -> None:
-    from agentstream.transport.memory import default_partition
+    from agentstream.transport.partitioner import default_partition
 
     await common.create_topics(bootstrap, [TOPIC], partitions=PARTITIONS, compacted=[TOPIC])
     await common.load_topic(bootstrap, TOPIC, changelog(n), partitioner=default_partition)

@@ -3,6 +3,7 @@
 getmany -> producer.send each record unchanged -> every second (agentstream's default
 commit_interval) and at the end: producer.flush() then consumer.commit(). Timed like the
 agentstream side: from the first fetched record until the final flush + commit returned.
+Prints the same ``assigned``/``progress`` event lines as :mod:`bench.as_runner` (latency, backlog).
 
     python -m bench.raw_passthrough --in T --out T2 --group G --expect N
 """
@@ -17,7 +18,7 @@ import time
 import uvloop
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from bench.common import COMMIT_INTERVAL, MAX_POLL_RECORDS, Meter, consumer_group_kwargs, report
+from bench.common import COMMIT_INTERVAL, MAX_POLL_RECORDS, Meter, announce, consumer_group_kwargs, report
 
 
 async def run(args: argparse.Namespace) -> dict:
@@ -27,9 +28,12 @@ async def run(args: argparse.Namespace) -> dict:
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
     await producer.start()
     await consumer.start()
+    announce("started")
     meter = Meter()
     done = 0
     last_commit = time.monotonic()
+    assigned = False
+    next_progress = 0.0
     try:
         while done < args.expect:
             batches = await consumer.getmany(timeout_ms=200, max_records=MAX_POLL_RECORDS)
@@ -39,6 +43,12 @@ async def run(args: argparse.Namespace) -> dict:
                 for m in messages:
                     await producer.send(args.out_topic, m.value, key=m.key)
                 done += len(messages)
+            if not assigned and consumer.assignment():  # joined: ready for a paced feed (latency case)
+                assigned = True
+                announce("assigned", partitions=sorted(tp.partition for tp in consumer.assignment()))
+            if args.progress and time.monotonic() >= next_progress:
+                announce("progress", processed=done)
+                next_progress = time.monotonic() + args.progress
             if time.monotonic() - last_commit >= COMMIT_INTERVAL:
                 await producer.flush()
                 await consumer.commit()
@@ -57,6 +67,8 @@ def main() -> int:
     p.add_argument("--out", dest="out_topic", required=True)
     p.add_argument("--group", required=True)
     p.add_argument("--expect", type=int, required=True)
+    p.add_argument("--progress", type=float, default=0.0,
+                   help="print a progress event (records handled so far) at most every that many seconds")
     report(uvloop.run(run(p.parse_args())))
     return 0
 

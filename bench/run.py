@@ -17,8 +17,24 @@ Cases:
                app: split -> repartition by word -> count in a RocksDB table -> counts topic);
                records/s counts input sentences (each becomes ~10 repartition + ~10 output records).
   restore      N-key changelog (16-byte keys, JSON int values, 4 partitions) into RocksDB.
+  export       N-record changelog exported to Parquet by Spark vs a raw aiokafka read (bench/export_case.py).
+  latency      (bench/latency_case.py) end-to-end latency of the pass-through workload: N records
+               paced at half of the max rate (the lower of both sides' backlog throughput,
+               measured in the case on min(N, 100 000) records), each stamped with its send time;
+               a probe consumer of the output topic reports p50/p99/max per side. The worker is
+               joined and idle before the feed starts. ratio = p99 agentstream/raw (lower is better).
+  backlog      (bench/backlog_case.py) memory while draining an N-record pass-through backlog:
+               RSS sampled every 0.25 s next to the records handled; RSS after the first
+               min(100 000, N/5) records, peak/min after it, "flat" = all within +-20 %.
+  scale        (bench/scale_case.py) apps/wordcount.py with 2 worker processes against 1, each run
+               on its own fresh broker; workers settle in the group on empty topics before the N
+               sentences are loaded; also the broker's and the machine's CPU. No raw side: the raw_*
+               fields are the 1-worker run and ratio = the speedup.
 
-    python -m bench.run [--quick] [--cases passthrough,wordcount,restore] [--profile]
+Cases can add headline fields to their row (percentiles, speedup...) and a one-line summary.
+A run of some of the cases keeps the other cases' rows of the results file (same size only).
+
+    python -m bench.run [--quick] [--cases passthrough,wordcount,restore,latency,backlog,scale] [--profile]
 """
 
 from __future__ import annotations
@@ -36,18 +52,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from agentstream.devbroker import DevBroker
 from bench import common
+from bench.backlog_case import case_backlog
 from bench.export_case import case_export
+from bench.latency_case import case_latency
+from bench.scale_case import case_scale
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts" / "bench"
 RESULTS = Path(__file__).resolve().parent / "results.json"
 
-FULL = {"passthrough": 500_000, "wordcount": 200_000, "restore": 1_000_000, "export": 1_000_000}
-QUICK = {"passthrough": 20_000, "wordcount": 5_000, "restore": 50_000, "export": 50_000}
+FULL = {"passthrough": 500_000, "wordcount": 200_000, "restore": 1_000_000, "export": 1_000_000,
+        "latency": 400_000, "backlog": 1_000_000, "scale": 100_000}
+QUICK = {"passthrough": 20_000, "wordcount": 5_000, "restore": 50_000, "export": 50_000,
+         "latency": 15_000, "backlog": 50_000, "scale": 5_000}
 
 
 def log(msg: str) -> None:
@@ -98,10 +117,7 @@ class Case:
         })
         return env
 
-    def run(self, side: str, argv: list[str], extra_env: dict[str, str] | None = None,
-            timeout: float = 900.0) -> dict[str, Any]:
-        env = self.env()
-        env.update(extra_env or {})
+    def command(self, side: str, argv: list[str]) -> list[str]:
         cmd = [sys.executable, "-m", *argv]
         if self.profile:
             spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
@@ -109,6 +125,22 @@ class Case:
                 raise SystemExit("--profile needs py-spy: .venv/bin/pip install py-spy")
             out = self.logs / f"{side}.pyspy.txt"
             cmd = [spy, "record", "--rate", "250", "--format", "raw", "--output", str(out), "--", *cmd]
+        return cmd
+
+    def spawn(self, side: str, argv: list[str], extra_env: dict[str, str] | None = None) -> common.Spawned:
+        """Start ``python -m argv`` and return at once (for cases that drive the process while it runs)."""
+        env = self.env()
+        env.update(extra_env or {})
+        with open(self.logs / f"{side}.stderr.log", "wb") as err:  # the child keeps its own copy of the fd
+            popen = subprocess.Popen(self.command(side, argv), cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=err)
+        return common.Spawned(side, popen, self.logs)
+
+    def run(self, side: str, argv: list[str], extra_env: dict[str, str] | None = None,
+            timeout: float = 900.0) -> dict[str, Any]:
+        env = self.env()
+        env.update(extra_env or {})
+        cmd = self.command(side, argv)
         stderr_path = self.logs / f"{side}.stderr.log"
         with open(stderr_path, "wb") as err:
             proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err, timeout=timeout)
@@ -128,18 +160,6 @@ async def _passthrough_setup(bootstrap: str, records: list[tuple[bytes, bytes]])
     await common.load_topic(bootstrap, "pt-in", records)
 
 
-async def _read_checksum(bootstrap: str, topic: str) -> tuple[int, int]:
-    state = {"n": 0, "sum": 0}
-
-    def on_batch(messages: list[Any]) -> None:
-        n, s = common.checksum((m.key, m.value) for m in messages)
-        state["n"] += n
-        state["sum"] = (state["sum"] + s) & 0xFFFFFFFFFFFF
-
-    await common.read_topic(bootstrap, topic, on_batch=on_batch)
-    return state["n"], state["sum"]
-
-
 def case_passthrough(case: Case, n: int) -> dict[str, Any]:
     b = case.broker
     records = common.passthrough_records(n)
@@ -156,8 +176,8 @@ def case_passthrough(case: Case, n: int) -> dict[str, Any]:
     r = case.run("raw", ["bench.raw_passthrough", "--in", "pt-in", "--out", "pt-out-raw", "--group", "raw-passthrough",
                          "--expect", str(n)])
     log(f"passthrough: raw {r['records_per_s']:.0f} records/s")
-    got_a = asyncio.run(_read_checksum(b.bootstrap, "pt-out-agentstream"))
-    got_r = asyncio.run(_read_checksum(b.bootstrap, "pt-out-raw"))
+    got_a = asyncio.run(common.read_checksum(b.bootstrap, "pt-out-agentstream"))
+    got_r = asyncio.run(common.read_checksum(b.bootstrap, "pt-out-raw"))
     a["correct"] = got_a == expected
     r["correct"] = got_r == expected
     a["output"], r["output"] = list(got_a), list(got_r)
@@ -166,19 +186,7 @@ def case_passthrough(case: Case, n: int) -> dict[str, Any]:
 
 async def _wordcount_setup(bootstrap: str, texts: list[str]) -> None:
     await common.create_topics(bootstrap, ["sentences", "raw-wordcount-words", "raw-word-counts"])
-    await common.load_topic(bootstrap, "sentences", [(None, orjson.dumps({"text": t})) for t in texts],
-                            partitioner=lambda key, parts, _c=iter(range(1 << 62)): next(_c) % parts)
-
-
-async def _final_counts(bootstrap: str, topic: str) -> dict[str, int]:
-    out: dict[str, int] = {}
-
-    def on_batch(messages: list[Any]) -> None:
-        for m in messages:
-            out[m.key.decode()] = int(m.value)
-
-    await common.read_topic(bootstrap, topic, on_batch=on_batch)
-    return out
+    await common.load_sentences(bootstrap, texts)
 
 
 def case_wordcount(case: Case, n: int) -> dict[str, Any]:
@@ -199,8 +207,8 @@ def case_wordcount(case: Case, n: int) -> dict[str, Any]:
                          "--out", "raw-word-counts", "--group", "raw-wordcount", "--sentences", str(n),
                          "--words-total", str(words_total)])
     log(f"wordcount: raw {r['records_per_s']:.0f} sentences/s")
-    got_a = asyncio.run(_final_counts(b.bootstrap, "word-counts"))
-    got_r = asyncio.run(_final_counts(b.bootstrap, "raw-word-counts"))
+    got_a = asyncio.run(common.final_counts(b.bootstrap, "word-counts"))
+    got_r = asyncio.run(common.final_counts(b.bootstrap, "raw-word-counts"))
     a["correct"] = got_a == expected
     r["correct"] = got_r == expected
     for side, got in (("agentstream", got_a), ("raw", got_r)):
@@ -215,7 +223,7 @@ RESTORE_TOPIC = "bench-restore-restore-changelog"
 
 
 async def _restore_setup(bootstrap: str, records: list[tuple[bytes, bytes]]) -> None:
-    from agentstream.transport.memory import default_partition
+    from agentstream.transport.partitioner import default_partition
 
     await common.create_topics(bootstrap, [RESTORE_TOPIC], compacted=[RESTORE_TOPIC])
     # Partitioned like a table's writes outside an agent would be (the changelog of partition p
@@ -243,9 +251,12 @@ def case_restore(case: Case, n: int) -> dict[str, Any]:
 
 
 CASES = {"passthrough": case_passthrough, "wordcount": case_wordcount, "restore": case_restore,
-         "export": case_export}
+         "export": case_export, "latency": case_latency, "backlog": case_backlog, "scale": case_scale}
 UNITS = {"passthrough": "records/s", "wordcount": "sentences/s", "restore": "changelog records/s",
-         "export": "changelog records/s"}
+         "export": "changelog records/s", "latency": "records/s (paced)", "backlog": "records/s",
+         "scale": "sentences/s"}
+# What the row's "ratio" is, where it is not agentstream/raw in records/s (a case's "row" sets it).
+RATIO_IS = "agentstream/raw records/s"
 
 
 def logs_dir(name: str, profile: bool) -> Path:
@@ -299,8 +310,11 @@ def run_case(name: str, n: int, profile: bool) -> dict[str, Any]:
         "loadavg_before": load_before,
         "loadavg_after": loadavg(),
         "profiled": profile,
+        "ratio_is": RATIO_IS,
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "detail": detail,
     }
+    row.update(detail.pop("row", {}))  # a case's own headline figures (latency percentiles, speedup...)
     if profile:
         row["profile"] = {side: str((logs / f"{side}.pyspy.txt").relative_to(ROOT))
                           for side in ("agentstream", "raw")}
@@ -321,6 +335,9 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     print("units: passthrough records/s, wordcount input sentences/s (~10 words each), restore changelog records/s;"
           " CPU% = the working process's CPU over the timed interval (100% = one core);"
           " ratio/CPU = agentstream/raw in records per CPU-second of the working process")
+    for row in rows:
+        if row.get("summary"):
+            print(f"{row['case']}: {row['summary']}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -360,10 +377,26 @@ def main(argv: list[str] | None = None) -> int:
            *(argv if argv is not None else sys.argv[1:])]), "total_s": round(total, 1),
            "timed_interval": "first record fetched -> all input handled, all output acknowledged by the broker, "
                              "input offsets committed (restore: -> last record written, stores flushed)",
-           "results": rows}
+           "results": _merge_rows(out, rows, args.quick)}
     out.write_text(json.dumps(doc, indent=2) + "\n")
     log(f"wrote {out}")
     return 0 if all(r["correct"] for r in rows) else 1
+
+
+def _merge_rows(out: Path, rows: list[dict[str, Any]], quick: bool) -> list[dict[str, Any]]:
+    """This run's rows, plus the rows of other cases already in ``out`` from a run of the same size,
+    so ``--cases X`` updates X's figures without dropping the others (each row has its own date
+    and load average)."""
+    try:
+        old = json.loads(out.read_text())
+    except (OSError, ValueError):
+        return rows
+    if bool(old.get("quick")) != quick:
+        return rows
+    done = {r["case"] for r in rows}
+    kept = [r for r in old.get("results", []) if r.get("case") not in done and r.get("case") in CASES]
+    order = list(CASES)
+    return sorted(kept + rows, key=lambda r: order.index(r["case"]))
 
 
 def _is_quick(path: Path) -> bool:

@@ -120,8 +120,8 @@ class Agent:
         partition: int | None = None,
         headers: Sequence[tuple[str, bytes]] | None = None,
         timestamp: float | None = None,
-    ) -> "asyncio.Future[Any]":
-        """Send to the agent's (first) topic; Faust's ``agent.send``."""
+    ) -> Any:
+        """Send to the agent's (first) topic; Faust's ``agent.send``. Returns the record's delivery."""
         return await self.channel.send(key=key, value=value, partition=partition, headers=headers, timestamp=timestamp)
 
     async def cast(self, value: Any = None, *, key: Any = None, partition: int | None = None,

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from ..events import Event
 from ..exceptions import TopologyError
 from ..tables.table import TableNotReady
-from ..transport.memory import default_partition
+from ..transport.partitioner import default_partition
 
 if TYPE_CHECKING:
     from ..tables.table import Table, TablePartition

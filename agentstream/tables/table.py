@@ -10,7 +10,6 @@ give back exactly the changelog's state.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -18,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from .. import codecs
 from ..events import current_event
 from ..exceptions import AgentStreamError, SerializationError, TopologyError
-from ..transport.memory import default_partition
+from ..transport.partitioner import default_partition
+from ..transport.base import Delivery
 from ..worker.eos import current_task
 from .cache import RecordCache
 from .store import Store, read_checkpoint, write_checkpoint
@@ -53,7 +53,7 @@ class TablePartition:
         self.store = store
         self.cache: RecordCache[int] = RecordCache(cache_size)
         self.pending: dict[bytes, bytes | None] = {}  # sent to the changelog, not yet in the store
-        self.last_send: asyncio.Future[Any] | None = None
+        self.last_send: Delivery | None = None
         self.changelog_offset: int | None = None if checkpoint_path is None else read_checkpoint(checkpoint_path)
         self.checkpointed = self.changelog_offset
         self.checkpoint_path = checkpoint_path

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Generator, Mapping, NamedTuple, Protocol, Sequence
 
 from aiokafka.structs import ConsumerRecord, RecordMetadata, TopicPartition
 
@@ -22,6 +22,7 @@ __all__ = [
     "RebalanceListener",
     "Assignor",
     "MemberInfo",
+    "Delivery",
     "Producer",
     "Consumer",
     "Transport",
@@ -94,6 +95,21 @@ class Assignor(Protocol):
     def on_assignment(self, partitions: list[TP], user_data: bytes) -> None: ...
 
 
+class Delivery(Protocol):
+    """What ``send`` returns: the record's delivery. ``asyncio.Future[RecordMetadata]`` fits; the
+    Kafka producer returns a lighter view of its batch's future (one future per batch, not record)."""
+
+    def done(self) -> bool: ...
+
+    def cancelled(self) -> bool: ...
+
+    def exception(self) -> BaseException | None: ...
+
+    def result(self) -> RecordMetadata: ...
+
+    def __await__(self) -> Generator[Any, None, RecordMetadata]: ...
+
+
 class Producer(Protocol):
     async def start(self) -> None: ...
 
@@ -108,7 +124,7 @@ class Producer(Protocol):
         partition: int | None = None,
         timestamp_ms: int | None = None,
         headers: Sequence[tuple[str, bytes]] | None = None,
-    ) -> "asyncio.Future[RecordMetadata]":
+    ) -> Delivery:
         """Append to the send buffer and return the delivery future (await it only to wait for the broker)."""
         ...
 
@@ -153,7 +169,11 @@ class Consumer(Protocol):
 
     def assignment(self) -> set[TP]: ...
 
-    async def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> dict[TP, list[Message]]: ...
+    async def getmany(
+        self, *partitions: TP, timeout_ms: int = 0, max_records: int | None = None
+    ) -> dict[TP, list[Message]]:
+        """Fetched records of the assigned partitions, or only of ``partitions`` when given."""
+        ...
 
     def pause(self, *partitions: TP) -> None: ...
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence, TypeAlias
 from urllib.parse import urlsplit
 
-from aiokafka.partitioner import murmur2  # type: ignore[import-untyped, unused-ignore]
+from agentstream.transport.partitioner import default_partition
 from aiokafka.structs import ConsumerRecord, RecordMetadata  # type: ignore[import-untyped, unused-ignore]
 
 from agentstream.exceptions import CommitFailed, ConfigError, PartitionCountMismatch, ProducerFenced, TransportError
@@ -28,11 +28,6 @@ __all__ = ["MemoryTransport", "MemoryProducer", "MemoryConsumer", "Record"]
 Record: TypeAlias = ConsumerRecord  # key and value are bytes (or None) on this transport
 DEFAULT_MAX_RECORDS = 500
 log = logging.getLogger(__name__)
-
-
-def default_partition(key: bytes, num_partitions: int) -> int:
-    """Kafka's default partitioner for keyed records: ``toPositive(murmur2(key)) % n``."""
-    return int(murmur2(key) & 0x7FFFFFFF) % num_partitions
 
 
 @dataclass
@@ -451,7 +446,9 @@ class MemoryConsumer:
 
     # -- fetching -------------------------------------------------------------------------------
 
-    async def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> dict[TP, list[Record]]:
+    async def getmany(
+        self, *partitions: TP, timeout_ms: int = 0, max_records: int | None = None
+    ) -> dict[TP, list[Record]]:
         if not self._started or self._stopped:
             raise TransportError("memory consumer is not running: call start() before getmany() and not after stop()")
         limit = DEFAULT_MAX_RECORDS if max_records is None else max_records
@@ -461,15 +458,15 @@ class MemoryConsumer:
             if self._error is not None:
                 exc, self._error = self._error, None
                 raise TransportError(f"rebalance failed for member {self.member_id}: {exc!r}") from exc
-            batch = self._fetch(limit)
+            batch = self._fetch(limit, partitions)
             remaining = deadline - loop.time()
             if batch or remaining <= 0 or self._stopped:
                 return batch
             await self._broker.wait(remaining)
 
-    def _fetch(self, limit: int) -> dict[TP, list[Record]]:
+    def _fetch(self, limit: int, only: tuple[TP, ...] = ()) -> dict[TP, list[Record]]:
         out: dict[TP, list[Record]] = {}
-        tps = sorted(self._assigned - self._paused)
+        tps = sorted((self._assigned - self._paused).intersection(only) if only else self._assigned - self._paused)
         if self._blocked or not tps:
             return out
         start = self._rr % len(tps)  # rotate so one busy partition cannot starve the others

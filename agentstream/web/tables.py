@@ -19,7 +19,7 @@ import orjson
 from aiohttp import web
 
 from ..tables.windows import parse_window_key, window_key
-from ..transport.memory import default_partition
+from ..transport.partitioner import default_partition
 from .responses import error_response, json_response
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, AsyncIterator, Iterable, Mapping, Sequence
 
 from ..exceptions import TopologyError, TransactionsUnsupported, TransportError
-from ..transport.base import TP, Producer, RecordMetadata
+from ..transport.base import TP, Delivery, Producer
 
 if TYPE_CHECKING:
     from .task import StreamTask
@@ -113,7 +113,7 @@ class TaskTransaction:
         partition: int | None = None,
         timestamp_ms: int | None = None,
         headers: Sequence[tuple[str, bytes]] | None = None,
-    ) -> "asyncio.Future[RecordMetadata]":
+    ) -> Delivery:
         if not self.in_transaction:
             await self.producer.begin_transaction()
             self.in_transaction = True

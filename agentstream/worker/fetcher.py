@@ -1,5 +1,12 @@
-"""The fetch loop: poll the consumer, route each partition's batch to the tasks that read it,
-and pause a partition whose buffer is full (resumed when its tasks have drained half of it)."""
+"""The fetch loop: poll the consumer for the partitions whose task buffers have room, and route
+each partition's records to the tasks that read it.
+
+Back-pressure without ``pause()``: a partition whose buffer is full is simply left out of the
+next poll (``getmany(*partitions)``) until its tasks have drained half of it. aiokafka keeps at
+most one prefetched response per partition meanwhile. Pausing would be worse: aiokafka drops a
+paused partition's prefetched records and fetches them again after ``resume()``, which costs
+the broker a second read and the worker a round trip of idle time at every toggle.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +23,11 @@ log = logging.getLogger(__name__)
 
 __all__ = ["Fetcher"]
 
+# While some partitions are left out of the poll, poll with this timeout so a partition that
+# drains meanwhile joins the next poll soon (a running getmany only waits for the ones it asked).
+_PARTIAL_POLL_TIMEOUT_MS = 10
+_POLL_TIMEOUT_MS = 200
+
 
 class Fetcher:
     def __init__(self, consumer: Consumer, *, buffer_max_records: int, max_poll_records: int) -> None:
@@ -23,19 +35,31 @@ class Fetcher:
         self.buffer_max_records = buffer_max_records
         self.max_poll_records = max_poll_records
         self.routes: dict[TP, list["StreamTask"]] = {}
-        self.paused: set[TP] = set()
+        self.paused: set[TP] = set()  # full buffers: left out of the poll (not consumer.pause()d)
+        self._room = asyncio.Event()
         self.fetched = 0
 
     def set_routes(self, routes: dict[TP, list["StreamTask"]]) -> None:
         self.routes = routes
-        stale = self.paused - set(routes)
-        self.paused -= stale
+        # A rebalance builds new tasks with empty queues: only a queue still marked full stays out.
+        self.paused = {tp for tp, tasks in routes.items() if any(t.queue(tp).paused for t in tasks)}
+        self._room.set()
 
     async def run(self) -> None:
         consumer = self.consumer
         limit = self.buffer_max_records
         while True:
-            batches = await consumer.getmany(timeout_ms=200, max_records=self.max_poll_records)
+            routes = self.routes
+            if self.paused:
+                wanted = [tp for tp in routes if tp not in self.paused]
+                if not wanted:  # every buffer is full: wait until a task drains one
+                    self._room.clear()
+                    await self._room.wait()
+                    continue
+                batches = await consumer.getmany(*wanted, timeout_ms=_PARTIAL_POLL_TIMEOUT_MS,
+                                                 max_records=self.max_poll_records)
+            else:
+                batches = await consumer.getmany(timeout_ms=_POLL_TIMEOUT_MS, max_records=self.max_poll_records)
             routes = self.routes
             for tp, messages in batches.items():
                 tasks = routes.get(tp)
@@ -50,7 +74,6 @@ class Fetcher:
                     self.paused.add(tp)
                     for task in tasks:
                         task.queue(tp).paused = True
-                    consumer.pause(tp)
 
     def drained(self, tp: TP) -> None:
         """Called by a task whose queue for ``tp`` fell to the low-water mark."""
@@ -62,7 +85,7 @@ class Fetcher:
             self.paused.discard(tp)
             for t in tasks:
                 t.queue(tp).paused = False
-            self.consumer.resume(tp)
+            self._room.set()
 
     async def stop(self, task: "asyncio.Task[None]") -> None:
         task.cancel()

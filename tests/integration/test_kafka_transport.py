@@ -318,3 +318,42 @@ async def test_flush_raises_producer_error_when_delivery_fails(tmp_path: Any) ->
                 await producer.stop()
     finally:
         own.stop()
+
+
+async def test_concurrent_senders_keep_partition_order_and_offsets(broker: DevBroker) -> None:
+    """Several tasks sending to one partition through the batching producer: every sender's records
+    land in the order it sent them, and each record's delivery names its own offset."""
+    t = KafkaTransport(broker.url)
+    topic = name("order")
+    await t.ensure_topics([TopicSpec(topic, 2)])
+    producer = t.producer(linger_ms=5, max_batch_size=2000)  # small batches: many hand-overs
+    await producer.start()
+    per_sender = 3000
+    deliveries: dict[bytes, Any] = {}
+
+    async def sender(i: int) -> None:
+        for n in range(per_sender):
+            value = b"%d:%d" % (i, n)
+            deliveries[value] = await producer.send(topic, b"k%d" % i, value, partition=0)
+            if n % 97 == 0:
+                await asyncio.sleep(0)  # let the other senders and aiokafka's sender interleave
+
+    consumer = t.consumer(group_id=None, auto_offset_reset="earliest")
+    try:
+        await asyncio.gather(*(sender(i) for i in range(4)))
+        await producer.flush()
+        await consumer.start()
+        consumer.assign([TP(topic, 0)])
+        records = await drain(consumer, 4 * per_sender)
+        last: dict[int, int] = {}
+        for r in records:
+            i, n = map(int, (r.value or b"").split(b":"))
+            assert n == last.get(i, -1) + 1, f"sender {i}: record {n} at offset {r.offset} after {last.get(i)}"
+            last[i] = n
+            md = deliveries[r.value or b""].result()
+            assert (md.topic, md.partition, md.offset) == (topic, 0, r.offset)
+        assert last == {i: per_sender - 1 for i in range(4)}
+    finally:
+        await consumer.stop()
+        await producer.stop()
+        await t.close()

@@ -10,7 +10,8 @@ import pytest
 
 import agentstream
 from agentstream.testing import AppHarness
-from agentstream.transport.memory import MemoryTransport, default_partition
+from agentstream.transport.memory import MemoryTransport
+from agentstream.transport.partitioner import default_partition
 
 pytestmark = pytest.mark.asyncio
 

@@ -17,7 +17,7 @@ import pytest
 import agentstream
 from agentstream.exceptions import TopologyError
 from agentstream.testing import AppHarness
-from agentstream.transport.memory import default_partition
+from agentstream.transport.partitioner import default_partition
 
 from .test_joins_stream_stream import Preloaded, Send
 

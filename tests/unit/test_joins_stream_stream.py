@@ -22,7 +22,7 @@ import pytest
 import agentstream
 from agentstream.exceptions import TopologyError
 from agentstream.testing import AppHarness, _use_memory
-from agentstream.transport.memory import default_partition
+from agentstream.transport.partitioner import default_partition
 
 pytestmark = pytest.mark.asyncio
 

@@ -12,7 +12,8 @@ from aiokafka.partitioner import DefaultPartitioner, murmur2
 
 from agentstream.exceptions import PartitionCountMismatch, TransportError
 from agentstream.transport.base import TP, MemberInfo, TopicSpec
-from agentstream.transport.memory import MemoryConsumer, MemoryTransport, default_partition
+from agentstream.transport.memory import MemoryConsumer, MemoryTransport
+from agentstream.transport.partitioner import default_partition
 
 pytestmark = pytest.mark.asyncio
 

@@ -16,7 +16,7 @@ from aiohttp import web
 import agentstream
 from agentstream.exceptions import ConfigError
 from agentstream.testing import AppHarness
-from agentstream.transport.memory import default_partition
+from agentstream.transport.partitioner import default_partition
 from agentstream.web import View
 
 pytestmark = pytest.mark.asyncio

@@ -15,7 +15,8 @@ import pytest
 import agentstream
 from agentstream.tables.windows import parse_window_key
 from agentstream.testing import AppHarness
-from agentstream.transport.memory import MemoryTransport, default_partition
+from agentstream.transport.memory import MemoryTransport
+from agentstream.transport.partitioner import default_partition
 
 pytestmark = pytest.mark.asyncio
 
