@@ -330,13 +330,15 @@ class App:
             "rebalance_timeout_ms": int(s.rebalance_timeout * 1000),
             "max_poll_interval_ms": max(int(s.rebalance_timeout * 1000), 300_000),
             "max_poll_records": s.max_poll_records,
+            "fetch_max_wait_ms": int(s.consumer_fetch_max_wait * 1000),
             "auto_offset_reset": "earliest",
             # exactly_once: never read records of open or aborted transactions
             "isolation_level": "read_committed" if s.processing_guarantee == "exactly_once" else "read_uncommitted",
         }
 
     def producer_settings(self) -> dict[str, Any]:
-        return {"linger_ms": int(self.settings.producer_linger * 1000)}
+        s = self.settings
+        return {"linger_ms": int(s.producer_linger * 1000), "max_batch_size": s.producer_max_batch_size}
 
     @property
     def producer(self) -> Producer:

@@ -98,7 +98,7 @@ class StrCodec:
         if data is None:
             return None
         try:
-            return bytes(data).decode("utf-8")
+            return (data if type(data) is bytes else bytes(data)).decode("utf-8")  # no copy for bytes
         except UnicodeDecodeError as exc:
             raise ValueDecodeError(f"invalid UTF-8 in 'str' payload {_preview(data)}: {exc}") from exc
 

@@ -33,6 +33,8 @@ class Settings:
     rebalance_timeout: float = 10.0
     shutdown_timeout: float = 10.0
     producer_linger: float = 0.005
+    producer_max_batch_size: int = 16384
+    consumer_fetch_max_wait: float = 0.5
     on_decode_error: str = "skip"
     on_agent_error: str = "skip"
     dead_letter_topic: str = ""
@@ -59,12 +61,18 @@ class Settings:
             raise ConfigError(
                 "broker", f"{self.broker!r} has no scheme", "use kafka://host:port or memory://"
             )
-        for name in ("topic_partitions", "buffer_max_records", "max_poll_records"):
+        for name in ("topic_partitions", "buffer_max_records", "max_poll_records", "producer_max_batch_size"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(name, f"must be >= 1, got {getattr(self, name)!r}", f"set {name} to a positive integer")
         for name in ("commit_interval", "session_timeout", "heartbeat_interval", "rebalance_timeout"):
             if float(getattr(self, name)) <= 0:
                 raise ConfigError(name, f"must be > 0 seconds, got {getattr(self, name)!r}", f"set {name} to a positive number of seconds")
+        if self.producer_linger < 0:
+            raise ConfigError("producer_linger", f"must be >= 0 seconds, got {self.producer_linger!r}",
+                              "use 0 to send each batch as soon as the sender is free")
+        if not 0 <= self.consumer_fetch_max_wait <= 30:
+            raise ConfigError("consumer_fetch_max_wait", f"must be 0..30 seconds, got {self.consumer_fetch_max_wait!r}",
+                              "use e.g. 0.5 (the default), or less for lower latency at more fetch requests")
         if self.max_task_idle < 0:
             raise ConfigError("max_task_idle", f"must be >= 0, got {self.max_task_idle}", "use 0 to never wait for lagging inputs")
         if self.heartbeat_interval >= self.session_timeout:

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from .windowed import WindowedTable
 
 log = logging.getLogger(__name__)
+_NO_KEY = object()
+_IMMUTABLE_KEYS = (str, int, bytes)  # exact types: memoising their encoding is safe
 
 __all__ = ["Table", "TablePartition", "TableNotReady"]
 
@@ -180,8 +182,14 @@ class Table:
         )
         self.parts: dict[int, TablePartition] = {}
         self._key_codec_dumps = self.key_codec.dumps
+        self._last_key: Any = _NO_KEY
+        self._last_kb = b""
 
     def _key_dumps(self, key: Any) -> bytes:
+        # A read-modify-write (``t[k] = t[k] + 1``) encodes the same key twice in a row: remember
+        # the last one. Only for immutable key types, so a mutated key is never served stale.
+        if key is self._last_key:
+            return self._last_kb
         try:
             kb = self._key_codec_dumps(key)
         except SerializationError as exc:
@@ -190,6 +198,8 @@ class Table:
             raise SerializationError(f"table {self.name!r} cannot encode key {key!r}: {exc}{hint}") from exc
         if kb is None:
             raise KeyError("a table key cannot be None")
+        if type(key) in _IMMUTABLE_KEYS:
+            self._last_key, self._last_kb = key, kb
         return kb
 
     @property

@@ -26,6 +26,9 @@ def test_cli_replace_overrides_everything_and_validates() -> None:
     ({"heartbeat_interval": 20.0, "session_timeout": 10.0}, "heartbeat_interval"),
     ({"topic_partitions": 0}, "topic_partitions"),
     ({"processing_guarantee": "maybe"}, "processing_guarantee"),
+    ({"consumer_fetch_max_wait": -1}, "consumer_fetch_max_wait"),
+    ({"producer_max_batch_size": 0}, "producer_max_batch_size"),
+    ({"producer_linger": -0.1}, "producer_linger"),
 ])
 def test_errors_name_the_setting_and_the_fix(options: dict[str, object], setting: str) -> None:
     with pytest.raises(ConfigError) as info:
@@ -36,3 +39,11 @@ def test_errors_name_the_setting_and_the_fix(options: dict[str, object], setting
 def test_bad_environment_value_names_the_variable() -> None:
     with pytest.raises(ConfigError, match="AGENTSTREAM_COMMIT_INTERVAL"):
         Settings.build("a", {}, environ={"AGENTSTREAM_COMMIT_INTERVAL": "soon"})
+
+
+def test_fetch_wait_and_batch_size_reach_the_clients() -> None:
+    from agentstream import App
+
+    app = App("a", broker="memory://", consumer_fetch_max_wait=0.05, producer_max_batch_size=65536)
+    assert app.consumer_settings()["fetch_max_wait_ms"] == 50
+    assert app.producer_settings()["max_batch_size"] == 65536
