@@ -22,7 +22,7 @@ import threading
 import time
 import zlib
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -146,26 +146,53 @@ async def load_topic(bootstrap: str, topic: str, records: Sequence[tuple[bytes |
         by_part: dict[int, list[tuple[bytes | None, bytes]]] = collections.defaultdict(list)
         for key, value in records:
             by_part[partitioner(key, partitions)].append((key, value))
+        # All batches are built before the first is sent (building is most of the loader's CPU, and
+        # the scale cases' workers are already waiting for the input), then sent round-robin over
+        # the partitions (not one partition after the other), so consumers that read while the
+        # load is still running find every partition filling at the same pace.
+        per_part = [(p, list(_batches(producer, recs))) for p, recs in by_part.items()]
         futures = []
-        for p, recs in by_part.items():
-            batch = producer.create_batch()
-            for key, value in recs:
-                if batch.append(key=key, value=value, timestamp=None) is None:
-                    futures.append(await producer.send_batch(batch, topic, partition=p))
-                    batch = producer.create_batch()
-                    batch.append(key=key, value=value, timestamp=None)
-            futures.append(await producer.send_batch(batch, topic, partition=p))
+        for i in range(max((len(batches) for _, batches in per_part), default=0)):
+            for p, batches in per_part:
+                if i < len(batches):
+                    futures.append(await producer.send_batch(batches[i], topic, partition=p))
         await asyncio.gather(*futures)
     finally:
         await producer.stop()
 
 
-async def load_sentences(bootstrap: str, texts: list[str]) -> None:
+def _batches(producer: AIOKafkaProducer, records: list[tuple[bytes | None, bytes]]) -> Iterator[Any]:
+    """``records`` packed into the producer's full-size batches, one at a time."""
+    batch = producer.create_batch()
+    for key, value in records:
+        if batch.append(key=key, value=value, timestamp=None) is None:
+            yield batch
+            batch = producer.create_batch()
+            batch.append(key=key, value=value, timestamp=None)
+    yield batch
+
+
+async def load_sentences(bootstrap: str, texts: list[str], partitions: int = PARTITIONS) -> None:
     """Word-count input: JSON ``{"text": ...}`` values without keys, round-robin over the
-    partitions (sentence i to partition i % 4), so every partition gets the same share."""
+    partitions (sentence i to partition i % partitions), so every partition gets the same share."""
     counter = iter(range(1 << 62))
     await load_topic(bootstrap, "sentences", [(None, orjson.dumps({"text": t})) for t in texts],
-                     partitioner=lambda key, parts: next(counter) % parts)
+                     partitioner=lambda key, parts: next(counter) % parts, partitions=partitions)
+
+
+async def partition_counts(bootstrap: str, topics: Iterable[str]) -> dict[str, int | None]:
+    """The partition count of each topic (None: the topic does not exist), from the metadata."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        await consumer.topics()  # refreshes the metadata of every topic
+        out: dict[str, int | None] = {}
+        for topic in topics:
+            found = consumer.partitions_for_topic(topic)
+            out[topic] = len(found) if found else None
+        return out
+    finally:
+        await consumer.stop()
 
 
 async def read_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS,
@@ -198,7 +225,7 @@ async def read_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS,
     return n
 
 
-async def read_checksum(bootstrap: str, topic: str) -> tuple[int, int]:
+async def read_checksum(bootstrap: str, topic: str, partitions: int = PARTITIONS) -> tuple[int, int]:
     """(count, order-independent checksum) of a whole topic, to compare with the input's."""
     state = {"n": 0, "sum": 0}
 
@@ -207,11 +234,11 @@ async def read_checksum(bootstrap: str, topic: str) -> tuple[int, int]:
         state["n"] += n
         state["sum"] = (state["sum"] + s) & 0xFFFFFFFFFFFF
 
-    await read_topic(bootstrap, topic, on_batch=on_batch)
+    await read_topic(bootstrap, topic, partitions=partitions, on_batch=on_batch)
     return state["n"], state["sum"]
 
 
-async def final_counts(bootstrap: str, topic: str) -> dict[str, int]:
+async def final_counts(bootstrap: str, topic: str, partitions: int = PARTITIONS) -> dict[str, int]:
     """The last value per key of a word-count output topic (key: word, value: int)."""
     out: dict[str, int] = {}
 
@@ -219,7 +246,7 @@ async def final_counts(bootstrap: str, topic: str) -> dict[str, int]:
         for m in messages:
             out[m.key.decode()] = int(m.value)
 
-    await read_topic(bootstrap, topic, on_batch=on_batch)
+    await read_topic(bootstrap, topic, partitions=partitions, on_batch=on_batch)
     return out
 
 

@@ -26,15 +26,19 @@ Cases:
   backlog      (bench/backlog_case.py) memory while draining an N-record pass-through backlog:
                RSS sampled every 0.25 s next to the records handled; RSS after the first
                min(100 000, N/5) records, peak/min after it, "flat" = all within +-20 %.
-  scale        (bench/scale_case.py) apps/wordcount.py with 2 worker processes against 1, each run
-               on its own fresh broker; workers settle in the group on empty topics before the N
-               sentences are loaded; also the broker's and the machine's CPU. No raw side: the raw_*
-               fields are the 1-worker run and ratio = the speedup.
+  scale-wordcount, scale-passthrough (``--cases scale`` runs both; bench/scale_case.py)
+               2 worker processes against 1, each run on its own fresh broker, on apps/wordcount.py
+               (N sentences; Zipf-skewed words) and on bench/apps/passthrough.py (N records with
+               distinct keys: no skew); every topic has --scale-partitions partitions (default 8);
+               workers settle in the group on empty topics before the input is loaded; also the
+               broker's and the machine's CPU. No raw side: the raw_* fields are the 1-worker run
+               and ratio = the speedup.
 
 Cases can add headline fields to their row (percentiles, speedup...) and a one-line summary.
 A run of some of the cases keeps the other cases' rows of the results file (same size only).
 
     python -m bench.run [--quick] [--cases passthrough,wordcount,restore,latency,backlog,scale] [--profile]
+                        [--scale-partitions 8] [--scale-repeat 1]
 """
 
 from __future__ import annotations
@@ -57,16 +61,16 @@ from bench import common
 from bench.backlog_case import case_backlog
 from bench.export_case import case_export
 from bench.latency_case import case_latency
-from bench.scale_case import case_scale
+from bench.scale_case import DEFAULT_PARTITIONS, case_scale_passthrough, case_scale_wordcount
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts" / "bench"
 RESULTS = Path(__file__).resolve().parent / "results.json"
 
 FULL = {"passthrough": 500_000, "wordcount": 200_000, "restore": 1_000_000, "export": 1_000_000,
-        "latency": 400_000, "backlog": 1_000_000, "scale": 100_000}
+        "latency": 400_000, "backlog": 1_000_000, "scale-wordcount": 100_000, "scale-passthrough": 500_000}
 QUICK = {"passthrough": 20_000, "wordcount": 5_000, "restore": 50_000, "export": 50_000,
-         "latency": 15_000, "backlog": 50_000, "scale": 5_000}
+         "latency": 15_000, "backlog": 50_000, "scale-wordcount": 5_000, "scale-passthrough": 20_000}
 
 
 def log(msg: str) -> None:
@@ -117,24 +121,37 @@ class Case:
         })
         return env
 
-    def command(self, side: str, argv: list[str]) -> list[str]:
+    def py_spy(self, side: str) -> list[str]:
+        """``py-spy record`` writing ``SIDE.pyspy.txt`` (collapsed stacks) in the case's log dir."""
+        spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+        if spy is None:
+            raise SystemExit("--profile needs py-spy: .venv/bin/pip install py-spy")
+        return [spy, "record", "--rate", "250", "--format", "raw", "--output", str(self.logs / f"{side}.pyspy.txt")]
+
+    def command(self, side: str, argv: list[str], profile: bool | None = None) -> list[str]:
         cmd = [sys.executable, "-m", *argv]
-        if self.profile:
-            spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
-            if spy is None:
-                raise SystemExit("--profile needs py-spy: .venv/bin/pip install py-spy")
-            out = self.logs / f"{side}.pyspy.txt"
-            cmd = [spy, "record", "--rate", "250", "--format", "raw", "--output", str(out), "--", *cmd]
+        if self.profile if profile is None else profile:
+            cmd = [*self.py_spy(side), "--", *cmd]
         return cmd
 
-    def spawn(self, side: str, argv: list[str], extra_env: dict[str, str] | None = None) -> common.Spawned:
-        """Start ``python -m argv`` and return at once (for cases that drive the process while it runs)."""
+    def spawn(self, side: str, argv: list[str], extra_env: dict[str, str] | None = None,
+              profile: bool | None = None) -> common.Spawned:
+        """Start ``python -m argv`` and return at once (for cases that drive the process while it runs).
+        ``profile=False``: not under py-spy even with --profile (the case attaches it itself, see
+        :meth:`attach_py_spy`)."""
         env = self.env()
         env.update(extra_env or {})
         with open(self.logs / f"{side}.stderr.log", "wb") as err:  # the child keeps its own copy of the fd
-            popen = subprocess.Popen(self.command(side, argv), cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+            popen = subprocess.Popen(self.command(side, argv, profile), cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=err)
         return common.Spawned(side, popen, self.logs)
+
+    def attach_py_spy(self, side: str, pid: int) -> "subprocess.Popen[bytes]":
+        """py-spy attached to a running process (stop it with SIGINT: it then writes its file), so a
+        profile covers only the part of the run the case wants (not start-up or the group join)."""
+        with open(self.logs / f"{side}.pyspy.stderr.log", "wb") as err:
+            return subprocess.Popen([*self.py_spy(side), "--pid", str(pid)], stdin=subprocess.DEVNULL,
+                                    stdout=err, stderr=err)
 
     def run(self, side: str, argv: list[str], extra_env: dict[str, str] | None = None,
             timeout: float = 900.0) -> dict[str, Any]:
@@ -251,10 +268,13 @@ def case_restore(case: Case, n: int) -> dict[str, Any]:
 
 
 CASES = {"passthrough": case_passthrough, "wordcount": case_wordcount, "restore": case_restore,
-         "export": case_export, "latency": case_latency, "backlog": case_backlog, "scale": case_scale}
+         "export": case_export, "latency": case_latency, "backlog": case_backlog,
+         "scale-wordcount": case_scale_wordcount, "scale-passthrough": case_scale_passthrough}
+# --cases shorthands
+ALIASES = {"scale": ["scale-wordcount", "scale-passthrough"]}
 UNITS = {"passthrough": "records/s", "wordcount": "sentences/s", "restore": "changelog records/s",
          "export": "changelog records/s", "latency": "records/s (paced)", "backlog": "records/s",
-         "scale": "sentences/s"}
+         "scale-wordcount": "sentences/s", "scale-passthrough": "records/s"}
 # What the row's "ratio" is, where it is not agentstream/raw in records/s (a case's "row" sets it).
 RATIO_IS = "agentstream/raw records/s"
 
@@ -316,25 +336,26 @@ def run_case(name: str, n: int, profile: bool) -> dict[str, Any]:
     }
     row.update(detail.pop("row", {}))  # a case's own headline figures (latency percentiles, speedup...)
     if profile:
-        row["profile"] = {side: str((logs / f"{side}.pyspy.txt").relative_to(ROOT))
-                          for side in ("agentstream", "raw")}
+        row["profile"] = {f.name.removesuffix(".pyspy.txt"): str(f.relative_to(ROOT))
+                          for f in sorted(logs.glob("*.pyspy.txt"))}
     return row
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    head = (f"{'case':<12} {'n':>9} {'agentstream/s':>14} {'raw/s':>11} {'ratio':>6} "
+    head = (f"{'case':<17} {'n':>9} {'agentstream/s':>14} {'raw/s':>11} {'ratio':>6} "
             f"{'RSS as MB':>10} {'RSS raw MB':>11} {'as CPU%':>8} {'raw CPU%':>9} {'ratio/CPU':>9} {'correct':>8}")
     print(head)
     print("-" * len(head))
     for row in rows:
         a, r = row["detail"]["agentstream"], row["detail"]["raw"]
-        print(f"{row['case']:<12} {row['n']:>9} {row['agentstream_records_per_s']:>14,.0f} "
+        print(f"{row['case']:<17} {row['n']:>9} {row['agentstream_records_per_s']:>14,.0f} "
               f"{row['raw_records_per_s']:>11,.0f} {row['ratio'] or 0:>6.2f} {row['agentstream_peak_rss_mb']:>10.1f} "
               f"{row['raw_peak_rss_mb']:>11.1f} {100 * a['cpu_s'] / a['seconds']:>7.0f}% "
               f"{100 * r['cpu_s'] / r['seconds']:>8.0f}% {row['cpu_ratio'] or 0:>9.2f} {str(row['correct']):>8}")
     print("units: passthrough records/s, wordcount input sentences/s (~10 words each), restore changelog records/s;"
           " CPU% = the working process's CPU over the timed interval (100% = one core);"
-          " ratio/CPU = agentstream/raw in records per CPU-second of the working process")
+          " ratio/CPU = agentstream/raw in records per CPU-second of the working process;"
+          " scale-*: agentstream = the 2-worker run (CPU% of both workers summed), raw = the 1-worker run")
     for row in rows:
         if row.get("summary"):
             print(f"{row['case']}: {row['summary']}")
@@ -343,15 +364,28 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="tiny inputs: a smoke run well under a minute")
-    p.add_argument("--cases", default=",".join(CASES), help=f"comma-separated subset of {','.join(CASES)}")
+    p.add_argument("--cases", default=",".join(CASES),
+                   help=f"comma-separated subset of {','.join(CASES)} (scale = both scale cases)")
     p.add_argument("--n", type=int, default=None, help="override the input size of every selected case")
     p.add_argument("--profile", action="store_true",
                    help="run both sides under py-spy (artifacts/bench/CASE/SIDE.pyspy.txt; summarise with "
                         "python -m bench.profile_report FILE); figures of such a run are not the headline ones")
     p.add_argument("--output", default=None, help=f"results file (default {RESULTS.relative_to(ROOT)}; "
                    "--profile/--n runs default to artifacts/bench/results.json)")
+    p.add_argument("--scale-partitions", type=int, default=None,
+                   help=f"partitions of every topic of the scale cases (default {DEFAULT_PARTITIONS}; "
+                        "env BENCH_SCALE_PARTITIONS)")
+    p.add_argument("--scale-repeat", type=int, default=None,
+                   help="scale cases: run this many 1-worker/2-worker pairs and report the median (default 1; "
+                        "env BENCH_SCALE_REPEAT)")
     args = p.parse_args(argv)
-    names = [c.strip() for c in args.cases.split(",") if c.strip()]
+    if args.scale_repeat is not None:
+        os.environ["BENCH_SCALE_REPEAT"] = str(max(1, args.scale_repeat))
+    if args.scale_partitions is not None:
+        if args.scale_partitions < 2:
+            p.error("--scale-partitions must be >= 2 (two workers)")
+        os.environ["BENCH_SCALE_PARTITIONS"] = str(args.scale_partitions)
+    names = [n for c in args.cases.split(",") if c.strip() for n in ALIASES.get(c.strip(), [c.strip()])]
     unknown = [c for c in names if c not in CASES]
     if unknown:
         p.error(f"unknown case(s) {unknown}; choose from {list(CASES)}")

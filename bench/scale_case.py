@@ -1,41 +1,74 @@
-"""Scale case: two worker processes against one, on the stateful word-count app.
+"""Scale cases: two worker processes against one, on the same input and a fresh broker each.
 
 Partition numbers are the unit of parallelism: a second worker in the group should take half of
 them (with their RocksDB tables) and double the throughput, as long as there are cores for it.
-This case measures how close to 2x the real ``apps/wordcount.py`` gets (framework against
-itself: there is no raw side).
+These cases measure how close to 2x agentstream gets (framework against itself: there is no raw
+side), on two apps, each a row of its own:
+
+* ``scale-wordcount``: the stateful ``apps/wordcount.py`` (split -> repartition by word through
+  ``wordcount-words`` -> RocksDB table count -> ``word-counts``). records/s counts input
+  sentences, like the wordcount case. Words are Zipf-distributed, so the partitions of the
+  repartition topic are not equal: skew limits the speedup (``max_share``/``ideal_speedup``).
+* ``scale-passthrough``: ``bench/apps/passthrough.py`` (records copied unchanged, 100-byte values),
+  with distinct keys spread by the default partitioner: no skew, the framework's own scaling.
+
+Partitions: ``--scale-partitions`` of :mod:`bench.run` (env ``BENCH_SCALE_PARTITIONS``), default
+**8**, passed to the workers as ``AGENTSTREAM_TOPIC_PARTITIONS`` (environment settings override
+the apps' ``topic_partitions=4``, so every topic follows it: input, repartition topic, changelog
+and output; the case checks the counts on the broker after each run). Why 8 and not 4: a group
+spreads partitions, not records, so with 2 instances a Kafka Streams / Faust user gives the topics
+several partitions per instance (a multiple of the instance count, with headroom to add
+instances later; 8 is also agentstream's and Faust's default ``topic_partitions``), so that no
+instance is stuck with one big partition and partitions can move when the load is uneven. It does
+*not* even out the word count here: the assignor deals partition numbers round-robin (worker 1
+gets 0, 2, 4, ..., worker 2 gets 1, 3, 5, ...), and for any even count ``hash % P % 2 == hash % 2``,
+so each worker gets exactly the same words with 4, 6, 8, 12 or 16 partitions: the busiest worker
+handles 56.8 % of the records (1.76x ceiling) with the 1000-word Zipf vocabulary of
+:func:`bench.common.sentences` (its top word alone is 6.5 % of the words). Only the pass-through
+row shows scaling without skew. ``--scale-partitions 4`` reproduces the earlier set-up.
+
+Noise: on the shared 2-vCPU VM one process's CPU cost per record varies by +-20 % from one run to
+the next (host steal, other people's runs), so one pair can even exceed ``ideal_speedup``.
+``--scale-repeat K`` (env ``BENCH_SCALE_REPEAT``) runs K pairs (1 worker, 2 workers, alternating)
+and reports the median pair, with every pair's speedup in ``speedups``.
 
 Each run (1 worker, then 2 workers) gets its **own fresh dev broker**, so fresh topics, a fresh
-group and changelog and the same broker state for both (``apps.wordcount`` has fixed topic
-names and app id). The workers (``bench.as_runner worker --until-signal``, distinct processes
-and data dirs) start on empty topics; the orchestrator waits until the group has settled: every
-worker announced an assignment, together they cover the 4 partition numbers without overlap,
-and nothing changed for 2 s. Only then are the ``n`` sentences loaded (the loader appends tens
-of thousands per second, far ahead of the workers, so it never starves them; it does take some
-CPU during the first second or two, the same in both runs). Each worker prints its records
-handled every 10 ms; when their sum reaches ``n`` + the number of words (every sentence and
-every repartitioned word is one record handled), the orchestrator sends each worker SIGUSR1,
-on which it commits (caches -> changelog, producer flush, offsets) and reports.
+group and changelog and the same broker state for both (the apps have fixed topic names and app
+ids). The workers (``bench.as_runner worker --until-signal``, distinct processes and data dirs)
+start on empty topics (they create them); the orchestrator waits until the group has settled:
+every worker announced an assignment, together they cover the partition numbers without overlap,
+and nothing changed for 2 s. Only then is the input loaded (the loader appends its batches
+round-robin over the partitions, far faster than the workers drain them, so it never starves
+them; it does take some CPU during the first second or two, the same in both runs). Each worker
+prints its records handled every 10 ms; when their sum reaches every record to handle (word
+count: the sentences + the words, each repartitioned word is one record handled), the
+orchestrator sends each worker SIGUSR1, on which it commits (caches -> changelog, producer
+flush, offsets) and reports.
 
 Timed interval: from the first record fetched by any worker to the last worker's commit
-returned (``time.monotonic()``, system-wide on Linux). records/s counts input sentences, like
-the wordcount case. Correct when the last count per word in ``word-counts`` equals a
-``Counter`` over the input and no rebalance happened during the interval.
+returned (``time.monotonic()``, system-wide on Linux). Correct when the output matches the
+input (word count: the last count per word in ``word-counts`` equals a ``Counter`` over the
+input; pass-through: count and checksum of the output topic), every topic has the partition
+count asked for, and no rebalance happened during the interval.
 
 Since the broker and the workers share the machine's 2 cores, the case also samples (every
 0.25 s, from outside) the CPU of the broker process and of the whole machine: a second worker
-only helps while there is a core for it. (On these large batches the broker takes only a few %
-of a core; the other ceiling is skew: words are Zipf-distributed, so one worker's partitions
-carry more than half of the repartitioned words. ``max_share`` is the busiest worker's share
-of the records handled and ``ideal_speedup`` = 1 / max_share.)
+only helps while there is a core for it. ``max_share`` is the busiest worker's share of the
+records handled and ``ideal_speedup`` = 1 / max_share. ``records_per_cpu_s`` (records handled
+per CPU-second, all workers together) shows whether two workers spend more CPU on the same work.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
+import subprocess
+import tempfile
 import time
-from typing import TYPE_CHECKING, Any, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from agentstream.devbroker import DevBroker
 from bench import common
@@ -43,9 +76,33 @@ from bench import common
 if TYPE_CHECKING:
     from bench.run import Case
 
-PARTITIONS = common.PARTITIONS
+DEFAULT_PARTITIONS = 8
 SETTLE_QUIET_S = 2.0
 PROGRESS_S = 0.01
+
+
+def repeats() -> int:
+    """How many 1-worker/2-worker pairs a scale case runs (``--scale-repeat``); the row shows the median."""
+    return max(1, int(os.environ.get("BENCH_SCALE_REPEAT", "") or 1))
+
+
+def partitions() -> int:
+    """The partition count of every topic of the scale cases (``--scale-partitions``)."""
+    return int(os.environ.get("BENCH_SCALE_PARTITIONS", "") or DEFAULT_PARTITIONS)
+
+
+@dataclass
+class Workload:
+    """What one scale case runs: the app, how to load its input, how many records the workers
+    handle in all, and how to check the output afterwards."""
+
+    label: str
+    app: str
+    topics: list[str]  # every topic of the app (the partition counts are checked on the broker)
+    total: int  # records handled by all workers together
+    load: Callable[[str, int], Any]  # (bootstrap, partitions) -> coroutine
+    check: Callable[[str, int], bool]  # (bootstrap, partitions) -> output correct
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def log(msg: str) -> None:
@@ -66,24 +123,50 @@ def fresh_broker(case: "Case", label: str) -> Iterator[DevBroker]:
         broker.stop()
 
 
-def spawn_workers(case: "Case", k: int) -> list[common.Spawned]:
-    return [case.spawn(f"{k}w-worker{i}", ["bench.as_runner", "worker", "--app", "apps.wordcount", "--until-signal",
-                                           "--progress", str(PROGRESS_S), "--data-dir", str(case.scratch / f"{k}w-{i}"),
-                                           "--logfile", str(case.logs / f"{k}w-worker{i}.log")])
+def spawn_workers(case: "Case", k: int, work: Workload, parts: int) -> list[common.Spawned]:
+    """``k`` workers, each with a new data dir (every run has a fresh broker: no old tables)."""
+    env = {"AGENTSTREAM_TOPIC_PARTITIONS": str(parts), **work.env}
+    return [case.spawn(f"{k}w-worker{i}", ["bench.as_runner", "worker", "--app", work.app, "--until-signal",
+                                           "--progress", str(PROGRESS_S),
+                                           "--data-dir", tempfile.mkdtemp(prefix=f"{k}w-{i}-", dir=case.scratch),
+                                           "--logfile", str(case.logs / f"{k}w-worker{i}.log")], env, profile=False)
             for i in range(1, k + 1)]
 
 
-def assignment(workers: list[common.Spawned]) -> list[list[int]] | None:
+@contextlib.contextmanager
+def profiled(case: "Case", workers: list[common.Spawned]) -> Iterator[None]:
+    """With --profile: py-spy attached to each settled worker for the block only (the timed part,
+    not start-up and group join), so samples divided by records handled compare across runs."""
+    if not case.profile:
+        yield
+        return
+    spies = [case.attach_py_spy(w.name, w.pid) for w in workers]
+    time.sleep(1.0)  # py-spy takes a moment to attach
+    try:
+        yield
+    finally:
+        for spy in spies:
+            if spy.poll() is None:
+                spy.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+        for spy in spies:
+            try:
+                spy.wait(30)
+            except subprocess.TimeoutExpired:
+                spy.kill()
+                spy.wait()
+
+
+def assignment(workers: list[common.Spawned], parts: int) -> list[list[int]] | None:
     """Each worker's partitions if all are assigned, disjoint and covering every partition."""
     latest = [w.last("assigned", "revoked") for w in workers]
     if any(e is None or e["kind"] != "assigned" for e in latest):
         return None
-    parts = [e["partitions"] for e in latest if e is not None]
-    flat = [p for ps in parts for p in ps]
-    return parts if sorted(flat) == list(range(PARTITIONS)) else None
+    got = [e["partitions"] for e in latest if e is not None]
+    flat = [p for ps in got for p in ps]
+    return got if sorted(flat) == list(range(parts)) else None
 
 
-def wait_settled(workers: list[common.Spawned], timeout: float = 180.0) -> list[list[int]]:
+def wait_settled(workers: list[common.Spawned], parts: int, timeout: float = 180.0) -> list[list[int]]:
     """Block until the group's assignment is complete and unchanged for SETTLE_QUIET_S."""
     deadline = time.monotonic() + timeout
     stable_since, last = time.monotonic(), None
@@ -94,9 +177,9 @@ def wait_settled(workers: list[common.Spawned], timeout: float = 180.0) -> list[
         events = [len(w.events) for w in workers]
         if events != last:
             stable_since, last = time.monotonic(), events
-        parts = assignment(workers)
-        if parts is not None and time.monotonic() - stable_since >= SETTLE_QUIET_S:
-            return parts
+        got = assignment(workers, parts)
+        if got is not None and time.monotonic() - stable_since >= SETTLE_QUIET_S:
+            return got
         time.sleep(0.1)
     raise RuntimeError(f"group did not settle within {timeout:.0f}s: {[w.last('assigned', 'revoked') for w in workers]}")
 
@@ -113,33 +196,38 @@ def wait_handled(workers: list[common.Spawned], total: int, timeout: float) -> N
         time.sleep(0.005)
 
 
-def run_workers(case: "Case", k: int, texts: list[str], expected: dict[str, int]) -> dict[str, Any]:
-    """One run on a fresh broker: ``k`` workers join, settle, then drain ``texts``."""
-    n, total = len(texts), len(texts) + sum(expected.values())
+def run_workers(case: "Case", k: int, n: int, work: Workload, parts: int) -> dict[str, Any]:
+    """One run on a fresh broker: ``k`` workers join, settle, then drain the input."""
     with fresh_broker(case, f"{k}w") as broker:
-        workers = spawn_workers(case, k)
+        workers = spawn_workers(case, k, work, parts)
         try:
-            parts = wait_settled(workers)
+            assigned = wait_settled(workers, parts)
             settled = [len(w.events) for w in workers]  # any later assigned/revoked event is a rebalance
-            log(f"{k} worker(s) settled on partitions {parts}; loading {n} sentences")
+            log(f"{work.label}: {k} worker(s) settled on partitions {assigned}; loading {n} records")
             with common.Sampler(lambda: common.machine_sample(broker._proc.pid if broker._proc else None)) as sampler:
-                t = time.perf_counter()
-                asyncio.run(common.load_sentences(broker.bootstrap, texts))
-                load_s = time.perf_counter() - t
-                wait_handled(workers, total, timeout=n / 100 + 300)
-                for w in workers:
-                    w.signal()
-                results = [w.wait(120) for w in workers]
+                with profiled(case, workers):
+                    t = time.perf_counter()
+                    asyncio.run(work.load(broker.bootstrap, parts))
+                    load_s = time.perf_counter() - t
+                    wait_handled(workers, work.total, timeout=n / 100 + 300)
+                    for w in workers:
+                        w.signal()
+                    results = [w.wait(120) for w in workers]
             rebalanced = [len(w.events) for w in workers] != settled
         finally:
             for w in workers:
                 w.kill()
-        counts = asyncio.run(common.final_counts(broker.bootstrap, "word-counts"))
-    return summarize(k, n, results, parts, sampler, load_s, counts == expected, rebalanced)
+        correct = work.check(broker.bootstrap, parts)
+        counts = asyncio.run(common.partition_counts(broker.bootstrap, work.topics))
+    counts_ok = all(c == parts for c in counts.values())
+    if not counts_ok:
+        log(f"{work.label}: topics do not all have {parts} partitions: {counts}")
+    return summarize(work.label, k, n, results, assigned, sampler, load_s, correct and counts_ok, rebalanced, counts)
 
 
-def summarize(k: int, n: int, results: list[dict[str, Any]], parts: list[list[int]], sampler: common.Sampler,
-              load_s: float, counts_ok: bool, rebalanced: bool) -> dict[str, Any]:
+def summarize(label: str, k: int, n: int, results: list[dict[str, Any]], parts: list[list[int]],
+              sampler: common.Sampler, load_s: float, output_ok: bool, rebalanced: bool,
+              topic_partitions: dict[str, int | None]) -> dict[str, Any]:
     t0 = min(r["t0_monotonic"] for r in results)
     t1 = max(r["t_end_monotonic"] for r in results)
     seconds = t1 - t0
@@ -147,42 +235,96 @@ def summarize(k: int, n: int, results: list[dict[str, Any]], parts: list[list[in
     busy = sampler.rate("machine_busy_s", t0, t1)
     for r in results:
         r.pop("timeline", None)
+    handled = [r["processed"] for r in results]
+    cpu_s = sum(r["cpu_s"] for r in results)
     out = {
         "workers": k, "records": n, "seconds": seconds, "records_per_s": n / seconds,
-        "cpu_s": sum(r["cpu_s"] for r in results),
+        "cpu_s": cpu_s,
+        "worker_cpu_s": [round(r["cpu_s"], 2) for r in results],
         "worker_cpu_pct": [round(100 * r["cpu_s"] / seconds, 1) for r in results],
+        # records handled (all of them: word count also counts the repartitioned words) per CPU-second
+        "handled_per_cpu_s": round(sum(handled) / cpu_s, 1) if cpu_s else None,
+        "worker_handled_per_cpu_s": [round(r["processed"] / r["cpu_s"], 1) if r["cpu_s"] else None for r in results],
         "broker_cpu_pct": round(100 * broker, 1) if broker is not None else None,
         "machine_busy_cores": round(busy, 2) if busy is not None else None,
         "peak_rss_mb": max(r["peak_rss_mb"] for r in results),
         "total_peak_rss_mb": sum(r["peak_rss_mb"] for r in results),
-        "partitions": parts, "rebalanced_during_run": rebalanced, "load_s": round(load_s, 2),
-        "handled": [r["processed"] for r in results],
-        # the busiest worker's share of the records: words are Zipf-distributed, so partitions are not equal
-        "max_share": round(max(r["processed"] for r in results) / max(1, sum(r["processed"] for r in results)), 3),
-        "correct": counts_ok and not rebalanced,
+        "partitions": parts, "topic_partitions": topic_partitions, "rebalanced_during_run": rebalanced,
+        "load_s": round(load_s, 2),
+        "handled": handled,
+        # the busiest worker's share of the records (word count: Zipf-distributed words, unequal partitions)
+        "max_share": round(max(handled) / max(1, sum(handled)), 3),
+        "correct": output_ok and not rebalanced,
         "per_worker": results,
     }
-    log(f"{k} worker(s): {out['records_per_s']:.0f} sentences/s over {seconds:.1f}s; worker CPU "
-        f"{out['worker_cpu_pct']} %, broker {out['broker_cpu_pct']} %, machine {out['machine_busy_cores']} cores "
-        f"busy; correct={out['correct']}")
+    log(f"{label}: {k} worker(s): {out['records_per_s']:.0f} records/s over {seconds:.1f}s; worker CPU "
+        f"{out['worker_cpu_s']} s ({out['worker_cpu_pct']} %), broker {out['broker_cpu_pct']} %, machine "
+        f"{out['machine_busy_cores']} cores busy; handled {handled}; correct={out['correct']}")
     return out
 
 
-def case_scale(case: "Case", n: int) -> dict[str, Any]:
-    """A :mod:`bench.run` case: ``n`` sentences through 1 worker, then through 2 (``raw`` = the 1-worker run)."""
+def compare(work: Workload, n: int, parts: int, unit: str, extra: dict[str, Any]) -> Callable[["Case"], dict[str, Any]]:
+    """Run ``work`` with 1 worker, then 2; the :mod:`bench.run` detail (``raw`` = the 1-worker run)."""
+
+    def run(case: "Case") -> dict[str, Any]:
+        pairs = []
+        for _ in range(repeats()):  # 1 worker, 2 workers, 1, 2, ...: machine noise hits both alike
+            one = run_workers(case, 1, n, work, parts)
+            two = run_workers(case, 2, n, work, parts)
+            pairs.append((two["records_per_s"] / one["records_per_s"], one, two))
+        pairs.sort(key=lambda x: x[0])
+        speedup, one, two = pairs[len(pairs) // 2]  # the median pair (the upper one of an even count)
+        ideal = 1 / two["max_share"]  # the most 2 workers can gain when the busiest one has that share
+        cpu_growth = two["cpu_s"] / one["cpu_s"]
+        row = {"ratio_is": f"speedup: 2 workers / 1 worker, {unit} (raw_* = the 1-worker run)",
+               "partitions_per_topic": parts,
+               "speedup": round(speedup, 3), "ideal_speedup": round(ideal, 3), "max_share": two["max_share"],
+               "speedups": [round(x[0], 3) for x in pairs],  # every pair of --scale-repeat, sorted
+               "one_worker_records_per_s": round(one["records_per_s"], 1),
+               "two_workers_records_per_s": round(two["records_per_s"], 1),
+               "cpu_s": {"1": round(one["cpu_s"], 2), "2": two["worker_cpu_s"]},
+               "cpu_s_2_over_1": round(cpu_growth, 3),
+               "broker_cpu_pct": {"1": one["broker_cpu_pct"], "2": two["broker_cpu_pct"]},
+               "machine_busy_cores": {"1": one["machine_busy_cores"], "2": two["machine_busy_cores"]},
+               "summary": (f"{parts} partitions{f', median of {len(pairs)} pairs' if len(pairs) > 1 else ''}: 1 worker {one['records_per_s']:,.0f}/s -> 2 workers "
+                           f"{two['records_per_s']:,.0f}/s, speedup {speedup:.2f} (at most {ideal:.2f}: the busiest "
+                           f"worker handled {100 * two['max_share']:.0f} % of the records); CPU-s "
+                           f"{one['cpu_s']:.1f} -> {two['worker_cpu_s']} (x{cpu_growth:.2f}); broker CPU "
+                           f"{one['broker_cpu_pct']} -> {two['broker_cpu_pct']} %, machine busy "
+                           f"{one['machine_busy_cores']} -> {two['machine_busy_cores']} of 2 cores")}
+        return {**extra, "partitions": parts, "agentstream": two, "raw": one, "row": row}
+
+    return run
+
+
+def case_scale_wordcount(case: "Case", n: int) -> dict[str, Any]:
+    """A :mod:`bench.run` case: ``n`` sentences through apps/wordcount.py, 1 worker then 2."""
+    parts = partitions()
     texts = common.sentences(n)
     expected = common.count_words(texts)
-    one = run_workers(case, 1, texts, expected)
-    two = run_workers(case, 2, texts, expected)
-    speedup = two["records_per_s"] / one["records_per_s"]
-    ideal = 1 / two["max_share"]  # the most 2 workers can gain when the busiest one has that share
-    row = {"ratio_is": "speedup: 2 workers / 1 worker, sentences/s (raw_* = the 1-worker run)",
-           "speedup": round(speedup, 3), "ideal_speedup": round(ideal, 3), "one_worker_records_per_s": round(one["records_per_s"], 1),
-           "two_workers_records_per_s": round(two["records_per_s"], 1),
-           "broker_cpu_pct": {"1": one["broker_cpu_pct"], "2": two["broker_cpu_pct"]},
-           "machine_busy_cores": {"1": one["machine_busy_cores"], "2": two["machine_busy_cores"]},
-           "summary": (f"1 worker {one['records_per_s']:,.0f}/s -> 2 workers {two['records_per_s']:,.0f}/s, speedup "
-                       f"{speedup:.2f} (at most {ideal:.2f}: the busiest worker handled {100 * two['max_share']:.0f} % "
-                       f"of the records); broker CPU {one['broker_cpu_pct']} -> {two['broker_cpu_pct']} %, machine "
-                       f"busy {one['machine_busy_cores']} -> {two['machine_busy_cores']} of 2 cores")}
-    return {"words": sum(expected.values()), "agentstream": two, "raw": one, "row": row}
+    words = sum(expected.values())
+
+    def check(bootstrap: str, parts: int) -> bool:
+        return asyncio.run(common.final_counts(bootstrap, "word-counts", partitions=parts)) == expected
+
+    work = Workload("scale-wordcount", "apps.wordcount",
+                    ["sentences", "wordcount-words", "wordcount-word_counts-changelog", "word-counts"],
+                    total=n + words, load=lambda bootstrap, parts: common.load_sentences(bootstrap, texts, parts),
+                    check=check)
+    return compare(work, n, parts, "sentences/s", {"words": words})(case)
+
+
+def case_scale_passthrough(case: "Case", n: int) -> dict[str, Any]:
+    """A :mod:`bench.run` case: ``n`` records (distinct keys) through bench/apps/passthrough.py, 1 worker then 2."""
+    parts = partitions()
+    records = common.passthrough_records(n)
+    expected = common.checksum(records)
+    src, dst = "scale-pt-in", "scale-pt-out"
+
+    def check(bootstrap: str, parts: int) -> bool:
+        return asyncio.run(common.read_checksum(bootstrap, dst, partitions=parts)) == expected
+
+    work = Workload("scale-passthrough", "bench.apps.passthrough", [src, dst], total=n,
+                    load=lambda bootstrap, parts: common.load_topic(bootstrap, src, records, partitions=parts),
+                    check=check, env={"BENCH_IN": src, "BENCH_OUT": dst, "BENCH_APP_ID": "bench-scale-passthrough"})
+    return compare(work, n, parts, "records/s", {})(case)

@@ -49,14 +49,16 @@ class _Worker:
 def test_scale_assignment_needs_a_disjoint_cover() -> None:
     a = {"kind": "assigned", "partitions": [0, 2]}
     b = {"kind": "assigned", "partitions": [1, 3]}
-    assert assignment([_Worker(a), _Worker(b)]) == [[0, 2], [1, 3]]  # type: ignore[list-item]
-    assert assignment([_Worker(a), _Worker(b, {"kind": "revoked"})]) is None  # type: ignore[list-item]
-    assert assignment([_Worker(a), _Worker({"kind": "assigned", "partitions": [0, 1, 2, 3]})]) is None  # type: ignore[list-item]
+    assert assignment([_Worker(a), _Worker(b)], 4) == [[0, 2], [1, 3]]  # type: ignore[list-item]
+    assert assignment([_Worker(a), _Worker(b, {"kind": "revoked"})], 4) is None  # type: ignore[list-item]
+    assert assignment([_Worker(a), _Worker({"kind": "assigned", "partitions": [0, 1, 2, 3]})], 4) is None  # type: ignore[list-item]
+    assert assignment([_Worker(a), _Worker(b)], 8) is None  # type: ignore[list-item]  # 4 of 8 partitions uncovered
 
 
 def test_merge_rows_keeps_other_cases_of_the_same_size(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
-    out.write_text(json.dumps({"quick": False, "results": [{"case": "scale", "v": 1}, {"case": "passthrough", "v": 1}]}))
+    out.write_text(json.dumps({"quick": False, "results": [{"case": "scale-wordcount", "v": 1}, {"case": "passthrough", "v": 1},
+                                                         {"case": "scale", "v": 0}]}))  # a case no longer run: dropped
     merged = _merge_rows(out, [{"case": "latency", "v": 2}, {"case": "passthrough", "v": 2}], quick=False)
-    assert merged == [{"case": "passthrough", "v": 2}, {"case": "latency", "v": 2}, {"case": "scale", "v": 1}]
+    assert merged == [{"case": "passthrough", "v": 2}, {"case": "latency", "v": 2}, {"case": "scale-wordcount", "v": 1}]
     assert _merge_rows(out, [{"case": "latency"}], quick=True) == [{"case": "latency"}]
