@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from .. import codecs
 from ..events import current_event
 from ..exceptions import AgentStreamError, SerializationError, TopologyError
-from ..transport.partitioner import default_partition
 from ..transport.base import Delivery
+from ..transport.partitioner import default_partition
 from ..worker.eos import current_task
 from .cache import RecordCache
 from .store import Store, read_checkpoint, write_checkpoint

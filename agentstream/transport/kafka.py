@@ -12,7 +12,6 @@ producer, and ListOffsets(latest) is wrong there, so partition ends come from fe
 from __future__ import annotations
 
 import asyncio
-import collections
 import random
 import time
 from typing import Any, Iterable, Mapping, Sequence
@@ -21,7 +20,6 @@ from urllib.parse import urlsplit
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener  # type: ignore[import-untyped,unused-ignore]
 from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unused-ignore]
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # type: ignore[import-untyped,unused-ignore]
-from .partitioner import murmur2
 from aiokafka.coordinator.protocol import (  # type: ignore[import-untyped,unused-ignore]
     ConsumerProtocolMemberAssignment,
     ConsumerProtocolMemberMetadata,
@@ -36,8 +34,9 @@ from ..exceptions import (
     TransactionsUnsupported,
     TransportError,
 )
-from .base import TP, Assignor, Delivery, MemberInfo, Message, RebalanceListener, RecordMetadata, TopicSpec
+from .base import TP, Assignor, Delivery, MemberInfo, Message, RebalanceListener, TopicSpec
 from .kafka_batches import OpenBatch, RecordDelivery
+from .partitioner import default_partition
 
 __all__ = ["KafkaTransport", "KafkaProducer", "KafkaConsumer", "AssignorAdapter", "parse_kafka_url"]
 
@@ -251,13 +250,12 @@ class KafkaProducer:
         cache = self._partition_cache[topic]
         if len(cache) >= _PARTITION_CACHE_SIZE:
             cache.clear()
-        partition: int = (murmur2(key) & 0x7FFFFFFF) % count
-        cache[key] = partition
+        partition = cache[key] = default_partition(key, count)
         return partition
 
     def _new_batch(self, topic: str, partition: int) -> OpenBatch:
         assert self._loop is not None
-        batch = self._open[topic][partition] = OpenBatch(topic, partition, self._producer.create_batch(), self._loop)
+        batch = self._open[topic][partition] = OpenBatch(topic, partition, self._require().create_batch(), self._loop)
         if partition == self._sticky.get(topic):  # sticky partitioner (KIP-480): a new batch, the next partition
             self._sticky[topic] = (partition + 1) % self._partition_count[topic]
         return batch

@@ -21,13 +21,12 @@ __all__ = ["OpenBatch", "RecordDelivery"]
 class OpenBatch:
     """The batch being filled for one partition, and later its delivery."""
 
-    __slots__ = ("topic", "partition", "builder", "delivered", "records")
+    __slots__ = ("topic", "partition", "builder", "delivered")
 
     def __init__(self, topic: str, partition: int, builder: Any, loop: asyncio.AbstractEventLoop) -> None:
         self.topic = topic
         self.partition = partition
         self.builder = builder
-        self.records = 0
         # Resolved from aiokafka's batch future once the broker acknowledged (or refused) it.
         self.delivered: asyncio.Future[RecordMetadata] = loop.create_future()
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence, TypeAlias
 from urllib.parse import urlsplit
 
-from agentstream.transport.partitioner import default_partition
 from aiokafka.structs import ConsumerRecord, RecordMetadata  # type: ignore[import-untyped, unused-ignore]
 
 from agentstream.exceptions import CommitFailed, ConfigError, PartitionCountMismatch, ProducerFenced, TransportError
 from agentstream.transport.base import TP, Assignor, MemberInfo, RebalanceListener, TopicSpec
+from agentstream.transport.partitioner import default_partition
 
 __all__ = ["MemoryTransport", "MemoryProducer", "MemoryConsumer", "Record"]
 

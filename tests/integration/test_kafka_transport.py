@@ -10,7 +10,7 @@ import pytest
 from aiokafka.structs import TopicPartition as TP  # type: ignore[import-untyped,unused-ignore]
 
 from agentstream.devbroker import DevBroker
-from agentstream.exceptions import ConfigError, PartitionCountMismatch, ProducerError
+from agentstream.exceptions import ConfigError, PartitionCountMismatch, ProducerError, TransportError
 from agentstream.transport import get_transport
 from agentstream.transport.base import MemberInfo, Message, TopicSpec
 from agentstream.transport.kafka import KafkaConsumer, KafkaTransport, parse_kafka_url
@@ -357,3 +357,5 @@ async def test_concurrent_senders_keep_partition_order_and_offsets(broker: DevBr
         await consumer.stop()
         await producer.stop()
         await t.close()
+    with pytest.raises(TransportError, match="not started"):  # a known topic, but the producer is stopped
+        await producer.send(topic, b"k0", b"late", partition=0)
