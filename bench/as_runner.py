@@ -127,9 +127,10 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
 async def run_restore(args: argparse.Namespace) -> dict[str, Any]:
     import agentstream
     from agentstream.cli import setup_logging
-    from agentstream.tables.manager import CHECKPOINT_FILE, Restorer
+    from agentstream.tables.manager import CHECKPOINT_FILE
+    from agentstream.tables.restore import Restorer
     from agentstream.tables.store import store_for
-    from agentstream.tables.table import TablePartition
+    from agentstream.tables.partition import TablePartition
     from agentstream.transport.base import TP
 
     setup_logging(args.loglevel, args.logfile)

@@ -432,7 +432,7 @@ async def test_windowed_lookup_by_window() -> None:
 
 async def test_key_count_of_a_rocksdb_partition_is_exact_despite_overwrites(tmp_path: Any) -> None:
     from agentstream.tables.store import store_for
-    from agentstream.tables.table import TablePartition
+    from agentstream.tables.partition import TablePartition
     from agentstream.web import tables as web_tables
 
     app = agentstream.App(f"count-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
