@@ -173,7 +173,7 @@ class Case:
 # -- cases --------------------------------------------------------------------------------------------
 
 async def _passthrough_setup(bootstrap: str, records: list[tuple[bytes, bytes]]) -> None:
-    await common.create_topics(bootstrap, ["pt-in", "pt-out-agentstream", "pt-out-raw"])
+    await common.create_topics(bootstrap, ["pt-in", "pt-out-agentstream", "pt-out-raw", "pt-out-batch"])
     await common.load_topic(bootstrap, "pt-in", records)
 
 
@@ -193,16 +193,19 @@ def case_passthrough(case: Case, n: int) -> dict[str, Any]:
     r = case.run("raw", ["bench.raw_passthrough", "--in", "pt-in", "--out", "pt-out-raw", "--group", "raw-passthrough",
                          "--expect", str(n)])
     log(f"passthrough: raw {r['records_per_s']:.0f} records/s")
-    got_a = asyncio.run(common.read_checksum(b.bootstrap, "pt-out-agentstream"))
-    got_r = asyncio.run(common.read_checksum(b.bootstrap, "pt-out-raw"))
-    a["correct"] = got_a == expected
-    r["correct"] = got_r == expected
-    a["output"], r["output"] = list(got_a), list(got_r)
-    return {"expected": list(expected), "agentstream": a, "raw": r}
+    bt = case.run("batch", ["bench.raw_batch_passthrough", "--in", "pt-in", "--out", "pt-out-batch",
+                            "--group", "batch-passthrough", "--expect", str(n)])
+    log(f"passthrough: batch-API {bt['records_per_s']:.0f} records/s")
+    for side, topic in ((a, "pt-out-agentstream"), (r, "pt-out-raw"), (bt, "pt-out-batch")):
+        got = asyncio.run(common.read_checksum(b.bootstrap, topic))
+        side["correct"] = got == expected
+        side["output"] = list(got)
+    return {"expected": list(expected), "agentstream": a, "raw": r, "batch": bt}
 
 
 async def _wordcount_setup(bootstrap: str, texts: list[str]) -> None:
-    await common.create_topics(bootstrap, ["sentences", "raw-wordcount-words", "raw-word-counts"])
+    await common.create_topics(bootstrap, ["sentences", "raw-wordcount-words", "raw-word-counts",
+                                           "batch-wordcount-words", "batch-word-counts"])
     await common.load_sentences(bootstrap, texts)
 
 
@@ -224,16 +227,19 @@ def case_wordcount(case: Case, n: int) -> dict[str, Any]:
                          "--out", "raw-word-counts", "--group", "raw-wordcount", "--sentences", str(n),
                          "--words-total", str(words_total)])
     log(f"wordcount: raw {r['records_per_s']:.0f} sentences/s")
-    got_a = asyncio.run(common.final_counts(b.bootstrap, "word-counts"))
-    got_r = asyncio.run(common.final_counts(b.bootstrap, "raw-word-counts"))
-    a["correct"] = got_a == expected
-    r["correct"] = got_r == expected
-    for side, got in (("agentstream", got_a), ("raw", got_r)):
+    bt = case.run("batch", ["bench.raw_batch_wordcount", "--in", "sentences", "--words", "batch-wordcount-words",
+                            "--out", "batch-word-counts", "--group", "batch-wordcount", "--sentences", str(n),
+                            "--words-total", str(words_total)])
+    log(f"wordcount: batch-API {bt['records_per_s']:.0f} sentences/s")
+    for name, side, topic in (("agentstream", a, "word-counts"), ("raw", r, "raw-word-counts"),
+                              ("batch", bt, "batch-word-counts")):
+        got = asyncio.run(common.final_counts(b.bootstrap, topic))
+        side["correct"] = got == expected
         if got != expected:
             diff = sorted(w for w in set(got) | set(expected) if got.get(w) != expected.get(w))
-            log(f"wordcount: {side} counts differ for {len(diff)} words, e.g. "
+            log(f"wordcount: {name} counts differ for {len(diff)} words, e.g. "
                 + ", ".join(f"{w}: {got.get(w)} != {expected.get(w)}" for w in diff[:5]))
-    return {"words": words_total, "distinct_words": len(expected), "agentstream": a, "raw": r}
+    return {"words": words_total, "distinct_words": len(expected), "agentstream": a, "raw": r, "batch": bt}
 
 
 RESTORE_TOPIC = "bench-restore-restore-changelog"
@@ -307,9 +313,10 @@ def run_case(name: str, n: int, profile: bool) -> dict[str, Any]:
             wall = time.perf_counter() - t
         finally:
             broker.stop()
-    a, r = detail["agentstream"], detail["raw"]
-    for side in (a, r):
-        side["records_per_cpu_s"] = round(side["records"] / side["cpu_s"], 1) if side["cpu_s"] else None
+    a, r, bt = detail["agentstream"], detail["raw"], detail.get("batch")
+    for side in (a, r, bt):
+        if side is not None:
+            side["records_per_cpu_s"] = round(side["records"] / side["cpu_s"], 1) if side["cpu_s"] else None
     row = {
         "case": name,
         "n": n,
@@ -319,7 +326,7 @@ def run_case(name: str, n: int, profile: bool) -> dict[str, Any]:
         "ratio": round(a["records_per_s"] / r["records_per_s"], 3) if r["records_per_s"] else None,
         "agentstream_peak_rss_mb": round(a["peak_rss_mb"], 1),
         "raw_peak_rss_mb": round(r["peak_rss_mb"], 1),
-        "correct": bool(a["correct"] and r["correct"]),
+        "correct": bool(a["correct"] and r["correct"] and (bt is None or bt["correct"])),
         "agentstream_correct": bool(a["correct"]),
         "raw_correct": bool(r["correct"]),
         "agentstream_records_per_cpu_s": a["records_per_cpu_s"],
@@ -334,6 +341,15 @@ def run_case(name: str, n: int, profile: bool) -> dict[str, Any]:
         "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "detail": detail,
     }
+    if bt is not None:  # the batch-API baseline: the target the ratios are judged against
+        row.update({
+            "batch_records_per_s": round(bt["records_per_s"], 1),
+            "batch_ratio": round(a["records_per_s"] / bt["records_per_s"], 3) if bt["records_per_s"] else None,
+            "batch_cpu_ratio": round(a["records_per_cpu_s"] / bt["records_per_cpu_s"], 3)
+            if a["records_per_cpu_s"] and bt["records_per_cpu_s"] else None,
+            "batch_peak_rss_mb": round(bt["peak_rss_mb"], 1),
+            "batch_correct": bool(bt["correct"]),
+        })
     row.update(detail.pop("row", {}))  # a case's own headline figures (latency percentiles, speedup...)
     if profile:
         row["profile"] = {f.name.removesuffix(".pyspy.txt"): str(f.relative_to(ROOT))
@@ -356,6 +372,17 @@ def print_table(rows: list[dict[str, Any]]) -> None:
           " CPU% = the working process's CPU over the timed interval (100% = one core);"
           " ratio/CPU = agentstream/raw in records per CPU-second of the working process;"
           " scale-*: agentstream = the 2-worker run (CPU% of both workers summed), raw = the 1-worker run")
+    batch_rows = [row for row in rows if "batch_ratio" in row]
+    if batch_rows:
+        print()
+        print("against the batch-API loop (aiokafka create_batch/send_batch, partition memoised per key):")
+        head = f"{'case':<17} {'agentstream/s':>14} {'batch/s':>11} {'ratio':>6} {'ratio/CPU':>9} {'correct':>8}"
+        print(head)
+        print("-" * len(head))
+        for row in batch_rows:
+            print(f"{row['case']:<17} {row['agentstream_records_per_s']:>14,.0f} {row['batch_records_per_s']:>11,.0f} "
+                  f"{row['batch_ratio'] or 0:>6.2f} {row['batch_cpu_ratio'] or 0:>9.2f} "
+                  f"{str(row['batch_correct']):>8}")
     for row in rows:
         if row.get("summary"):
             print(f"{row['case']}: {row['summary']}")
