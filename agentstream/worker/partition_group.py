@@ -53,7 +53,7 @@ class PartitionGroup:
         partitions: Iterable[TP],
         *,
         max_task_idle: float = 0.0,
-        lagging: Callable[[RecordQueue], bool] = lambda q: False,
+        lagging: Callable[[RecordQueue], bool | None] = lambda q: False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.queues: dict[TP, RecordQueue] = {tp: RecordQueue(tp) for tp in sorted(partitions)}
