@@ -17,7 +17,7 @@ from typing import Any, Protocol, Sequence
 
 from .transport.base import Delivery
 
-__all__ = ["Runtime", "RunningTask", "current_task", "runtime_for", "bind", "unbind"]
+__all__ = ["Runtime", "RunningTask", "FaultPoints", "current_task", "runtime_for", "bind", "unbind"]
 
 
 class TaskSender(Protocol):
@@ -39,6 +39,12 @@ class RunningTask(Protocol):
 
     @property
     def txn(self) -> TaskSender | None: ...
+
+
+class FaultPoints(Protocol):
+    """Tests only (agentstream.testing_faults.FaultInjector): named crash points in the worker."""
+
+    def check(self, point: str) -> None: ...
 
 
 current_task: ContextVar[RunningTask | None] = ContextVar("agentstream_current_task", default=None)

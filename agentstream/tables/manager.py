@@ -24,7 +24,7 @@ from .table import Table
 
 if TYPE_CHECKING:
     from ..app import App
-    from ..testing_faults import FaultInjector
+    from ..runtime import FaultPoints
     from ..worker.assignor import Assignment
     from ..worker.worker import Worker
 
@@ -144,7 +144,7 @@ class TableManager:
         assert self._restore_consumer is not None
         self.restoring = True
         try:
-            n = await Restorer(self._restore_consumer, label, self.worker.faults).run(parts)
+            n = await Restorer(self._restore_consumer, label, cast(Any, self.worker.faults)).run(parts)
         finally:
             self.restoring = False
             self._restore_consumer.assign([])

@@ -5,7 +5,7 @@ each key to one of these; the worker's table manager opens, restores and closes 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..exceptions import AgentStreamError
 from ..lifecycle import PARTITION_TRANSITIONS, PartitionState, StateMachine
@@ -13,8 +13,6 @@ from ..transport.base import Delivery
 from .cache import RecordCache
 from .store import Store, read_checkpoint, write_checkpoint
 
-if TYPE_CHECKING:
-    from .table import Table
 
 __all__ = ["TablePartition", "TableNotReady", "TableNotActive", "CHECKPOINT_DELTA"]
 
@@ -39,7 +37,7 @@ class TablePartition:
     __slots__ = ("table", "partition", "store", "cache", "pending", "last_send", "changelog_offset",
                  "checkpoint_path", "lifecycle", "epoch", "writer", "checkpointed")
 
-    def __init__(self, table: "Table", partition: int, store: Store, checkpoint_path: Path | None,
+    def __init__(self, table: Any, partition: int, store: Store, checkpoint_path: Path | None,
                  cache_size: int) -> None:
         self.table = table
         self.partition = partition

@@ -24,15 +24,21 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any, AsyncIterator, Iterable, Mapping, Protocol, Sequence
 
 from ..exceptions import TopologyError, TransactionsUnsupported, TransportError
 from ..runtime import current_task
 from ..transport.base import TP, Delivery, Producer
 
-if TYPE_CHECKING:
-    from .task import StreamTask
-    from .topology import Topology
+
+
+class StreamTask(Protocol):
+    """What the producers' set-up needs of a task (agentstream.worker.task.StreamTask)."""
+
+    txn: "TaskTransaction | None"
+
+    @property
+    def id(self) -> Any: ...
 
 log = logging.getLogger("agentstream.eos")
 
@@ -165,7 +171,7 @@ class ExactlyOnce:
 
     # -- start-up checks ----------------------------------------------------------------------------
     @staticmethod
-    def check_topology(topology: "Topology") -> None:
+    def check_topology(topology: Any) -> None:
         """Each source topic must feed one sub-topology: its offsets go into one task's transaction."""
         owners: dict[str, list[str]] = {}
         for st in topology.subtopologies:
@@ -198,12 +204,12 @@ class ExactlyOnce:
                 pass
 
     # -- task producers ---------------------------------------------------------------------------------
-    async def start_tasks(self, tasks: Iterable["StreamTask"]) -> None:
+    async def start_tasks(self, tasks: Iterable[StreamTask]) -> None:
         """Create and start each task's producer (before restoring: this fences the previous owner,
         whose open transaction would otherwise hold back read_committed readers of the changelog)."""
         pending = [t for t in tasks if t.txn is None]
 
-        async def one(task: "StreamTask") -> None:
+        async def one(task: StreamTask) -> None:
             producer = self.app.transport.producer(transactional_id=transactional_id(self.app.id, task.id),
                                                    **self.app.producer_settings())
             txn = TaskTransaction(producer, self.app.id)
@@ -212,7 +218,7 @@ class ExactlyOnce:
 
         await asyncio.gather(*(one(t) for t in pending))
 
-    async def close_tasks(self, tasks: Iterable["StreamTask"]) -> None:
+    async def close_tasks(self, tasks: Iterable[StreamTask]) -> None:
         closing = [t for t in tasks if t.txn is not None]
         for task in closing:
             assert task.txn is not None

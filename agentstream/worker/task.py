@@ -22,7 +22,7 @@ from ..transport.base import TP, Message
 from .partition_group import PartitionGroup, RecordQueue, Wait
 
 if TYPE_CHECKING:
-    from ..testing_faults import FaultInjector
+    from ..runtime import FaultPoints
     from .eos import CommitGate, TaskTransaction
     from .errors import ErrorPolicy
     from .topology import SubTopology
@@ -107,7 +107,7 @@ class StreamTask:
         # commits between records. None under at_least_once, so the hot path pays one check.
         self.gate: "CommitGate | None" = None
         self.txn: "TaskTransaction | None" = None
-        self.faults: "FaultInjector | None" = None
+        self.faults: "FaultPoints | None" = None
 
     # -- fed by the fetcher -------------------------------------------------------------------
     def add(self, tp: TP, messages: list[Message]) -> int:

@@ -30,7 +30,7 @@ from .task import StreamTask, TaskId
 from .topology import Topology
 
 if TYPE_CHECKING:
-    from ..testing_faults import FaultInjector
+    from ..runtime import FaultPoints
 
 log = logging.getLogger("agentstream.worker")
 
@@ -51,7 +51,7 @@ class Worker:
     """Runs one app: ``await Worker(app).run()`` until SIGTERM/SIGINT or :meth:`request_stop`."""
 
     def __init__(self, app: Any, *, install_signal_handlers: bool = False, web_port: int | None = None,
-                 faults: "FaultInjector | None" = None) -> None:
+                 faults: "FaultPoints | None" = None) -> None:
         self.app = app
         self.faults = faults  # tests only: named crash points; None costs one check per point
         self.eos: ExactlyOnce | None = None  # set in start() under processing_guarantee='exactly_once'
@@ -64,7 +64,7 @@ class Worker:
         )
         self.errors = ErrorPolicy(app, self._crash)
         self.consumer: Consumer | None = None
-        self.fetcher: Fetcher | None = None
+        self.fetcher: Fetcher[StreamTask] | None = None
         self.tasks: dict[TaskId, StreamTask] = {}
         self.tables: Any = None  # TableManager, set in start() when the app declares tables
         self.web: Any = None  # agentstream.web.Web, set in start() unless web_enabled is off
@@ -161,7 +161,7 @@ class Worker:
             await self.tables.start()
         consumer = transport.consumer(group_id=app.id, assignor=self.assignor, **app.consumer_settings())
         self.consumer = consumer
-        self.fetcher = Fetcher(consumer, buffer_max_records=s.buffer_max_records, max_poll_records=s.max_poll_records)
+        self.fetcher = Fetcher[StreamTask](consumer, buffer_max_records=s.buffer_max_records, max_poll_records=s.max_poll_records)
         if self.eos is not None:
             self.committer = ExactlyOnceCommit(tables=lambda: self.tables, faults=self.faults)
         else:
