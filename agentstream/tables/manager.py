@@ -226,6 +226,14 @@ class TableManager:
                 last_checkpoint = time.monotonic()
 
     # -- commit steps -----------------------------------------------------------------------------------
+    async def settle_callbacks(self) -> None:
+        """Commit step 0: wait for the ``async`` on_window_close callbacks started so far, so their
+        sends and writes belong to the commit of the record that closed the window."""
+        for table in self.tables:
+            state = table._windowed
+            while state is not None and state.callbacks:
+                await asyncio.gather(*list(state.callbacks), return_exceptions=True)
+
     def queue_send(self, part: TablePartition, items: Iterable[tuple[bytes, bytes | None]]) -> None:
         self._sends.append((part, list(items)))
 

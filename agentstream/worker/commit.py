@@ -3,6 +3,7 @@ RecordCollector + ProcessorStateManager, Quix's Checkpoint).
 
 The sequence is written once, in :meth:`CommitUnit.commit`:
 
+0. settle           async on_window_close callbacks started by committed records finish
 1. flush caches     table caches -> changelog records (sinks were sent as the agent ran)
 2. deliver          at_least_once: producer flush      | exactly_once: offsets into the task's
                                                          transaction, then commit it
@@ -84,6 +85,8 @@ class CommitUnit(ABC):
         tables = self._tables()
         async with AsyncExitStack() as stack:
             await self.hold(tasks, stack)
+            if tables is not None:
+                await tables.settle_callbacks()  # async on_window_close: part of this commit
             offsets = self.offsets(tasks)
             if not offsets and not self.has_writes(tasks, tables):
                 return False

@@ -53,8 +53,9 @@ async def committed(worker: Worker, tp: TP) -> int:
 
 
 def passthrough_app(name: str, **settings: Any) -> tuple[agentstream.App, list[Any]]:
+    settings.setdefault("shutdown_timeout", 2.0)
     app = agentstream.App(name, broker=url(name), topic_partitions=1, store="memory://", web_enabled=False,
-                          commit_interval=1000.0, shutdown_timeout=2.0, **settings)
+                          commit_interval=1000.0, **settings)
     source = app.topic("src", value_type=int)
     out = app.topic("out", value_type=int)
     seen: list[Any] = []
@@ -384,3 +385,71 @@ async def test_store_error_inside_an_agent_stops_the_worker_not_skipped() -> Non
     assert isinstance(worker.crashed, StoreUnavailable)
     assert seen == [0, 1]
     assert await committed(worker, TP("src", 0)) <= 2
+
+
+# -- the final commit at stop is bounded by shutdown_timeout -------------------------------------------
+async def test_stop_is_bounded_when_the_offset_commit_hangs() -> None:
+    app, seen = passthrough_app("stopbound", shutdown_timeout=0.5)
+    worker = Worker(app)
+    await worker.start()
+    await until(worker.assigned.is_set)
+    await feed(app, "src", list(range(3)))
+    await until(lambda: len(seen) == 3)
+    assert worker.consumer is not None
+
+    async def hangs(offsets: Any) -> None:
+        await asyncio.Event().wait()  # a broker that never answers
+
+    worker.consumer.commit = hangs  # type: ignore[method-assign]
+    # Generous bound (a loaded machine): without the bound, stop() never returns.
+    await asyncio.wait_for(worker.stop(), 30)
+    assert await committed(worker, TP("src", 0)) == 0
+
+
+# -- suspected: async on_window_close output belongs to the commit of the record that closed it --------
+async def test_async_on_window_close_output_is_delivered_before_the_offset_commit() -> None:
+    app = agentstream.App("wclose", broker=url("wclose"), topic_partitions=1, store="memory://", web_enabled=False,
+                          commit_interval=1000.0)
+    topic = app.topic("events", key_type=str, value_type=int)
+    out = app.topic("closed", key_type=str, value_type=int)
+    release = asyncio.Event()
+
+    async def on_close(key: Any, value: Any) -> None:
+        await release.wait()  # slow I/O (an HTTP call) before the send
+        await out.send(key=key[0], value=value)
+
+    wt = app.Table("counts", default=int, on_window_close=on_close).tumbling(10, expires=100)
+    handled = [0]
+
+    @app.agent(topic)
+    async def count(stream: agentstream.Stream) -> None:
+        async for event in stream.events():
+            wt[event.key] += 1
+            handled[0] += 1
+
+    worker = Worker(app)
+    await worker.start()
+    try:
+        await until(worker.assigned.is_set)
+        for ts in (1.0, 2.0, 25.0):  # the third record closes window [0, 10)
+            await topic.send(key="k", value=1, timestamp=ts, partition=0)
+        await until(lambda: handled[0] == 3)
+        transport = app.transport
+        assert isinstance(transport, MemoryTransport)
+        assert worker.consumer is not None
+        real_commit = worker.consumer.commit
+        outputs_at_commit: list[int] = []
+
+        async def commit_offsets(offsets: Any) -> None:
+            if offsets.get(TP("events", 0)) == 3:
+                outputs_at_commit.append(len(transport.read_topic("closed")))
+            await real_commit(offsets)
+
+        worker.consumer.commit = commit_offsets  # type: ignore[method-assign]
+        commit = asyncio.ensure_future(worker.commit())
+        await asyncio.sleep(0.05)
+        release.set()
+        await asyncio.wait_for(commit, 20)
+        assert outputs_at_commit == [1], "the offset of the record that closed the window was committed before its output"
+    finally:
+        await worker.stop()
