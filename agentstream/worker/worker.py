@@ -301,11 +301,12 @@ class Worker:
         consumer = self.consumer
 
         def lagging(q: RecordQueue) -> bool | None:
-            """True: the broker has records past the buffer; None: not known yet (no fetch answered)."""
+            """True: the broker has records past the buffer; None: not known (no fetch answered, or
+            nothing fetched yet, so the position is unknown here)."""
             hw = consumer.highwater(q.tp)
-            if hw is None:
+            if hw is None or q.next_offset is None:
                 return None
-            return hw > 0 if q.next_offset is None else q.next_offset < hw
+            return q.next_offset < hw
 
         tasks: dict[TaskId, StreamTask] = {}
         for st in self.topology.subtopologies:
