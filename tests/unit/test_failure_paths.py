@@ -453,3 +453,51 @@ async def test_async_on_window_close_output_is_delivered_before_the_offset_commi
         assert outputs_at_commit == [1], "the offset of the record that closed the window was committed before its output"
     finally:
         await worker.stop()
+
+
+# -- suspected: join results queued when the agent errors ----------------------------------------------
+async def test_queued_join_results_of_a_failed_record_go_with_it_and_commits_go_on() -> None:
+    """A left record matching two buffered right records gives two results; the agent raises on the
+    first. The policy acts on the source record once (dead letter), its queued second result goes
+    with it (settled: they are that record's effects), and commits go on past it. Joins run with
+    concurrency=1 (a join refuses more), so there is no out-of-order ack to stall on."""
+    concurrency = 1
+    app = agentstream.App(f"jq{concurrency}", broker=url("jq"), topic_partitions=1, store="memory://",
+                          web_enabled=False, commit_interval=0.02, on_agent_error="dead-letter")
+    left = app.topic("left", key_type=str, value_type=dict)
+    right = app.topic("right", key_type=str, value_type=dict)
+    got: list[tuple[str, str]] = []
+
+    @app.agent(left, concurrency=concurrency)
+    async def joiner(stream: agentstream.Stream) -> None:
+        async for lv, rv in stream.join(right, within=10.0, grace=100.0):
+            if lv["id"] == "l1":
+                raise ValueError("bad pair")
+            got.append((lv["id"], rv["id"]))
+
+    worker = Worker(app)
+    await worker.start()
+    try:
+        await until(worker.assigned.is_set)
+        await right.send(key="k", value={"id": "r1"}, timestamp=1.0, partition=0)
+        await right.send(key="k", value={"id": "r2"}, timestamp=1.5, partition=0)
+        await until(lambda: worker.tasks and all(t.processed >= 2 for t in worker.tasks.values()))
+        await left.send(key="k", value={"id": "l1"}, timestamp=2.0, partition=0)
+        await left.send(key="k", value={"id": "l2"}, timestamp=2.5, partition=0)
+        await until(lambda: len(got) == 2)
+        assert sorted(got) == [("l2", "r1"), ("l2", "r2")]
+
+        async def caught_up() -> None:
+            while await committed(worker, TP("left", 0)) < 2 or await committed(worker, TP("right", 0)) < 2:
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(caught_up(), 20)
+        assert [d["id"] for d in dead_letters_raw(app)] == ["l1"]
+    finally:
+        await worker.stop()
+
+
+def dead_letters_raw(app: agentstream.App) -> list[Any]:
+    transport = app.transport
+    assert isinstance(transport, MemoryTransport)
+    return [orjson.loads(r.value) for r in transport.read_topic(app.settings.dead_letter_topic)]
