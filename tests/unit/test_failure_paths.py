@@ -354,7 +354,7 @@ async def test_agent_crashing_before_its_first_record_backs_off_then_stops_the_w
     assert all(b > a for a, b in zip(seen_ticks, seen_ticks[1:])), "the event loop did not tick between restarts"
 
 
-def test_agent_restart_max_is_validated() -> None:
+async def test_agent_restart_max_is_validated() -> None:
     with pytest.raises(ConfigError, match="agent_restart_max"):
         agentstream.App("d8v", broker="memory://", agent_restart_max=-1)
 
