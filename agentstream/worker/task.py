@@ -91,6 +91,7 @@ class StreamTask:
             t.name: (t.key_codec.loads, t.value_codec.loads) for t in subtopology.source_topic_objects
         }
         self._wakeup = asyncio.Event()
+        self._closed = asyncio.Event()  # set by stop(): ends a restart backoff at once
         self.lifecycle: StateMachine[TaskState] = StateMachine(TaskState.CREATED, TASK_TRANSITIONS, f"task {task_id}")
         self.restart_max = restart_max
         self.restart_backoff = restart_backoff
@@ -284,9 +285,8 @@ class StreamTask:
         if gate is not None:
             gate.leave()  # a commit may run while the instance waits
         try:
-            self._wakeup.clear()
-            try:
-                await asyncio.wait_for(self._wakeup.wait(), delay)  # stop() wakes it at once
+            try:  # not _wakeup: arriving records must not cut the backoff short
+                await asyncio.wait_for(self._closed.wait(), delay)
             except asyncio.TimeoutError:
                 pass
         finally:
@@ -315,6 +315,7 @@ class StreamTask:
         if self.lifecycle.state is not TaskState.CLOSED:
             self.lifecycle.to(TaskState.CLOSED)
         self._wakeup.set()
+        self._closed.set()
         if self._instances:
             _, pending = await asyncio.wait(self._instances, timeout=timeout)
             for t in pending:
