@@ -92,17 +92,14 @@ class Worker:
             stop_wait = asyncio.ensure_future(self._stop_requested.wait())
             try:
                 await asyncio.wait({starting, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+                if starting.done():
+                    starting.result()  # a failed start raises here
+                    await stop_wait
             finally:
+                stop_wait.cancel()
                 if not starting.done():
                     starting.cancel()
                     await asyncio.gather(starting, return_exceptions=True)
-                elif starting.exception() is None:
-                    await stop_wait
-            if not starting.cancelled():
-                failed = starting.exception()
-                if failed is not None:
-                    raise failed
-            stop_wait.cancel()
         finally:
             await self.stop()
         return 1 if self.crashed is not None else 0
@@ -211,7 +208,7 @@ class Worker:
 
         Bounded by ``shutdown_timeout`` (plus a small margin) whatever the broker does: agents get
         it to finish their record, the final commit what is left of it (at least STEP_MIN), and
-        leaving the group and closing the clients STEP_MIN each. A commit cut short closes dirty.
+        leaving the group and closing the clients share 2 * STEP_MIN. A commit cut short closes dirty.
         """
         if self.stopping:
             return
@@ -235,29 +232,30 @@ class Worker:
                       "will be handled again", self.settings.shutdown_timeout)
         except Exception as exc:
             log.error("final commit failed: %s (records since the last commit will be handled again)", exc)
+        tail = loop.time() + STEP_MIN * 2  # what follows the commit shares this much time
         if self.eos is not None:
-            await self._bounded(self.eos.close_tasks(tasks), "closing task producers")
+            await self._bounded(self.eos.close_tasks(tasks), "closing task producers", tail)
         if self._fetch_task is not None and self.fetcher is not None:
             await self.fetcher.stop(self._fetch_task)
             self.fetcher.set_routes({})
         self.tasks.clear()
         if self.consumer is not None:
-            await self._bounded(self.consumer.stop(), "leaving the group")
+            await self._bounded(self.consumer.stop(), "leaving the group", tail)
         if self.tables is not None:
             await self.tables.stop()  # only committed values stay in the stores
         if self.web is not None:
-            await self._bounded(self.web.stop(), "stopping the web server")
+            await self._bounded(self.web.stop(), "stopping the web server", tail)
             self.web = None
-        await self._bounded(self.app.stop_clients(), "closing the producer")
+        await self._bounded(self.app.stop_clients(), "closing the producer", tail)
         runtime.unbind(self.app)
         self.lifecycle.to(WorkerState.DEAD)
         log.info("worker for %s stopped", self.app.id)
 
-    async def _bounded(self, coro: Any, what: str) -> None:
+    async def _bounded(self, coro: Any, what: str, deadline: float) -> None:
         try:
-            await asyncio.wait_for(coro, STEP_MIN)
+            await asyncio.wait_for(coro, max(deadline - asyncio.get_running_loop().time(), 0.1))
         except asyncio.TimeoutError:
-            log.warning("%s took longer than %.0fs; going on with the shutdown", what, STEP_MIN)
+            log.warning("%s did not finish within the shutdown's time; going on with the shutdown", what)
         except Exception as exc:
             log.warning("%s failed: %s", what, exc)
 
@@ -275,7 +273,9 @@ class Worker:
         tasks = list(self.tasks.values())
         await self._stop_tasks(tasks)
         try:
-            await self.commit(final=True)  # routes still known: a partition read by a dirty task stays blocked
+            # Routes still known: a partition read by a dirty task stays blocked. Bounded: a hung
+            # broker must not hold the rebalance (or a SIGTERM in the middle of it).
+            await asyncio.wait_for(self.commit(final=True), self.settings.shutdown_timeout)
         except Exception as exc:
             log.error("commit on revoke failed: %s (records since the last commit will be handled again; "
                       "the tasks' table partitions drop their uncommitted writes and restore)", exc)
