@@ -17,7 +17,7 @@ from typing import Any, Protocol, Sequence
 
 from .transport.base import Delivery
 
-__all__ = ["Runtime", "RunningTask", "FaultPoints", "current_task", "runtime_for", "bind", "unbind"]
+__all__ = ["Runtime", "RunningTask", "FaultPoints", "current_task", "current_runtime", "runtime_for", "bind", "unbind"]
 
 
 class TaskSender(Protocol):
@@ -51,6 +51,7 @@ current_task: ContextVar[RunningTask | None] = ContextVar("agentstream_current_t
 """The stream task whose agent instance is running (None in timers, tasks and outside a worker)."""
 
 _current: ContextVar["Runtime | None"] = ContextVar("agentstream_runtime", default=None)
+current_runtime = _current  # read directly on hot paths (one get, then check .app)
 _by_app: "weakref.WeakKeyDictionary[Any, Runtime]" = weakref.WeakKeyDictionary()
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from .. import codecs
 from ..events import current_event
 from ..exceptions import SerializationError, TopologyError
-from ..runtime import current_task, runtime_for
+from ..runtime import current_runtime, current_task, runtime_for
 from ..transport.partitioner import default_partition
 from .partition import TableNotReady, TablePartition
 
@@ -106,7 +106,11 @@ class Table:
             number = event.message.partition
         else:
             number = default_partition(key_bytes, self.partitions)
-        part = self.parts.get(number)
+        rt = current_runtime.get()  # inlined runtime_for(): this runs for every table read and write
+        if rt is None or rt.app is not self.app:
+            rt = runtime_for(self.app)
+        parts = rt.partitions.get(self.name)
+        part: TablePartition | None = None if parts is None else parts.get(number)
         if part is None:
             raise TableNotReady(
                 f"table {self.name!r} partition {number} is not on this worker"
