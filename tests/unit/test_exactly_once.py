@@ -22,7 +22,7 @@ import pytest
 
 import agentstream
 from agentstream.exceptions import CommitFailed, ProducerError, TopologyError, TransactionsUnsupported, TransportError
-from agentstream.testing_faults import CRASH_POINTS, FaultInjector, InjectedCrash, abandon
+from agentstream.testing_faults import CRASH_POINTS, FailingCall, FaultInjector, InjectedCrash, abandon
 from agentstream.transport.base import TP, TopicSpec
 from agentstream.transport.memory import MemoryConsumer, MemoryProducer, MemoryTransport
 from agentstream.worker.worker import Worker
@@ -58,35 +58,13 @@ FAIL_REACH = {"failed_send": 60, "failed_flush": 6, "failed_txn_commit": 6, "fai
               "failed_offset_commit": 6}
 
 
-class Failure:
-    """Make the ``nth`` call of one client method fail during one life."""
+class Failure(FailingCall):
+    """One named entry of FAILURES, failing at its ``nth`` call during one life."""
 
     def __init__(self, name: str, nth: int) -> None:
+        cls, method, exc_type, _ = FAILURES[name]
+        super().__init__(cls, method, exc_type, nth)
         self.name = name
-        self.nth = nth
-        self.calls = 0
-        self.fired = False
-        self._saved: Any = None
-
-    def __enter__(self) -> "Failure":
-        cls, method, exc_type, _ = FAILURES[self.name]
-        real = getattr(cls, method)
-        self._saved = (cls, method, real)
-        failure = self
-
-        async def failing(*args: Any, **kwargs: Any) -> Any:
-            failure.calls += 1
-            if failure.calls == failure.nth:
-                failure.fired = True
-                raise exc_type(f"injected {failure.name} #{failure.nth}")
-            return await real(*args, **kwargs)
-
-        setattr(cls, method, failing)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        cls, method, real = self._saved
-        setattr(cls, method, real)
 
 
 def sentences(n: int, seed: int) -> list[dict[str, Any]]:
