@@ -233,6 +233,14 @@ def dl_app(name: str, shape: str, concurrency: int = 1) -> tuple[agentstream.App
                 if v == 3:
                     raise ValueError("bad record 3")
                 seen.append(v)
+        elif shape == "group_by":
+            def key(v: int) -> str:
+                if v == 3:
+                    raise ValueError("no key for 3")
+                return f"k{v % 2}"
+
+            async for v in stream.group_by(key, name="by_parity"):
+                seen.append(v)
         elif shape == "take":
             async for batch in stream.take(3, within=0.5):
                 if 4 in batch:
@@ -256,6 +264,19 @@ async def test_dead_letter_acts_on_the_record_of_a_filtered_stream() -> None:
         await until(worker.assigned.is_set)
         await feed(app, "src", list(range(6)))
         await until(lambda: 5 in seen)
+        await until(lambda: dead_letters(app) == [3])
+    finally:
+        await worker.stop()
+
+
+async def test_dead_letter_acts_on_the_record_whose_group_by_key_failed() -> None:
+    app, seen = dl_app("d7g", "group_by")
+    worker = Worker(app)
+    await worker.start()
+    try:
+        await until(worker.assigned.is_set)
+        await feed(app, "src", list(range(6)))
+        await until(lambda: sorted(seen) == [0, 1, 2, 4, 5])
         await until(lambda: dead_letters(app) == [3])
     finally:
         await worker.stop()
