@@ -85,17 +85,24 @@ def runtime_for(app: Any) -> Runtime:
 
 
 def bind(app: Any, worker: Any) -> Runtime:
-    """A worker starts: its app's runtime becomes the context's (inherited by the tasks it starts)."""
-    rt = runtime_for(app)
+    """A worker starts: its app's runtime becomes the context's (inherited by the tasks it starts).
+
+    A second worker of the same app in this process (tests) gets a runtime of its own: its tasks
+    find it through the context; code outside any worker's tasks finds the latest one."""
+    rt = _by_app.get(app)
+    if rt is None or (rt.worker is not None and rt.worker is not worker):
+        rt = _by_app[app] = Runtime(app)
     rt.worker = worker
     _current.set(rt)
     return rt
 
 
-def unbind(app: Any) -> None:
+def unbind(app: Any, worker: Any) -> None:
     """The worker stopped: nothing of it stays reachable (tables, partitions, worker)."""
-    rt = _by_app.get(app)
-    if rt is not None:
+    rt = _current.get()
+    if rt is None or rt.worker is not worker:
+        rt = _by_app.get(app)
+    if rt is not None and rt.worker is worker:
         rt.worker = None
         rt.tables = None
         rt.partitions.clear()

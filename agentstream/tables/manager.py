@@ -18,6 +18,7 @@ from ..exceptions import StoreCorrupt, StoreError, StoreUnavailable
 from ..transport.base import TP, Consumer
 from .store import destroy_store, store_for
 from ..lifecycle import PartitionState
+from ..runtime import runtime_for
 from .partition import TablePartition
 from .restore import Restorer
 from .table import Table
@@ -52,13 +53,19 @@ class TableManager:
         self._followed: dict[TP, TablePartition] = {}
         self.restored_records = 0
         self.restoring = False
+        # This worker's partitions, kept in its runtime (bound by the worker before it makes the
+        # manager); held here so every step reaches them whatever task it runs in.
+        self.runtime = runtime_for(app)
         self.eos = app.settings.processing_guarantee == "exactly_once"
         for table in self.tables:
             table.eos = self.eos and not table.is_global
 
     # -- store partitions ------------------------------------------------------------------------
+    def _held(self, table: Table) -> dict[int, TablePartition]:
+        return cast(dict[int, TablePartition], self.runtime.table_partitions(table.name))
+
     def _open(self, table: Table, partition: int) -> TablePartition:
-        part = table.parts.get(partition)
+        part = self._held(table).get(partition)
         if part is not None:
             return part
         url = table.store_url or self.store_url
@@ -83,11 +90,11 @@ class TableManager:
             log.info("table %s partition %d: no checkpoint; wiping the store and restoring from the changelog",
                      table.name, partition)
             store.wipe()
-        table.parts[partition] = part
+        self._held(table)[partition] = part
         return part
 
     def _close(self, table: Table, partition: int) -> None:
-        part = table.parts.pop(partition, None)
+        part = self._held(table).pop(partition, None)
         if part is not None:
             part.close()
 
@@ -124,8 +131,8 @@ class TableManager:
                 await consumer.stop()
         failed: StoreUnavailable | None = None
         for table in self.tables:
-            for p in list(table.parts):
-                part = table.parts[p]
+            for p in list(self._held(table)):
+                part = self._held(table)[p]
                 try:
                     # Only committed values reach the store: what the final commit did not deliver
                     # (a failed or cut-short commit, a write after it) is dropped, never written.
@@ -158,10 +165,10 @@ class TableManager:
         followed: dict[TP, TablePartition] = {}
         for table in self.tables:
             if table.is_global:
-                for p, part in table.parts.items():
+                for p, part in self._held(table).items():
                     followed[TP(table.changelog_topic.name, p)] = part
                 continue
-            for p in list(table.parts):
+            for p in list(self._held(table)):
                 if p not in active and p not in standby:
                     self._close(table, p)
             for p in active:
@@ -189,7 +196,7 @@ class TableManager:
         self._follow({tp: p for tp, p in self._followed.items() if p.table.is_global})
         for table in self.tables:
             if not table.is_global:
-                for part in table.parts.values():
+                for part in self._held(table).values():
                     if part.state is not PartitionState.STANDBY:
                         if dirty and part.dirty():
                             log.warning("table %s partition %d: dropping writes the failed commit did not "
@@ -240,12 +247,12 @@ class TableManager:
     def dirty(self, writer: Any = None) -> bool:
         """Writes waiting for a commit (exactly_once: task ``writer``'s)."""
         if writer is None:
-            return bool(self._sends) or any(p.dirty() for t in self.tables for p in t.parts.values())
+            return bool(self._sends) or any(p.dirty() for t in self.tables for p in self._held(t).values())
         return any(s[0].writer == writer for s in self._sends) or any(p.dirty() for p in self._parts(writer))
 
     def _parts(self, writer: Any) -> list[TablePartition]:
         """Every partition, or (exactly_once) those whose writes belong to task ``writer``."""
-        parts = [p for t in self.tables for p in t.parts.values()]
+        parts = [p for t in self.tables for p in self._held(t).values()]
         return parts if writer is None else [p for p in parts if p.writer == writer]
 
     async def flush(self, writer: Any = None, producer: Any = None) -> None:

@@ -247,7 +247,7 @@ class Worker:
             await self._bounded(self.web.stop(), "stopping the web server", tail)
             self.web = None
         await self._bounded(self.app.stop_clients(), "closing the producer", tail)
-        runtime.unbind(self.app)
+        runtime.unbind(self.app, self)
         self.lifecycle.to(WorkerState.DEAD)
         log.info("worker for %s stopped", self.app.id)
 
