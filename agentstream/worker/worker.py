@@ -3,8 +3,10 @@
 Start order (Faust's, which is right): producer -> web -> tables -> consumer -> agents (tasks),
 timers; stop in reverse. Rebalances (eager) suspend everything: revoke stops the tasks after
 their current record and commits; assign builds tasks for the new partition numbers, restores
-their tables, then starts them. Commits follow Kafka Streams/Quix: flush table caches to the
-changelog -> flush the producer -> commit offsets of fully handled records -> write checkpoints.
+their tables, then starts them. Every commit goes through the one commit unit
+(:mod:`agentstream.worker.commit`); the worker's, tasks' and table partitions' states are explicit
+(:mod:`agentstream.lifecycle`); the worker's runtime is reached through :mod:`agentstream.runtime`,
+never stored on the App.
 """
 
 from __future__ import annotations
