@@ -14,6 +14,7 @@ from .agents.agent import Agent, AgentFun
 from .agents.replies import ReplyConsumer
 from .channels import Channel, ChannelAgent
 from .exceptions import TopologyError
+from .runtime import runtime_for
 from .settings import Settings
 from .streams import SplitPoint
 from .topics import Topic
@@ -59,7 +60,12 @@ class App:
         self._producer_started = False
         self._producer_lock: asyncio.Lock | None = None
         self._replies: ReplyConsumer | None = None
-        self.worker: Any = None
+
+    @property
+    def worker(self) -> Any:
+        """The worker running this app in this process, or None (runtime state: kept in the runtime
+        context, :mod:`agentstream.runtime`, not on the declaration)."""
+        return runtime_for(self).worker
 
     @property
     def id(self) -> str:

@@ -37,6 +37,8 @@ class Settings:
     consumer_fetch_max_wait: float = 0.5
     on_decode_error: str = "skip"
     on_agent_error: str = "skip"
+    agent_restart_max: int = 10  # restarts in a row of an agent that fails before handling a record
+    agent_restart_backoff: float = 0.1  # first restart delay (doubles each time, at most 30 s)
     dead_letter_topic: str = ""
     processing_guarantee: str = "at_least_once"
     table_standby_replicas: int = 0
@@ -73,6 +75,13 @@ class Settings:
         if not 0 <= self.consumer_fetch_max_wait <= 30:
             raise ConfigError("consumer_fetch_max_wait", f"must be 0..30 seconds, got {self.consumer_fetch_max_wait!r}",
                               "use e.g. 0.5 (the default), or less for lower latency at more fetch requests")
+        if not isinstance(self.agent_restart_max, int) or self.agent_restart_max < 0:
+            raise ConfigError("agent_restart_max", f"must be an integer >= 0, got {self.agent_restart_max!r}",
+                              "set how many times in a row an agent failing before its first record is restarted "
+                              "(0: stop the worker at the first such failure)")
+        if not self.agent_restart_backoff > 0:
+            raise ConfigError("agent_restart_backoff", f"must be > 0 seconds, got {self.agent_restart_backoff!r}",
+                              "set the first restart delay in seconds, e.g. 0.1 (it doubles, up to 30 s)")
         if self.max_task_idle < 0:
             raise ConfigError("max_task_idle", f"must be >= 0, got {self.max_task_idle}", "use 0 to never wait for lagging inputs")
         if self.heartbeat_interval >= self.session_timeout:

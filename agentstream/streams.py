@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Protocol, Union
 
@@ -24,7 +25,12 @@ from .exceptions import TopologyError
 if TYPE_CHECKING:
     from .topics import Topic
 
-__all__ = ["Stream", "StreamInput", "SplitPoint"]
+__all__ = ["Stream", "StreamInput", "SplitPoint", "streams_in_hand"]
+
+streams_in_hand: ContextVar["list[Stream] | None"] = ContextVar("agentstream_streams", default=None)
+"""Set by a stream task for each agent instance: every stream the agent makes (root, filtered,
+grouped, joined) registers here, so the error policy, acks and replies act on the records in hand
+of whichever stream the agent iterates."""
 
 Processor = Callable[[Event], Union[bool, Awaitable[bool]]]
 
@@ -67,6 +73,13 @@ class Stream:
         self._splits = splits
         self._pending: list[Event] = []
         self.current_event: Event | None = None
+        hand = streams_in_hand.get()
+        if hand is not None:
+            hand.append(self)
+
+    def in_hand(self) -> list[Event]:
+        """The records handed out (or being filtered) and not acknowledged yet."""
+        return list(self._pending)
 
     # -- iteration -------------------------------------------------------------------------
     def __aiter__(self) -> "Stream":
@@ -110,17 +123,22 @@ class Stream:
             event = await inp.next_event(timeout)
             if event is None:
                 return None
-            for proc in processors:
-                keep = proc(event)
-                if not isinstance(keep, bool):
-                    keep = await keep
-                if not keep:
-                    inp.ack(event)
-                    break
-            else:
+            keep: Any = True
+            try:
+                for proc in processors:
+                    keep = proc(event)
+                    if not isinstance(keep, bool):
+                        keep = await keep
+                    if not keep:
+                        break
+            except BaseException:
+                self._pending.append(event)  # an operation raised on it: the record is in hand
+                raise
+            if keep:
                 self.current_event = event
                 set_current_event(event)
                 return event
+            inp.ack(event)
 
     def events(self) -> AsyncIterator[Event]:
         return _Events(self)

@@ -83,7 +83,7 @@ class AgentTestContext:
 
             for p in range(table.partitions):
                 part = TablePartition(table, p, MemoryStore(), None, 0)
-                part.active = part.ready = True
+                part.activate()
                 table.parts[p] = part
         self._runner = asyncio.ensure_future(self._run())
         return self

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentstream.faults")
 
-__all__ = ["CRASH_POINTS", "FaultInjector", "InjectedCrash", "abandon", "TcpProxy"]
+__all__ = ["CRASH_POINTS", "FaultInjector", "InjectedCrash", "FailingCall", "abandon", "TcpProxy"]
 
 CRASH_POINTS = (
     "before_record",
@@ -71,6 +71,41 @@ class FaultInjector:
             if self.on_fire is not None:
                 self.on_fire(point)
             raise InjectedCrash(self.fired)
+
+
+class FailingCall:
+    """Make the ``nth`` call of ``cls.method`` (an async client method: ``MemoryProducer.flush``,
+    ``MemoryConsumer.commit``...) raise ``exc_type`` while the ``with`` block runs.
+
+    Unlike a crash point, the worker sees an ordinary failure and must handle it itself (stop
+    without committing past it, abort the transaction...); the test then checks the outcome.
+    """
+
+    def __init__(self, cls: type, method: str, exc_type: type[BaseException], nth: int = 1) -> None:
+        self.cls = cls
+        self.method = method
+        self.exc_type = exc_type
+        self.nth = nth
+        self.calls = 0
+        self.fired = False
+        self._real: Any = None
+
+    def __enter__(self) -> "FailingCall":
+        real = self._real = getattr(self.cls, self.method)
+        failing_call = self
+
+        async def failing(*args: Any, **kwargs: Any) -> Any:
+            failing_call.calls += 1
+            if failing_call.calls == failing_call.nth:
+                failing_call.fired = True
+                raise failing_call.exc_type(f"injected failure of {failing_call.method} #{failing_call.nth}")
+            return await real(*args, **kwargs)
+
+        setattr(self.cls, self.method, failing)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        setattr(self.cls, self.method, self._real)
 
 
 def _run_sync(coro: Any) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from . import codecs
 from .events import current_event
 from .transport.base import Delivery, TopicSpec
-from .worker.eos import current_task
+from .runtime import current_task
 
 if TYPE_CHECKING:
     from .app import App

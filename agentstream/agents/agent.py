@@ -12,7 +12,7 @@ import inspect
 import logging
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Sequence, Union
 
-from ..events import Event
+from ..events import Event, current_event
 from ..exceptions import TopologyError
 from ..streams import SplitPoint, Stream
 from .replies import CORRELATION_ID, REPLY_TO
@@ -84,7 +84,7 @@ class Agent:
         result = self.fun(stream)
         if inspect.isasyncgen(result):
             async for value in result:
-                await self._deliver(value, stream.current_event)
+                await self._deliver(value, current_event())  # whichever stream yielded it
         elif inspect.isawaitable(result):
             await result
         else:

@@ -178,7 +178,7 @@ class StreamStreamJoin:
                 raise TableNotReady(f"join buffer {self.table.name!r} partition {partition} is not on this worker")
             # agent.test_context(): no worker opens partitions, so keep the buffer in memory.
             part = TablePartition(self.table, partition, MemoryStore(), None, 0)
-            part.active = part.ready = True
+            part.activate()
             self.table.parts[partition] = part
         return part
 

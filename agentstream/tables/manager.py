@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING, Any, Iterable, cast
 from ..exceptions import StoreCorrupt, StoreError, StoreUnavailable
 from ..transport.base import TP, Consumer
 from .store import destroy_store, store_for
+from ..lifecycle import PartitionState
+from ..runtime import runtime_for
 from .partition import TablePartition
 from .restore import Restorer
 from .table import Table
 
 if TYPE_CHECKING:
     from ..app import App
-    from ..testing_faults import FaultInjector
+    from ..runtime import FaultPoints
     from ..worker.assignor import Assignment
     from ..worker.worker import Worker
 
@@ -51,13 +53,19 @@ class TableManager:
         self._followed: dict[TP, TablePartition] = {}
         self.restored_records = 0
         self.restoring = False
+        # This worker's partitions, kept in its runtime (bound by the worker before it makes the
+        # manager); held here so every step reaches them whatever task it runs in.
+        self.runtime = runtime_for(app)
         self.eos = app.settings.processing_guarantee == "exactly_once"
         for table in self.tables:
             table.eos = self.eos and not table.is_global
 
     # -- store partitions ------------------------------------------------------------------------
+    def _held(self, table: Table) -> dict[int, TablePartition]:
+        return cast(dict[int, TablePartition], self.runtime.table_partitions(table.name))
+
     def _open(self, table: Table, partition: int) -> TablePartition:
-        part = table.parts.get(partition)
+        part = self._held(table).get(partition)
         if part is not None:
             return part
         url = table.store_url or self.store_url
@@ -82,13 +90,13 @@ class TableManager:
             log.info("table %s partition %d: no checkpoint; wiping the store and restoring from the changelog",
                      table.name, partition)
             store.wipe()
-        table.parts[partition] = part
+        self._held(table)[partition] = part
         return part
 
     def _close(self, table: Table, partition: int) -> None:
-        part = table.parts.pop(partition, None)
+        part = self._held(table).pop(partition, None)
         if part is not None:
-            part.store.close()
+            part.close()
 
     def _consumer(self) -> Consumer:
         settings = dict(self.app.consumer_settings())
@@ -106,12 +114,12 @@ class TableManager:
             if table.is_global:
                 for p in range(table.partitions):
                     part = self._open(table, p)
-                    part.active = True
+                    part.restoring()
                     global_parts[TP(table.changelog_topic.name, p)] = part
         if global_parts:
             await self._restore(global_parts, "global tables")
-            for part in global_parts.values():
-                part.ready = True
+        for part in global_parts.values():
+            part.activate()
         self._follow(global_parts)
 
     async def stop(self) -> None:
@@ -123,13 +131,12 @@ class TableManager:
                 await consumer.stop()
         failed: StoreUnavailable | None = None
         for table in self.tables:
-            for p in list(table.parts):
-                part = table.parts[p]
+            for p in list(self._held(table)):
+                part = self._held(table)[p]
                 try:
-                    if self.eos:  # only committed values reach the store (nothing is left after a clean stop)
-                        part.discard_uncommitted()
-                    else:
-                        part.write_store()
+                    # Only committed values reach the store: what the final commit did not deliver
+                    # (a failed or cut-short commit, a write after it) is dropped, never written.
+                    part.discard_uncommitted()
                     part.checkpoint(force=True)
                 except (StoreError, OSError) as exc:  # still close every store, then report
                     failed = failed or self._unwritable(part.store.path, "write", exc)
@@ -144,7 +151,7 @@ class TableManager:
         assert self._restore_consumer is not None
         self.restoring = True
         try:
-            n = await Restorer(self._restore_consumer, label, self.worker.faults).run(parts)
+            n = await Restorer(self._restore_consumer, label, cast(Any, self.worker.faults)).run(parts)
         finally:
             self.restoring = False
             self._restore_consumer.assign([])
@@ -158,35 +165,44 @@ class TableManager:
         followed: dict[TP, TablePartition] = {}
         for table in self.tables:
             if table.is_global:
-                for p, part in table.parts.items():
+                for p, part in self._held(table).items():
                     followed[TP(table.changelog_topic.name, p)] = part
                 continue
-            for p in list(table.parts):
+            for p in list(self._held(table)):
                 if p not in active and p not in standby:
                     self._close(table, p)
             for p in active:
                 if p < table.partitions:
                     part = self._open(table, p)
-                    part.active, part.ready = True, False
+                    part.restoring()
                     to_restore[TP(table.changelog_topic.name, p)] = part
             for p in standby:
                 if p < table.partitions:
                     part = self._open(table, p)
-                    part.active, part.ready = False, False
+                    if part.state is not PartitionState.STANDBY:
+                        part.standby()
                     followed[TP(table.changelog_topic.name, p)] = part
         self._follow(followed)
         if to_restore:
             await self._restore(to_restore, f"tables for partitions {sorted(active)}")
         for part in to_restore.values():
-            part.ready = True
+            part.activate()
 
-    async def on_revoked(self) -> None:
-        """Every active partition is suspended (eager rebalance); stores stay open for reuse."""
+    async def on_revoked(self, dirty: bool = False) -> None:
+        """Every active partition is suspended (eager rebalance) to a standby; stores stay open for
+        reuse. A standby holds no uncommitted writes: after the revoke's commit the cache and pending
+        writes are empty, and after a failed one (``dirty``) what is left is dropped, so a later
+        read or promotion sees the changelog's values, never stale ones."""
         self._follow({tp: p for tp, p in self._followed.items() if p.table.is_global})
         for table in self.tables:
             if not table.is_global:
-                for part in table.parts.values():
-                    part.active = part.ready = False
+                for part in self._held(table).values():
+                    if part.state is not PartitionState.STANDBY:
+                        if dirty and part.dirty():
+                            log.warning("table %s partition %d: dropping writes the failed commit did not "
+                                        "deliver; the partition restores from the changelog", table.name,
+                                        part.partition)
+                        part.standby(dirty=True)
 
     # -- standby / global following -----------------------------------------------------------------
     def _follow(self, parts: dict[TP, TablePartition]) -> None:
@@ -217,15 +233,26 @@ class TableManager:
                 last_checkpoint = time.monotonic()
 
     # -- commit steps -----------------------------------------------------------------------------------
+    async def settle_callbacks(self) -> None:
+        """Commit step 0: wait for the ``async`` on_window_close callbacks started so far, so their
+        sends and writes belong to the commit of the record that closed the window."""
+        for table in self.tables:
+            state = table._windowed
+            while state is not None and state.callbacks:
+                await asyncio.gather(*list(state.callbacks), return_exceptions=True)
+
     def queue_send(self, part: TablePartition, items: Iterable[tuple[bytes, bytes | None]]) -> None:
         self._sends.append((part, list(items)))
 
-    def dirty(self) -> bool:
-        return bool(self._sends) or any(p.dirty() for t in self.tables for p in t.parts.values())
+    def dirty(self, writer: Any = None) -> bool:
+        """Writes waiting for a commit (exactly_once: task ``writer``'s)."""
+        if writer is None:
+            return bool(self._sends) or any(p.dirty() for t in self.tables for p in self._held(t).values())
+        return any(s[0].writer == writer for s in self._sends) or any(p.dirty() for p in self._parts(writer))
 
     def _parts(self, writer: Any) -> list[TablePartition]:
         """Every partition, or (exactly_once) those whose writes belong to task ``writer``."""
-        parts = [p for t in self.tables for p in t.parts.values()]
+        parts = [p for t in self.tables for p in self._held(t).values()]
         return parts if writer is None else [p for p in parts if p.writer == writer]
 
     async def flush(self, writer: Any = None, producer: Any = None) -> None:
@@ -270,7 +297,11 @@ class TableManager:
         )
 
     def discard(self, writer: Any) -> None:
-        """exactly_once, after task ``writer``'s transaction aborted: back to the committed state."""
-        self._sends = [s for s in self._sends if s[0].writer != writer]
+        """A failed commit (exactly_once: of task ``writer``; at_least_once: ``None``, every partition):
+        back to the committed state; the changelog (restored on the next assignment) has the rest."""
+        if writer is None:
+            self._sends = []
+        else:
+            self._sends = [s for s in self._sends if s[0].writer != writer]
         for part in self._parts(writer):
             part.discard_uncommitted()

@@ -5,21 +5,27 @@ each key to one of these; the worker's table manager opens, restores and closes 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..exceptions import AgentStreamError
+from ..lifecycle import PARTITION_TRANSITIONS, PartitionState, StateMachine
 from ..transport.base import Delivery
 from .cache import RecordCache
 from .store import Store, read_checkpoint, write_checkpoint
 
-if TYPE_CHECKING:
-    from .table import Table
 
-__all__ = ["TablePartition", "TableNotReady", "CHECKPOINT_DELTA"]
+__all__ = ["TablePartition", "TableNotReady", "TableNotActive", "CHECKPOINT_DELTA"]
 
 
 class TableNotReady(AgentStreamError):
     """The table partition a key belongs to is not held (or not yet restored) by this worker."""
+
+
+class TableNotActive(TableNotReady):
+    """A write to a partition this worker holds only as a standby (or is still restoring): the
+    changelog would get two writers, so the write is refused."""
+
+_ACTIVE = PartitionState.ACTIVE
 
 
 CHECKPOINT_DELTA = 10_000  # changelog records between checkpoints written at commit
@@ -29,9 +35,9 @@ class TablePartition:
     """One partition of one table on this worker: store, cache, and changelog position."""
 
     __slots__ = ("table", "partition", "store", "cache", "pending", "last_send", "changelog_offset",
-                 "checkpoint_path", "active", "_ready", "epoch", "writer", "checkpointed")
+                 "checkpoint_path", "lifecycle", "epoch", "writer", "checkpointed")
 
-    def __init__(self, table: "Table", partition: int, store: Store, checkpoint_path: Path | None,
+    def __init__(self, table: Any, partition: int, store: Store, checkpoint_path: Path | None,
                  cache_size: int) -> None:
         self.table = table
         self.partition = partition
@@ -42,20 +48,59 @@ class TablePartition:
         self.changelog_offset: int | None = None if checkpoint_path is None else read_checkpoint(checkpoint_path)
         self.checkpointed = self.changelog_offset
         self.checkpoint_path = checkpoint_path
-        self.active = False
-        self._ready = False
-        self.epoch = 0  # +1 each time the partition becomes ready (restored): derived state is stale
+        # Opened as a standby: it serves reads and follows the changelog, and takes writes only
+        # once restored as an active partition (standby -> restoring -> active).
+        self.lifecycle: StateMachine[PartitionState] = StateMachine(
+            PartitionState.STANDBY, PARTITION_TRANSITIONS, f"table {table.name} partition {partition}")
+        self.epoch = 0  # +1 each time the partition becomes active (restored): derived state is stale
         self.writer: Any = None  # exactly_once: the TaskId whose transaction carries this partition's writes
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    @property
+    def state(self) -> PartitionState:
+        return self.lifecycle.state
+
+    @property
+    def active(self) -> bool:
+        """Assigned as the active copy (restoring or restored)."""
+        return self.lifecycle.state in (PartitionState.ACTIVE, PartitionState.RESTORING)
 
     @property
     def ready(self) -> bool:
-        return self._ready
+        """Restored and taking writes."""
+        return self.lifecycle.state is _ACTIVE
 
-    @ready.setter
-    def ready(self, value: bool) -> None:
-        if value and not self._ready:
-            self.epoch += 1
-        self._ready = value
+    def restoring(self) -> None:
+        self.lifecycle.to(PartitionState.RESTORING)
+
+    def activate(self) -> None:
+        """Restored: takes writes from now on (derived state built before is stale: epoch + 1)."""
+        if self.lifecycle.state is PartitionState.STANDBY:
+            self.lifecycle.to(PartitionState.RESTORING)
+        self.lifecycle.to(_ACTIVE)
+        self.epoch += 1
+
+    def standby(self, *, dirty: bool = False) -> None:
+        """Suspended or demoted: no more writes. ``dirty``: the last commit failed, so the cache and
+        the pending writes (maybe never delivered) are dropped; the next activation restores."""
+        if dirty:
+            self.discard_uncommitted()
+        self.lifecycle.to(PartitionState.STANDBY)
+
+    def close(self, *, dirty: bool = False) -> None:
+        if dirty:
+            self.discard_uncommitted()
+        if self.lifecycle.state is not PartitionState.CLOSED:
+            self.lifecycle.to(PartitionState.CLOSED)
+        self.store.close()
+
+    def _refuse_write(self) -> None:
+        where = "a standby" if self.lifecycle.state is PartitionState.STANDBY else self.lifecycle.state.value
+        raise TableNotActive(
+            f"table {self.table.name!r} partition {self.partition} is {where} on this worker: only the agent "
+            "task that owns the partition may write it (a second writer would fork its changelog). Fix: write "
+            "from the agent that reads the key's partition (send it a record), or read only here"
+        )
 
     def get_bytes(self, key: bytes) -> tuple[bool, Any]:
         """(found, python value) looking through cache, pending writes, then the store."""
@@ -71,6 +116,8 @@ class TablePartition:
         return True, self.table.value_codec.loads(raw)
 
     def set(self, key: bytes, value: Any) -> None:
+        if self.lifecycle.state is not _ACTIVE:
+            self._refuse_write()
         if self.table.eos:
             self.table._claim(self)
         evicted = self.cache.put(0, key, value)
@@ -97,7 +144,7 @@ class TablePartition:
             self.last_send = None
 
     def discard_uncommitted(self) -> None:
-        """exactly_once, after an abort: forget writes the changelog never committed."""
+        """After an aborted transaction or a failed commit: forget writes the changelog may lack."""
         self.cache.clear()
         self.pending.clear()
         self.last_send = None

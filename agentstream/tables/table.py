@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from .. import codecs
 from ..events import current_event
 from ..exceptions import SerializationError, TopologyError
+from ..runtime import current_runtime, current_task, runtime_for
 from ..transport.partitioner import default_partition
-from ..worker.eos import current_task
 from .partition import TableNotReady, TablePartition
 
 if TYPE_CHECKING:
@@ -69,7 +69,6 @@ class Table:
             f"{app.id}-{name}-changelog", partitions=partitions, key_serializer="raw", value_serializer="raw",
             internal=True, compacted=True,
         )
-        self.parts: dict[int, TablePartition] = {}
         self._key_codec_dumps = self.key_codec.dumps
         self._last_key: Any = _NO_KEY
         self._last_kb = b""
@@ -95,6 +94,11 @@ class Table:
     def partitions(self) -> int:
         return self.changelog_topic.partitions
 
+    @property
+    def parts(self) -> dict[int, TablePartition]:
+        """This worker's partitions of the table: runtime state, kept in the app's runtime context."""
+        return runtime_for(self.app).table_partitions(self.name)
+
     # -- routing ---------------------------------------------------------------------------------
     def _partition_for(self, key_bytes: bytes, write: bool) -> TablePartition:
         event = current_event()
@@ -102,7 +106,11 @@ class Table:
             number = event.message.partition
         else:
             number = default_partition(key_bytes, self.partitions)
-        part = self.parts.get(number)
+        rt = current_runtime.get()  # inlined runtime_for(): this runs for every table read and write
+        if rt is None or rt.app is not self.app:
+            rt = runtime_for(self.app)
+        parts = rt.partitions.get(self.name)
+        part: TablePartition | None = None if parts is None else parts.get(number)
         if part is None:
             raise TableNotReady(
                 f"table {self.name!r} partition {number} is not on this worker"
@@ -144,7 +152,7 @@ class Table:
         for _, key, value in entries:
             raw = None if value is None else dumps(value)
             part.pending[key] = raw
-        manager = self.app.worker.tables if self.app.worker is not None else None
+        manager = runtime_for(self.app).tables
         if manager is not None:
             manager.queue_send(part, [(k, part.pending[k]) for _, k, _ in entries])
 

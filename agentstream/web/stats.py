@@ -75,7 +75,7 @@ class Stats:
             if pos is None:
                 heads = [t.group.queues[tp].messages[0].offset for t in tasks
                          if tp in t.group.queues and t.group.queues[tp].messages]
-                pos = min(heads) if heads else worker._committed.get(tp)
+                pos = min(heads) if heads else worker.committed_offsets.get(tp)
             if pos is None:
                 try:
                     pos = await asyncio.wait_for(consumer.position(tp), 0.2)

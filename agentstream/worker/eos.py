@@ -12,7 +12,8 @@ changelog records of the table partitions it wrote, dead letters, and its consum
 (``send_offsets_to_transaction``). Values reach the local stores only after the commit, so an
 abort needs nothing undone on disk: the cache and pending writes are dropped.
 
-Sends find their task through :data:`current_task`, a ContextVar set by each agent instance's
+The commit sequence itself is :class:`agentstream.worker.commit.ExactlyOnceCommit`.
+Sends find their task through :data:`agentstream.runtime.current_task`, a ContextVar set by each agent instance's
 asyncio task (see ``StreamTask._run_instance``). A commit must not cut a record in half, so each
 task has a :class:`CommitGate`: the commit waits until no agent instance of the task holds a
 record, and instances wait for the commit before taking the next one.
@@ -23,23 +24,26 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
-from typing import TYPE_CHECKING, AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any, AsyncIterator, Iterable, Mapping, Protocol, Sequence
 
 from ..exceptions import TopologyError, TransactionsUnsupported, TransportError
+from ..runtime import current_task
 from ..transport.base import TP, Delivery, Producer
 
-if TYPE_CHECKING:
-    from .task import StreamTask
-    from .topology import Topology
-    from .worker import Worker
+
+
+class StreamTask(Protocol):
+    """What the producers' set-up needs of a task (agentstream.worker.task.StreamTask)."""
+
+    txn: "TaskTransaction | None"
+
+    @property
+    def id(self) -> Any: ...
 
 log = logging.getLogger("agentstream.eos")
 
 __all__ = ["current_task", "CommitGate", "TaskTransaction", "ExactlyOnce", "transactional_id"]
 
-current_task: ContextVar["StreamTask | None"] = ContextVar("agentstream_current_task", default=None)
-"""The stream task whose agent instance is running (None in timers, tasks and outside a worker)."""
 
 PROBE_TIMEOUT = 15.0
 
@@ -162,13 +166,12 @@ class TaskTransaction:
 class ExactlyOnce:
     """The worker's exactly-once machinery: broker check, task producers, per-task commits."""
 
-    def __init__(self, worker: "Worker") -> None:
-        self.worker = worker
-        self.app = worker.app
+    def __init__(self, app: Any) -> None:
+        self.app = app
 
     # -- start-up checks ----------------------------------------------------------------------------
     @staticmethod
-    def check_topology(topology: "Topology") -> None:
+    def check_topology(topology: Any) -> None:
         """Each source topic must feed one sub-topology: its offsets go into one task's transaction."""
         owners: dict[str, list[str]] = {}
         for st in topology.subtopologies:
@@ -201,12 +204,12 @@ class ExactlyOnce:
                 pass
 
     # -- task producers ---------------------------------------------------------------------------------
-    async def start_tasks(self, tasks: Iterable["StreamTask"]) -> None:
+    async def start_tasks(self, tasks: Iterable[StreamTask]) -> None:
         """Create and start each task's producer (before restoring: this fences the previous owner,
         whose open transaction would otherwise hold back read_committed readers of the changelog)."""
         pending = [t for t in tasks if t.txn is None]
 
-        async def one(task: "StreamTask") -> None:
+        async def one(task: StreamTask) -> None:
             producer = self.app.transport.producer(transactional_id=transactional_id(self.app.id, task.id),
                                                    **self.app.producer_settings())
             txn = TaskTransaction(producer, self.app.id)
@@ -215,7 +218,7 @@ class ExactlyOnce:
 
         await asyncio.gather(*(one(t) for t in pending))
 
-    async def close_tasks(self, tasks: Iterable["StreamTask"]) -> None:
+    async def close_tasks(self, tasks: Iterable[StreamTask]) -> None:
         closing = [t for t in tasks if t.txn is not None]
         for task in closing:
             assert task.txn is not None
@@ -223,51 +226,3 @@ class ExactlyOnce:
         await asyncio.gather(*(t.txn.stop() for t in closing if t.txn is not None))
         for task in closing:
             task.txn = None
-
-    # -- commit --------------------------------------------------------------------------------------------
-    async def commit(self, tasks: Iterable["StreamTask"]) -> bool:
-        """Commit every task's transaction; on failure abort it, drop its uncommitted table state, raise."""
-        todo = [t for t in tasks if t.txn is not None]
-        results = await asyncio.gather(*(self._commit_task(t) for t in todo), return_exceptions=True)
-        failed: BaseException | None = None
-        for task, result in zip(todo, results):
-            if isinstance(result, BaseException):
-                await self.abort_task(task)
-                if failed is None or not isinstance(result, Exception):
-                    failed = result
-        if failed is not None:
-            raise failed
-        return any(r is True for r in results)
-
-    async def _commit_task(self, task: "StreamTask") -> bool:
-        worker = self.worker
-        txn, gate = task.txn, task.gate
-        assert txn is not None and gate is not None
-        async with gate.closed():
-            committed = worker._committed
-            offsets = {tp: off for tp, off in task.committable.items() if committed.get(tp) != off}
-            tables = worker.tables
-            if tables is not None:
-                await tables.flush(writer=task.id, producer=txn)
-            faults = worker.faults
-            if faults is not None:
-                faults.check("after_produce_before_commit")
-            if not await txn.commit(offsets):
-                return False
-            committed.update(offsets)
-            if faults is not None:
-                faults.check("after_commit_before_checkpoint")
-            if tables is not None:
-                tables.checkpoint(writer=task.id)  # the store gets committed values only
-            return True
-
-    async def abort_task(self, task: "StreamTask") -> None:
-        """The transaction did not commit: the broker's state is the last commit, make ours match."""
-        if task.txn is not None:
-            await task.txn.abort()
-        tables = self.worker.tables
-        if tables is not None:
-            tables.discard(writer=task.id)
-        log.error("task %s: transaction aborted; its records since the last commit will be processed again "
-                  "from the committed offsets", task.id)
-

@@ -12,12 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import Generic, Protocol, TypeVar
 
-from ..transport.base import TP, Consumer
+from ..transport.base import TP, Consumer, Message
+from .partition_group import RecordQueue
 
-if TYPE_CHECKING:
-    from .task import StreamTask
+
+class StreamTask(Protocol):
+    """What the fetcher needs of a task (agentstream.worker.task.StreamTask)."""
+
+    def add(self, tp: TP, messages: list[Message]) -> int: ...
+
+    def queue(self, tp: TP) -> RecordQueue: ...
+
+
+T = TypeVar("T", bound=StreamTask)
 
 log = logging.getLogger(__name__)
 
@@ -29,17 +38,17 @@ _PARTIAL_POLL_TIMEOUT_MS = 10
 _POLL_TIMEOUT_MS = 200
 
 
-class Fetcher:
+class Fetcher(Generic[T]):
     def __init__(self, consumer: Consumer, *, buffer_max_records: int, max_poll_records: int) -> None:
         self.consumer = consumer
         self.buffer_max_records = buffer_max_records
         self.max_poll_records = max_poll_records
-        self.routes: dict[TP, list["StreamTask"]] = {}
+        self.routes: dict[TP, list[T]] = {}
         self.paused: set[TP] = set()  # full buffers: left out of the poll (not consumer.pause()d)
         self._room = asyncio.Event()
         self.fetched = 0
 
-    def set_routes(self, routes: dict[TP, list["StreamTask"]]) -> None:
+    def set_routes(self, routes: dict[TP, list[T]]) -> None:
         self.routes = routes
         # A rebalance builds new tasks with empty queues: only a queue still marked full stays out.
         self.paused = {tp for tp, tasks in routes.items() if any(t.queue(tp).paused for t in tasks)}

@@ -17,6 +17,10 @@ from ..transport.base import TP, Message
 __all__ = ["RecordQueue", "PartitionGroup", "Wait"]
 
 
+FETCH_WAIT = 1.0
+"""max_task_idle=0: how long a task waits at most for the fetch of an input with known lag."""
+
+
 class Wait(float):
     """Returned by :meth:`PartitionGroup.next` when the task should wait this many seconds."""
 
@@ -53,7 +57,7 @@ class PartitionGroup:
         partitions: Iterable[TP],
         *,
         max_task_idle: float = 0.0,
-        lagging: Callable[[RecordQueue], bool] = lambda q: False,
+        lagging: Callable[[RecordQueue], bool | None] = lambda q: False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.queues: dict[TP, RecordQueue] = {tp: RecordQueue(tp) for tp in sorted(partitions)}
@@ -80,13 +84,17 @@ class PartitionGroup:
         best: RecordQueue | None = None
         best_ts = 0
         empty_lagging = False
+        idle = self.max_task_idle
         for q in self._order:
             if q.messages:
                 ts = q.messages[0].timestamp
                 if best is None or ts < best_ts:
                     best, best_ts = q, ts
-            elif not empty_lagging and self.max_task_idle > 0 and self._lagging(q):
-                empty_lagging = True
+            elif not empty_lagging:
+                lag = self._lagging(q)
+                # > 0: wait while the lag is known or unknown; 0 (KIP-695): only while it is known
+                # (the broker has the records, their fetch is on its way), at most FETCH_WAIT.
+                empty_lagging = lag is True or (lag is None and idle > 0)
         if best is None:
             self._idle_since = None
             return None
@@ -95,8 +103,9 @@ class PartitionGroup:
             if self._idle_since is None:
                 self._idle_since = now
             waited = now - self._idle_since
-            if waited < self.max_task_idle:
-                return Wait(self.max_task_idle - waited)
+            limit = idle if idle > 0 else FETCH_WAIT
+            if waited < limit:
+                return Wait(limit - waited)
             self.enforced += 1
         else:
             self._idle_since = None

@@ -13,21 +13,33 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..events import Event, set_current_event
-from ..exceptions import AgentError, ProducerError, StopProcessing, TopologyError, WorkerStopped
-from ..streams import SplitPoint, Stream
+from ..exceptions import AgentError, StopProcessing, StoreError, TopologyError, TransportError, WorkerStopped
+from ..lifecycle import TASK_TRANSITIONS, StateMachine, TaskState
+from ..runtime import current_task
+from ..streams import SplitPoint, Stream, streams_in_hand
+from ..tables.partition import TableNotReady
 from ..transport.base import TP, Message
-from .eos import current_task
 from .partition_group import PartitionGroup, RecordQueue, Wait
 
 if TYPE_CHECKING:
-    from ..testing_faults import FaultInjector
+    from ..runtime import FaultPoints
     from .eos import CommitGate, TaskTransaction
     from .errors import ErrorPolicy
     from .topology import SubTopology
 
 log = logging.getLogger(__name__)
 
-__all__ = ["StreamTask", "TaskId"]
+__all__ = ["StreamTask", "TaskId", "FATAL_IN_AGENT"]
+
+_RUNNING = TaskState.RUNNING
+MAX_RESTART_DELAY = 30.0
+
+FATAL_IN_AGENT: tuple[type[BaseException], ...] = (StopProcessing, TopologyError, TransportError, StoreError,
+                                                   TableNotReady)
+"""Raised inside agent code, these stop the task (and the worker) instead of being handled as a
+bad record: the record is fine, the runtime under it is not (a failed produce, an unreachable or
+corrupt store, a table partition that is not here). Skipping would lose the record's effects."""
+_NOT_HANDLED: tuple[type[BaseException], ...] = (asyncio.CancelledError, *FATAL_IN_AGENT)
 
 
 class TaskId(tuple[int, int]):
@@ -60,8 +72,10 @@ class StreamTask:
         errors: "ErrorPolicy",
         max_task_idle: float,
         buffer_max_records: int,
-        lagging: Callable[[RecordQueue], bool],
+        lagging: Callable[[RecordQueue], bool | None],
         on_drained: Callable[[TP], None],
+        restart_max: int = 10,
+        restart_backoff: float = 0.1,
     ) -> None:
         self.id = task_id
         self.subtopology = subtopology
@@ -77,19 +91,24 @@ class StreamTask:
             t.name: (t.key_codec.loads, t.value_codec.loads) for t in subtopology.source_topic_objects
         }
         self._wakeup = asyncio.Event()
-        self._closing = False
+        self._closed = asyncio.Event()  # set by stop(): ends a restart backoff at once
+        self.lifecycle: StateMachine[TaskState] = StateMachine(TaskState.CREATED, TASK_TRANSITIONS, f"task {task_id}")
+        self.restart_max = restart_max
+        self.restart_backoff = restart_backoff
         self._instances: list[asyncio.Task[None]] = []
         self.committable: dict[TP, int] = {}
         self._ordered_acks = self.agent.concurrency == 1
         self._inflight: dict[TP, deque[int]] = {tp: deque() for tp in self.partitions}
         self._done: dict[TP, set[int]] = {tp: set() for tp in self.partitions}
         self.processed = 0
-        self.failure: BaseException | None = None
+        # Set when a commit step failed (or, exactly_once, an agent instance crashed mid-record):
+        # the task commits nothing more, and its table partitions close dirty (see commit.py).
+        self.dirty: BaseException | None = None
         # exactly_once only (set by the worker): the task's transaction, and the gate that keeps
         # commits between records. None under at_least_once, so the hot path pays one check.
         self.gate: "CommitGate | None" = None
         self.txn: "TaskTransaction | None" = None
-        self.faults: "FaultInjector | None" = None
+        self.faults: "FaultPoints | None" = None
 
     # -- fed by the fetcher -------------------------------------------------------------------
     def add(self, tp: TP, messages: list[Message]) -> int:
@@ -127,7 +146,7 @@ class StreamTask:
         group = self.group
         deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
         while True:
-            if self._closing:
+            if self.lifecycle.state is not _RUNNING:
                 raise WorkerStopped(f"task {self.id} is closing")
             item = group.next()
             if item is None or type(item) is Wait:
@@ -197,7 +216,17 @@ class StreamTask:
         return splits[index - 1]
 
     # -- lifecycle -----------------------------------------------------------------------------
+    @property
+    def state(self) -> TaskState:
+        return self.lifecycle.state
+
+    def restoring(self) -> None:
+        self.lifecycle.to(TaskState.RESTORING)
+
     def start(self) -> None:
+        if self.lifecycle.state is TaskState.CREATED:
+            self.lifecycle.to(TaskState.RESTORING)
+        self.lifecycle.to(TaskState.RUNNING)
         if self.gate is None and self.faults is None:
             # The common case needs no wrapper: streams call the inner pull directly.
             self.next_event = self._next_event  # type: ignore[method-assign]
@@ -207,39 +236,86 @@ class StreamTask:
             self._instances.append(task)
 
     async def _run_instance(self, index: int) -> None:
-        """Run the agent function; on an error apply the app's policy and run it again."""
+        """Run the agent function; on an error apply the app's policy to the records in hand and
+        run it again. An agent that fails with nothing in hand is restarted with exponential
+        backoff (the loop keeps ticking); after ``restart_max`` such restarts in a row the error
+        stops the task, and with it the worker."""
         current_task.set(self)  # this asyncio task's context only: sends pick the task's producer
-        if self.gate is not None:
-            self.gate.enter_nowait()  # the agent runs until it first asks for a record
-        stream = Stream(self)
-        while not self._closing:
+        gate = self.gate
+        if gate is not None:
+            gate.enter_nowait()  # the agent runs until it first asks for a record
+        hand: list[Stream] = []
+        streams_in_hand.set(hand)  # every stream the agent makes registers here
+        restarts = 0
+        while self.lifecycle.state is _RUNNING:
+            hand.clear()
+            stream = Stream(self)
+            handled = self.processed
             try:
                 await self.agent.run(stream)
                 return
             except WorkerStopped:
                 return
-            except (asyncio.CancelledError, StopProcessing, TopologyError, ProducerError):
-                raise  # a record whose output cannot be produced is never skipped: stop uncommitted
+            except _NOT_HANDLED:
+                raise  # a record whose output cannot be produced or stored is never skipped: stop uncommitted
             except Exception as exc:
-                event = stream.current_event
+                restarts = await self._agent_failed(hand, exc, handled, restarts)
+
+    async def _agent_failed(self, hand: list[Stream], exc: Exception, handled: int, restarts: int) -> int:
+        events = [event for s in hand for event in s.in_hand()]
+        if events:
+            for event in events:
                 await self._errors.agent_failed(self, event, exc)
-                stream.ack_pending()
-                set_current_event(None)
+            for s in hand:
+                s.ack_pending()
+        else:
+            await self._errors.agent_failed(self, None, exc)  # under 'stop' this raises StopProcessing
+        set_current_event(None)
+        if events or self.processed != handled:
+            return 0
+        restarts += 1
+        if restarts > self.restart_max:
+            log.critical("task %s: agent %s failed %d times in a row without handling a record; stopping "
+                         "(setting agent_restart_max=%d)", self.id, self.agent.name, restarts, self.restart_max)
+            raise exc
+        delay = min(self.restart_backoff * 2 ** (restarts - 1), MAX_RESTART_DELAY)
+        log.warning("task %s: agent %s failed before handling a record; restart %d/%d in %.2fs",
+                    self.id, self.agent.name, restarts, self.restart_max, delay)
+        gate = self.gate
+        if gate is not None:
+            gate.leave()  # a commit may run while the instance waits
+        try:
+            try:  # not _wakeup: arriving records must not cut the backoff short
+                await asyncio.wait_for(self._closed.wait(), delay)
+            except asyncio.TimeoutError:
+                pass
+        finally:
+            if gate is not None:
+                gate.enter_nowait()
+        return restarts
 
     def _instance_done(self, task: "asyncio.Task[None]") -> None:
         if self.gate is not None:
             self.gate.leave()
-        if not task.cancelled() and task.exception() is not None and self.failure is None:
-            self.failure = task.exception()
-            self._errors.task_crashed(self, self.failure)  # type: ignore[arg-type]
+        if task.cancelled() or task.exception() is None:
+            return
+        exc = task.exception()
+        assert exc is not None
+        if self.gate is not None and self.dirty is None:
+            # exactly_once: the open transaction holds part of the failed record's output
+            self.dirty = exc
+        if self.lifecycle.state is _RUNNING:
+            self._errors.task_crashed(self, exc)
 
     def running(self) -> bool:
         return any(not t.done() for t in self._instances)
 
     async def stop(self, timeout: float) -> None:
         """Let instances finish the record in hand (up to ``timeout``), then cancel them."""
-        self._closing = True
+        if self.lifecycle.state is not TaskState.CLOSED:
+            self.lifecycle.to(TaskState.CLOSED)
         self._wakeup.set()
+        self._closed.set()
         if self._instances:
             _, pending = await asyncio.wait(self._instances, timeout=timeout)
             for t in pending:

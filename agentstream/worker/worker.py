@@ -3,8 +3,10 @@
 Start order (Faust's, which is right): producer -> web -> tables -> consumer -> agents (tasks),
 timers; stop in reverse. Rebalances (eager) suspend everything: revoke stops the tasks after
 their current record and commits; assign builds tasks for the new partition numbers, restores
-their tables, then starts them. Commits follow Kafka Streams/Quix: flush table caches to the
-changelog -> flush the producer -> commit offsets of fully handled records -> write checkpoints.
+their tables, then starts them. Every commit goes through the one commit unit
+(:mod:`agentstream.worker.commit`); the worker's, tasks' and table partitions' states are explicit
+(:mod:`agentstream.lifecycle`); the worker's runtime is reached through :mod:`agentstream.runtime`,
+never stored on the App.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ import signal
 import time
 from typing import TYPE_CHECKING, Any
 
+from .. import runtime
 from ..exceptions import CommitFailed, StopProcessing
+from ..lifecycle import WORKER_TRANSITIONS, StateMachine, WorkerState
 from ..transport.base import TP, Consumer, TopicSpec
 from .assignor import PartitionNumberAssignor
+from .commit import AtLeastOnceCommit, CommitUnit, ExactlyOnceCommit
 from .eos import CommitGate, ExactlyOnce
 from .errors import ErrorPolicy
 from .fetcher import Fetcher
@@ -27,12 +32,13 @@ from .task import StreamTask, TaskId
 from .topology import Topology
 
 if TYPE_CHECKING:
-    from ..app import App
-    from ..testing_faults import FaultInjector
+    from ..runtime import FaultPoints
 
 log = logging.getLogger("agentstream.worker")
 
 __all__ = ["Worker", "format_partitions"]
+
+STEP_MIN = 2.0  # seconds each shutdown step gets at least, whatever is left of shutdown_timeout
 
 
 def format_partitions(tps: set[TP] | list[TP]) -> str:
@@ -46,8 +52,8 @@ def format_partitions(tps: set[TP] | list[TP]) -> str:
 class Worker:
     """Runs one app: ``await Worker(app).run()`` until SIGTERM/SIGINT or :meth:`request_stop`."""
 
-    def __init__(self, app: "App", *, install_signal_handlers: bool = False, web_port: int | None = None,
-                 faults: "FaultInjector | None" = None) -> None:
+    def __init__(self, app: Any, *, install_signal_handlers: bool = False, web_port: int | None = None,
+                 faults: "FaultPoints | None" = None) -> None:
         self.app = app
         self.faults = faults  # tests only: named crash points; None costs one check per point
         self.eos: ExactlyOnce | None = None  # set in start() under processing_guarantee='exactly_once'
@@ -60,7 +66,7 @@ class Worker:
         )
         self.errors = ErrorPolicy(app, self._crash)
         self.consumer: Consumer | None = None
-        self.fetcher: Fetcher | None = None
+        self.fetcher: Fetcher[StreamTask] | None = None
         self.tasks: dict[TaskId, StreamTask] = {}
         self.tables: Any = None  # TableManager, set in start() when the app declares tables
         self.web: Any = None  # agentstream.web.Web, set in start() unless web_enabled is off
@@ -70,9 +76,10 @@ class Worker:
         self._starting: asyncio.Task[None] | None = None
         self._stop_requested = asyncio.Event()
         self._commit_lock = asyncio.Lock()
-        self._committed: dict[TP, int] = {}
-        self.crashed: BaseException | None = None
-        self._stopping = False  # a rebalance during shutdown must not start (or crash) anything
+        self.committer: CommitUnit | None = None  # set in start(): the one commit sequence
+        self.crashed: BaseException | None = None  # why the worker stops (exit code 1), if it failed
+        self.lifecycle: StateMachine[WorkerState] = StateMachine(WorkerState.STARTING, WORKER_TRANSITIONS,
+                                                                 f"worker of {app.id}")
         self.started = asyncio.Event()
         self.assigned = asyncio.Event()  # set after each assignment's tasks are running
         self.commits = 0
@@ -82,11 +89,35 @@ class Worker:
     async def run(self) -> int:
         """Start, run until asked to stop (or a task crashes), stop; returns the exit code."""
         try:
-            await self.start()
-            await self._stop_requested.wait()
+            # A stop request (SIGTERM) while starting (restoring, joining) stops at once.
+            starting = asyncio.ensure_future(self.start())
+            stop_wait = asyncio.ensure_future(self._stop_requested.wait())
+            try:
+                await asyncio.wait({starting, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+                if starting.done():
+                    starting.result()  # a failed start raises here
+                    await stop_wait
+            finally:
+                stop_wait.cancel()
+                if not starting.done():
+                    starting.cancel()
+                    await asyncio.gather(starting, return_exceptions=True)
         finally:
             await self.stop()
         return 1 if self.crashed is not None else 0
+
+    @property
+    def state(self) -> WorkerState:
+        return self.lifecycle.state
+
+    @property
+    def committed_offsets(self) -> dict[TP, int]:
+        """The offsets this worker last committed, per partition (status pages read this)."""
+        return self.committer.committed if self.committer is not None else {}
+
+    @property
+    def stopping(self) -> bool:
+        return self.lifecycle.state in (WorkerState.PENDING_SHUTDOWN, WorkerState.DEAD)
 
     def request_stop(self) -> None:
         self._stop_requested.set()
@@ -98,7 +129,7 @@ class Worker:
 
     async def start(self) -> None:
         app, s = self.app, self.settings
-        app.worker = self
+        rt = runtime.bind(app, self)  # the app's runtime context: tables and sends find the worker here
         if self.install_signal_handlers:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -109,7 +140,7 @@ class Worker:
         counts = await transport.ensure_topics(self._topic_specs())
         self.topology.check_copartitioning(counts)
         if s.processing_guarantee == "exactly_once":
-            self.eos = ExactlyOnce(self)
+            self.eos = ExactlyOnce(app)
             self.eos.check_topology(self.topology)
             await self.eos.check_broker()  # refuse to start rather than silently degrade
             log.info("processing_guarantee=exactly_once: one transactional producer per task")
@@ -125,10 +156,17 @@ class Worker:
             from ..tables.manager import TableManager
 
             self.tables = TableManager(app, self)
+            rt.tables = self.tables
             await self.tables.start()
         consumer = transport.consumer(group_id=app.id, assignor=self.assignor, **app.consumer_settings())
         self.consumer = consumer
-        self.fetcher = Fetcher(consumer, buffer_max_records=s.buffer_max_records, max_poll_records=s.max_poll_records)
+        self.fetcher = Fetcher[StreamTask](consumer, buffer_max_records=s.buffer_max_records, max_poll_records=s.max_poll_records)
+        if self.eos is not None:
+            self.committer = ExactlyOnceCommit(tables=lambda: self.tables, faults=self.faults)
+        else:
+            self.committer = AtLeastOnceCommit(
+                tables=lambda: self.tables, faults=self.faults, producer=lambda: self.app.producer,
+                consumer=lambda: self.consumer, routes=lambda: self.fetcher.routes if self.fetcher else {})
         consumer.subscribe(self.topology.source_topics, self)
         await consumer.start()
         self._fetch_task = asyncio.ensure_future(self._guard(self.fetcher.run(), "fetcher"))
@@ -138,6 +176,8 @@ class Worker:
         for fun in app.startup_tasks:
             args = (app,) if len(inspect.signature(fun).parameters) == 1 else ()
             self._background.append(asyncio.ensure_future(self._guard(fun(*args), f"task {fun.__name__}")))
+        if self.lifecycle.state is WorkerState.STARTING:
+            self.lifecycle.to(WorkerState.RUNNING)
         self.started.set()
         log.info("worker for %s started (broker %s)", app.id, s.broker)
 
@@ -166,8 +206,17 @@ class Worker:
             self._crash(exc)
 
     async def stop(self) -> None:
-        """Finish current records, commit, leave the group, close stores and clients."""
-        self._stopping = True
+        """Finish current records, commit, leave the group, close stores and clients.
+
+        Bounded by ``shutdown_timeout`` (plus a small margin) whatever the broker does: agents get
+        it to finish their record, the final commit what is left of it (at least STEP_MIN), and
+        leaving the group and closing the clients share 2 * STEP_MIN. A commit cut short closes dirty.
+        """
+        if self.stopping:
+            return
+        self.lifecycle.to(WorkerState.PENDING_SHUTDOWN)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.shutdown_timeout
         log.info("worker for %s stopping", self.app.id)
         for t in self._background:
             t.cancel()
@@ -176,26 +225,41 @@ class Worker:
         if self._starting is not None:
             self._starting.cancel()
             await asyncio.gather(self._starting, return_exceptions=True)
-        await self._stop_tasks(list(self.tasks.values()))
+        tasks = list(self.tasks.values())
+        await self._stop_tasks(tasks)
         try:
-            await self.commit()
+            await asyncio.wait_for(self.commit(final=True), max(deadline - loop.time(), STEP_MIN))
+        except asyncio.TimeoutError:
+            log.error("final commit did not finish within shutdown_timeout=%.1fs; records since the last commit "
+                      "will be handled again", self.settings.shutdown_timeout)
         except Exception as exc:
             log.error("final commit failed: %s (records since the last commit will be handled again)", exc)
+        tail = loop.time() + STEP_MIN * 2  # what follows the commit shares this much time
         if self.eos is not None:
-            await self.eos.close_tasks(self.tasks.values())
+            await self._bounded(self.eos.close_tasks(tasks), "closing task producers", tail)
         if self._fetch_task is not None and self.fetcher is not None:
             await self.fetcher.stop(self._fetch_task)
-        if self.consumer is not None:
-            await self.consumer.stop()
+            self.fetcher.set_routes({})
         self.tasks.clear()
+        if self.consumer is not None:
+            await self._bounded(self.consumer.stop(), "leaving the group", tail)
         if self.tables is not None:
-            await self.tables.stop()
+            await self.tables.stop()  # only committed values stay in the stores
         if self.web is not None:
-            await self.web.stop()
+            await self._bounded(self.web.stop(), "stopping the web server", tail)
             self.web = None
-        await self.app.stop_clients()
-        self.app.worker = None
+        await self._bounded(self.app.stop_clients(), "closing the producer", tail)
+        runtime.unbind(self.app, self)
+        self.lifecycle.to(WorkerState.DEAD)
         log.info("worker for %s stopped", self.app.id)
+
+    async def _bounded(self, coro: Any, what: str, deadline: float) -> None:
+        try:
+            await asyncio.wait_for(coro, max(deadline - asyncio.get_running_loop().time(), 0.1))
+        except asyncio.TimeoutError:
+            log.warning("%s did not finish within the shutdown's time; going on with the shutdown", what)
+        except Exception as exc:
+            log.warning("%s failed: %s", what, exc)
 
     # -- rebalance listener ----------------------------------------------------------------------------
     async def on_partitions_revoked(self, revoked: set[TP]) -> None:
@@ -206,34 +270,45 @@ class Worker:
             await asyncio.gather(self._starting, return_exceptions=True)
             self._starting = None
         self.assigned.clear()
-        if self.fetcher is not None:
-            self.fetcher.set_routes({})
+        if not self.stopping:
+            self.lifecycle.to(WorkerState.REBALANCING)
         tasks = list(self.tasks.values())
         await self._stop_tasks(tasks)
         try:
-            await self.commit()
+            # Routes still known: a partition read by a dirty task stays blocked. Bounded: a hung
+            # broker must not hold the rebalance (or a SIGTERM in the middle of it).
+            await asyncio.wait_for(self.commit(final=True), self.settings.shutdown_timeout)
         except Exception as exc:
-            log.error("commit on revoke failed: %s (records since the last commit will be handled again)", exc)
+            log.error("commit on revoke failed: %s (records since the last commit will be handled again; "
+                      "the tasks' table partitions drop their uncommitted writes and restore)", exc)
+        if self.fetcher is not None:
+            self.fetcher.set_routes({})
         if self.eos is not None:  # eager rebalance: the next owner (maybe us) starts a new producer
             await self.eos.close_tasks(tasks)
         self.tasks.clear()
         if self.tables is not None:
-            await self.tables.on_revoked()
+            await self.tables.on_revoked(dirty=any(t.dirty is not None for t in tasks))
         if revoked:
             log.info("revoked: %s", format_partitions(revoked))
 
     async def on_partitions_assigned(self, assigned: set[TP]) -> None:
         assert self.topology is not None and self.fetcher is not None and self.consumer is not None
         log.info("assigned: %s", format_partitions(assigned))
-        if self._stopping:
+        if self.stopping:
             return
+        if self.lifecycle.state is not WorkerState.REBALANCING:
+            self.lifecycle.to(WorkerState.REBALANCING)
         if self.faults is not None:
             self.faults.check("rebalance_assigned")
         consumer = self.consumer
 
-        def lagging(q: RecordQueue) -> bool:
+        def lagging(q: RecordQueue) -> bool | None:
+            """True: the broker has records past the buffer; None: not known (no fetch answered, or
+            nothing fetched yet, so the position is unknown here)."""
             hw = consumer.highwater(q.tp)
-            return hw is None or (hw > 0 if q.next_offset is None else q.next_offset < hw)
+            if hw is None or q.next_offset is None:
+                return None
+            return q.next_offset < hw
 
         tasks: dict[TaskId, StreamTask] = {}
         for st in self.topology.subtopologies:
@@ -247,7 +322,8 @@ class Worker:
                 tasks[tid] = StreamTask(
                     tid, st, tps, errors=self.errors, max_task_idle=self.settings.max_task_idle,
                     buffer_max_records=self.settings.buffer_max_records, lagging=lagging,
-                    on_drained=self.fetcher.drained,
+                    on_drained=self.fetcher.drained, restart_max=self.settings.agent_restart_max,
+                    restart_backoff=self.settings.agent_restart_backoff,
                 )
                 if self.eos is not None:
                     tasks[tid].gate = CommitGate()
@@ -257,23 +333,28 @@ class Worker:
             for tp in task.partitions:
                 routes.setdefault(tp, []).append(task)
         self.tasks = tasks
-        self._committed = {}
+        if self.committer is not None:
+            self.committer.committed.clear()
         self.fetcher.set_routes(routes)
         self._starting = asyncio.ensure_future(self._restore_and_start(tasks))
 
     async def _restore_and_start(self, tasks: dict[TaskId, StreamTask]) -> None:
         try:
+            for task in tasks.values():
+                task.restoring()
             if self.eos is not None:  # before restoring: fences the old owners, aborting their transactions
                 await self.eos.start_tasks(tasks.values())
             if self.tables is not None:
                 await self.tables.on_assigned(self.assignor.assignment)
             for task in tasks.values():
                 task.start()
+            if self.lifecycle.state is WorkerState.REBALANCING:
+                self.lifecycle.to(WorkerState.RUNNING)
             self.assigned.set()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            if self._stopping:
+            if self.stopping:
                 log.info("assignment not started: the worker is stopping (%s)", exc)
                 return
             log.exception("could not start tasks after the assignment: %s", exc)
@@ -283,61 +364,22 @@ class Worker:
         await asyncio.gather(*(t.stop(self.settings.shutdown_timeout) for t in tasks))
 
     # -- commit ------------------------------------------------------------------------------------------
-    def committable_offsets(self) -> dict[TP, int]:
-        """Per partition, the lowest offset any task reading it has not fully handled."""
-        offsets: dict[TP, int] = {}
-        blocked: set[TP] = set()
-        routes = self.fetcher.routes if self.fetcher is not None else {}
-        for tp, tasks in routes.items():
-            for task in tasks:
-                off = task.committable.get(tp)
-                if off is None:
-                    blocked.add(tp)
-                elif tp not in offsets or off < offsets[tp]:
-                    offsets[tp] = off
-        if not routes:  # revoke/stop: routes are gone, the tasks still know their offsets
-            for task in self.tasks.values():
-                for tp, off in task.committable.items():
-                    if tp not in offsets or off < offsets[tp]:
-                        offsets[tp] = off
-        return {tp: off for tp, off in offsets.items() if tp not in blocked and self._committed.get(tp) != off}
+    async def commit(self, *, final: bool = False) -> bool:
+        """Run the commit unit over the current tasks (see :mod:`agentstream.worker.commit`).
 
-    async def commit(self) -> bool:
-        """Flush caches -> flush producer -> commit offsets -> write checkpoints.
-
-        exactly_once: per task, caches -> changelog in the task's transaction, offsets into the
-        transaction, commit it, then stores and checkpoints (see :mod:`agentstream.worker.eos`).
+        ``final`` (revoke, stop): the tasks close after it, so a failed offset commit is a dirty close.
         """
+        committer = self.committer
+        if committer is None:
+            return False
         async with self._commit_lock:
-            if self.eos is not None:
-                committed = await self.eos.commit(list(self.tasks.values()))
-                if self.app._producer_started:
-                    await self.app.producer.flush()  # timers' and replies' sends (not transactional)
-                if committed:
-                    self.commits += 1
-                    self.last_commit = time.monotonic()
-                return committed
-            offsets = self.committable_offsets()
-            tables = self.tables
-            if not offsets and (tables is None or not tables.dirty()):
-                return False
-            if tables is not None:
-                await tables.flush()
-            await self.app.producer.flush()
-            faults = self.faults
-            if faults is not None:
-                faults.check("after_produce_before_commit")
-            if offsets and self.consumer is not None:
-                await self.consumer.commit(offsets)
-                self._committed.update(offsets)
-            if faults is not None:
-                faults.check("after_commit_before_checkpoint")
-            if tables is not None:
-                tables.checkpoint()
-            self.commits += 1
-            self.last_commit = time.monotonic()
-            log.debug("committed %s", offsets)
-            return True
+            committed = await committer.commit(list(self.tasks.values()), final=final)
+            if self.eos is not None and self.app._producer_started:
+                await self.app.producer.flush()  # timers' and replies' sends (not transactional)
+            if committed:
+                self.commits += 1
+                self.last_commit = time.monotonic()
+            return committed
 
     async def _commit_loop(self) -> None:
         interval = self.settings.commit_interval

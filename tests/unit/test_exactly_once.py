@@ -21,10 +21,10 @@ import orjson
 import pytest
 
 import agentstream
-from agentstream.exceptions import TopologyError, TransactionsUnsupported
-from agentstream.testing_faults import CRASH_POINTS, FaultInjector, InjectedCrash, abandon
+from agentstream.exceptions import CommitFailed, ProducerError, TopologyError, TransactionsUnsupported, TransportError
+from agentstream.testing_faults import CRASH_POINTS, FailingCall, FaultInjector, InjectedCrash, abandon
 from agentstream.transport.base import TP, TopicSpec
-from agentstream.transport.memory import MemoryTransport
+from agentstream.transport.memory import MemoryConsumer, MemoryProducer, MemoryTransport
 from agentstream.worker.worker import Worker
 
 pytestmark = [
@@ -43,6 +43,28 @@ REACH = {"before_record": 40, "in_agent": 8, "after_produce_before_commit": 4,
 
 class Holder:
     faults: FaultInjector | None = None
+
+
+# Failures the worker must handle itself (it stops, and the next life resumes): the nth call of a
+# client method raises in this life. (class, method, exception, guarantees it applies to)
+FAILURES = {
+    "failed_send": (MemoryProducer, "send", ProducerError, ("exactly_once", "at_least_once")),
+    "failed_flush": (MemoryProducer, "flush", ProducerError, ("exactly_once", "at_least_once")),
+    "failed_txn_commit": (MemoryProducer, "commit_transaction", TransportError, ("exactly_once",)),
+    "failed_txn_offsets": (MemoryProducer, "send_offsets_to_transaction", TransportError, ("exactly_once",)),
+    "failed_offset_commit": (MemoryConsumer, "commit", CommitFailed, ("at_least_once",)),
+}
+FAIL_REACH = {"failed_send": 60, "failed_flush": 6, "failed_txn_commit": 6, "failed_txn_offsets": 6,
+              "failed_offset_commit": 6}
+
+
+class Failure(FailingCall):
+    """One named entry of FAILURES, failing at its ``nth`` call during one life."""
+
+    def __init__(self, name: str, nth: int) -> None:
+        cls, method, exc_type, _ = FAILURES[name]
+        super().__init__(cls, method, exc_type, nth)
+        self.name = name
 
 
 def sentences(n: int, seed: int) -> list[dict[str, Any]]:
@@ -116,6 +138,25 @@ class Cluster:
                     return False
         return True
 
+    async def failing_life(self, failure: Failure) -> None:
+        """Run one worker with one injected client failure; the worker handles it (it may stop
+        itself), then it is stopped the normal way: its final commit must not commit past it."""
+        app = make_app(self.url, self.guarantee, Holder())
+        worker = Worker(app)
+        self.lives += 1
+        loop = asyncio.get_running_loop()
+        with failure:
+            await worker.start()
+            deadline = loop.time() + 20
+            while worker.crashed is None and not self.idle():
+                assert loop.time() < deadline, f"life {self.lives} stuck ({failure.name})"
+                await asyncio.sleep(0.002)
+            await worker.stop()
+        if failure.fired:
+            self.crashes[failure.name] += 1
+        else:
+            assert worker.crashed is None, worker.crashed
+
     async def life(self, faults: FaultInjector | None, *, clean: bool = False) -> dict[Any, Any]:
         """Run one worker until its crash fires (abandon it) or all input is handled."""
         holder = Holder()
@@ -129,6 +170,8 @@ class Cluster:
         table: dict[Any, Any] = {}
         try:
             await worker.start()
+            if clean:  # everything may be committed already: read the table only once it is restored
+                await asyncio.wait_for(worker.assigned.wait(), 20)
             loop = asyncio.get_running_loop()
             deadline = loop.time() + 20
             while not (faults is not None and faults.fired) and not self.idle():
@@ -185,13 +228,18 @@ def changelog(cluster: Cluster) -> dict[bytes, bytes]:
     return state
 
 
-async def crash_run(name: str, guarantee: str, texts: list[dict[str, Any]], crashes: int, seed: int) -> tuple[Cluster, dict[Any, Any]]:
+async def crash_run(name: str, guarantee: str, texts: list[dict[str, Any]], crashes: int, seed: int,
+                    failures: bool = True) -> tuple[Cluster, dict[Any, Any]]:
     rnd = random.Random(seed)
     cluster = Cluster(name, guarantee)
     await cluster.transport.ensure_topics([TopicSpec("sentences", PARTITIONS)])
     per_life = max(1, len(texts) // max(crashes, 1))
     while cluster.fed < len(texts) and sum(cluster.crashes.values()) < crashes:
         await cluster.feed(texts[cluster.fed: cluster.fed + per_life])
+        if failures and rnd.random() < 0.3:
+            name = rnd.choice([n for n, f in FAILURES.items() if guarantee in f[3]])
+            await cluster.failing_life(Failure(name, rnd.randint(1, FAIL_REACH[name])))
+            continue
         point = rnd.choice(CRASH_POINTS)
         await cluster.life(FaultInjector(point, rnd.randint(1, REACH[point])))
     await cluster.feed(texts[cluster.fed:])
@@ -214,6 +262,8 @@ async def test_exactly_once_equals_the_run_without_crashes_after_hundreds_of_cra
     fired = sum(cluster.crashes.values())
     print(f"\nexactly_once: {cluster.lives} lives, {fired} crashes: {dict(cluster.crashes)}")
     assert fired >= 150 and all(cluster.crashes[p] > 0 for p in CRASH_POINTS), cluster.crashes
+    eos_failures = [n for n, f in FAILURES.items() if "exactly_once" in f[3]]
+    assert all(cluster.crashes[n] > 0 for n in eos_failures), cluster.crashes
 
     expected = truth(texts)
     assert ref_table == expected

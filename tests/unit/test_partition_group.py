@@ -85,8 +85,8 @@ def test_empty_input_without_lag_never_waits() -> None:
     assert drain(g) == [("a", 30)]
 
 
-def test_max_task_idle_zero_never_waits() -> None:
-    g = PartitionGroup([A, B], max_task_idle=0.0, lagging=lambda q: True)
+def test_max_task_idle_zero_does_not_wait_for_an_input_of_unknown_lag() -> None:
+    g = PartitionGroup([A, B], max_task_idle=0.0, lagging=lambda q: None)
     g.add(A, [rec(A, 0, 30)])
     assert drain(g) == [("a", 30)]
 
@@ -101,3 +101,18 @@ def test_queue_tracks_next_offset() -> None:
     assert q.next_offset is None
     q.add([rec(A, 7, 1), rec(A, 8, 1)])
     assert q.next_offset == 9 and len(q) == 2
+
+
+def test_max_task_idle_zero_still_waits_for_the_fetch_of_a_partition_with_known_lag() -> None:
+    """KIP-695: 0 means no *extra* idling, but an input the broker has records for (known lag) is
+    waited for until its fetch lands; an input whose lag is unknown is not."""
+    from agentstream.worker.partition_group import PartitionGroup, Wait
+
+    a, b = TP("a", 0), TP("b", 0)
+    known: dict[TP, bool | None] = {b: True}
+    group = PartitionGroup([a, b], max_task_idle=0.0, lagging=lambda q: known.get(q.tp))
+    group.add(a, [rec(a, 0, 10)])
+    assert isinstance(group.next(), Wait)  # b has records on the broker: wait for its fetch
+    known[b] = None  # lag not known (no fetch answered yet): go on
+    got = group.next()
+    assert not isinstance(got, Wait) and got is not None

@@ -113,7 +113,7 @@ async def test_bad_requests_are_4xx_json(wordcount: AppHarness) -> None:
 async def test_503_with_retry_after_while_the_partition_restores(wordcount: AppHarness) -> None:
     table = wordcount.app.tables["word_counts"]
     part = table.parts[default_partition(b"hello", 4)]  # the words topic's key encoding
-    part.ready = False  # what the table manager does until the changelog is replayed
+    part.restoring()  # what the table manager does until the changelog is replayed
     try:
         status, body, headers = await get(url(wordcount, "/tables/word_counts/hello"))
         assert status == 503 and headers["Retry-After"] == "1"
@@ -121,7 +121,7 @@ async def test_503_with_retry_after_while_the_partition_restores(wordcount: AppH
         status, body, _ = await get(url(wordcount, "/tables/word_counts"))
         assert body["restoring"] == [part.partition]
     finally:
-        part.ready = True
+        part.activate()
     status, body, _ = await get(url(wordcount, "/tables/word_counts/hello"))
     assert status == 200 and body["value"] == 6
 
@@ -439,6 +439,7 @@ async def test_key_count_of_a_rocksdb_partition_is_exact_despite_overwrites(tmp_
     table = app.Table("t", default=int)
     store = store_for("rocksdb://", tmp_path / "t0")
     part = TablePartition(table, 0, store, None, 100)
+    part.activate()
     try:
         for round_ in range(20):  # overwrites make RocksDB's own estimate count keys again
             store.write_batch((f"k{i}".encode(), str(round_).encode()) for i in range(50))
