@@ -294,7 +294,7 @@ class App:
         partitions = point.partitions or max(t.partitions for t in agent.topics)
         topic = self.topics.get(topic_name)
         if topic is None:
-            topic = self.topic(topic_name, partitions=partitions, key_serializer="json", internal=True)
+            topic = self.topic(topic_name, partitions=partitions, key_serializer=point.key_serializer, internal=True)
             topic.value_codec = src.value_codec  # values are forwarded as bytes, unchanged
             topic.value_type = src.value_type
         point.topic = topic

@@ -99,12 +99,14 @@ class RecordOptions:
     """Class keyword options of a Record (``class X(Record, validation=True)``).
 
     ``serializer`` picks the codec, ``validation`` checks constructor types, ``include_metadata``
-    adds Faust's ``{"__faust": {"ns": namespace}}`` blob when encoding (decoding always accepts it
-    and uses it to pick a registered subclass); ``isodates`` is always on for datetime fields.
+    (on by default, as in Faust) adds Faust's ``{"__faust": {"ns": namespace}}`` blob when
+    encoding, so untyped readers (tables and topics without a value type) rebuild the record;
+    decoding always accepts it and uses it to pick a registered subclass; ``isodates`` is always
+    on for datetime fields.
     """
 
     serializer: str | None = None
-    include_metadata: bool = False
+    include_metadata: bool = True
     isodates: bool = True
     validation: bool = False
     namespace: str = ""
@@ -467,18 +469,23 @@ def _metadata_default(obj: Any) -> Any:
 
 
 def json_dumps(obj: Any) -> bytes:
-    """orjson with Record/Decimal/set support; raises :class:`SerializationError` on failure."""
-    if isinstance(obj, Record) and obj._options.include_metadata:  # the slower path adds __faust blobs
-        try:
-            return orjson.dumps(obj, default=_metadata_default, option=orjson.OPT_PASSTHROUGH_DATACLASS)
-        except orjson.JSONEncodeError as exc:
-            raise SerializationError(f"cannot encode {type(obj).__name__} as JSON: {exc}") from exc
+    """orjson with Record/Decimal/set support; raises :class:`SerializationError` on failure.
+
+    Records (top level, nested, in lists and dicts) carry their ``__faust`` tag unless their
+    class says ``include_metadata=False``; a top-level record without it takes orjson's native
+    dataclass path (no Python per field).
+    """
+    if isinstance(obj, Record) and not obj._options.include_metadata:
+        option = 0
+    else:
+        option = orjson.OPT_PASSTHROUGH_DATACLASS
     try:
-        return orjson.dumps(obj, default=_json_default)
+        return orjson.dumps(obj, default=_metadata_default if option else _json_default, option=option)
     except orjson.JSONEncodeError:
         pass
     try:  # rare: dicts with int (etc.) keys; retried so the common case pays nothing
-        return orjson.dumps(obj, default=_json_default, option=orjson.OPT_NON_STR_KEYS)
+        return orjson.dumps(obj, default=_metadata_default if option else _json_default,
+                            option=option | orjson.OPT_NON_STR_KEYS)
     except orjson.JSONEncodeError as exc:
         raise SerializationError(
             f"cannot encode {type(obj).__name__} as JSON: {exc}. "
