@@ -34,7 +34,7 @@ import orjson
 
 from .exceptions import SerializationError, ValidationError
 
-__all__ = ["FieldError", "Record", "RecordOptions", "json_dumps", "lookup_model", "registry", "type_decoder"]
+__all__ = ["FieldError", "Record", "RecordOptions", "json_default", "json_dumps", "lookup_model", "registry", "type_decoder"]
 
 Converter = Callable[[Any], Any]
 """Turns decoded JSON (or Python) data into a field's declared type, raising :class:`FieldError`."""
@@ -185,7 +185,8 @@ class Record:
         for name in cls.__dict__.get("__annotations__", {}):
             if name not in cls.__dict__ and isinstance(getattr(cls, name, None), FieldDescriptor):
                 setattr(cls, name, dataclasses.field())  # redeclared without a default: required
-        dataclass(cls)  # modifies cls in place; eq+repr generated, hash left as None
+        dataclass(cls)  # modifies cls in place; eq+repr generated
+        cls.__hash__ = _record_hash  # type: ignore[method-assign,assignment]  # by field values, as Faust's records
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
             # Class access gives a descriptor (``Order.customer`` for group_by); instances keep
             # their values in __dict__, which wins over this non-data descriptor.
@@ -306,6 +307,12 @@ class Record:
     def to_representation(self) -> dict[str, Any]:
         """Faust name for :meth:`asdict`."""
         return self.asdict()
+
+
+def _record_hash(self: Record) -> int:
+    """Records hash by their field values (as Faust's do), so a Record can be a table or dict key;
+    a record with a list field is unhashable, like a tuple holding a list."""
+    return hash((type(self), tuple(self.__dict__.values())))
 
 
 def _plain(value: Any) -> Any:
@@ -466,6 +473,12 @@ def _metadata_default(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
     return _json_default(obj)
+
+
+def json_default(obj: Any) -> Any:
+    """orjson ``default=`` (with ``OPT_PASSTHROUGH_DATACLASS``) that encodes as :func:`json_dumps`
+    does: tagged Records, Decimals as text, sets as lists; raises TypeError for anything else."""
+    return _metadata_default(obj)
 
 
 def json_dumps(obj: Any) -> bytes:
