@@ -154,15 +154,19 @@ class Table:
         if home == here and part is not None:
             return part
         if part is not None and part.active and not self.eos:
+            if write:
+                self._split_warning(event, key_bytes, home, here, local=True)
             return part  # this worker owns the key: one value per key, as in Faust
         own = parts.get(here)
         if own is None:
             raise TableNotReady(f"table {self.name!r} partition {here} is not on this worker")
-        self._split_warning(event, key_bytes, home, here)
+        if write:
+            self._split_warning(event, key_bytes, home, here, local=False)
         return own
 
-    def _split_warning(self, event: Any, key_bytes: bytes, home: int, here: int) -> None:
-        """Tell once per writer that this key's state goes to the task's partition, not the key's."""
+    def _split_warning(self, event: Any, key_bytes: bytes, home: int, here: int, *, local: bool) -> None:
+        """Say once per writer that it writes keys outside the partition it handles, what that
+        means here and with more workers, and how to fix it."""
         task = current_task.get()
         writer = task.agent.name if task is not None else event.message.topic
         if ("split", writer) in self._warned:
@@ -175,20 +179,25 @@ class Table:
                 same_key = self._key_codec_dumps(event.key) == key_bytes and bytes(raw) != key_bytes
             except Exception:
                 same_key = False
-        why = (f"under exactly_once writes stay in the task's partition {here} (its transaction)" if self.eos else
-               f"partition {home} is owned by another worker")
+        if local:
+            what = (f"this worker owns partition {home}, so the value goes there (one value per key); but with more "
+                    f"workers partition {home} may be elsewhere, and then the key's state splits by source partition")
+        elif self.eos:
+            what = (f"under exactly_once the value stays in partition {here} (the task's transaction), so the key's "
+                    "state splits by source partition and reads elsewhere miss it")
+        else:
+            what = (f"partition {home} is owned by another worker, so the value goes to partition {here}: the key's "
+                    "state splits by source partition and reads elsewhere miss it")
         if same_key:
             fix = (f"the stream key is encoded {bytes(raw)!r:.40} by topic {event.message.topic!r} but {key_bytes!r:.40} "
                    f"by the table. Fix: give the table the topic's key encoding (app.Table({self.name!r}, "
                    "key_type=..., key_serializer=...) as declared on the topic), or the topic the table's")
         else:
             fix = (f"the stream ({event.message.topic!r}) is not partitioned by the table key. Fix: re-key the stream "
-                   f"by the table key first: stream.group_by(<table key>, name=...) (Kafka Streams' repartition "
+                   "by the table key first, stream.group_by(<table key>, name=...) (Kafka Streams' repartition "
                    "before aggregation)")
-        log.warning(
-            "agent %r writes table %r key %.60r that belongs to partition %d while handling partition %d; %s, so "
-            "the value goes to partition %d and the key's state splits by source partition (reads elsewhere miss "
-            "it): %s", writer, self.name, key_bytes, home, here, why, here, fix)
+        log.warning("agent %r writes table %r key %.60r, which belongs to partition %d, while handling partition %d; "
+                    "%s. %s", writer, self.name, key_bytes, home, here, what, fix)
 
     def _claim(self, part: TablePartition) -> None:
         """exactly_once: attribute the partition's writes to the current task's transaction.
