@@ -90,3 +90,38 @@ async def _read(bootstrap: str, topic: str, n: int, timeout: float) -> list[tupl
     finally:
         await consumer.stop()
     return out
+
+
+class Basket(agentstream.Record):
+    owner: str
+    items: list[Order]
+
+
+async def test_export_types_an_untyped_tables_values_from_their_faust_tags(broker: DevBroker) -> None:
+    from agentstream.exporter.offsets import changelog_ranges
+    from agentstream.exporter.sample import typed_spec
+    from agentstream.exporter.schema import side_decoder, table_spec
+
+    suffix = uuid.uuid4().hex[:6]
+    app = agentstream.App(f"exp-{suffix}", broker=broker.url, topic_partitions=2)
+    baskets = app.Table("baskets")  # no value_type: the values' __faust tags say what they are
+    await app.transport.ensure_topics([baskets.changelog_topic.spec()])
+    producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap)
+    await producer.start()
+    try:
+        for i in range(6):
+            value = Basket(f"u{i}", [Order(i, f"c{i}")])
+            await producer.send(baskets.changelog_topic.name, baskets.value_codec.dumps(value),
+                                key=f"u{i}".encode())
+        await producer.flush()
+    finally:
+        await producer.stop()
+        await app.transport.close()
+    planned = await changelog_ranges(broker.bootstrap, baskets.changelog_topic.name)
+    untyped = table_spec(baskets)
+    assert untyped.value["codec"] == "json_text"
+    loop = asyncio.get_running_loop()
+    spec = await loop.run_in_executor(None, typed_spec, baskets, untyped, broker.bootstrap, planned)
+    assert spec.value["type"][0] == "struct"
+    row = side_decoder(spec.value)(baskets.value_codec.dumps(Basket("x", [Order(1, "c")])) or b"")
+    assert row == {"owner": "x", "items": [{"id": 1, "customer": "c"}]}
