@@ -201,3 +201,27 @@ def test_case7_export_types_int_table_values() -> None:
     row = side_decoder(spec.value)(raw)  # type: ignore[arg-type]
     assert row["owner"] == "x" and row["items"] == [{"sku": "a", "qty": 1}]
     assert row["at"] == dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+
+
+async def test_case4_on_window_close_gets_records_after_a_commit() -> None:
+    closed: list[tuple[object, object]] = []
+
+    def on_close(key: object, value: object) -> None:
+        closed.append((key, value))
+
+    app = agentstream.App(_name("wc4"), broker="memory://", topic_partitions=1)
+    items = app.topic("items", key_type=str)  # untyped values: Records by their __faust tag
+    last = app.Table("last", on_window_close=on_close).tumbling(10, expires=100)
+
+    @app.agent(items)
+    async def keep(stream: agentstream.Stream) -> None:
+        async for event in stream.events():
+            last[event.key] = event.value
+
+    async with AppHarness(app) as h:
+        await h.send("items", Item("a", 1), key="k", timestamp=1.0)
+        await h.wait_idle()  # committed: the window's value now comes from the store's bytes
+        await h.send("items", Item("b", 2), key="k", timestamp=25.0)  # closes [0, 10)
+        await h.wait_idle()
+    assert closed[0][0] == ("k", (0.0, 10.0))
+    assert closed[0][1] == Item("a", 1) and isinstance(closed[0][1], Item)
