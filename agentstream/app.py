@@ -140,7 +140,9 @@ class App:
                 return local
             if channel is None:  # Faust: @app.agent(key_type=..., value_type=...) makes <app>-<name>
                 topics = [self.topic(f"{self.id}-{agent_name}", key_type=kwargs.get("key_type"),
-                                     value_type=kwargs.get("value_type"))]
+                                     value_type=kwargs.get("value_type"),
+                                     key_serializer=kwargs.get("key_serializer"),
+                                     value_serializer=kwargs.get("value_serializer"))]
             elif isinstance(channel, (Topic, str)):
                 topics = [self._as_topic(channel)]
             else:

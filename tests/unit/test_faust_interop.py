@@ -143,3 +143,16 @@ async def test_a_faust_produced_stream_through_an_agent_into_a_table_changelog()
         changelog = MemoryTransport.read_topic(app.transport, f"{app.id}-latest-changelog")  # type: ignore[arg-type]
     assert [(m.key, orjson.loads(m.value)) for m in changelog] == [(b"alice", orjson.loads(FAUST_ORDER))]
     assert codecs.get("json").loads(changelog[0].value) == ORDER
+
+
+def test_agents_take_faust_serializers_for_their_own_topic() -> None:
+    app = _app()
+
+    @app.agent(value_type=str, value_serializer="json|binary", key_serializer="json")
+    async def shout(stream: agentstream.Stream) -> None:
+        async for _ in stream:
+            pass
+
+    topic = shout.channel
+    assert topic.encode("k", "hi") == (b'"k"', base64.b64encode(b'"hi"'))
+    assert topic.value_codec.loads(base64.b64encode(b'"hi"')) == "hi"
