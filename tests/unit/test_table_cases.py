@@ -6,6 +6,7 @@ import datetime as dt
 import uuid
 from decimal import Decimal
 
+import aiohttp
 import pytest
 
 import agentstream
@@ -50,6 +51,10 @@ async def test_case1_reads_outside_the_agent_find_what_the_agent_wrote() -> None
     async def read() -> None:
         seen_by_timer.append(counts["hello"])
 
+    @app.page("/count/{word}")
+    async def count_page(web_: object, request: object, word: str) -> object:
+        return {"word": word, "count": counts[word], "known": word in counts}
+
     async with AppHarness(app) as h:
         for w in "hello world hello".split():
             await h.send("words", w, key=w)
@@ -62,6 +67,11 @@ async def test_case1_reads_outside_the_agent_find_what_the_agent_wrote() -> None
         while not seen_by_timer:
             await __import__("asyncio").sleep(0.02)
         assert seen_by_timer[-1] == 2
+        async with aiohttp.ClientSession() as s:
+            async with s.get(h.worker.web.url + "/count/hello") as r:
+                assert await r.json() == {"word": "hello", "count": 2, "known": True}
+            async with s.get(h.worker.web.url + "/tables/word_counts/hello") as r:
+                assert (await r.json())["value"] == 2
 
 
 # 2 -------------------------------------------------------------------------------------------------
