@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _NO_KEY = object()
-_UNTYPED_KEYS = (str, bytes)  # what an untyped table key reads back as (else: declare key_type)
+_UNTYPED_KEYS = (str, bytes)
+_HOMES_MAX = 65_536  # memoised key -> partition entries per table  # what an untyped table key reads back as (else: declare key_type)
 _IMMUTABLE_KEYS = (str, int, bytes)  # exact types: memoising their encoding is safe
 
 __all__ = ["Table", "TablePartition", "TableNotReady"]
@@ -87,8 +88,7 @@ class Table:
         self._key_codec_dumps = self.key_codec.dumps
         self._last_key: Any = _NO_KEY
         self._last_kb = b""
-        self._home_kb = b""
-        self._home = -1
+        self._homes: dict[bytes, int] = {}
         self._warned: set[tuple[str, str]] = set()  # (kind, agent/topic): each problem is told once
 
     def _key_dumps(self, key: Any) -> bytes:
@@ -128,12 +128,14 @@ class Table:
 
     # -- routing ---------------------------------------------------------------------------------
     def _home_partition(self, key_bytes: bytes) -> int:
-        """The partition the key's bytes map to (Kafka's default partitioner), memoised for the
-        read-modify-write of one key."""
-        if key_bytes is self._home_kb or key_bytes == self._home_kb:
-            return self._home
-        home = default_partition(key_bytes, self.partitions)
-        self._home_kb, self._home = key_bytes, home
+        """The partition the key's bytes map to (Kafka's default partitioner), memoised: hot keys
+        are hashed once (the memo is dropped whole when it grows past ``_HOMES_MAX`` keys)."""
+        homes = self._homes
+        home = homes.get(key_bytes)
+        if home is None:
+            if len(homes) >= _HOMES_MAX:
+                homes.clear()
+            home = homes[key_bytes] = default_partition(key_bytes, self.partitions)
         return home
 
     def _partition_for(self, key_bytes: bytes, write: bool) -> TablePartition:
