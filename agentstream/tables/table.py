@@ -76,7 +76,7 @@ class Table:
         self.key_serializer = key_serializer
         self.value_serializer = value_serializer
         self.key_codec: codecs.Codec = (
-            codecs.UntypedKeyCodec() if key_type is None and key_serializer is None
+            codecs.UntypedKeyCodec() if key_type is None and (key_serializer or app.key_serializer) == "raw"
             else codecs.side_codec(key_type, key_serializer, app.key_serializer)
         )
         self.value_codec: codecs.Codec = codecs.side_codec(value_type, value_serializer, app.value_serializer)

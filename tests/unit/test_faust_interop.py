@@ -156,3 +156,11 @@ def test_agents_take_faust_serializers_for_their_own_topic() -> None:
     topic = shout.channel
     assert topic.encode("k", "hi") == (b'"k"', base64.b64encode(b'"hi"'))
     assert topic.value_codec.loads(base64.b64encode(b'"hi"')) == "hi"
+
+
+def test_the_apps_default_serializers_apply_to_tables_too() -> None:
+    app = agentstream.App(f"jsonkeys-{uuid.uuid4().hex[:6]}", broker="memory://", key_serializer="json")
+    table = app.Table("t")
+    assert table.key_codec.dumps("alice") == b'"alice"'  # as the app's topics encode keys
+    assert app.topic("x").key_codec.dumps("alice") == b'"alice"'
+    assert app.Table("raw", key_serializer="raw").key_codec.dumps("alice") == b"alice"
