@@ -162,8 +162,7 @@ class Table:
         own = parts.get(here)
         if own is None:
             raise TableNotReady(f"table {self.name!r} partition {here} is not on this worker")
-        if write:
-            self._split_warning(event, key_bytes, home, here, local=False)
+        self._split_warning(event, key_bytes, home, here, local=False)  # a read too: it sees only this split
         return own
 
     def _split_warning(self, event: Any, key_bytes: bytes, home: int, here: int, *, local: bool) -> None:
@@ -198,7 +197,7 @@ class Table:
             fix = (f"the stream ({event.message.topic!r}) is not partitioned by the table key. Fix: re-key the stream "
                    "by the table key first, stream.group_by(<table key>, name=...) (Kafka Streams' repartition "
                    "before aggregation)")
-        log.warning("agent %r writes table %r key %.60r, which belongs to partition %d, while handling partition %d; "
+        log.warning("agent %r uses table %r key %.60r, which belongs to partition %d, while handling partition %d; "
                     "%s. %s", writer, self.name, key_bytes, home, here, what, fix)
 
     def _claim(self, part: TablePartition) -> None:
