@@ -234,7 +234,7 @@ class JSONCodec:
         except orjson.JSONDecodeError as exc:
             raise ValueDecodeError(f"invalid JSON ({exc}) in payload {_preview(data)}") from exc
         if self._convert is None:
-            if b'"__faust"' in (data if type(data) is bytes else bytes(data)):  # tagged records inside
+            if _tagged(data):  # tagged records inside
                 try:
                     return revive(value)
                 except ValidationError as exc:
@@ -245,6 +245,13 @@ class JSONCodec:
         except FieldError as exc:
             name = getattr(self.type_, "__name__", str(self.type_))
             raise ValueDecodeError(f"JSON payload does not fit {name}: {exc}") from exc
+
+
+def _tagged(data: Any) -> bool:
+    """Whether a JSON payload may hold Faust-tagged records (a substring scan, no parsing)."""
+    if isinstance(data, str):
+        return '"__faust"' in data
+    return b'"__faust"' in (data if isinstance(data, (bytes, bytearray)) else bytes(data))
 
 
 def revive(value: Any) -> Any:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from .. import codecs
 from ..events import current_event
 from ..exceptions import SerializationError, TopologyError
+from ..models import Record
 from ..transport.partitioner import default_partition
 from ..worker.eos import current_task
 from .partition import TableNotReady, TablePartition
@@ -34,8 +35,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _NO_KEY = object()
-_UNTYPED_KEYS = (str, bytes)
-_HOMES_MAX = 65_536  # memoised key -> partition entries per table  # what an untyped table key reads back as (else: declare key_type)
+_UNTYPED_KEYS = (str, bytes)  # what an untyped table key reads back as (else: declare key_type)
+_HOMES_MAX = 65_536  # memoised key -> partition entries per table
 _IMMUTABLE_KEYS = (str, int, bytes)  # exact types: memoising their encoding is safe
 
 __all__ = ["Table", "TablePartition", "TableNotReady"]
@@ -115,8 +116,7 @@ class Table:
         return self.changelog_topic.partitions
 
     def _untyped_key(self, key: Any) -> None:
-        from ..models import Record
-
+        """Say once per key type that non-str keys of an untyped table read back as text."""
         if isinstance(key, Record) or ("untyped", type(key).__name__) in self._warned:
             return
         self._warned.add(("untyped", type(key).__name__))
