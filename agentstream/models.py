@@ -34,7 +34,7 @@ import orjson
 
 from .exceptions import SerializationError, ValidationError
 
-__all__ = ["FieldError", "Record", "RecordOptions", "json_dumps", "lookup_model", "registry", "type_decoder"]
+__all__ = ["FieldError", "Record", "RecordOptions", "json_default", "json_dumps", "lookup_model", "registry", "type_decoder"]
 
 Converter = Callable[[Any], Any]
 """Turns decoded JSON (or Python) data into a field's declared type, raising :class:`FieldError`."""
@@ -99,12 +99,14 @@ class RecordOptions:
     """Class keyword options of a Record (``class X(Record, validation=True)``).
 
     ``serializer`` picks the codec, ``validation`` checks constructor types, ``include_metadata``
-    adds Faust's ``{"__faust": {"ns": namespace}}`` blob when encoding (decoding always accepts it
-    and uses it to pick a registered subclass); ``isodates`` is always on for datetime fields.
+    (on by default, as in Faust) adds Faust's ``{"__faust": {"ns": namespace}}`` blob when
+    encoding, so untyped readers (tables and topics without a value type) rebuild the record;
+    decoding always accepts it and uses it to pick a registered subclass; ``isodates`` is always
+    on for datetime fields.
     """
 
     serializer: str | None = None
-    include_metadata: bool = False
+    include_metadata: bool = True
     isodates: bool = True
     validation: bool = False
     namespace: str = ""
@@ -183,7 +185,8 @@ class Record:
         for name in cls.__dict__.get("__annotations__", {}):
             if name not in cls.__dict__ and isinstance(getattr(cls, name, None), FieldDescriptor):
                 setattr(cls, name, dataclasses.field())  # redeclared without a default: required
-        dataclass(cls)  # modifies cls in place; eq+repr generated, hash left as None
+        dataclass(cls)  # modifies cls in place; eq+repr generated
+        cls.__hash__ = _record_hash  # type: ignore[method-assign,assignment]  # by field values, as Faust's records
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
             # Class access gives a descriptor (``Order.customer`` for group_by); instances keep
             # their values in __dict__, which wins over this non-data descriptor.
@@ -304,6 +307,12 @@ class Record:
     def to_representation(self) -> dict[str, Any]:
         """Faust name for :meth:`asdict`."""
         return self.asdict()
+
+
+def _record_hash(self: Record) -> int:
+    """Records hash by their field values (as Faust's do), so a Record can be a table or dict key;
+    a record with a list field is unhashable, like a tuple holding a list."""
+    return hash((type(self), tuple(self.__dict__.values())))
 
 
 def _plain(value: Any) -> Any:
@@ -466,19 +475,30 @@ def _metadata_default(obj: Any) -> Any:
     return _json_default(obj)
 
 
+def json_default(obj: Any) -> Any:
+    """orjson ``default=`` (with ``OPT_PASSTHROUGH_DATACLASS``) that encodes as :func:`json_dumps`
+    does: tagged Records, Decimals as text, sets as lists; raises TypeError for anything else."""
+    return _metadata_default(obj)
+
+
 def json_dumps(obj: Any) -> bytes:
-    """orjson with Record/Decimal/set support; raises :class:`SerializationError` on failure."""
-    if isinstance(obj, Record) and obj._options.include_metadata:  # the slower path adds __faust blobs
-        try:
-            return orjson.dumps(obj, default=_metadata_default, option=orjson.OPT_PASSTHROUGH_DATACLASS)
-        except orjson.JSONEncodeError as exc:
-            raise SerializationError(f"cannot encode {type(obj).__name__} as JSON: {exc}") from exc
+    """orjson with Record/Decimal/set support; raises :class:`SerializationError` on failure.
+
+    Records (top level, nested, in lists and dicts) carry their ``__faust`` tag unless their
+    class says ``include_metadata=False``; a top-level record without it takes orjson's native
+    dataclass path (no Python per field).
+    """
+    if isinstance(obj, Record) and not obj._options.include_metadata:
+        option = 0
+    else:
+        option = orjson.OPT_PASSTHROUGH_DATACLASS
     try:
-        return orjson.dumps(obj, default=_json_default)
+        return orjson.dumps(obj, default=_metadata_default if option else _json_default, option=option)
     except orjson.JSONEncodeError:
         pass
     try:  # rare: dicts with int (etc.) keys; retried so the common case pays nothing
-        return orjson.dumps(obj, default=_json_default, option=orjson.OPT_NON_STR_KEYS)
+        return orjson.dumps(obj, default=_metadata_default if option else _json_default,
+                            option=option | orjson.OPT_NON_STR_KEYS)
     except orjson.JSONEncodeError as exc:
         raise SerializationError(
             f"cannot encode {type(obj).__name__} as JSON: {exc}. "

@@ -44,6 +44,7 @@ class SplitPoint:
     key: Callable[[Any], Any] | None
     topic: "Topic | None" = None  # resolved by the app (repartition topic or the through topic)
     partitions: int | None = None
+    key_serializer: str | None = None  # group_by: the new key's encoding (None: the app's, raw by default)
 
 
 class StreamInput(Protocol):
@@ -189,8 +190,13 @@ class Stream:
             return self._derive(_afilter)
         return self._derive(lambda event: bool(fun(event.value)))
 
-    def group_by(self, key: Any, *, name: str | None = None, partitions: int | None = None) -> "Stream":
-        """Re-key the stream through the repartition topic ``<app>-<name>-repartition``."""
+    def group_by(self, key: Any, *, name: str | None = None, partitions: int | None = None,
+                 key_serializer: str | None = None) -> "Stream":
+        """Re-key the stream through the repartition topic ``<app>-<name>-repartition``.
+
+        The new key is encoded with ``key_serializer`` (default: the app's, Faust's ``raw``: str
+        as UTF-8), the encoding tables and table topics use, so a join or a table write after the
+        group_by finds the key in the partition any Kafka client would put it in."""
         keyfn, field_name = _key_function(key)
         point_name = name or field_name
         if point_name is None:
@@ -198,7 +204,8 @@ class Stream:
                 "group_by() with a callable key needs a name: stream.group_by(fn, name='by_x') "
                 "names the repartition topic <app>-by_x-repartition"
             )
-        return self._split(SplitPoint("group_by", point_name, keyfn, partitions=partitions))
+        return self._split(SplitPoint("group_by", point_name, keyfn, partitions=partitions,
+                                      key_serializer=key_serializer))
 
     def echo(self, *channels: Any) -> "Stream":
         """Faust's ``stream.echo(topic, ...)``: also send every value (with its key) to ``channels``

@@ -20,6 +20,7 @@ from .exceptions import WorkerStopped
 from .streams import InProcessStream, SplitPoint
 from .transport.base import TP
 from .transport.memory import MemoryTransport
+from .transport.partitioner import default_partition
 
 if TYPE_CHECKING:
     from .agents.agent import Agent
@@ -41,10 +42,10 @@ class AgentTestContext:
 
     stage = 0
 
-    def __init__(self, agent: "Agent", *, partition: int = 0) -> None:
+    def __init__(self, agent: "Agent", *, partition: int | None = None) -> None:
         self.agent = agent
         self.app = agent.app
-        self.partition = partition
+        self.partition = partition  # None: each record goes to the partition its key maps to
         self.results: list[Any] = []
         self.acked: list[Event] = []
         self._offset = 0
@@ -105,9 +106,17 @@ class AgentTestContext:
 
     async def put(self, value: Any = None, *, key: Any = None, partition: int | None = None,
                   timestamp: float | None = None, headers: Sequence[tuple[str, bytes]] = ()) -> Event:
-        """Hand one record to the agent; returns after the agent has fully handled it."""
+        """Hand one record to the agent; returns after the agent has fully handled it.
+
+        The record is on ``partition``, else the context's, else the one its key maps to (the
+        topic's key encoding and Kafka's partitioner, as a producer would put it; 0 when keyless),
+        so table reads by key find what the agent wrote."""
         ts = int((time.time() if timestamp is None else timestamp) * 1000)
-        message = ConsumerRecord(self.agent.channel.name, self.partition if partition is None else partition,
+        if partition is None:
+            partition = self.partition
+        if partition is None:
+            partition = self._partition_of(key)
+        message = ConsumerRecord(self.agent.channel.name, partition,
                                  self._offset, ts, 0, key, value, None, -1, -1, tuple(headers))
         self._offset += 1
         event = Event(key, value, message)
@@ -116,6 +125,13 @@ class AgentTestContext:
         await self._slot.put(event)
         await self._wait_asked()
         return event
+
+    def _partition_of(self, key: Any) -> int:
+        if key is None:
+            return 0
+        topic = self.agent.channel
+        kb = key if isinstance(key, bytes) else topic.key_codec.dumps(key)
+        return 0 if kb is None else default_partition(kb, topic.partitions)
 
     async def _wait_asked(self) -> None:
         waiter = asyncio.ensure_future(self._asked.wait())

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["Topic"]
 
 
+
 class Topic:
     """A Kafka topic as the app sees it (Faust's ``app.topic(...)``)."""
 
@@ -44,12 +45,12 @@ class Topic:
         self.internal = internal
         self.compacted = compacted
         self.config = dict(config or {})
-        if key_serializer is None and key_type is None:
-            key_serializer = app.key_serializer
-        if value_serializer is None and value_type is None:
-            value_serializer = app.value_serializer
-        self.key_codec = codecs.codec_for(key_type, key_serializer)
-        self.value_codec = codecs.codec_for(value_type, value_serializer)
+        self.key_serializer = key_serializer
+        self.value_serializer = value_serializer
+        self.key_codec = codecs.side_codec(key_type, key_serializer, app.key_serializer)
+        if key_type is None and key_serializer is None and internal:
+            self.key_codec = codecs.UntypedKeyCodec()  # repartition topics: raw keys, read back as text
+        self.value_codec = codecs.side_codec(value_type, value_serializer, app.value_serializer)
 
     @property
     def partitions(self) -> int:

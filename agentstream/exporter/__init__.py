@@ -9,14 +9,15 @@ Columns of :func:`~.spark.read_changelog` / ``agentstream export``:
 
 ``key``
     the table key. Typed when the table declares ``key_type`` (str -> string, int -> long,
-    a Record -> struct, ...); for untyped JSON keys (the default) a string: string keys as
-    themselves, any other key as its JSON text. Windowed tables: the logical key, not the
-    store's composite key.
+    a Record -> struct, ...); for untyped keys (Faust's raw keys, the default) the UTF-8 text
+    of the key bytes. Windowed tables: the logical key, not the store's composite key.
 ``window_start``, ``window_end`` (windowed tables only)
     Spark ``timestamp`` (UTC instants); ``window_end = window_start + size`` (end exclusive).
 ``value``
-    a struct of the Record's fields when the table's value type is a Record, else the value's
-    JSON text (a string column: ``"3"`` for a count). Null only for tombstones (all versions).
+    typed where the type is known: the declared ``value_type`` (a Record -> a struct of its
+    fields), a scalar ``default`` (``default=int`` -> long), or the Record that the ``__faust``
+    tag of the newest values names (sampled by the driver, :mod:`.sample`); else the value's JSON
+    text. Null only for tombstones (all versions).
 ``partition``, ``offset``, ``timestamp``
     where the value was read from, and the changelog record's timestamp (``timestamp``).
 

@@ -12,9 +12,10 @@ Type specs (nested, JSON-able):
   for word count, not ``"\\"hello\\""``)
 * ``["array", item]``, ``["map", value]`` (string keys), ``["struct", [[name, spec], ...]]``
 
-Column choices (documented in :mod:`agentstream.exporter`): the value is a struct when the
-table's value type is a Record, else its JSON text; the key is typed when the table declares a
-key type, else ``"text"``; times are Spark timestamps (UTC instants).
+Column choices (documented in :mod:`agentstream.exporter`): the value is typed when its type is
+known: declared (``value_type``), a scalar ``default`` (``default=int`` gives longs), or the
+Record named by the ``__faust`` tag of sampled values (a struct); else its JSON text. The key is
+typed when the table declares a key type, else its text; times are Spark timestamps (UTC instants).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from uuid import UUID
 import orjson
 
 from .. import codecs
-from ..models import Record, _type_hints
+from ..models import Record, _type_hints, lookup_model
 from ..tables.windowed import STREAM_TIME_KEY
 from ..tables.windows import parse_window_key
 
@@ -141,17 +142,29 @@ class TableSpec:
         return StructType(fields)
 
 
-def _codec_side(codec: Any, *, value: bool) -> dict[str, Any]:
-    """Describe how one side (key or value) of the changelog is decoded."""
+def _codec_side(codec: Any, *, value: bool, hint: Any = None) -> dict[str, Any]:
+    """Describe how one side (key or value) of the changelog is decoded.
+
+    ``hint`` is the type known without a declaration: a table's ``default`` (``default=int``
+    counts are longs) or the Record a sampled value's ``__faust`` tag names."""
     inner = getattr(codec, "inner", None)  # windowed tables wrap the value codec
     if inner is not None and type(codec).__name__ == "_WindowValueCodec":
         codec = inner
     if isinstance(codec, codecs.RecordCodec):
         return {"codec": "json", "type": type_spec(codec.model)}
     if isinstance(codec, codecs.JSONCodec):
+        if codec.type_ is None and hint is not None and type_spec(hint) != "json":
+            return {"codec": "json", "type": type_spec(hint)}
         if value:
             return {"codec": "json_text", "type": "json"}
         return {"codec": "json", "type": "text" if codec.type_ is None else type_spec(codec.type_)}
+    if isinstance(codec, codecs.UntypedKeyCodec):
+        return {"codec": "str", "type": "string"}
+    if isinstance(codec, codecs.TypedRawCodec):
+        tp = codec.type_
+        if tp in _SCALARS:
+            return {"codec": "utf8", "type": _SCALARS[tp]}
+        return {"codec": "json", "type": type_spec(tp)}
     if isinstance(codec, codecs.StrCodec):
         return {"codec": "str", "type": "json" if value else "string"}
     if isinstance(codec, codecs.RawCodec):
@@ -159,6 +172,28 @@ def _codec_side(codec: Any, *, value: bool) -> dict[str, Any]:
     # Anything else (pickle, binary, SetTable's codec, user codecs): ship the codec itself.
     return {"codec": "pickled", "type": "json" if value else "text",
             "pickled": base64.b64encode(_cloudpickle().dumps(codec)).decode()}
+
+
+def value_hint(table: "Table", samples: Any = ()) -> Any:
+    """The value type an untyped table's values have: its ``default`` when that is a scalar type
+    (``default=int``), else the Record the ``__faust`` tag of sampled changelog values names
+    (when they all name the same one)."""
+    default = getattr(table, "default", None)
+    if default in (int, float, str, bool):
+        return default
+    models = set()
+    for raw in samples:
+        if raw is None:
+            continue
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return None
+        model = lookup_model(data)
+        if model is None:
+            return None
+        models.add(model)
+    return models.pop() if len(models) == 1 else None
 
 
 def _cloudpickle() -> Any:
@@ -169,15 +204,17 @@ def _cloudpickle() -> Any:
     return cloudpickle
 
 
-def table_spec(table: "Table") -> TableSpec:
-    """The decode spec of an app's table (a WindowedTable's underlying table works too)."""
+def table_spec(table: "Table", samples: Any = ()) -> TableSpec:
+    """The decode spec of an app's table (a WindowedTable's underlying table works too);
+    ``samples``: some changelog values, whose ``__faust`` tag types an untyped table's column."""
     state = getattr(table, "_windowed", None)
     size_ms = None if state is None else round(state.window.size * 1000)
     return TableSpec(
         table=table.name,
         topic=table.changelog_topic.name,
         key=_codec_side(table.key_codec, value=False),
-        value=_codec_side(table.value_codec, value=True),
+        value=_codec_side(table.value_codec, value=True,
+                          hint=value_hint(table, samples) if getattr(table, "value_type", None) is None else None),
         window_size_ms=size_ms,
     )
 
@@ -313,6 +350,9 @@ def side_decoder(side: dict[str, Any]) -> Callable[[bytes], Any]:
         return _json_text if spec == "json" else bytes  # type: ignore[return-value]
     if codec == "str":
         return (lambda raw: _json_text(raw.decode("utf-8"))) if spec == "json" else _utf8
+    if codec == "utf8":  # raw key text of a declared scalar type (Faust's raw keys: b"42" for 42)
+        text_conv = converter(spec)
+        return lambda raw: text_conv(raw.decode("utf-8"))
     conv = converter(spec)
     if codec == "json":
         if spec == "text":

@@ -25,6 +25,7 @@ import orjson
 from ..exceptions import ConfigError
 from .offsets import PartitionRange, snapshot_ranges
 from .runtime import check_java, check_pyspark, spark_session
+from .sample import typed_spec
 from .schema import TableSpec, table_spec
 
 if TYPE_CHECKING:
@@ -95,6 +96,7 @@ def read_changelog(spark: "SparkSession", app: "App | str", table: "Table | Any 
     spec = table_spec(the_table)
     servers = bootstrap_servers(the_app, broker)
     planned = list(ranges) if ranges is not None else snapshot_ranges(servers, spec.topic)
+    spec = typed_spec(the_table, spec, servers, planned)  # untyped values: typed by their __faust tags
     if progress is not None:
         for r in planned:
             progress(f"{spec.topic}[{r.partition}]: offsets {r.start}..{r.end} ({r.span} records to read)")
@@ -164,6 +166,7 @@ def export_table(app: "App | str", table: "Table | Any | str", out: str | Path, 
     spec = table_spec(the_table)
     servers = bootstrap_servers(the_app, broker)
     planned = snapshot_ranges(servers, spec.topic)
+    spec = typed_spec(the_table, spec, servers, planned)  # untyped values: typed by their __faust tags
     for r in planned:
         say(f"partition {r.partition}: offsets {r.start}..{r.end}, {r.span} records to read")
     session = spark if spark is not None else spark_session(master)

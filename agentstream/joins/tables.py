@@ -14,8 +14,9 @@ Stream-table (``stream.join(table)`` / ``left_join``), Kafka Streams' KStream-KT
   join sees whatever that agent has written by then, in no defined order with the stream.
 * The lookup key is the record key (re-encoded with the table's key codec); the table must be
   co-partitioned with the stream (partition counts are checked when the topology is built; the
-  key *bytes* must be equal on both topics too, e.g. after ``group_by``, whose repartition topic
-  encodes keys as JSON, declare the table's topic with ``key_serializer="json"``). A ``key=``
+  key *bytes* must be equal on both topics too: ``group_by`` encodes the new key with Faust's raw
+  keys by default, as any Kafka client writes a table topic (UTF-8 keys); for a table topic with
+  JSON keys pass ``group_by(..., key_serializer="json")``). A ``key=``
   extractor would look in the wrong partition, so it is refused: ``stream.group_by(fn).join(table)``.
 * Only the joining agent keeps a ``from_topic`` table up to date (one agent may join it; a table
   nobody joins stays empty): to share one table between agents, use a GlobalTable.

@@ -1,7 +1,13 @@
 """Tables: dict-like views over partitioned state stores, every change sent to a changelog.
 
-A write inside an agent goes to the partition of the record being handled (the task's partition
-number), so a table is partitioned exactly like the stream that updates it. Writes land in a
+Every key has one encoding (the table's key codec: its ``key_type``/``key_serializer``, else
+Faust's raw keys, str as UTF-8) used for the store bytes, the changelog key and the partition
+(Kafka's default partitioner over those bytes). Reads and writes go to the key's own partition,
+from an agent, a timer, a web view or a test alike, so a table always has one value per key on a
+worker. An agent that writes a key whose partition another worker owns (its stream is not
+partitioned by the table key) writes into the partition of the record it handles, as Faust does,
+and is told once that the state splits across workers and how to fix it (``group_by`` the table
+key); under exactly_once every write stays in the task's partition (its transaction). Writes land in a
 write-back cache; at commit the cache goes to the changelog, and only once the producer has
 confirmed delivery are the values written to the local store. The store therefore never holds
 a value the changelog lacks, which is what makes replaying the changelog tail after a crash
@@ -16,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from .. import codecs
 from ..events import current_event
 from ..exceptions import SerializationError, TopologyError
+from ..models import Record
 from ..runtime import current_runtime, current_task, runtime_for
 from ..transport.partitioner import default_partition
 from .partition import TableNotReady, TablePartition
@@ -28,6 +35,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 _NO_KEY = object()
+_UNTYPED_KEYS = (str, bytes)  # what an untyped table key reads back as (else: declare key_type)
+_HOMES_MAX = 65_536  # memoised key -> partition entries per table
 _IMMUTABLE_KEYS = (str, int, bytes)  # exact types: memoising their encoding is safe
 
 __all__ = ["Table", "TablePartition", "TableNotReady"]
@@ -50,7 +59,7 @@ class Table:
         partitions: int | None = None,
         key_type: Any = None,
         value_type: Any = None,
-        key_serializer: str | None = "json",
+        key_serializer: str | None = None,
         value_serializer: str | None = None,
         store: str | None = None,
         help: str | None = None,
@@ -63,8 +72,15 @@ class Table:
         self._partitions = partitions
         self.store_url = store
         self.help = help or ""
-        self.key_codec = codecs.codec_for(key_type, None if key_type is not None else key_serializer)
-        self.value_codec = codecs.codec_for(value_type, value_serializer if value_type is None else None)
+        self.key_type = key_type
+        self.value_type = value_type
+        self.key_serializer = key_serializer
+        self.value_serializer = value_serializer
+        self.key_codec: codecs.Codec = (
+            codecs.UntypedKeyCodec() if key_type is None and (key_serializer or app.key_serializer) == "raw"
+            else codecs.side_codec(key_type, key_serializer, app.key_serializer)
+        )
+        self.value_codec: codecs.Codec = codecs.side_codec(value_type, value_serializer, app.value_serializer)
         self.changelog_topic: "Topic" = app.topic(
             f"{app.id}-{name}-changelog", partitions=partitions, key_serializer="raw", value_serializer="raw",
             internal=True, compacted=True,
@@ -72,6 +88,8 @@ class Table:
         self._key_codec_dumps = self.key_codec.dumps
         self._last_key: Any = _NO_KEY
         self._last_kb = b""
+        self._homes: dict[bytes, int] = {}
+        self._warned: set[tuple[str, str]] = set()  # (kind, agent/topic): each problem is told once
 
     def _key_dumps(self, key: Any) -> bytes:
         # A read-modify-write (``t[k] = t[k] + 1``) encodes the same key twice in a row: remember
@@ -86,6 +104,8 @@ class Table:
             raise SerializationError(f"table {self.name!r} cannot encode key {key!r}: {exc}{hint}") from exc
         if kb is None:
             raise KeyError("a table key cannot be None")
+        if self.key_type is None and type(key) not in _UNTYPED_KEYS and type(self.key_codec) is codecs.UntypedKeyCodec:
+            self._untyped_key(key)
         if type(key) in _IMMUTABLE_KEYS:
             self._last_key, self._last_kb = key, kb
         return kb
@@ -99,24 +119,93 @@ class Table:
         """This worker's partitions of the table: runtime state, kept in the app's runtime context."""
         return runtime_for(self.app).table_partitions(self.name)
 
+    def _untyped_key(self, key: Any) -> None:
+        """Say once per key type that non-str keys of an untyped table read back as text."""
+        if isinstance(key, Record) or ("untyped", type(key).__name__) in self._warned:
+            return
+        self._warned.add(("untyped", type(key).__name__))
+        log.warning(
+            "table %r has no key_type and got a %s key (%r): lookups work, but keys read back from the store "
+            "(items(), the web view, after a restart) are its text %r. Fix: app.Table(%r, key_type=%s)",
+            self.name, type(key).__name__, key, self.key_codec.loads(self._key_codec_dumps(key)), self.name,
+            type(key).__name__)
+
     # -- routing ---------------------------------------------------------------------------------
+    def _home_partition(self, key_bytes: bytes) -> int:
+        """The partition the key's bytes map to (Kafka's default partitioner), memoised: hot keys
+        are hashed once (the memo is dropped whole when it grows past ``_HOMES_MAX`` keys)."""
+        homes = self._homes
+        home = homes.get(key_bytes)
+        if home is None:
+            if len(homes) >= _HOMES_MAX:
+                homes.clear()
+            home = homes[key_bytes] = default_partition(key_bytes, self.partitions)
+        return home
+
     def _partition_for(self, key_bytes: bytes, write: bool) -> TablePartition:
-        event = current_event()
-        if event is not None and not self.is_global:
-            number = event.message.partition
-        else:
-            number = default_partition(key_bytes, self.partitions)
+        home = self._home_partition(key_bytes)
         rt = current_runtime.get()  # inlined runtime_for(): this runs for every table read and write
         if rt is None or rt.app is not self.app:
             rt = runtime_for(self.app)
-        parts = rt.partitions.get(self.name)
-        part: TablePartition | None = None if parts is None else parts.get(number)
-        if part is None:
-            raise TableNotReady(
-                f"table {self.name!r} partition {number} is not on this worker"
-                + ("" if event is not None else "; outside an agent, ask the worker that owns the key")
-            )
-        return part
+        parts: dict[int, TablePartition] = rt.partitions.get(self.name) or {}
+        part = parts.get(home)
+        event = current_event()
+        if event is None or self.is_global:
+            if part is None:
+                raise TableNotReady(
+                    f"table {self.name!r}: key {key_bytes!r:.60} belongs to partition {home}, which is not on this "
+                    + ("worker (is a worker running?)" if self.is_global or not parts else
+                       f"worker (it holds {sorted(parts)}). Fix: read it on the worker that owns partition {home} "
+                       "(the web view's GET /tables/<table>/<key> redirects there)")
+                )
+            return part
+        here = event.message.partition
+        if home == here and part is not None:
+            return part
+        if part is not None and part.active and not self.eos:
+            if write:
+                self._split_warning(event, key_bytes, home, here, local=True)
+            return part  # this worker owns the key: one value per key, as in Faust
+        own = parts.get(here)
+        if own is None:
+            raise TableNotReady(f"table {self.name!r} partition {here} is not on this worker")
+        self._split_warning(event, key_bytes, home, here, local=False)  # a read too: it sees only this split
+        return own
+
+    def _split_warning(self, event: Any, key_bytes: bytes, home: int, here: int, *, local: bool) -> None:
+        """Say once per writer that it writes keys outside the partition it handles, what that
+        means here and with more workers, and how to fix it."""
+        task = current_task.get()
+        writer = task.agent.name if task is not None else event.message.topic
+        if ("split", writer) in self._warned:
+            return
+        self._warned.add(("split", writer))
+        raw = event.message.key
+        same_key = False
+        if event.key is not None and isinstance(raw, (bytes, bytearray)):
+            try:
+                same_key = self._key_codec_dumps(event.key) == key_bytes and bytes(raw) != key_bytes
+            except Exception:
+                same_key = False
+        if local:
+            what = (f"this worker owns partition {home}, so the value goes there (one value per key); but with more "
+                    f"workers partition {home} may be elsewhere, and then the key's state splits by source partition")
+        elif self.eos:
+            what = (f"under exactly_once the value stays in partition {here} (the task's transaction), so the key's "
+                    "state splits by source partition and reads elsewhere miss it")
+        else:
+            what = (f"partition {home} is owned by another worker, so the value goes to partition {here}: the key's "
+                    "state splits by source partition and reads elsewhere miss it")
+        if same_key:
+            fix = (f"the stream key is encoded {bytes(raw)!r:.40} by topic {event.message.topic!r} but {key_bytes!r:.40} "
+                   f"by the table. Fix: give the table the topic's key encoding (app.Table({self.name!r}, "
+                   "key_type=..., key_serializer=...) as declared on the topic), or the topic the table's")
+        else:
+            fix = (f"the stream ({event.message.topic!r}) is not partitioned by the table key. Fix: re-key the stream "
+                   "by the table key first, stream.group_by(<table key>, name=...) (Kafka Streams' repartition "
+                   "before aggregation)")
+        log.warning("agent %r uses table %r key %.60r, which belongs to partition %d, while handling partition %d; "
+                    "%s. %s", writer, self.name, key_bytes, home, here, what, fix)
 
     def _claim(self, part: TablePartition) -> None:
         """exactly_once: attribute the partition's writes to the current task's transaction.
@@ -180,17 +269,13 @@ class Table:
 
     def __contains__(self, key: object) -> bool:
         kb = self._key_dumps(key)
-        try:
-            return self._partition_for(kb, False).get_bytes(kb)[0]
-        except TableNotReady:
-            return False
+        return self._partition_for(kb, False).get_bytes(kb)[0]
 
     def get(self, key: Any, default: Any = None) -> Any:
+        """The value, or ``default`` when the key is absent; raises :class:`TableNotReady` when
+        the key's partition is on another worker (never a silent default for a key held elsewhere)."""
         kb = self._key_dumps(key)
-        try:
-            found, value = self._partition_for(kb, False).get_bytes(kb)
-        except TableNotReady:
-            return default
+        found, value = self._partition_for(kb, False).get_bytes(kb)
         return value if found else default
 
     def pop(self, key: Any, *default: Any) -> Any:

@@ -12,13 +12,17 @@ import orjson
 from aiohttp import web
 
 from ..exceptions import SerializationError
-from ..models import json_dumps
+from ..models import json_default, json_dumps
 
 __all__ = ["dumps", "json_response", "error_response"]
 
 
 def _fallback(obj: Any) -> Any:
     """Last resort for values no codec made JSON-able: their repr, so a lookup never 500s on it."""
+    try:
+        return json_default(obj)  # Records keep their __faust tag (a bytes key elsewhere got us here)
+    except TypeError:
+        pass
     asdict = getattr(obj, "asdict", None)
     if callable(asdict):
         return asdict()
@@ -34,7 +38,7 @@ def dumps(obj: Any) -> bytes:
     try:
         return json_dumps(obj)
     except (SerializationError, TypeError):
-        return orjson.dumps(obj, default=_fallback, option=orjson.OPT_NON_STR_KEYS)
+        return orjson.dumps(obj, default=_fallback, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS)
 
 
 def json_response(data: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:

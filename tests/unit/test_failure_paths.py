@@ -169,7 +169,7 @@ async def test_failed_commit_at_revoke_drops_cache_and_restores() -> None:
         # Meanwhile the partition's next owner counted on: the changelog says 19.
         producer = app.transport.producer()
         await producer.start()
-        await producer.send(table.changelog_topic.name, orjson.dumps("a"), b"19", partition=0)
+        await producer.send(table.changelog_topic.name, b"a", b"19", partition=0)  # raw str key: the table key encoding
         worker.assigned.clear()
         await worker.on_partitions_assigned(assignment)
         await until(worker.assigned.is_set)
@@ -210,7 +210,7 @@ async def test_write_to_a_partition_this_worker_does_not_own_raises() -> None:
 
         table = apps[0].tables["counts"]
         key = next(k for k in (f"k{i}" for i in range(100))
-                   if default_partition(orjson.dumps(k), 2) in standby)
+                   if default_partition(k.encode(), 2) in standby)  # str keys are raw UTF-8
         with pytest.raises(TableNotActive, match="standby"):
             table[key] = 1  # a timer or web view writing a standby partition
     finally:

@@ -53,7 +53,11 @@ class Dog(Animal, namespace="test.Dog"):
     barks: bool = True
 
 
-class Plain(faust.Record, coerce=True, decimals=False):
+class Plain(faust.Record, coerce=True, decimals=False, include_metadata=False):
+    x: int
+
+
+class Tagged(faust.Record):
     x: int
 
 
@@ -69,7 +73,8 @@ def test_include_metadata_and_polymorphic_decoding() -> None:
     assert type(value) is Dog and value.barks
     # An untyped JSON topic turns Faust-serialized records into their models too.
     assert type(codecs.get("json").loads(Dog(name="a").dumps())) is Dog
-    # Without include_metadata (agentstream's default) the payload is just the fields.
+    # include_metadata is on by default, as in Faust; include_metadata=False gives just the fields.
+    assert orjson.loads(Tagged(x=1).dumps()) == {"x": 1, "__faust": {"ns": f"{__name__}.Tagged"}}
     assert orjson.loads(Plain(x=1).dumps()) == {"x": 1}
 
 

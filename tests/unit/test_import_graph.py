@@ -24,6 +24,7 @@ KNOWN_CYCLIC: set[str] = {
     "agentstream.channels",
     "agentstream.cli",
     "agentstream.commands",
+    "agentstream.exporter.sample",
     "agentstream.exporter.schema",
     "agentstream.exporter.source",
     "agentstream.exporter.spark",
