@@ -41,8 +41,12 @@ def _where(exc: BaseException) -> str:
     """``file:line: Error: message`` of the app code that raised (one line, no traceback)."""
     if isinstance(exc, SyntaxError):
         return f"{exc.filename}:{exc.lineno}: {type(exc).__name__}: {exc.msg}"
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "importlib" not in f.filename]
+    here = str(Path(__file__).resolve().parent)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if "importlib" not in f.filename and not f.filename.startswith((here, "<"))]
     at = f"{frames[-1].filename}:{frames[-1].lineno}: " if frames else ""
+    if isinstance(exc, AgentStreamError):
+        return f"{at}{exc}"
     return f"{at}{type(exc).__name__}: {exc}"
 
 
@@ -64,9 +68,8 @@ def load_app(spec: str) -> "App":
                               "pass -A package.module[:app] importable from the current directory") from None
         raise ConfigError("app", f"app module {module_name!r} failed to import: {_where(exc)}",
                           "install the missing module or fix the import") from None
-    except AgentStreamError as exc:
-        raise ConfigError("app", f"app module {module_name!r} failed to import: {_where(exc)}",
-                          "fix the declaration at that line") from None
+    except ConfigError as exc:  # a bad setting in App(...): name the setting, and where
+        raise ConfigError(exc.setting, f"{_where(exc).rsplit(': setting ', 1)[0]}: {exc.problem}", exc.fix) from None
     except Exception as exc:  # the app's own code: one line instead of a traceback wall
         raise ConfigError("app", f"app module {module_name!r} failed to import: {_where(exc)}",
                           "fix the error at that line (python -c 'import MODULE' shows the traceback)") from None
@@ -126,7 +129,7 @@ def _run(coro: Any) -> Any:
 class State:
     """What the group passes down: the -A spec (loaded on first use), the log level."""
 
-    def __init__(self, app: "App | None") -> None:
+    def __init__(self, app: "App | None" = None) -> None:
         self._app = app
         self.spec: str | None = None
         self.loglevel: str | None = None
@@ -140,7 +143,7 @@ class State:
 
 
 def _state(ctx: click.Context) -> State:
-    return typing.cast(State, ctx.ensure_object(State))
+    return ctx.ensure_object(State)
 
 
 def _begin(ctx: click.Context, level: str | None = None, logfile: str | None = None, *, worker: bool = False) -> "App":
@@ -242,7 +245,7 @@ def _setting_options(fun: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--without-web", is_flag=True, help="do not start the web server (same as --no-web-enabled)")
 @click.option("-f", "--logfile", default=None, help="log to this file instead of stderr")
 @click.pass_context
-def worker(ctx: click.Context, without_web: bool, logfile: str | None, **settings: Any) -> int:
+def worker(ctx: click.Context, /, without_web: bool, logfile: str | None, **settings: Any) -> int:
     """Run a worker: join the group and process the assigned partitions."""
     from .worker.worker import Worker
 
@@ -333,8 +336,9 @@ def agents(ctx: click.Context, as_json: bool) -> int:
     """List the agents and the topology."""
     app = _begin(ctx)
     _discover(app)
-    rows = [{"name": a.name, "topics": [t.name for t in a.topics], "concurrency": a.concurrency,
-             "sinks": [s.name for s in a.splits]} for a in app.agents]
+    rows: list[dict[str, Any]] = [{"name": a.name, "topics": [t.name for t in a.topics],
+                                   "concurrency": a.concurrency, "sinks": [s.name for s in a.splits]}
+                                  for a in app.agents]
     if as_json:
         click.echo(orjson.dumps({"agents": rows, "topology": app.topology().describe()}).decode())
         return 0
