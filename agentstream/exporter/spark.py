@@ -16,15 +16,17 @@ snapshot; the reading and the latest-value computation run in Spark's executors.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import orjson
 
 from ..exceptions import ConfigError
 from .offsets import PartitionRange, snapshot_ranges
-from .runtime import check_java, check_pyspark, spark_session
+from .runtime import check_java, check_pyspark, prepare_session, spark_session
 from .schema import TableSpec, table_spec
 
 if TYPE_CHECKING:
@@ -42,11 +44,13 @@ ProgressFn = Callable[[str], None]
 
 
 def register(spark: "SparkSession") -> None:
-    """Register the ``agentstream_changelog`` data source with ``spark`` (idempotent)."""
+    """Register the ``agentstream_changelog`` data source with ``spark`` (idempotent), after
+    pointing the session's Python workers at an interpreter that can run it (:func:`prepare_session`)."""
     from .source import ChangelogDataSource
 
     if getattr(spark, "_agentstream_source", False):
         return
+    prepare_session(spark)
     spark.dataSource.register(ChangelogDataSource)
     spark._agentstream_source = True  # type: ignore[attr-defined]
 
@@ -166,7 +170,13 @@ def export_table(app: "App | str", table: "Table | Any | str", out: str | Path, 
     planned = snapshot_ranges(servers, spec.topic)
     for r in planned:
         say(f"partition {r.partition}: offsets {r.start}..{r.end}, {r.span} records to read")
-    session = spark if spark is not None else spark_session(master)
+    if spark is None:
+        say(f"starting Spark ({master}; starting the JVM takes a few seconds) ...")
+        with _ticking(say, "starting Spark"):
+            session = spark_session(master)
+        say(f"Spark started in {time.monotonic() - started:.1f}s")
+    else:
+        session = spark
     df = changelog_frame(session, spec, servers, planned, latest=latest)
     if fmt == "csv":
         df = _csv_ready(df)
@@ -174,7 +184,10 @@ def export_table(app: "App | str", table: "Table | Any | str", out: str | Path, 
     writer = df.write.mode("overwrite")
     if fmt == "csv":
         writer = writer.options(**CSV_OPTIONS)
-    getattr(writer, fmt)(path)
+    say(f"reading {sum(r.span for r in planned)} changelog records from {len(planned)} partitions and "
+        f"writing {fmt} to {path} ...")
+    with _ticking(say, "reading and writing"):
+        getattr(writer, fmt)(path)
     # Rows per partition, from what was written (cheap: one column of the output).
     reader = session.read.options(**CSV_OPTIONS) if fmt == "csv" else session.read
     counts = {int(row["partition"]): int(row["count"])
@@ -189,6 +202,26 @@ def export_table(app: "App | str", table: "Table | Any | str", out: str | Path, 
             "partitions": {r.partition: {"start": r.start, "end": r.end, "rows": counts.get(r.partition, 0)}
                            for r in planned},
             "path": path, "format": fmt, "seconds": seconds}
+
+
+@contextlib.contextmanager
+def _ticking(say: ProgressFn, what: str, every: float = 5.0) -> Iterator[None]:
+    """A line every ``every`` seconds while a blocking Spark call runs (the CLI is not silent for a
+    minute). A helper thread of the exporter's command-line tool; no worker runs here."""
+    done = threading.Event()
+    started = time.monotonic()
+
+    def tick() -> None:
+        while not done.wait(every):
+            say(f"  ... {what} ({time.monotonic() - started:.0f}s)")
+
+    thread = threading.Thread(target=tick, name="agentstream-export-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 def cli_export(app: "App", table: str, out: str, *, fmt: str = "parquet", master: str | None = None,
