@@ -37,12 +37,12 @@ demo: $(DEMO_STAMP)
 
 test: $(STAMP) $(CHROMIUM)
 	$(PY) -m mypy agentstream
-	$(PY) -m mkdocs build --strict --quiet --site-dir build/site
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet --site-dir build/site
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 # The documentation site (mkdocs-material): build/site/index.html; `make docs-serve` for a live preview.
 docs: $(STAMP)
-	$(PY) -m mkdocs build --strict --site-dir build/site
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir build/site
 
 docs-serve: $(STAMP)
 	$(PY) -m mkdocs serve
