@@ -327,6 +327,7 @@ class Worker:
         for svc in self.services:
             self.app.startup_tasks.append(service_runner(svc))
         setup_logging(str(self.loglevel or self.app.settings.loglevel), self.logfile)
+        flush_deferred_logs()  # the Faust-setting notices, once, at worker start
 
         async def _go() -> int:
             return await _Worker(self.app, install_signal_handlers=True).run()
