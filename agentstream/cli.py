@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import click
 import orjson
 
+from . import __version__
 from .commands import argument, option  # Faust's ``faust.cli.option``/``argument`` (click's) for @app.command
 from .exceptions import AgentStreamError, ConfigError
 from .settings_help import FLAG_ALIASES, setting_fields, setting_help
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 __all__ = ["main", "load_app", "option", "argument", "cli", "setup_logging", "parse_value"]
 
 LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s"
-VERSION = "0.1.0"
 
 
 # -- loading the app --------------------------------------------------------------------------------------------------
@@ -202,7 +202,7 @@ def _set_spec(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option("-A", "--app", "app_spec", is_eager=True, expose_value=False, callback=_set_spec,
               help="the app module, e.g. apps.wordcount or apps.wordcount:app")
 @click.option("-l", "--loglevel", default=None, help="log level: debug, info, warning, error (default: the app's)")
-@click.version_option(VERSION, "--version", prog_name="agentstream", message="%(prog)s %(version)s")
+@click.version_option(__version__, "--version", prog_name="agentstream", message="%(prog)s %(version)s")
 @click.pass_context
 def cli(ctx: click.Context, loglevel: str | None) -> None:
     """Faust-style stream processing on Kafka."""

@@ -12,6 +12,13 @@ Columns: ``key``, (windowed tables) ``window_start``, ``window_end``, ``value``,
 ``offset``, ``timestamp`` -- see :mod:`agentstream.exporter` for their types. The offsets read
 are fixed when :func:`read_changelog` is called, so every action on the DataFrame sees the same
 snapshot; the reading and the latest-value computation run in Spark's executors.
+
+Any SparkSession works, including ``SparkSession.builder...getOrCreate()``: before the source is
+registered, a local session's Python workers are pointed at this interpreter (``spark.pyspark.python``
+wins when set; see :func:`.runtime.prepare_session`). On a cluster every executor must import
+agentstream and aiokafka: install the wheel in the executors' Python and set
+``spark.pyspark.python`` (or ``PYSPARK_PYTHON``) to it, or ship a packed environment with
+``--archives``; ``--py-files agentstream.whl`` suffices only when the dependencies are there.
 """
 
 from __future__ import annotations
