@@ -9,6 +9,7 @@ Shell completion is click's: ``eval "$(_AGENTSTREAM_COMPLETE=bash_source agentst
 from __future__ import annotations
 
 import asyncio
+import difflib
 import gc
 import importlib
 import logging
@@ -191,6 +192,14 @@ class AppGroup(click.Group):
             state.app()  # a broken module is reported as such, not as "no such command"
         return self._app_commands(ctx).get(cmd_name)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        name = click.utils.make_str(args[0]) if args else ""
+        if args and not name.startswith("-") and self.get_command(ctx, name) is None:
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise click.UsageError(f"no such command {name!r}.{hint} (agentstream --help lists them)", ctx)
+        return super().resolve_command(ctx, args)
+
 
 def _set_spec(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value:
@@ -305,7 +314,11 @@ def send(ctx: click.Context, topic: str, value: str | None, key: str | None, par
     if broker:
         app.settings = app.settings.replace(broker=broker)
     target = app.topics.get(topic) or next((a.channel for a in app.agents if a.name == topic), None)
-    if target is None:
+    if target is None:  # Faust sends to any topic; a typo would silently make a new one, so say so
+        known = sorted(set(app.topics) | {a.name for a in app.agents})
+        close = difflib.get_close_matches(topic, known, n=1)
+        click.echo(f"note: {topic!r} is neither a topic nor an agent of app {app.id!r}"
+                   + (f" (did you mean {close[0]!r}?)" if close else ""), err=True)
         target = app.topic(topic)
     chosen = target
 

@@ -176,3 +176,16 @@ def test_rebalance_warnings_of_aiokafka_go_to_debug() -> None:
         assert RebalanceNoise().filter(other) is True and other.levelname == "WARNING"
     finally:
         root.setLevel(saved)
+
+
+def test_a_mistyped_command_suggests_the_right_one(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["-A", "apps.wordcount", "wrker"]) == 2
+    err = capsys.readouterr().err
+    assert "no such command 'wrker'" in err and "Did you mean 'worker'?" in err, err
+
+
+def test_sending_to_an_undeclared_topic_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    app = App("cli-typo", broker="memory://", topic_partitions=1)
+    app.topic("sentences")
+    main(["send", "sentence", '"x"'], app=app)  # the memory broker has no topics outside a worker
+    assert "(did you mean 'sentences'?)" in capsys.readouterr().err
