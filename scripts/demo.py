@@ -115,6 +115,40 @@ def lookup(base: str, word: str) -> dict[str, object]:
         return {"error": str(exc)}
 
 
+class CtrlC:
+    """SIGINT as KeyboardInterrupt, except while an event loop runs a send: there it is held until
+    the loop has closed (an interrupt inside ``asyncio.run`` leaves half-built loops and tracebacks)."""
+
+    def __init__(self) -> None:
+        self.held = 0
+        self.pending = False
+        signal.signal(signal.SIGINT, self._handler)
+
+    def _handler(self, signum: int, frame: object) -> None:
+        if self.held:
+            self.pending = True
+            return
+        raise KeyboardInterrupt
+
+    def run(self, coro: "asyncio.Future[None] | object") -> None:
+        self.held += 1
+        try:
+            asyncio.run(coro)  # type: ignore[arg-type]
+        finally:
+            self.held -= 1
+        if self.pending and not self.held:
+            self.pending = False
+            raise KeyboardInterrupt
+
+
+CTRL_C: CtrlC | None = None
+
+
+def send(bootstrap: str, texts: list[str]) -> None:
+    assert CTRL_C is not None
+    CTRL_C.run(produce(bootstrap, texts))
+
+
 async def produce(bootstrap: str, texts: list[str]) -> None:
     from aiokafka import AIOKafkaProducer
 
@@ -185,7 +219,7 @@ def _session(broker: DevBroker, workers: list[DemoWorker], texts: list[str],
     for w in workers:
         print(f"  {w.name}: partitions {sorted(assigned(w))} of 'sentences', web server {w.url}", flush=True)
     print(f"feeding {len(texts)} sentences to topic 'sentences' ...", flush=True)
-    asyncio.run(produce(broker.bootstrap, texts))
+    send(broker.bootstrap, texts)
     top = [w for w, _ in sorted(expected.items(), key=lambda kv: (-kv[1], kv[0]))[:8]]
     wait_for("the counts", lambda: all(lookup(workers[0].url, w).get("value") == expected[w] for w in top),
              workers, 120)
@@ -204,7 +238,7 @@ def _session(broker: DevBroker, workers: list[DemoWorker], texts: list[str],
     print("\nthe workers keep running and a few sentences a second keep coming; press Ctrl-C to stop", flush=True)
     rnd = random.Random(7)
     while True:
-        asyncio.run(produce(broker.bootstrap, [f"{rnd.choice(LINES)}" for _ in range(5)]))
+        send(broker.bootstrap, [f"{rnd.choice(LINES)}" for _ in range(5)])
         for _ in range(10):
             for w in workers:
                 w.check()
@@ -216,6 +250,8 @@ def main() -> int:
     parser.add_argument("--once", action="store_true", help="stop after the queries instead of waiting for Ctrl-C")
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]  # in order with stderr
+    global CTRL_C
+    CTRL_C = CtrlC()
     try:
         return run(args.once)
     except DevBrokerError as exc:
