@@ -188,8 +188,7 @@ async def live_group_members(app: "App") -> list[str]:
             group_id, state, group_members = group[1], group[2], group[5]
             if group_id != app.id or state in ("Dead", "Empty"):
                 continue
-            for member in group_members:
-                members.append(f"{member[0]} ({member[2]}{member[3]})" if len(member) > 3 else str(member[0]))
+            members.extend(str(member[0]) for member in group_members)  # member ids
     return members
 
 
