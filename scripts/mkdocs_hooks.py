@@ -34,7 +34,7 @@ def settings_reference() -> str:
             shown = "`<app id>-dead-letters`"
         else:
             shown = f"`{shown}`"
-        what = setting_help(f, tp).replace("|", "\\|")
+        what = setting_help(f, tp).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
         rows.append(f"| `{f.name}` | `AGENTSTREAM_{f.name.upper()}` | {flag} | {shown} | {what} |")
     return "\n".join(rows)
 
