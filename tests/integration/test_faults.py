@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import random
 import re
 import subprocess
@@ -255,6 +256,8 @@ def test_unwritable_data_dir_stops_the_worker_with_a_clear_error_and_loses_nothi
         # Root ignores file modes through CAP_DAC_OVERRIDE: run the worker as root without it (and
         # without CAP_DAC_READ_SEARCH), so the modes below bind it while it still reads the checkout
         # it owns, wherever that lives (a 0700 home or mktemp directory included).
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root needs setpriv (util-linux) to drop CAP_DAC_OVERRIDE")
         caps = "-dac_override,-dac_read_search"
         prefix = ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}", "--"]
     data.mkdir()
