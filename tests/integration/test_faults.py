@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import random
 import re
+import shutil
 import subprocess
 import threading
 import time
