@@ -50,6 +50,15 @@ class WorkerExited(Exception):
     """A demo worker stopped on its own (a bad setting, a crash)."""
 
 
+def _stop_with_parent() -> None:
+    """Linux: SIGTERM the worker when the demo process dies, even by SIGKILL (no orphans)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 class DemoWorker:
     def __init__(self, name: str, tmp: Path, env: dict[str, str]) -> None:
         self.name = name
@@ -60,7 +69,8 @@ class DemoWorker:
             [sys.executable, "-m", "agentstream", "-A", "apps.wordcount", "worker", "--data-dir", str(tmp / name),
              "--web-host", "127.0.0.1", "--web-port", str(self.port), "-l", "info"],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-            start_new_session=True)  # Ctrl-C reaches the demo only; it stops the workers in order
+            start_new_session=True,  # Ctrl-C reaches the demo only; it stops the workers in order
+            preexec_fn=_stop_with_parent)
 
     @property
     def url(self) -> str:
