@@ -57,3 +57,42 @@ def test_demo_shows_the_error_of_a_worker_that_exits_at_once() -> None:
     assert "setting 'commit_interval'" in r.stderr and "AGENTSTREAM_COMMIT_INTERVAL" in r.stderr, r.stderr
     assert "timed out" not in r.stderr + r.stdout
     print(f"demo reported the failed worker after {time.monotonic() - started:.1f}s")
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in open(f"/proc/{pid}/task/{pid}/children").read().split()]
+    except OSError:
+        return []
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return "zombie" in open(f"/proc/{pid}/status").read()
+    except OSError:
+        return True
+
+
+def test_killing_the_demo_leaves_no_worker_or_broker_behind() -> None:
+    if not os.path.exists("/proc/self/task"):
+        import pytest
+
+        pytest.skip("needs Linux /proc")
+    proc = subprocess.Popen(DEMO, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if "press Ctrl-C" in line:
+                break
+        kids = _children(proc.pid)
+        assert len(kids) >= 3, kids  # the broker and two workers
+    finally:
+        proc.kill()  # no clean-up code runs
+        proc.wait(10)
+    deadline = time.monotonic() + 60
+    while not all(_gone(k) for k in kids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    alive = [k for k in kids if not _gone(k)]
+    for k in alive:
+        os.kill(k, signal.SIGKILL)
+    assert not alive, f"left running after the demo was killed: {alive}"
