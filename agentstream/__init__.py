@@ -37,7 +37,7 @@ ChannelT = Channel
 AgentT = Agent
 TableT = Table
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 
 def __getattr__(name: str) -> object:

@@ -1,33 +1,61 @@
-"""The ``agentstream`` command: ``agentstream -A MODULE worker|send|agents|topics|tables`` and
-``agentstream dev-broker``. Settings precedence: App arguments < AGENTSTREAM_* env < CLI flags."""
+"""The ``agentstream`` command (click, as Faust's): ``agentstream -A MODULE worker|send|agents|topics|
+tables|models|model|export|reset`` and ``agentstream dev-broker``, plus the app's ``@app.command``s.
+
+Settings precedence: App arguments < AGENTSTREAM_* env < CLI flags. The worker's flags are generated
+from the :class:`~agentstream.settings.Settings` fields, so a new setting gets its flag for free.
+Shell completion is click's: ``eval "$(_AGENTSTREAM_COMPLETE=bash_source agentstream)"``.
+"""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
+import difflib
 import gc
 import importlib
 import logging
 import os
+import re
 import sys
+import traceback
+import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+import click
 import orjson
 
-from .commands import argument, option  # Faust's ``faust.cli.option``/``argument`` for @app.command
+from ._version import __version__
+from .commands import argument, option  # Faust's ``faust.cli.option``/``argument`` (click's) for @app.command
 from .exceptions import AgentStreamError, ConfigError
+from .settings_help import FLAG_ALIASES, setting_fields, setting_help
 
 if TYPE_CHECKING:
     from .app import App
 
-__all__ = ["main", "load_app", "option", "argument"]
+__all__ = ["main", "load_app", "option", "argument", "cli", "setup_logging", "parse_value"]
 
 LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s"
 
 
+# -- loading the app --------------------------------------------------------------------------------------------------
+def _where(exc: BaseException) -> str:
+    """``file:line: Error: message`` of the app code that raised (one line, no traceback)."""
+    if isinstance(exc, SyntaxError):
+        return f"{exc.filename}:{exc.lineno}: {type(exc).__name__}: {exc.msg}"
+    here = str(Path(__file__).resolve().parent)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if "importlib" not in f.filename and not f.filename.startswith((here, "<"))]
+    at = f"{frames[-1].filename}:{frames[-1].lineno}: " if frames else ""
+    if isinstance(exc, AgentStreamError):
+        return f"{at}{exc}"
+    return f"{at}{type(exc).__name__}: {exc}"
+
+
 def load_app(spec: str) -> "App":
-    """``package.module`` or ``package.module:attribute``; the module's ``app`` by default."""
+    """``package.module`` or ``package.module:attribute``; the module's ``app`` by default.
+
+    A module that does not import (syntax error, exception at import) is a ConfigError of one line
+    naming the file, the line and the error."""
     from .app import App
 
     module_name, _, attr = spec.partition(":")
@@ -35,8 +63,21 @@ def load_app(spec: str) -> "App":
         sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError("app", f"cannot import {module_name!r}: {exc}", "pass -A package.module[:app] importable from the current directory") from exc
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise ConfigError("app", f"cannot import {module_name!r}: {exc}",
+                              "pass -A package.module[:app] importable from the current directory") from None
+        raise ConfigError("app", f"app module {module_name!r} failed to import: {_where(exc)}",
+                          "install the missing module or fix the import") from None
+    except ConfigError as exc:  # a bad setting in App(...): name the setting, and where it came from
+        where = _where(exc).rsplit(": setting ", 1)[0]
+        env = f"AGENTSTREAM_{exc.setting.upper()}"
+        if env in os.environ:
+            where += f" (with {env}={os.environ[env]!r})"
+        raise ConfigError(exc.setting, f"{where}: {exc.problem}", exc.fix) from None
+    except Exception as exc:  # the app's own code: one line instead of a traceback wall
+        raise ConfigError("app", f"app module {module_name!r} failed to import: {_where(exc)}",
+                          "fix the error at that line (python -c 'import MODULE' shows the traceback)") from None
     if attr:
         obj = getattr(module, attr, None)
     else:
@@ -48,9 +89,29 @@ def load_app(spec: str) -> "App":
     return obj
 
 
+# -- logging ----------------------------------------------------------------------------------------------------------
+REBALANCE_NOISE = re.compile(
+    r"because it is rebalancing|generation id is not\s+current|member_id was not recognized"
+    r"|OffsetCommit failed .*(rebalanc|generation)|Marking the coordinator dead"
+)
+
+
+class RebalanceNoise(logging.Filter):
+    """aiokafka logs every normal rebalance as a WARNING ("Heartbeat failed ... rebalancing"): the
+    worker logs the rebalance itself, so those lines are demoted to DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith("aiokafka") and record.levelno <= logging.WARNING \
+                and REBALANCE_NOISE.search(record.getMessage()):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger().isEnabledFor(logging.DEBUG)
+        return True
+
+
 def setup_logging(level: str, logfile: str | None = None) -> None:
     handler: logging.Handler = logging.FileHandler(logfile) if logfile else logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.addFilter(RebalanceNoise())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     try:
@@ -69,115 +130,142 @@ def _run(coro: Any) -> Any:
         return asyncio.run(coro)
 
 
-def _parser(app: "App | None" = None) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="agentstream", description="Faust-style stream processing on Kafka")
-    p.add_argument("-A", "--app", help="the app module, e.g. apps.wordcount or apps.wordcount:app")
-    p.add_argument("-l", "--loglevel", default=None, help="log level (default: the app's, INFO)")
-    sub = p.add_subparsers(dest="command", required=True)
+# -- the command group ------------------------------------------------------------------------------------------------
+class State:
+    """What the group passes down: the -A spec (loaded on first use), the log level."""
 
-    w = sub.add_parser("worker", help="run a worker: join the group and process the assigned partitions")
-    w.add_argument("--broker", "-b", help="broker URL, e.g. kafka://127.0.0.1:9092 or memory://")
-    w.add_argument("--web-port", type=int, help="port of the worker's web server")
-    w.add_argument("--web-host", "--web-bind", dest="web_host", help="address the web server binds (default 127.0.0.1)")
-    w.add_argument("--without-web", action="store_true", help="do not start the web server")
-    w.add_argument("--data-dir", help="where table stores and checkpoints live")
-    w.add_argument("-l", "--loglevel", dest="worker_loglevel", default=None, help="log level")
-    w.add_argument("-f", "--logfile", help="log to this file instead of stderr")
+    def __init__(self, app: "App | None" = None) -> None:
+        self._app = app
+        self.spec: str | None = None
+        self.loglevel: str | None = None
 
-    s = sub.add_parser("send", help="send one record to a topic (or agent)")
-    s.add_argument("topic")
-    s.add_argument("value", nargs="?", default=None)
-    s.add_argument("--key", "-k", default=None)
-    s.add_argument("--partition", type=int, default=None)
-    s.add_argument("--repeat", "-r", type=int, default=1)
-    s.add_argument("--broker", "-b")
-
-    sub.add_parser("agents", help="list agents and the topology")
-    sub.add_parser("topics", help="list the topics the app uses")
-    sub.add_parser("tables", help="list the tables: kind, store, partitions, changelog topic, windowing")
-
-    e = sub.add_parser("export", help="export a table (its changelog) with Spark: needs agentstream[spark] and Java 17")
-    e.add_argument("table", help="the table's name, as given to app.Table()")
-    e.add_argument("--out", "-o", required=True, help="output directory (replaced)")
-    e.add_argument("--format", dest="export_format", choices=("parquet", "csv", "json"), default="parquet")
-    e.add_argument("--master", default=None, help="Spark master URL (default local[*])")
-    e.add_argument("--all-versions", action="store_true", help="every changelog record, not the latest value per key")
-    e.add_argument("--broker", "-b", help="broker URL (default: the app's)")
-
-    d = sub.add_parser("dev-broker", help="run the local Kafka-protocol dev broker (memory only)")
-    d.add_argument("--port", type=int, default=9092)
-
-    sub.add_parser("models", help="list the app's Record models (Faust's `models`)")
-    m = sub.add_parser("model", help="show a model's fields, types and defaults")
-    m.add_argument("name", help="the model's class name or namespace")
-    r = sub.add_parser("reset", help="delete the app's local table stores (restored from the changelogs on start); "
-                                     "--offsets also rewinds the consumer group")
-    r.add_argument("--data-dir", help="where table stores live (default: the app's)")
-    r.add_argument("--offsets", action="store_true", help="also reset the group's offsets to the earliest")
-    r.add_argument("--yes", "-y", action="store_true", help="do it (without: print what would be done)")
-    r.add_argument("--broker", "-b")
-    if app is not None and app.commands:
-        from .commands import add_parsers
-
-        add_parsers(sub, app, set(sub.choices))
-    return p
-
-
-def _preload(argv: Sequence[str] | None) -> "App | None":
-    """Import the -A app before parsing, so its @app.command commands are known to the parser."""
-    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)  # "--a 1" is not "--app"
-    pre.add_argument("-A", "--app")
-    known, _ = pre.parse_known_args(argv)
-    if not known.app:
-        return None
-    try:
-        return load_app(known.app)
-    except AgentStreamError:
-        return None  # reported by main() with the usual message
-
-
-def main(argv: Sequence[str] | None = None, app: "App | None" = None) -> int:
-    args = _parser(app or _preload(argv)).parse_args(argv)
-    level = getattr(args, "worker_loglevel", None) or args.loglevel
-    try:
-        if args.command == "dev-broker":
-            from .devbroker import run_foreground
-
-            setup_logging(level or "INFO")
-            return run_foreground(args.port)
-        if app is None:
-            if not args.app:
+    def app(self) -> "App":
+        if self._app is None:
+            if not self.spec:
                 raise ConfigError("app", "no app given", "pass -A package.module (e.g. -A apps.wordcount)")
-            app = load_app(args.app)
-        setup_logging(level or app.settings.loglevel, getattr(args, "logfile", None))
-        from .faust_compat import flush_deferred_logs
-
-        flush_deferred_logs()
-        handler: Callable[[Any, App], int] | None = _COMMANDS.get(args.command)
-        if handler is None:  # an @app.command
-            from .commands import run_command
-
-            return run_command(app, args.command, args)
-        return handler(args, app)
-    except AgentStreamError as exc:
-        print(f"agentstream: error: {exc}", file=sys.stderr)
-        return 2
+            self._app = load_app(self.spec)
+        return self._app
 
 
-def _worker(args: argparse.Namespace, app: "App") -> int:
+def _state(ctx: click.Context) -> State:
+    return ctx.ensure_object(State)
+
+
+def _begin(ctx: click.Context, level: str | None = None, logfile: str | None = None, *, worker: bool = False) -> "App":
+    """Load the app and set up logging. Faust-setting notices are written once, by the worker only;
+    other commands log warnings and errors unless -l says otherwise."""
+    from . import faust_compat
+
+    state = _state(ctx)
+    app = state.app()
+    level = level or state.loglevel
+    setup_logging(level or (app.settings.loglevel if worker else "WARNING"), logfile)
+    if worker:
+        faust_compat.flush_deferred_logs()
+    else:
+        faust_compat.drop_deferred_logs()
+    return app
+
+
+class AppGroup(click.Group):
+    """Built-in commands plus the app's ``@app.command``s (built-in names win)."""
+
+    def _app_commands(self, ctx: click.Context) -> dict[str, click.Command]:
+        state = _state(ctx)
+        if state._app is None and not state.spec:
+            return {}
+        try:
+            return dict(state.app().commands)
+        except AgentStreamError:
+            return {}  # reported by the command that needs the app
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        builtin = super().list_commands(ctx)
+        return builtin + sorted(n for n in self._app_commands(ctx) if n not in builtin)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is not None:
+            return cmd
+        state = _state(ctx)
+        if state._app is None and state.spec:
+            state.app()  # a broken module is reported as such, not as "no such command"
+        return self._app_commands(ctx).get(cmd_name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        name = click.utils.make_str(args[0]) if args else ""
+        if args and not name.startswith("-") and self.get_command(ctx, name) is None:
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise click.UsageError(f"no such command {name!r}.{hint} (agentstream --help lists them)", ctx)
+        return super().resolve_command(ctx, args)
+
+
+def _set_spec(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value:
+        _state(ctx).spec = value
+    return value
+
+
+@click.group(cls=AppGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.option("-A", "--app", "app_spec", is_eager=True, expose_value=False, callback=_set_spec,
+              help="the app module, e.g. apps.wordcount or apps.wordcount:app")
+@click.option("-l", "--loglevel", default=None, help="log level: debug, info, warning, error (default: the app's)")
+@click.version_option(__version__, "--version", prog_name="agentstream", message="%(prog)s %(version)s")
+@click.pass_context
+def cli(ctx: click.Context, loglevel: str | None) -> None:
+    """Faust-style stream processing on Kafka."""
+    _state(ctx).loglevel = loglevel
+
+
+# -- worker -----------------------------------------------------------------------------------------------------------
+def _click_type(tp: Any) -> Any:
+    """click's type for a setting's type; None for settings that have no command-line form."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if args and len(args) == 1:  # X | None
+        tp = args[0]
+    if tp is bool:
+        return bool
+    if tp is int:
+        return click.INT
+    if tp is float:
+        return click.FLOAT
+    if tp is Path:
+        return click.Path(path_type=Path)
+    if tp is str:
+        return click.STRING
+    return None
+
+
+def _setting_options(fun: Callable[..., Any]) -> Callable[..., Any]:
+    """One ``--<setting>`` flag per setting (bools as ``--x/--no-x``), plus the old spellings."""
+    for f, tp in reversed(setting_fields()):
+        ctype = _click_type(tp)
+        if ctype is None:
+            continue
+        dash = f.name.replace("_", "-")
+        helptext = setting_help(f, tp)
+        if ctype is bool:
+            fun = click.option(f"--{dash}/--no-{dash}", f.name, default=None, help=helptext)(fun)
+        else:
+            fun = click.option(f"--{dash}", *FLAG_ALIASES.get(f.name, ()), f.name, type=ctype, default=None,
+                               help=helptext, metavar=f.name.split("_")[-1].upper())(fun)
+    return fun
+
+
+@cli.command()
+@_setting_options
+@click.option("--without-web", is_flag=True, help="do not start the web server (same as --no-web-enabled)")
+@click.option("-f", "--logfile", default=None, help="log to this file instead of stderr")
+@click.pass_context
+def worker(ctx: click.Context, /, without_web: bool, logfile: str | None, **settings: Any) -> int:
+    """Run a worker: join the group and process the assigned partitions."""
     from .worker.worker import Worker
 
-    changes: dict[str, Any] = {}
-    if args.broker:
-        changes["broker"] = args.broker
-    if args.web_port is not None:
-        changes["web_port"] = args.web_port
-    if args.web_host:
-        changes["web_host"] = args.web_host
-    if args.without_web:
+    changes = {name: value for name, value in settings.items() if value is not None}
+    if without_web:
         changes["web_enabled"] = False
-    if args.data_dir:
-        changes["data_dir"] = Path(args.data_dir)
+    app = _begin(ctx, changes.get("loglevel"), logfile, worker=True)
     if changes:
         app.settings = app.settings.replace(**changes)
 
@@ -193,28 +281,53 @@ def _worker(args: argparse.Namespace, app: "App") -> int:
     return int(_run(_go()))
 
 
-def _parse_value(raw: str | None) -> Any:
+# -- send -------------------------------------------------------------------------------------------------------------
+def parse_value(raw: str | None) -> Any:
+    """A command-line value: JSON when it looks like JSON (object, array, string, number, true/false/
+    null), else the text itself. Something that starts like JSON and does not parse is an error
+    naming the column, not a string the topic's codec rejects later."""
     if raw is None:
         return None
     try:
         return orjson.loads(raw)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError as exc:
+        if raw.lstrip()[:1] in ("{", "[", '"'):
+            raise click.BadParameter(f"invalid JSON at column {exc.colno}: {exc.msg} (in {raw!r})",
+                                     param_hint="VALUE") from None
         return raw
 
 
-def _send(args: argparse.Namespace, app: "App") -> int:
-    if args.broker:
-        app.settings = app.settings.replace(broker=args.broker)
-    topic = app.topics.get(args.topic) or next((a.channel for a in app.agents if a.name == args.topic), None)
-    if topic is None:
-        topic = app.topic(args.topic)
+@cli.command()
+@click.argument("topic")
+@click.argument("value", required=False, default=None)
+@click.option("-k", "--key", default=None, help="the record's key (text)")
+@click.option("--partition", type=click.IntRange(min=0), default=None,
+              help="send to this partition instead of the key's (or round-robin)")
+@click.option("-r", "--repeat", type=click.IntRange(min=1), default=1, help="send the record this many times")
+@click.option("-b", "--broker", default=None, help="broker URL (default: the app's)")
+@click.pass_context
+def send(ctx: click.Context, topic: str, value: str | None, key: str | None, partition: int | None, repeat: int,
+         broker: str | None) -> int:
+    """Send one record to a topic (or to an agent by its name). VALUE is JSON or plain text."""
+    parsed = parse_value(value)
+    app = _begin(ctx)
+    if broker:
+        app.settings = app.settings.replace(broker=broker)
+    target = app.topics.get(topic) or next((a.channel for a in app.agents if a.name == topic), None)
+    if target is None:  # Faust sends to any topic; a typo would silently make a new one, so say so
+        known = sorted(set(app.topics) | {a.name for a in app.agents})
+        close = difflib.get_close_matches(topic, known, n=1)
+        click.echo(f"note: {topic!r} is neither a topic nor an agent of app {app.id!r}"
+                   + (f" (did you mean {close[0]!r}?)" if close else ""), err=True)
+        target = app.topic(topic)
+    chosen = target
 
     async def _go() -> int:
         try:
-            for _ in range(args.repeat):
-                fut = await topic.send(key=args.key, value=_parse_value(args.value), partition=args.partition)
+            for _ in range(repeat):
+                fut = await chosen.send(key=key, value=parsed, partition=partition)
                 md = await fut
-                print(orjson.dumps({"topic": md.topic, "partition": md.partition, "offset": md.offset}).decode())
+                click.echo(orjson.dumps({"topic": md.topic, "partition": md.partition, "offset": md.offset}).decode())
         finally:
             await app.stop_clients()
         return 0
@@ -222,91 +335,182 @@ def _send(args: argparse.Namespace, app: "App") -> int:
     return int(_run(_go()))
 
 
-def _agents(args: argparse.Namespace, app: "App") -> int:
+# -- listings ---------------------------------------------------------------------------------------------------------
+JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="print JSON (one document) instead of text")
+
+
+def _discover(app: "App") -> None:
     async def _go() -> None:
         await app.discover()
 
     _run(_go())
-    for agent in app.agents:
-        print(f"{agent.name}: topics={','.join(t.name for t in agent.topics)} concurrency={agent.concurrency} "
-              f"splits={','.join(s.name for s in agent.splits) or '-'}")
-    print(app.topology().describe())
+
+
+@cli.command()
+@JSON_OPTION
+@click.pass_context
+def agents(ctx: click.Context, as_json: bool) -> int:
+    """List the agents and the topology."""
+    app = _begin(ctx)
+    _discover(app)
+    rows: list[dict[str, Any]] = [{"name": a.name, "topics": [t.name for t in a.topics],
+                                   "concurrency": a.concurrency, "sinks": [s.name for s in a.splits]}
+                                  for a in app.agents]
+    if as_json:
+        click.echo(orjson.dumps({"agents": rows, "topology": app.topology().describe()}).decode())
+        return 0
+    for r in rows:
+        click.echo(f"{r['name']}: topics={','.join(r['topics'])} concurrency={r['concurrency']} "
+                   f"splits={','.join(r['sinks']) or '-'}")
+    click.echo(app.topology().describe())
     return 0
 
 
-def _topics(args: argparse.Namespace, app: "App") -> int:
-    async def _go() -> None:
-        await app.discover()
-
-    _run(_go())
+@cli.command()
+@JSON_OPTION
+@click.pass_context
+def topics(ctx: click.Context, as_json: bool) -> int:
+    """List the topics the app uses (sources, sinks, internal and changelog topics)."""
+    app = _begin(ctx)
+    _discover(app)
     changelogs = {t.changelog_topic.name for t in app.tables.values()}
-    for name, topic in sorted(app.topics.items()):
-        if name in changelogs:
-            continue
-        kind = "internal" if topic.internal else "topic"
-        print(f"{name}\tpartitions={topic.partitions}\t{kind}")
-    for table in app.tables.values():
-        print(f"{table.changelog_topic.name}\tpartitions={table.changelog_topic.partitions}\tchangelog")
+    rows = [{"name": name, "partitions": topic.partitions, "kind": "internal" if topic.internal else "topic"}
+            for name, topic in sorted(app.topics.items()) if name not in changelogs]
+    rows += [{"name": t.changelog_topic.name, "partitions": t.changelog_topic.partitions, "kind": "changelog"}
+             for t in app.tables.values()]
+    if as_json:
+        click.echo(orjson.dumps(rows).decode())
+        return 0
+    for r in rows:
+        click.echo(f"{r['name']}\tpartitions={r['partitions']}\t{r['kind']}")
     return 0
 
 
-def _tables(args: argparse.Namespace, app: "App") -> int:
-    """One line per table, tab-separated like ``topics``."""
-    if not app.tables:
-        print("(no tables)")
+@cli.command()
+@JSON_OPTION
+@click.pass_context
+def tables(ctx: click.Context, as_json: bool) -> int:
+    """List the tables: kind, store, partitions, changelog topic, windowing."""
+    app = _begin(ctx)
+    rows: list[dict[str, Any]] = []
     for name, table in sorted(app.tables.items()):
         state = table._windowed
-        if state is None:
+        window: dict[str, Any] | None = None
+        if state is not None:
+            w = state.window
+            window = {"kind": "tumbling" if w.step == w.size else "hopping", "size": w.size, "step": w.step,
+                      "expires": w.expires, "grace": state.grace}
+        rows.append({"name": name, "kind": type(table).__name__, "store": table.store_url or app.settings.store,
+                     "partitions": table.partitions, "changelog": table.changelog_topic.name, "window": window})
+    if as_json:
+        click.echo(orjson.dumps(rows).decode())
+        return 0
+    if not rows:
+        click.echo("(no tables)")
+    for r in rows:
+        w = r["window"]
+        if w is None:
             windowing = "-"
         else:
-            w = state.window
-            kind = "tumbling" if w.step == w.size else f"hopping step={w.step:g}s"
-            windowing = f"{kind} size={w.size:g}s expires={w.expires:g}s grace={state.grace:g}s"
-        print(f"{name}\tkind={type(table).__name__}\tstore={table.store_url or app.settings.store}\t"
-              f"partitions={table.partitions}\tchangelog={table.changelog_topic.name}\twindow={windowing}")
+            kind = "tumbling" if w["kind"] == "tumbling" else f"hopping step={w['step']:g}s"
+            windowing = f"{kind} size={w['size']:g}s expires={w['expires']:g}s grace={w['grace']:g}s"
+        click.echo(f"{r['name']}\tkind={r['kind']}\tstore={r['store']}\tpartitions={r['partitions']}\t"
+                   f"changelog={r['changelog']}\twindow={windowing}")
     return 0
 
 
-def _export(args: argparse.Namespace, app: "App") -> int:
-    from .exporter.spark import cli_export
-
-    return cli_export(app, args.table, args.out, fmt=args.export_format, master=args.master,
-                      all_versions=args.all_versions, broker=args.broker)
-
-
-def _models(args: argparse.Namespace, app: "App") -> int:
+@cli.command()
+@JSON_OPTION
+@click.pass_context
+def models(ctx: click.Context, as_json: bool) -> int:
+    """List the app's Record models (Faust's ``models``)."""
     from .commands import print_models
 
-    return print_models(app)
+    return print_models(_begin(ctx), as_json)
 
 
-def _model(args: argparse.Namespace, app: "App") -> int:
+@cli.command()
+@click.argument("name")
+@click.pass_context
+def model(ctx: click.Context, name: str) -> int:
+    """Show a model's fields, types and defaults (NAME: class name or namespace)."""
     from .commands import print_model
 
-    return print_model(app, args.name)
+    return print_model(_begin(ctx), name)
 
 
-def _reset(args: argparse.Namespace, app: "App") -> int:
+# -- export, reset, dev broker ----------------------------------------------------------------------------------------
+@cli.command()
+@click.argument("table")
+@click.option("-o", "--out", required=True, type=click.Path(), help="output directory (replaced)")
+@click.option("--format", "export_format", type=click.Choice(["parquet", "csv", "json"]), default="parquet",
+              show_default=True, help="output format")
+@click.option("--master", default=None, help="Spark master URL (default local[*])")
+@click.option("--all-versions", is_flag=True, help="every changelog record, not the latest value per key")
+@click.option("-b", "--broker", default=None, help="broker URL (default: the app's)")
+@click.pass_context
+def export(ctx: click.Context, table: str, out: str, export_format: str, master: str | None, all_versions: bool,
+           broker: str | None) -> int:
+    """Export a table (its changelog) with Spark: needs agentstream[spark] and Java 17."""
+    from .exporter.spark import cli_export
+
+    app = _begin(ctx)
+    logging.getLogger("agentstream.exporter").setLevel(logging.INFO)
+    return cli_export(app, table, out, fmt=export_format, master=master, all_versions=all_versions, broker=broker)
+
+
+@cli.command()
+@click.option("--data-dir", "--datadir", "data_dir", type=click.Path(path_type=Path), default=None,
+              help="where table stores live (default: the app's)")
+@click.option("--offsets", is_flag=True, help="also reset the group's offsets to the earliest")
+@click.option("-y", "--yes", is_flag=True, help="do it (without: print what would be done)")
+@click.option("-b", "--broker", default=None, help="broker URL (default: the app's)")
+@click.pass_context
+def reset(ctx: click.Context, data_dir: Path | None, offsets: bool, yes: bool, broker: str | None) -> int:
+    """Delete the app's local table stores (restored from the changelogs on start); --offsets also
+    rewinds the consumer group. Refuses while a worker of the app is running."""
     from .commands import reset_app
 
+    app = _begin(ctx)
     changes: dict[str, Any] = {}
-    if args.data_dir:
-        changes["data_dir"] = Path(args.data_dir)
-    if args.broker:
-        changes["broker"] = args.broker
+    if data_dir:
+        changes["data_dir"] = data_dir
+    if broker:
+        changes["broker"] = broker
     if changes:
         app.settings = app.settings.replace(**changes)
-    return reset_app(app, offsets=args.offsets, yes=args.yes)
+    return reset_app(app, offsets=offsets, yes=yes)
 
 
-_COMMANDS: dict[str, Callable[[argparse.Namespace, "App"], int]] = {
-    "models": _models,
-    "model": _model,
-    "reset": _reset,
-    "worker": _worker,
-    "send": _send,
-    "agents": _agents,
-    "topics": _topics,
-    "export": _export,
-    "tables": _tables,
-}
+@cli.command("dev-broker")
+@click.option("--port", type=click.IntRange(1, 65535), default=9092, show_default=True,
+              help="TCP port on 127.0.0.1 the broker listens on")
+@click.pass_context
+def dev_broker(ctx: click.Context, port: int) -> int:
+    """Run the local Kafka-protocol dev broker (tansu; memory only)."""
+    from .devbroker import run_foreground
+
+    setup_logging(_state(ctx).loglevel or "INFO")
+    return run_foreground(port)
+
+
+# -- entry point ------------------------------------------------------------------------------------------------------
+def main(argv: Sequence[str] | None = None, app: "App | None" = None) -> int:
+    """Run the CLI and return its exit status (2 for usage and configuration errors)."""
+    try:
+        result = cli.main(args=list(argv) if argv is not None else None, prog_name="agentstream",
+                          standalone_mode=False, obj=State(app))
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    except AgentStreamError as exc:
+        click.echo(f"agentstream: error: {exc}", err=True)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    if isinstance(result, int) and not isinstance(result, bool):
+        return result
+    return 0

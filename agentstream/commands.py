@@ -1,89 +1,32 @@
-"""App-defined CLI commands (Faust's ``@app.command`` with ``faust.cli.option``/``argument``).
+"""App-defined CLI commands (Faust's ``@app.command``) and the logic behind the built-in verbs
+``models``, ``model`` and ``reset`` (cli.py only wires them).
 
-Faust builds commands with click; agentstream's CLI is argparse (no extra dependency), so
-``option``/``argument`` record click-style declarations and translate the common attributes
-(``type``, ``default``, ``help``, ``required``, ``is_flag``, ``multiple``, ``count``, ``nargs``,
-``--flag/--no-flag``) to argparse. The command function gets its options as keyword arguments
-(click's names: ``--dry-run`` -> ``dry_run``) and, when it takes a first parameter besides them,
-the :class:`AppCommand` as ``self`` (``self.app``, ``self.say()``), as in Faust.
+Faust's commands are click commands: ``option``/``argument`` *are* click's, so every click
+attribute works. The command function gets its parameters as keyword arguments and, when its
+first positional parameter is not one of them, the :class:`AppCommand` as ``self`` (``self.app``,
+``self.say()``), as in Faust. ``async`` commands run on an event loop that stops the app's clients.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
+import fcntl
 import inspect
-import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
+
+import click
+import orjson
+
+from .exceptions import AgentStreamError
 
 if TYPE_CHECKING:
     from .app import App
 
-__all__ = ["option", "argument", "AppCommand", "Command", "add_parsers", "run_command"]
+__all__ = ["option", "argument", "AppCommand", "Command", "register", "run_command", "StillRunning"]
 
-
-class Param:
-    """One click-style declaration: ``option('--x', '-x', type=int, default=1, help=...)``."""
-
-    def __init__(self, kind: str, decls: tuple[str, ...], attrs: dict[str, Any]) -> None:
-        self.kind = kind
-        self.decls = decls
-        self.attrs = attrs
-
-    def add_to(self, parser: argparse.ArgumentParser) -> None:
-        a = dict(self.attrs)
-        kw: dict[str, Any] = {}
-        for key in ("help", "required", "metavar"):
-            if key in a:
-                kw[key] = a.pop(key)
-        typ = a.pop("type", None)
-        if callable(typ) and typ is not bool:
-            kw["type"] = typ
-        names = [d for d in self.decls if d.startswith("-")]
-        dests = [d for d in self.decls if not d.startswith("-")]
-        if self.kind == "argument":
-            dest = dests[0] if dests else names[0].lstrip("-")
-            nargs = a.pop("nargs", None)
-            if nargs == -1:
-                kw["nargs"] = "*"
-            elif isinstance(nargs, int) and nargs > 1:
-                kw["nargs"] = nargs
-            if "default" in a:
-                kw["default"] = a.pop("default")
-                kw.setdefault("nargs", "?")
-            kw.pop("required", None)
-            parser.add_argument(dest.replace("-", "_"), **kw)
-            return
-        pairs = [n.split("/", 1) for n in names if "/" in n]  # --shout/--no-shout
-        flags = [n for n in names if "/" not in n]
-        dest = (dests[0] if dests else max(flags + [p[0] for p in pairs], key=len).lstrip("-")).replace("-", "_")
-        default = a.pop("default", None)
-        if pairs:
-            on, off = pairs[0]
-            parser.add_argument(on, *flags, dest=dest, action="store_true", default=bool(default), **kw)
-            parser.add_argument(off, dest=dest, action="store_false", help=argparse.SUPPRESS)
-            return
-        if a.pop("is_flag", False) or typ is bool:
-            parser.add_argument(*flags, dest=dest, action="store_true", default=bool(default), **kw)
-        elif a.pop("count", False):
-            parser.add_argument(*flags, dest=dest, action="count", default=default or 0, **kw)
-        elif a.pop("multiple", False):
-            parser.add_argument(*flags, dest=dest, action="append", default=list(default or ()), **kw)
-        else:
-            nargs = a.pop("nargs", None)
-            if isinstance(nargs, int) and nargs > 1:
-                kw["nargs"] = nargs
-            parser.add_argument(*flags, dest=dest, default=default, **kw)
-
-
-def option(*decls: str, **attrs: Any) -> Param:
-    """Faust's ``faust.cli.option`` (a click option): ``option('--limit', type=int, default=10)``."""
-    return Param("option", decls, attrs)
-
-
-def argument(*decls: str, **attrs: Any) -> Param:
-    """Faust's ``faust.cli.argument`` (a click argument): ``argument('word')``."""
-    return Param("argument", decls, attrs)
+option = click.option
+argument = click.argument
 
 
 class AppCommand:
@@ -94,10 +37,10 @@ class AppCommand:
         self.name = name
 
     def say(self, message: Any = "", *, file: Any = None, err: bool = False, **kwargs: Any) -> None:
-        print(message, file=file or (sys.stderr if err else sys.stdout))
+        click.echo(message, file=file, err=err)
 
     def carp(self, message: Any, **kwargs: Any) -> None:
-        print(message, file=sys.stderr)
+        click.echo(message, err=True)
 
     def abort(self, message: str = "", code: int = 1) -> None:
         if message:
@@ -108,62 +51,45 @@ class AppCommand:
 Command = AppCommand
 
 
-class CommandSpec:
-    """A registered command: the function, its declarations and its help text."""
+def register(app: "App", decorators: tuple[Any, ...], name: str | None, help: str | None) -> Callable[[Any], Any]:
+    """``@app.command(option(...), argument(...))``: build a click command and keep it on the app."""
 
-    def __init__(self, fun: Callable[..., Any], params: tuple[Param, ...], name: str, help: str | None) -> None:
-        self.fun = fun
-        self.params = params
-        self.name = name
-        doc = (fun.__doc__ or "").strip().splitlines()
-        self.help = help or (doc[0] if doc else "")
-        sig = inspect.signature(fun).parameters
-        declared = {_dest(p) for p in params}
-        positional = [n for n, p in sig.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        # Faust passes the command object when the function takes a parameter its options don't fill.
-        self.takes_self = bool(positional) and positional[0] not in declared
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.fun(*args, **kwargs)
-
-
-def _dest(p: Param) -> str:
-    dests = [d for d in p.decls if not d.startswith("-")]
-    if dests:
-        return dests[0].replace("-", "_")
-    names = [d.split("/", 1)[0] for d in p.decls]
-    return max(names, key=len).lstrip("-").replace("-", "_")
-
-
-def register(app: "App", params: tuple[Param, ...], name: str | None, help: str | None) -> Callable[[Any], Any]:
     def _decorate(fun: Callable[..., Any]) -> Callable[..., Any]:
         cmd_name = str(name or getattr(fun, "__name__", "command")).replace("_", "-")
-        app.commands[cmd_name] = CommandSpec(fun, params, cmd_name, help)
+
+        def probe() -> None:  # collects the parameters the decorators declare
+            pass
+
+        for deco in reversed(decorators):
+            deco(probe)
+        params: list[click.Parameter] = list(reversed(getattr(probe, "__click_params__", [])))
+        declared = {p.name for p in params}
+        sig = inspect.signature(fun).parameters
+        positional = [n for n, p in sig.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        # Faust passes the command object when the function takes a parameter its options don't fill.
+        takes_self = bool(positional) and positional[0] not in declared
+        doc = (fun.__doc__ or "").strip()
+
+        def callback(**kwargs: Any) -> int:
+            return run_command(app, cmd_name, fun, takes_self, kwargs)
+
+        app.commands[cmd_name] = click.Command(cmd_name, callback=callback, params=params,
+                                               help=help or doc or None, short_help=help or None)
         return fun
 
     return _decorate
 
 
-def add_parsers(sub: Any, app: "App", builtin: set[str]) -> None:
-    """Add the app's commands to the CLI's subparsers (built-in names win)."""
-    for name, spec in app.commands.items():
-        if name in builtin:
-            continue
-        p = sub.add_parser(name, help=spec.help, description=spec.help)
-        for param in spec.params:
-            param.add_to(p)
-
-
-def run_command(app: "App", name: str, args: argparse.Namespace) -> int:
-    """Call the command with its parsed options; ``async`` commands run on an event loop."""
-    spec: CommandSpec = app.commands[name]
-    kwargs = {_dest(p): getattr(args, _dest(p)) for p in spec.params}
-    call_args = (AppCommand(app, name),) if spec.takes_self else ()
-    result = spec.fun(*call_args, **kwargs)
+def run_command(app: "App", name: str, fun: Callable[..., Any], takes_self: bool, kwargs: dict[str, Any]) -> int:
+    """Call the command; ``async`` commands run on an event loop that stops the app's clients."""
+    call_args = (AppCommand(app, name),) if takes_self else ()
+    result = fun(*call_args, **kwargs)
     if inspect.isawaitable(result):
+        awaitable = result
+
         async def _go() -> Any:
             try:
-                return await result
+                return await awaitable
             finally:
                 await app.stop_clients()
 
@@ -171,7 +97,7 @@ def run_command(app: "App", name: str, args: argparse.Namespace) -> int:
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
 
 
-# -- built-in Faust verbs whose logic lives here (cli.py only wires them) -------------------------------------
+# -- built-in Faust verbs whose logic lives here ----------------------------------------------------------------------
 def app_models(app: "App") -> list[type]:
     """The Record models the app's modules define (agentstream's own excluded)."""
     from .models import registry
@@ -179,14 +105,20 @@ def app_models(app: "App") -> list[type]:
     return [m for ns, m in sorted(registry.items()) if not m.__module__.startswith("agentstream.")]
 
 
-def print_models(app: "App") -> int:
+def print_models(app: "App", as_json: bool = False) -> int:
     """``agentstream -A app models``: namespace and first docstring line of every model."""
-    models = app_models(app)
-    if not models:
-        print("(no models)")
-    for m in models:
+    rows = []
+    for m in app_models(app):
         doc = (m.__doc__ or "").strip().splitlines()
-        print(f"{m._options.namespace}\t{doc[0] if doc and not doc[0].startswith(m.__name__ + '(') else ''}")  # type: ignore[attr-defined]
+        summary = doc[0] if doc and not doc[0].startswith(m.__name__ + "(") else ""
+        rows.append({"namespace": m._options.namespace, "name": m.__name__, "doc": summary})  # type: ignore[attr-defined]
+    if as_json:
+        click.echo(orjson.dumps(rows).decode())
+        return 0
+    if not rows:
+        click.echo("(no models)")
+    for row in rows:
+        click.echo(f"{row['namespace']}\t{row['doc']}")
     return 0
 
 
@@ -199,14 +131,14 @@ def print_model(app: "App", name: str) -> int:
     found = [m for m in models if name in (m._options.namespace, m.__name__, m.__qualname__)]  # type: ignore[attr-defined]
     if not found:
         names = ", ".join(m.__name__ for m in models) or "(none)"
-        print(f"agentstream: error: no model named {name!r} (models: {names})", file=sys.stderr)
+        click.echo(f"agentstream: error: no model named {name!r} (models: {names})", err=True)
         return 2
     model = found[0]
     try:
         hints = typing.get_type_hints(model)
     except Exception:  # forward references that do not resolve: show the raw annotations
         hints = {}
-    print(f"{model._options.namespace}")  # type: ignore[attr-defined]
+    click.echo(f"{model._options.namespace}")  # type: ignore[attr-defined]
     for f in dataclasses.fields(model):
         tp = hints.get(f.name, f.type)
         type_name = tp.__name__ if isinstance(tp, type) else str(tp).replace("typing.", "")
@@ -216,20 +148,86 @@ def print_model(app: "App", name: str) -> int:
             default = f"{getattr(f.default_factory, '__name__', 'factory')}()"
         else:
             default = "*"
-        print(f"  {f.name}\t{type_name}\tdefault={default}")
+        click.echo(f"  {f.name}\t{type_name}\tdefault={default}")
     return 0
+
+
+class StillRunning(Exception):
+    """``reset`` found a live worker of the app (a group member or a held store lock)."""
+
+
+def held_store_locks(root: Path) -> list[Path]:
+    """RocksDB LOCK files under ``root`` that another process holds (a running worker)."""
+    held: list[Path] = []
+    for lock in sorted(root.rglob("LOCK")) if root.exists() else []:
+        try:
+            with open(lock, "rb+") as fh:
+                try:
+                    fcntl.lockf(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    held.append(lock)
+                else:
+                    fcntl.lockf(fh, fcntl.LOCK_UN)
+        except OSError:
+            continue
+    return held
+
+
+async def live_group_members(app: "App") -> list[str]:
+    """The members of the app's consumer group (DescribeGroups through the admin client);
+    empty for ``memory://`` (no other process can share it)."""
+    get_admin = getattr(app.transport, "_get_admin", None)
+    if get_admin is None:
+        return []
+    admin = await get_admin()
+    described = await admin.describe_consumer_groups([app.id])
+    members: list[str] = []
+    for response in described:
+        for group in getattr(response, "groups", []):
+            # (error_code, group_id, state, protocol_type, protocol, members[, ...])
+            group_id, state, group_members = group[1], group[2], group[5]
+            if group_id != app.id or state in ("Dead", "Empty"):
+                continue
+            members.extend(str(member[0]) for member in group_members)  # member ids
+    return members
+
+
+def check_not_running(app: "App", root: Path) -> None:
+    """Raise :class:`StillRunning` when a worker of the app is alive: reset must not pull its
+    stores from under it (the worker would fail minutes later on a vanished store)."""
+    locks = held_store_locks(root)
+    if locks:
+        raise StillRunning(f"store lock held: {locks[0]} (a worker of {app.id!r} is running on this data dir). "
+                           "Stop every worker of the app, then run reset again")
+
+    async def _members() -> list[str]:
+        try:
+            return await live_group_members(app)
+        finally:
+            await app.stop_clients()
+
+    try:
+        members = asyncio.run(_members())
+    except AgentStreamError as exc:  # no broker: no remote member can use these local stores
+        click.echo(f"note: could not ask the broker for the group's members ({exc}); "
+                   "checked the local store locks only", err=True)
+        return
+    if members:
+        raise StillRunning(f"consumer group {app.id!r} has {len(members)} live member(s): {', '.join(members)}. "
+                           "Stop every worker of the app (their session must have ended), then run reset again")
 
 
 def reset_app(app: "App", *, offsets: bool, yes: bool) -> int:
     """``agentstream -A app reset``: delete this app's local table stores (they restore from the
     changelogs on the next start, as in Faust); with ``--offsets`` also rewind the consumer group to
-    the earliest offsets of the app's source topics. Refuses without ``--yes`` (prints the plan)."""
+    the earliest offsets of the app's source topics. Refuses without ``--yes`` (prints the plan), and
+    refuses while a worker of the app is alive."""
     import shutil
 
     from .transport.base import TP
 
     root = app.settings.data_dir / app.id / "tables"
-    print(f"local table stores: {root}{'' if root.exists() else ' (none)'}")
+    click.echo(f"local table stores: {root}{'' if root.exists() else ' (none)'}")
     topics: list[str] = []
     if offsets:
         async def _sources() -> list[str]:
@@ -237,16 +235,21 @@ def reset_app(app: "App", *, offsets: bool, yes: bool) -> int:
             return sorted(app.topology().source_topics)
 
         topics = asyncio.run(_sources())
-        print(f"consumer group {app.id!r}: rewind {', '.join(topics) or '(no source topics)'} to the earliest offset")
+        click.echo(f"consumer group {app.id!r}: rewind {', '.join(topics) or '(no source topics)'} to the earliest offset")
         if app.tables:
-            print("note: tables are restored from their changelogs, so re-processed records are counted again "
-                  "on top; delete the changelog topics too for a clean re-run")
+            click.echo("note: tables are restored from their changelogs, so re-processed records are counted again "
+                       "on top; delete the changelog topics too for a clean re-run")
     if not yes:
-        print("nothing done: pass --yes to do it (stop every worker of the app first)")
+        click.echo("nothing done: pass --yes to do it (stop every worker of the app first)")
         return 1
+    try:
+        check_not_running(app, root)
+    except StillRunning as exc:
+        click.echo(f"agentstream: reset refused: {exc}", err=True)
+        return 2
     if root.exists():
         shutil.rmtree(root)
-        print(f"deleted {root}")
+        click.echo(f"deleted {root}")
     if topics:
         async def _rewind() -> None:
             transport = app.transport
@@ -264,5 +267,6 @@ def reset_app(app: "App", *, offsets: bool, yes: bool) -> int:
                 await app.stop_clients()
 
         asyncio.run(_rewind())
-        print(f"rewound group {app.id!r} on {len(topics)} topics (offset 0 = the earliest still kept)")
+        click.echo(f"rewound group {app.id!r} on {len(topics)} topics (offset 0 = the earliest still kept)")
     return 0
+

@@ -9,8 +9,10 @@ behind.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -60,6 +62,22 @@ def _broker_command(port: int, *, silent: bool = False) -> list[str]:
     if silent:
         cmd.append("--silent")
     return cmd
+
+
+@functools.lru_cache(maxsize=1)
+def _stop_with_parent_prefix() -> tuple[str, ...]:
+    """``setpriv --pdeathsig TERM --`` where it works (Linux, util-linux): the broker gets SIGTERM
+    when the process that started it dies, even by SIGKILL, so a killed test run or demo leaves no
+    broker behind. Empty elsewhere."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or not sys.platform.startswith("linux"):
+        return ()
+    try:
+        ok = subprocess.run([setpriv, "--pdeathsig", "TERM", "--", "true"], stdin=subprocess.DEVNULL,
+                            capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return (setpriv, "--pdeathsig", "TERM", "--") if ok else ()
 
 
 def _port_open(port: int) -> bool:
@@ -146,7 +164,7 @@ class DevBroker:
             self._log_file = open(self.log_path, "wb")
             out = self._log_file
         self._proc = subprocess.Popen(
-            _broker_command(self.port),
+            [*_stop_with_parent_prefix(), *_broker_command(self.port)],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT if self._log_file is not None else subprocess.DEVNULL,

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentstream.faust")
 
-__all__ = ["translate_settings", "log_unknown_settings", "topic_options", "table_options", "table_route",
+__all__ = ["translate_settings", "log_unknown_settings", "topic_options", "drop_deferred_logs", "table_options", "table_route",
            "Worker", "service_runner", "crontab_runner", "leader_task"]
 
 # Faust setting -> agentstream setting (durations in seconds, like both)
@@ -106,6 +106,11 @@ def flush_deferred_logs() -> None:
     while _deferred:
         message, args = _deferred.pop(0)
         log.info(message, *args)
+
+
+def drop_deferred_logs() -> None:
+    """Called by CLI commands other than ``worker``: the notices concern a running worker only."""
+    _deferred.clear()
 
 
 def log_unknown_settings(app_id: str, extra: dict[str, Any]) -> None:
@@ -322,6 +327,7 @@ class Worker:
         for svc in self.services:
             self.app.startup_tasks.append(service_runner(svc))
         setup_logging(str(self.loglevel or self.app.settings.loglevel), self.logfile)
+        flush_deferred_logs()  # the Faust-setting notices, once, at worker start
 
         async def _go() -> int:
             return await _Worker(self.app, install_signal_handlers=True).run()

@@ -21,7 +21,14 @@ from ..exceptions import AgentStreamError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["JavaNotFound", "SparkNotInstalled", "check_java", "check_pyspark", "spark_session", "MIN_JAVA"]
+__all__ = ["JavaNotFound", "SparkNotInstalled", "check_java", "check_pyspark", "spark_session", "MIN_JAVA",
+           "prepare_session", "CLUSTER_HINT"]
+
+log = logging.getLogger("agentstream.exporter")
+
+CLUSTER_HINT = ("the executors must import agentstream and aiokafka: install the agentstream wheel on every "
+                "executor (or ship it with --py-files / spark.submit.pyFiles) and point spark.pyspark.python "
+                "(or PYSPARK_PYTHON) at that Python")
 
 MIN_JAVA = 17
 JAVA_FIX = "install it with `apt-get install -y openjdk-17-jre-headless` (or set JAVA_HOME to a Java 17+ install)"
@@ -109,10 +116,45 @@ def prepare_environment(master: str) -> None:
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # A source checkout (not pip-installed) is importable here only through sys.path: hand its
     # root to the workers too. Harmless when agentstream is installed.
-    root = str(Path(__file__).resolve().parents[2])
+    root = _source_root()
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if root not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([root, *paths])
+
+
+def _source_root() -> str:
+    return str(Path(__file__).resolve().parents[2])
+
+
+def prepare_session(spark: "SparkSession") -> str:
+    """Make ``spark``'s Python workers able to run the changelog source; returns their Python.
+
+    Works for any session, including one the user built with ``SparkSession.builder...getOrCreate()``
+    without our :func:`spark_session`: PySpark takes the workers' Python from ``PYSPARK_PYTHON``
+    when the context starts (default ``python3``, which usually lacks aiokafka). The interpreter is
+    captured per registered function, so setting it on the context before the source is registered
+    is enough. ``spark.pyspark.python`` wins when set; in local mode the workers otherwise run this
+    interpreter; on a cluster the executors' Python is the cluster's business (a hint is logged).
+    """
+    sc = spark.sparkContext
+    conf = sc.getConf()
+    configured = conf.get("spark.pyspark.python") or conf.get("spark.pyspark.driver.python")
+    master = sc.master or ""
+    if configured:
+        sc.pythonExec = configured
+    elif _is_local(master):
+        if sc.pythonExec != sys.executable:
+            log.info("Spark's Python workers would run %r; using this interpreter (%s) so they can import "
+                     "agentstream and aiokafka", sc.pythonExec, sys.executable)
+        sc.pythonExec = sys.executable
+        sc.pythonVer = "%d.%d" % sys.version_info[:2]
+        # A source checkout is importable here only through sys.path: hand its root to the workers.
+        paths = [p for p in sc.environment.get("PYTHONPATH", "").split(os.pathsep) if p]
+        if _source_root() not in paths:
+            sc.environment["PYTHONPATH"] = os.pathsep.join([_source_root(), *paths])
+    elif sc.pythonExec in ("python3", "python"):
+        log.warning("Spark master %s: executors run %r; %s", master, sc.pythonExec, CLUSTER_HINT)
+    return str(sc.pythonExec)
 
 
 def spark_session(master: str = "local[*]", *, app_name: str = "agentstream-export",

@@ -12,19 +12,28 @@ Columns: ``key``, (windowed tables) ``window_start``, ``window_end``, ``value``,
 ``offset``, ``timestamp`` -- see :mod:`agentstream.exporter` for their types. The offsets read
 are fixed when :func:`read_changelog` is called, so every action on the DataFrame sees the same
 snapshot; the reading and the latest-value computation run in Spark's executors.
+
+Any SparkSession works, including ``SparkSession.builder...getOrCreate()``: before the source is
+registered, a local session's Python workers are pointed at this interpreter (``spark.pyspark.python``
+wins when set; see :func:`.runtime.prepare_session`). On a cluster every executor must import
+agentstream and aiokafka: install the wheel in the executors' Python and set
+``spark.pyspark.python`` (or ``PYSPARK_PYTHON``) to it, or ship a packed environment with
+``--archives``; ``--py-files agentstream.whl`` suffices only when the dependencies are there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import orjson
 
 from ..exceptions import ConfigError
 from .offsets import PartitionRange, snapshot_ranges
-from .runtime import check_java, check_pyspark, spark_session
+from .runtime import check_java, check_pyspark, prepare_session, spark_session
 from .sample import typed_spec
 from .schema import TableSpec, table_spec
 
@@ -43,11 +52,13 @@ ProgressFn = Callable[[str], None]
 
 
 def register(spark: "SparkSession") -> None:
-    """Register the ``agentstream_changelog`` data source with ``spark`` (idempotent)."""
+    """Register the ``agentstream_changelog`` data source with ``spark`` (idempotent), after
+    pointing the session's Python workers at an interpreter that can run it (:func:`prepare_session`)."""
     from .source import ChangelogDataSource
 
     if getattr(spark, "_agentstream_source", False):
         return
+    prepare_session(spark)
     spark.dataSource.register(ChangelogDataSource)
     spark._agentstream_source = True  # type: ignore[attr-defined]
 
@@ -169,7 +180,13 @@ def export_table(app: "App | str", table: "Table | Any | str", out: str | Path, 
     spec = typed_spec(the_table, spec, servers, planned)  # untyped values: typed by their __faust tags
     for r in planned:
         say(f"partition {r.partition}: offsets {r.start}..{r.end}, {r.span} records to read")
-    session = spark if spark is not None else spark_session(master)
+    if spark is None:
+        say(f"starting Spark ({master}; starting the JVM takes a few seconds) ...")
+        with _ticking(say, "starting Spark"):
+            session = spark_session(master)
+        say(f"Spark started in {time.monotonic() - started:.1f}s")
+    else:
+        session = spark
     df = changelog_frame(session, spec, servers, planned, latest=latest)
     if fmt == "csv":
         df = _csv_ready(df)
@@ -177,7 +194,10 @@ def export_table(app: "App | str", table: "Table | Any | str", out: str | Path, 
     writer = df.write.mode("overwrite")
     if fmt == "csv":
         writer = writer.options(**CSV_OPTIONS)
-    getattr(writer, fmt)(path)
+    say(f"reading {sum(r.span for r in planned)} changelog records from {len(planned)} partitions and "
+        f"writing {fmt} to {path} ...")
+    with _ticking(say, "reading and writing"):
+        getattr(writer, fmt)(path)
     # Rows per partition, from what was written (cheap: one column of the output).
     reader = session.read.options(**CSV_OPTIONS) if fmt == "csv" else session.read
     counts = {int(row["partition"]): int(row["count"])
@@ -192,6 +212,26 @@ def export_table(app: "App | str", table: "Table | Any | str", out: str | Path, 
             "partitions": {r.partition: {"start": r.start, "end": r.end, "rows": counts.get(r.partition, 0)}
                            for r in planned},
             "path": path, "format": fmt, "seconds": seconds}
+
+
+@contextlib.contextmanager
+def _ticking(say: ProgressFn, what: str, every: float = 5.0) -> Iterator[None]:
+    """A line every ``every`` seconds while a blocking Spark call runs (the CLI is not silent for a
+    minute). A helper thread of the exporter's command-line tool; no worker runs here."""
+    done = threading.Event()
+    started = time.monotonic()
+
+    def tick() -> None:
+        while not done.wait(every):
+            say(f"  ... {what} ({time.monotonic() - started:.0f}s)")
+
+    thread = threading.Thread(target=tick, name="agentstream-export-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 def cli_export(app: "App", table: str, out: str, *, fmt: str = "parquet", master: str | None = None,

@@ -1,8 +1,10 @@
 """The live status page: one self-contained HTML document (inline CSS/JS, ``<canvas>`` plots; no
 CDN, so it works offline) polling ``/status?history=1`` every second.
 
-Each plot writes how many data points it drew into ``<span id="points-...">``, so a headless
-browser test can check from the DOM that the plots really had data.
+Each plot writes how many data points it drew into ``<span id="points-...">`` and its y-axis ticks
+into a hidden ``<span id="ticks-...">``, so a headless browser test can check from the DOM that
+the plots had data and round ticks. Ticks are 1, 2 or 5 x 10^n apart; the lag plot and its legend
+follow the assignment (partitions given away in a rebalance are dropped).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ _PAGE = r"""<!DOCTYPE html>
   .legend { display:flex; flex-wrap:wrap; gap:4px 12px; font-size:12px; color:var(--muted); min-height:18px; }
   .legend i { display:inline-block; width:10px; height:10px; border-radius:2px; margin-right:4px; vertical-align:-1px; }
   .points { font-size:11px; color:var(--muted); margin-left:auto; }
+  .ticks { display:none; }
 </style>
 </head>
 <body>
@@ -52,13 +55,13 @@ _PAGE = r"""<!DOCTYPE html>
     <div class="fact"><b id="f-errors">–</b><span>decode / agent errors</span></div>
   </div>
   <div class="grid">
-    <div class="card"><h2>Records/s per agent <span class="points">points: <span id="points-records">0</span></span></h2>
+    <div class="card"><h2>Records/s per agent <span class="points">points: <span id="points-records">0</span><span class="ticks" id="ticks-records"></span></span></h2>
       <canvas id="c-records"></canvas><div class="legend" id="l-records"></div></div>
-    <div class="card"><h2>Consumer lag per partition <span class="points">points: <span id="points-lag">0</span></span></h2>
+    <div class="card"><h2>Consumer lag per partition <span class="points">points: <span id="points-lag">0</span><span class="ticks" id="ticks-lag"></span></span></h2>
       <canvas id="c-lag"></canvas><div class="legend" id="l-lag"></div></div>
-    <div class="card"><h2>Restore progress <small id="restore-note"></small><span class="points">points: <span id="points-restore">0</span></span></h2>
+    <div class="card"><h2>Restore progress <small id="restore-note"></small><span class="points">points: <span id="points-restore">0</span><span class="ticks" id="ticks-restore"></span></span></h2>
       <canvas id="c-restore"></canvas><div class="legend" id="l-restore"></div></div>
-    <div class="card"><h2>Table keys (local) <span class="points">points: <span id="points-tables">0</span></span></h2>
+    <div class="card"><h2>Table keys (local) <span class="points">points: <span id="points-tables">0</span><span class="ticks" id="ticks-tables"></span></span></h2>
       <canvas id="c-tables"></canvas><div class="legend" id="l-tables"></div></div>
   </div>
 </main>
@@ -71,6 +74,30 @@ const fmt = (v) => v == null ? "–" : (Math.abs(v) >= 1e6 ? (v / 1e6).toFixed(1
                                       Math.abs(v) >= 1e4 ? (v / 1e3).toFixed(1) + "k" :
                                       Number.isInteger(v) ? String(v) : v.toFixed(1));
 
+// Axis ticks at round values: a step of 1, 2 or 5 x 10^n, the top a multiple of it.
+function niceStep(raw) {
+  if (!(raw > 0)) return 1;
+  const p = Math.pow(10, Math.floor(Math.log10(raw)));
+  for (const m of [1, 2, 5]) if (m * p >= raw * (1 - 1e-9)) return m * p;
+  return 10 * p;
+}
+function niceAxis(maxv, intervals) {
+  const step = niceStep(maxv / intervals);
+  const top = Math.max(step, Math.ceil(maxv / step - 1e-9) * step);
+  const ticks = [];
+  for (let i = 0; i * step <= top * (1 + 1e-9); i++) ticks.push(Number((i * step).toPrecision(12)));
+  return {top: top, step: step, ticks: ticks};
+}
+const tickFmt = (v) => Math.abs(v) >= 1e6 ? Number((v / 1e6).toPrecision(6)) + "M" :
+                       Math.abs(v) >= 1e4 ? Number((v / 1e3).toPrecision(6)) + "k" : String(Number(v.toPrecision(6)));
+
+// Series of partitions the worker no longer has (given away in a rebalance) leave plot and legend.
+function following(series, current) {
+  const out = {};
+  for (const n of Object.keys(series)) if (current.has(n)) out[n] = series[n];
+  return out;
+}
+
 function draw(name, t, series, opts) {
   const canvas = $("c-" + name), legend = $("l-" + name);
   const dpr = window.devicePixelRatio || 1;
@@ -81,18 +108,20 @@ function draw(name, t, series, opts) {
   ctx.clearRect(0, 0, w, h);
   const pad = {l: 46, r: 10, t: 8, b: 20};
   const names = Object.keys(series);
-  let ymax = opts.ymax || 0, points = 0;
-  for (const n of names) for (const v of series[n]) if (v != null) { points++; if (!opts.ymax && v > ymax) ymax = v; }
-  if (!opts.ymax) ymax = ymax > 0 ? ymax * 1.1 : 1;
+  let top = opts.ymax || 0, points = 0;
+  for (const n of names) for (const v of series[n]) if (v != null) { points++; if (!opts.ymax && v > top) top = v; }
+  const axis = niceAxis(top, 5);
+  const ymax = axis.top;
   const t0 = t.length ? t[0] : 0, t1 = t.length ? t[t.length - 1] : 1, span = Math.max(t1 - t0, 1);
   const X = (x) => pad.l + (w - pad.l - pad.r) * (t.length > 1 ? (x - t0) / span : 1);
   const Y = (y) => pad.t + (h - pad.t - pad.b) * (1 - y / ymax);
   ctx.strokeStyle = "#e3e6ec"; ctx.fillStyle = "#6b7385"; ctx.font = "11px system-ui, sans-serif"; ctx.lineWidth = 1;
-  for (let i = 0; i <= 4; i++) {
-    const y = ymax * i / 4, py = Y(y);
+  for (const y of axis.ticks) {
+    const py = Y(y);
     ctx.beginPath(); ctx.moveTo(pad.l, py); ctx.lineTo(w - pad.r, py); ctx.stroke();
-    ctx.textAlign = "right"; ctx.fillText(fmt(y), pad.l - 6, py + 4);
+    ctx.textAlign = "right"; ctx.fillText(tickFmt(y), pad.l - 6, py + 4);
   }
+  $("ticks-" + name).textContent = axis.ticks.join(",");
   ctx.textAlign = "left"; ctx.fillText(t.length ? "-" + Math.round(span) + "s" : "no samples yet", pad.l, h - 5);
   ctx.textAlign = "right"; ctx.fillText("now", w - pad.r, h - 5);
   legend.innerHTML = "";
@@ -127,7 +156,7 @@ function render(s) {
   $("f-commits").textContent = fmt(s.worker.commits);
   $("f-errors").textContent = s.errors.decode + " / " + s.errors.agent;
   draw("records", h.t, h.records_per_s, {unit: "/s"});
-  draw("lag", h.t, h.lag, {});
+  draw("lag", h.t, following(h.lag, new Set(Object.keys(s.lag))), {});
   draw("restore", h.t, {"partitions ready %": h.restore.ready_pct}, {ymax: 100, unit: "%"});
   $("restore-note").textContent = fmt(s.restore.restored_records) + " changelog records restored" +
     (s.restore.restoring ? " · restoring " + s.restore.not_ready.join(", ") : "");

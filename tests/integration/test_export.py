@@ -130,6 +130,10 @@ def test_export_cli_json(fresh_broker: DevBroker, tmp_path: Path, request: pytes
     lines = proc.stdout.splitlines()
     assert [line.split(":")[0] for line in lines if "records to read" in line] == [f"partition {p}" for p in range(4)]
     assert any(line.startswith("exported word_counts") for line in lines), proc.stdout
+    # progress while the JVM starts and Spark reads and writes, not a silent minute
+    assert any(line.startswith("starting Spark (local[1]") for line in lines), proc.stdout
+    assert any(line.startswith("Spark started in") for line in lines), proc.stdout
+    assert any(line.startswith("reading ") and "writing json" in line for line in lines), proc.stdout
     got: dict[str, int] = {}
     for part in sorted(out.glob("part-*.json")):
         for line in part.read_text().splitlines():
@@ -235,3 +239,53 @@ def test_csv_flattening_of_struct_values(spark: Any, tmp_path: Path) -> None:
     flat.coalesce(1).write.options(**CSV_OPTIONS).csv(str(tmp_path / "out"))
     text = "".join(p.read_text() for p in sorted((tmp_path / "out").glob("part-*.csv")))
     assert text.splitlines() == ["key,value_page,value_tags,value_n,raw", 'k,/a,"[""x"",""y""]",3,AQ==']
+
+
+PLAIN_SESSION = """
+import json, sys
+from pyspark.sql import SparkSession
+from agentstream.exporter.spark import read_changelog
+
+spark = (SparkSession.builder.master("local[1]").appName("a-users-own-session")
+         .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
+         .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+df = read_changelog(spark, "apps.wordcount", "word_counts", broker=sys.argv[1])
+print("ROWS " + json.dumps({r["key"]: int(r["value"]) for r in df.collect()}))
+spark.stop()
+"""
+
+
+def test_read_changelog_from_a_plain_spark_session(fresh_broker: DevBroker, tmp_path: Path) -> None:
+    """The user's own ``SparkSession.builder...getOrCreate()`` (not :func:`spark_session`), in a process
+    whose ``python3`` cannot import aiokafka and without PYSPARK_PYTHON: the source still runs."""
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    topic = "wordcount-word_counts-changelog"
+    expected = {f"w{i}": i * 3 for i in range(40)}
+
+    async def fill() -> None:
+        admin = AIOKafkaAdminClient(bootstrap_servers=fresh_broker.bootstrap)
+        await admin.start()
+        try:
+            await admin.create_topics([NewTopic(topic, num_partitions=4, replication_factor=1)])
+        finally:
+            await admin.close()
+        producer = AIOKafkaProducer(bootstrap_servers=fresh_broker.bootstrap)
+        await producer.start()
+        try:
+            for i, (word, n) in enumerate(expected.items()):
+                await producer.send_and_wait(topic, orjson.dumps(n - 1), key=orjson.dumps(word), partition=i % 4)
+                await producer.send_and_wait(topic, orjson.dumps(n), key=orjson.dumps(word), partition=i % 4)
+        finally:
+            await producer.stop()
+
+    asyncio.run(fill())
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run([sys.executable, "-c", PLAIN_SESSION, fresh_broker.url], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    rows = next(line for line in proc.stdout.splitlines() if line.startswith("ROWS "))
+    assert json.loads(rows[5:]) == expected

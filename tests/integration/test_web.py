@@ -5,6 +5,7 @@ status page renders with data in headless Chromium."""
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import shutil
 import subprocess
@@ -183,3 +184,14 @@ def test_status_page_renders_live_plots_in_headless_chromium(cluster: Cluster) -
     assert set(points) == {"records", "lag", "restore", "tables"}, dom[:2000]
     assert all(int(n) > 0 for n in points.values()), points
     assert 'id="conn" class="">live' in dom, "the page did not get /status data"
+    # y-axis ticks at round values (1, 2, 5 x 10^n apart), not at fractions of the maximum
+    for name, text in re.findall(r'<span class="ticks" id="ticks-(\w+)">([^<]*)</span>', dom):
+        values = [float(v) for v in text.split(",")]
+        step = values[1] - values[0]
+        mantissa = step / 10 ** math.floor(math.log10(step))
+        assert any(abs(mantissa - m) < 1e-6 for m in (1, 2, 5, 10)), (name, values)
+    # the lag legend names only partitions the worker has now
+    legend = re.search(r'<div class="legend" id="l-lag">(.*?)</div>', dom, re.S)
+    assert legend is not None
+    active = set(re.findall(r'id="f-active">([^<]*)<', dom)[0].replace(" ", "").split(","))
+    assert {p for _, p in re.findall(r"([\w-]+)\[(\d+)\]", legend.group(1))} <= active, (legend.group(1), active)
