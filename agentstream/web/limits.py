@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 
 __all__ = ["Limits", "GuardedSite", "GuardedProtocol", "MalformedRequestFilter", "install_log_filter"]
 
@@ -163,6 +164,28 @@ class GuardedProtocol(asyncio.Protocol):
             self._inner.resume_writing()
 
 
+class JsonErrorRequestHandler(RequestHandler):
+    """aiohttp's connection handler whose own answers to unparsable requests (bad request line,
+    bad header) are JSON like every other error, instead of text or an HTML page."""
+
+    def handle_error(self, request: Any, status: int = 500, exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:
+        super().handle_error(request, status, exc, message)  # logs (MalformedRequestFilter) and checks state
+        reason = (getattr(exc, "message", None) or message or "").splitlines()[0:1]
+        body = {"error": f"malformed HTTP request{': ' + str(reason[0])[:200] if reason else ''}",
+                "hint": "send a valid HTTP/1.1 request; GET / lists the endpoints"}
+        resp = web.json_response(body, status=status, headers={"X-Content-Type-Options": "nosniff"})
+        resp.force_close()
+        return resp
+
+
+def _new_handler(server: Any) -> Any:
+    try:
+        return JsonErrorRequestHandler(server, loop=server._loop, **server._kwargs)
+    except (TypeError, AttributeError):  # another aiohttp version: its own handler, text errors
+        return server()
+
+
 class GuardedSite(web.BaseSite):
     """aiohttp's TCPSite with every connection wrapped in :class:`GuardedProtocol`."""
 
@@ -182,7 +205,7 @@ class GuardedSite(web.BaseSite):
         assert server is not None
         limits = self.limits
         self._server = await asyncio.get_running_loop().create_server(
-            lambda: GuardedProtocol(server(), limits), self._host, self._port, backlog=self._backlog,
+            lambda: GuardedProtocol(_new_handler(server), limits), self._host, self._port, backlog=self._backlog,
             reuse_address=True)
 
 
