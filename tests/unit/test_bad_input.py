@@ -4,6 +4,7 @@ A record naming the app's own changelog or another app's topic gets no reply wri
 from __future__ import annotations
 
 import logging
+from typing import Any
 import uuid
 
 import pytest
@@ -58,3 +59,48 @@ async def test_reply_topics_setting_allows_more() -> None:
         await square.send(value=6, headers=[(REPLY_TO, b"audit-log"), (CORRELATION_ID, b"c")])
         await h.wait_idle()
         assert [v for _, v in h.read(audit.name)] == [36]
+
+
+# -- item 6: one far-future timestamp does not wipe a windowed partition --------------------------------
+
+def _windowed_app(**settings: object) -> tuple[agentstream.App, Any]:
+    app = agentstream.App(f"future-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1, **settings)
+    topic = app.topic("events", key_type=str, value_type=dict)
+    wt = app.Table("counts", default=int, key_type=str).tumbling(60.0, expires=3600.0)
+
+    @app.agent(topic)
+    async def count(stream: agentstream.Stream) -> None:
+        async for event in stream.events():
+            wt[event.key] += 1
+
+    return app, wt
+
+
+async def test_a_record_ten_years_ahead_does_not_expire_every_window() -> None:
+    import time
+
+    app, wt = _windowed_app(on_agent_error="dead-letter")
+    now = time.time()
+    async with AppHarness(app) as h:
+        for dt in (-30.0, -20.0):
+            await h.send("events", {}, key="k", timestamp=now + dt)
+        await h.send("events", {"bad": True}, key="k", timestamp=now + 10 * 365 * 86400)
+        for dt in (-10.0, -5.0):
+            await h.send("events", {}, key="k", timestamp=now + dt)
+        await h.wait_idle()
+        values = {window: v for (key, window), v in wt.items()}
+        assert sum(values.values()) == 4, values  # nothing expired, nothing late
+        assert wt.late_dropped == 0
+        dead = h.read(app.settings.dead_letter_topic)
+        assert [v for _, v in dead] == [{"bad": True}] or len(dead) == 1, dead
+        assert h.worker.errors.agent_errors + h.worker.errors.decode_errors == 1
+
+
+async def test_the_bound_can_be_switched_off() -> None:
+    import time
+
+    app, wt = _windowed_app(max_message_time_difference=0)
+    async with AppHarness(app) as h:
+        await h.send("events", {}, key="k", timestamp=time.time() + 10 * 365 * 86400)
+        await h.wait_idle()
+        assert h.worker.errors.agent_errors == 0 and len(list(wt.items())) == 1
