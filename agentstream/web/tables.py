@@ -43,7 +43,7 @@ _STREAM_TIME_KEY = b"\xff\xff\xff\xffagentstream.stream-time"  # windowed.STREAM
 MAX_EPOCH_SECONDS = 253402300799.0  # 9999-12-31T23:59:59Z: later "window" times are not timestamps
 MAX_FORWARDED_BYTES = 4 * 1024 * 1024
 SLICE_SECONDS = 0.002  # a scan gives the loop back after this long
-_HOST_LABELS = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+_HOST_LABELS = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*$")
 T = TypeVar("T")
 
 
