@@ -394,3 +394,19 @@ def yarl_url(raw: str) -> Any:
     from yarl import URL
 
     return URL(raw.replace(" ", "%20"), encoded=True) if "%" in raw else URL(raw)
+
+
+async def test_a_host_this_machine_cannot_bind_is_reported_as_web_host() -> None:
+    from agentstream.exceptions import ConfigError
+    from agentstream.worker.worker import Worker
+
+    app = agentstream.App(f"host-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1,
+                          web_host="192.0.2.1")  # TEST-NET-1: a valid address no local interface has
+    app.topic("src")
+    worker = Worker(app, web_port=0)
+    try:
+        with pytest.raises(ConfigError) as info:
+            await worker.start()
+        assert info.value.setting == "web_host"
+    finally:
+        await worker.stop()
