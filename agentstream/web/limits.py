@@ -58,7 +58,7 @@ class GuardedProtocol(asyncio.Protocol):
     def __init__(self, inner: Any, limits: Limits) -> None:
         self._inner = inner
         self._limits = limits
-        self._transport: asyncio.Transport | None = None
+        self._transport: Any = None
         self._counted = False
         self._timer: asyncio.TimerHandle | None = None
         self._buf = b""
@@ -82,11 +82,11 @@ class GuardedProtocol(asyncio.Protocol):
 
     # -- asyncio.Protocol ---------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        # uvloop's transports are not asyncio.Transport subclasses: only abort() is relied on
         self._transport = transport
         if self._limits.open >= self._limits.max_connections:
             self._limits.note_refused()
-            transport.abort()
+            self._transport.abort()
             return
         self._limits.open += 1
         self._counted = True

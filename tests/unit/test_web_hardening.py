@@ -410,3 +410,23 @@ async def test_a_host_this_machine_cannot_bind_is_reported_as_web_host() -> None
         assert info.value.setting == "web_host"
     finally:
         await worker.stop()
+
+
+def test_guarded_server_on_uvloop() -> None:
+    """Workers run on uvloop, whose transports are not asyncio.Transport subclasses."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def main() -> None:
+        async with await _harness(web_header_timeout=0.5, web_max_connections=5) as h:
+            status, body, _ = await get(url(h, "/livez"))
+            assert (status, body) == (200, {"status": "alive"})
+            reader, writer = await asyncio.open_connection("127.0.0.1", h.worker.web.port)
+            writer.write(b"GET / HTTP/1.1\r\n")
+            await writer.drain()
+            assert await _closed_by_server(reader, 15.0)
+            writer.close()
+            status, _, _ = await get(url(h, "/tables"))
+            assert status == 200
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(asyncio.wait_for(main(), 60))  # bounded: a broken protocol hangs the request
