@@ -59,7 +59,7 @@ def test_idle_partial_header_connections_do_not_exhaust_the_worker(fresh_broker:
             open_after = IDLE
             for _ in range(100):
                 await asyncio.sleep(0.2)
-                open_after = sum(1 for r, _ in conns if not r.at_eof())
+                open_after = sum(1 for r, _ in conns if not (r.at_eof() or r.exception() is not None))
                 if open_after == 0:
                     break
             for _, writer in conns:

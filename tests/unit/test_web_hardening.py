@@ -23,7 +23,6 @@ from agentstream.transport.partitioner import default_partition
 
 from .test_web import TEXTS, expected_counts, get, hand_partition_to, url
 
-pytestmark = pytest.mark.asyncio
 
 
 async def _harness(**settings: Any) -> AppHarness:
