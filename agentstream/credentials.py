@@ -91,13 +91,17 @@ class SSLCredentials(Credentials):
     def protocol(self) -> str:
         return "SSL"
 
-    def __init__(self, context: ssl.SSLContext | None = None, *, cafile: str | Path | None = None,
+    def __init__(self, context: ssl.SSLContext | None = None, *, purpose: Any = None,
+                 cafile: str | Path | None = None, capath: str | Path | None = None, cadata: str | None = None,
                  certfile: str | Path | None = None, keyfile: str | Path | None = None,
                  password: str | None = None, check_hostname: bool = True) -> None:
+        # purpose: accepted for Faust compatibility; a client context always verifies the server
         if context is not None and not isinstance(context, ssl.SSLContext):
             raise TypeError(f"SSLCredentials(context) takes an ssl.SSLContext, got {type(context).__name__}")
         self.ssl_context = context
         self.cafile = None if cafile is None else str(cafile)
+        self.capath = None if capath is None else str(capath)
+        self.cadata = cadata
         self.certfile = None if certfile is None else str(certfile)
         self.keyfile = None if keyfile is None else str(keyfile)
         self.password = None if password is None else Secret(reveal(password))
@@ -112,10 +116,11 @@ class SASLCredentials(Credentials):
     """SASL username/password (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), over TLS when ``ssl_context``
     is given (SASL_SSL) or in the clear otherwise (SASL_PLAINTEXT, for trusted networks only)."""
 
-    def __init__(self, *, username: str, password: str, mechanism: str = "PLAIN",
+    def __init__(self, *, username: str, password: str, mechanism: Any = "PLAIN",
                  ssl_context: ssl.SSLContext | None = None) -> None:
         self.username = str(username)
         self.password = Secret(reveal(password) or "")
+        mechanism = getattr(mechanism, "value", mechanism) or "PLAIN"  # Faust's SASLMechanism enum too
         self.mechanism = str(mechanism).upper().replace("_", "-")
         self.ssl_context = ssl_context
 
@@ -192,6 +197,7 @@ class _Settings(Protocol):
 
 def build_ssl_context(*, cafile: str | None, certfile: str | None, keyfile: str | None,
                       password: str | None = None, check_hostname: bool = True,
+                      capath: str | None = None, cadata: str | None = None,
                       names: tuple[str, str, str] = ("broker_ssl_cafile", "broker_ssl_certfile", "broker_ssl_keyfile"),
                       ) -> ssl.SSLContext:
     """A client TLS context (TLS 1.2+, certificate verification on); files are checked here so a
@@ -203,7 +209,8 @@ def build_ssl_context(*, cafile: str | None, certfile: str | None, keyfile: str 
         raise ConfigError(names[1], "a client key was given without its certificate",
                           f"set {names[1]} to the PEM certificate that goes with {names[2]}")
     try:
-        ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=cafile or None)
+        ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=cafile or None, capath=capath or None,
+                                         cadata=cadata or None)
     except (ssl.SSLError, OSError) as exc:
         raise ConfigError(names[0], f"{cafile!r} holds no usable CA certificate ({exc})",
                           f"point {names[0]} to the PEM file of the CA that signed the broker's certificate") from None
@@ -241,7 +248,8 @@ def broker_security(s: _Settings) -> BrokerSecurity:
     if context is None and isinstance(creds, SSLCredentials):
         names = ("broker_credentials",) * 3
         context = build_ssl_context(cafile=creds.cafile, certfile=creds.certfile, keyfile=creds.keyfile,
-                                    password=creds.password, check_hostname=creds.check_hostname, names=names)
+                                    password=creds.password, check_hostname=creds.check_hostname, names=names,
+                                    capath=creds.capath, cadata=creds.cadata)
     if context is None and flat_ssl:
         context = build_ssl_context(cafile=s.broker_ssl_cafile or None, certfile=s.broker_ssl_certfile or None,
                                     keyfile=s.broker_ssl_keyfile or None, check_hostname=s.broker_ssl_check_hostname)
