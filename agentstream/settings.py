@@ -205,11 +205,13 @@ class Settings:
         if not sep or scheme.lower() not in STORE_SCHEMES:
             raise ConfigError("store", f"unsupported store URL {self.store!r}",
                               "use 'rocksdb://' (persistent, the default) or 'memory://' (rebuilt from the changelog)")
-        if scheme.lower() == "rocksdb":
-            self._check_data_dir()
 
-    def _check_data_dir(self) -> None:
-        """The data dir exists as a writable directory, or can be created (no side effects here)."""
+    def check_data_dir(self) -> None:
+        """The data dir exists as a writable directory, or can be created (no side effects).
+
+        Not part of :meth:`validate`: the App's settings are built when the app module is
+        imported, before CLI flags such as ``--data-dir`` apply; the worker calls this once the
+        settings are final, before it joins the group."""
         path = self.data_dir
         fix = "pass --data-dir (AGENTSTREAM_DATA_DIR) naming a directory this user can write, or create it"
         if path.exists():

@@ -98,6 +98,8 @@ class Worker:
 
     async def start(self) -> None:
         app, s = self.app, self.settings
+        if app.tables:
+            s.check_data_dir()  # before connecting or joining: a bad data dir names the setting (issue 15)
         app.worker = self
         if self.install_signal_handlers:
             loop = asyncio.get_running_loop()

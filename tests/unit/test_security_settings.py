@@ -52,22 +52,32 @@ def test_data_dir_that_is_a_file_fails_up_front(tmp_path: Path) -> None:
     f = tmp_path / "afile"
     f.write_text("x")
     with pytest.raises(ConfigError) as info:
-        Settings.build("a", {"data_dir": f}, environ={})
+        Settings.build("a", {"data_dir": f}, environ={}).check_data_dir()
     assert info.value.setting == "data_dir" and "not a directory" in str(info.value)
     with pytest.raises(ConfigError) as info:  # below a file: cannot be created
-        Settings.build("a", {"data_dir": f / "sub"}, environ={})
+        Settings.build("a", {"data_dir": f / "sub"}, environ={}).check_data_dir()
     assert info.value.setting == "data_dir"
-    # via the CLI path (replace) too
     s = Settings.build("a", {"data_dir": tmp_path / "new" / "dir"}, environ={})
-    assert not (tmp_path / "new").exists()  # validation creates nothing
-    with pytest.raises(ConfigError, match="data_dir"):
-        s.replace(data_dir=f)
+    s.check_data_dir()
+    assert not (tmp_path / "new").exists()  # the check creates nothing
 
 
-def test_memory_store_does_not_need_a_data_dir(tmp_path: Path) -> None:
+async def test_worker_checks_the_data_dir_before_it_connects(tmp_path: Path) -> None:
+    import agentstream
+    from agentstream.worker.worker import Worker
+
     f = tmp_path / "afile"
     f.write_text("x")
-    Settings.build("a", {"data_dir": f, "store": "memory://"}, environ={})
+    app = agentstream.App("dd-check", broker="kafka://127.0.0.1:1", data_dir=f)  # no broker there: never reached
+    app.Table("t", default=int)
+    app.topic("src")
+    worker = Worker(app)
+    try:
+        with pytest.raises(ConfigError) as info:
+            await worker.start()
+        assert info.value.setting == "data_dir"
+    finally:
+        await worker.stop()
 
 
 @pytest.mark.parametrize("host", ["http://127.0.0.1", "127.0.0.1:6066", "host name", "a/b", "-x"])
