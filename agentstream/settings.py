@@ -296,7 +296,8 @@ def _coerce(name: str, raw: str, type_: Any) -> Any:
         if t in ("float", "<class 'float'>"):
             value = float(raw)
             if not math.isfinite(value):
-                raise ValueError(raw)
+                raise ConfigError(name, f"environment variable AGENTSTREAM_{name.upper()}={raw!r} is not a finite number",
+                                  "set it to a finite number of seconds (NaN and infinity are not allowed)")
             return value
         if t in ("bool", "<class 'bool'>"):
             if raw.lower() in ("1", "true", "yes", "on"):
