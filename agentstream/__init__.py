@@ -7,6 +7,7 @@ Declare an :class:`App`, its topics, :class:`Record` models, agents and tables; 
 from __future__ import annotations
 
 from .app import App
+from .credentials import GSSAPICredentials, OAuthCredentials, SASLCredentials, SSLCredentials
 from .events import Event, current_event
 from .exceptions import (
     AgentStreamError,
@@ -80,4 +81,8 @@ __all__ = [
     "SerializationError",
     "TopologyError",
     "ValidationError",
+    "SSLCredentials",
+    "SASLCredentials",
+    "GSSAPICredentials",
+    "OAuthCredentials",
 ]

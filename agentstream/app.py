@@ -327,7 +327,7 @@ class App:
     @property
     def transport(self) -> Transport:
         if self._transport is None:
-            self._transport = get_transport(self.settings.broker)
+            self._transport = get_transport(self.settings.broker, self.settings)
         return self._transport
 
     def consumer_settings(self) -> dict[str, Any]:

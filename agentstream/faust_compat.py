@@ -54,8 +54,6 @@ NOTES = {
     "topic_allow_declare": "agentstream creates missing topics when the worker starts",
     "stream_wait_empty": "a stopping worker finishes the current record of each task, then commits",
     "consumer_auto_offset_reset": "a group without committed offsets starts at the earliest offset",
-    "broker_credentials": "SASL/SSL credentials are not supported by the kafka:// transport yet",
-    "ssl_context": "SASL/SSL is not supported by the kafka:// transport yet",
     "tabledir": "table stores live under <data_dir>/<app id>/tables",
     "table_cleanup_interval": "windows expire as stream time passes, not on a cleanup timer",
     "timezone": "timers and crontabs use their own timezone= argument (default UTC)",

@@ -4,12 +4,24 @@ by CLI flags. Validated once at start-up so a bad value fails with the setting's
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import logging
+import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from .credentials import SASL_MECHANISMS, Secret, broker_security, reveal
 from .exceptions import ConfigError
+
+log = logging.getLogger("agentstream.settings")
+ENV_PREFIX = "AGENTSTREAM_"
+# AGENTSTREAM_* variables that are not settings (read by tools and tests), never "unknown".
+NON_SETTING_VARIABLES = frozenset({"AGENTSTREAM_ARTIFACTS", "AGENTSTREAM_FAULT_SENTENCES"})
+STORE_SCHEMES = ("rocksdb", "memory")
+_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?$")
 
 POLICIES = ("skip", "stop", "dead-letter")
 GUARANTEES = ("at_least_once", "exactly_once")
@@ -47,10 +59,50 @@ class Settings:
     web_port: int = 6066
     web_host: str = "127.0.0.1"
     loglevel: str = "INFO"
+    # -- security (docs/security.md) -------------------------------------------------------------
+    broker_credentials: Any = field(default=None, metadata={"help": (
+        "Faust-style credentials object: SSLCredentials, SASLCredentials, GSSAPICredentials or "
+        "OAuthCredentials (App argument only)")})
+    ssl_context: Any = field(default=None, metadata={"help": (
+        "an ssl.SSLContext for TLS to the broker (App argument only); wins over the broker_ssl_* files")})
+    broker_ssl: bool = field(default=False, metadata={"help": (
+        "TLS to the broker, verified against the system CAs unless broker_ssl_cafile is set")})
+    broker_ssl_cafile: str = field(default="", metadata={"help": "PEM file of the CA(s) that signed the broker's certificate"})
+    broker_ssl_certfile: str = field(default="", metadata={"help": "PEM client certificate (mutual TLS)"})
+    broker_ssl_keyfile: str = field(default="", metadata={"help": "PEM private key of the client certificate"})
+    broker_ssl_check_hostname: bool = field(default=True, metadata={"help": (
+        "verify that the broker's certificate names the host connected to")})
+    broker_sasl_mechanism: str = field(default="", metadata={"help": (
+        f"SASL mechanism: {', '.join(SASL_MECHANISMS)} (empty: no SASL)")})
+    broker_sasl_username: str = field(default="", metadata={"help": "SASL username (PLAIN, SCRAM-*)"})
+    broker_sasl_password: str = field(default="", repr=False, metadata={"help": (
+        "SASL password (PLAIN, SCRAM-*); never logged"), "secret": True})
+    broker_sasl_oauth_token: str = field(default="", repr=False, metadata={"help": (
+        "a fixed OAUTHBEARER token; for refreshing tokens pass OAuthCredentials(token_provider)"), "secret": True})
+    web_token: str = field(default="", repr=False, metadata={"help": (
+        "bearer token every web request must carry (Authorization: Bearer <token>), except /livez; "
+        "empty: no authentication (bind to localhost only)"), "secret": True})
+    web_max_connections: int = field(default=512, metadata={"help": (
+        "open HTTP connections served at once; more are closed at accept")})
+    web_header_timeout: float = field(default=10.0, metadata={"help": (
+        "seconds a client has to send a complete request head (slow or partial-header clients are dropped)")})
+    web_body_timeout: float = field(default=30.0, metadata={"help": (
+        "seconds a request may take to send its body and be answered")})
+    web_idle_timeout: float = field(default=30.0, metadata={"help": "seconds an idle keep-alive connection is kept"})
+    reply_topics: str = field(default="", metadata={"help": (
+        "comma-separated topics (fnmatch patterns) an agentstream-reply-to header may name besides "
+        "the app's own reply topics")})
+    max_message_time_difference: float = field(default=86400.0, metadata={"help": (
+        "seconds a record's timestamp may lie ahead of the wall clock and still advance a windowed "
+        "table's stream time (Kafka's max.message.time.difference); 0 disables the bound")})
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.data_dir = Path(self.data_dir)
+        if isinstance(self.data_dir, (str, os.PathLike)):
+            self.data_dir = Path(self.data_dir)
+        for f in dataclasses.fields(self):
+            if f.metadata.get("secret") and isinstance(getattr(self, f.name), str):
+                setattr(self, f.name, Secret(reveal(getattr(self, f.name)) or ""))
         if not self.dead_letter_topic:
             self.dead_letter_topic = f"{self.id}-dead-letters"
         self.validate()
@@ -59,6 +111,7 @@ class Settings:
         """Raise ConfigError for the first bad value, naming the setting and how to fix it."""
         if not self.id or not isinstance(self.id, str):
             raise ConfigError("id", f"app id must be a non-empty string, got {self.id!r}", 'App("myapp", ...)')
+        self._check_types()
         if "://" not in self.broker:
             raise ConfigError(
                 "broker", f"{self.broker!r} has no scheme", "use kafka://host:port or memory://"
@@ -103,6 +156,86 @@ class Settings:
             raise ConfigError("table_cache_size", "must be >= 0", "use 0 to write every table update through")
         if not (0 <= self.web_port < 65536):
             raise ConfigError("web_port", f"{self.web_port} is not a TCP port", "use a port in 1..65535 (0 picks a free one)")
+        self._check_web_host()
+        for name in ("web_max_connections",):
+            if getattr(self, name) < 1:
+                raise ConfigError(name, f"must be >= 1, got {getattr(self, name)!r}", f"set {name} to a positive integer")
+        for name in ("web_header_timeout", "web_body_timeout", "web_idle_timeout", "shutdown_timeout"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(name, f"must be > 0 seconds, got {getattr(self, name)!r}",
+                                  f"set {name} to a positive number of seconds")
+        if self.max_message_time_difference < 0:
+            raise ConfigError("max_message_time_difference", f"must be >= 0 seconds, got {self.max_message_time_difference!r}",
+                              "use e.g. 86400 (one day), or 0 to not bound stream time by the wall clock")
+        self._check_store()
+        broker_security(self)  # builds the TLS context: bad files fail here, naming the setting
+
+    def _check_types(self) -> None:
+        """Numbers are numbers of the right kind and finite (NaN and infinity pass every comparison)."""
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            kind = str(f.type)
+            if kind in ("int", "float"):
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise ConfigError(f.name, f"must be a number, got {type(value).__name__} {value!r}",
+                                      f"set {f.name} to a {kind}")
+                if not math.isfinite(value):
+                    raise ConfigError(f.name, f"must be a finite number, got {value!r}",
+                                      f"set {f.name} to a finite {kind} (NaN and infinity are not allowed)")
+                if kind == "int" and not float(value).is_integer():
+                    raise ConfigError(f.name, f"must be a whole number, got {value!r}", f"set {f.name} to an integer")
+                if kind == "int":
+                    setattr(self, f.name, int(value))
+            elif kind == "bool" and not isinstance(value, bool):
+                raise ConfigError(f.name, f"must be true or false, got {value!r}", f"set {f.name} to True or False")
+            elif kind == "str" and not isinstance(value, str):
+                raise ConfigError(f.name, f"must be a string, got {type(value).__name__} {value!r}",
+                                  f"set {f.name} to a string")
+        if not isinstance(self.data_dir, Path):
+            raise ConfigError("data_dir", f"must be a path, got {self.data_dir!r}", "set data_dir to a directory path")
+
+    def _check_web_host(self) -> None:
+        host = self.web_host
+        ok = host == "" or bool(_HOSTNAME.match(host))
+        if not ok:
+            try:
+                import ipaddress
+
+                ipaddress.ip_address(host.strip("[]"))
+                ok = True
+            except ValueError:
+                ok = False
+        if not ok:
+            raise ConfigError("web_host", f"{host!r} is not a host name or IP address",
+                              "use e.g. 127.0.0.1 (this machine only) or 0.0.0.0 (every interface), without scheme or port")
+
+    def _check_store(self) -> None:
+        scheme, sep, _ = self.store.partition("://")
+        if not sep or scheme.lower() not in STORE_SCHEMES:
+            raise ConfigError("store", f"unsupported store URL {self.store!r}",
+                              "use 'rocksdb://' (persistent, the default) or 'memory://' (rebuilt from the changelog)")
+
+    def check_data_dir(self) -> None:
+        """The data dir exists as a writable directory, or can be created (no side effects).
+
+        Not part of :meth:`validate`: the App's settings are built when the app module is
+        imported, before CLI flags such as ``--data-dir`` apply; the worker calls this once the
+        settings are final, before it joins the group."""
+        path = self.data_dir
+        fix = "pass --data-dir (AGENTSTREAM_DATA_DIR) naming a directory this user can write, or create it"
+        if path.exists():
+            if not path.is_dir():
+                raise ConfigError("data_dir", f"{str(path)!r} exists and is not a directory", fix)
+            if not os.access(path, os.W_OK | os.X_OK):
+                raise ConfigError("data_dir", f"directory {str(path)!r} is not writable", fix)
+            return
+        parent = path.absolute().parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            raise ConfigError("data_dir", f"cannot create {str(path)!r}: {str(parent)!r} is not a directory", fix)
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise ConfigError("data_dir", f"cannot create {str(path)!r}: {str(parent)!r} is not writable", fix)
 
     def replace(self, **changes: Any) -> "Settings":
         """A copy with ``changes`` applied and validated (for CLI flags)."""
@@ -126,10 +259,41 @@ class Settings:
                 extra[key] = value
         env = os.environ if environ is None else environ
         for name, f in fields.items():
-            raw = env.get(f"AGENTSTREAM_{name.upper()}")
-            if raw is not None and name not in ("id", "extra"):
+            raw = env.get(f"{ENV_PREFIX}{name.upper()}")
+            if raw is not None and name not in ("id", "extra", "broker_credentials", "ssl_context"):
                 values[name] = _coerce(name, raw, fields[name].type)
+        warn_unknown_variables(env)
         return cls(id=id, extra=extra, **values)
+
+
+def setting_variables() -> list[str]:
+    """Every ``AGENTSTREAM_*`` variable that sets a setting."""
+    skip = ("id", "extra", "broker_credentials", "ssl_context")
+    return [f"{ENV_PREFIX}{f.name.upper()}" for f in dataclasses.fields(Settings) if f.name not in skip]
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[tuple[str, str | None]]:
+    """``(variable, closest setting variable or None)`` for each AGENTSTREAM_* name that sets nothing."""
+    known = setting_variables()
+    out: list[tuple[str, str | None]] = []
+    for name in sorted(environ):
+        if name.startswith(ENV_PREFIX) and name not in known and name not in NON_SETTING_VARIABLES:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            out.append((name, close[0] if close else None))
+    return out
+
+
+_warned: set[str] = set()
+
+
+def warn_unknown_variables(environ: Mapping[str, str]) -> None:
+    """Log each unknown AGENTSTREAM_* variable once, with the closest match (a typo is never silent)."""
+    for name, close in unknown_variables(environ):
+        if name in _warned:
+            continue
+        _warned.add(name)
+        hint = f"did you mean {close}?" if close else "see docs for the list of settings"
+        log.warning("environment variable %s is not an agentstream setting and is ignored; %s", name, hint)
 
 
 def _coerce(name: str, raw: str, type_: Any) -> Any:
@@ -139,7 +303,11 @@ def _coerce(name: str, raw: str, type_: Any) -> Any:
         if t in ("int", "<class 'int'>"):
             return int(raw)
         if t in ("float", "<class 'float'>"):
-            return float(raw)
+            value = float(raw)
+            if not math.isfinite(value):
+                raise ConfigError(name, f"environment variable AGENTSTREAM_{name.upper()}={raw!r} is not a finite number",
+                                  "set it to a finite number of seconds (NaN and infinity are not allowed)")
+            return value
         if t in ("bool", "<class 'bool'>"):
             if raw.lower() in ("1", "true", "yes", "on"):
                 return True

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Seque
 from ..events import Event, current_event
 from ..exceptions import TopologyError
 from ..streams import SplitPoint, Stream
-from .replies import CORRELATION_ID, REPLY_TO
+from .replies import CORRELATION_ID, REPLY_TO, allowed_reply_to
 
 if TYPE_CHECKING:
     from ..app import App
@@ -104,7 +104,7 @@ class Agent:
                 if inspect.isawaitable(res):
                     await res
         if event is not None:
-            reply_to = event.header(REPLY_TO)
+            reply_to = allowed_reply_to(self.app, event)  # only the app's reply topics (issue 15)
             if reply_to is not None:
                 cid = event.header(CORRELATION_ID) or b""
                 data = None if value is None else self.app.reply_codec.dumps(value)

@@ -4,7 +4,10 @@ headers; the agent's yielded value goes back to that topic; a reader per app res
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import logging
+import re
+import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +21,51 @@ log = logging.getLogger(__name__)
 REPLY_TO = "agentstream-reply-to"
 CORRELATION_ID = "agentstream-correlation-id"
 
-__all__ = ["REPLY_TO", "CORRELATION_ID", "ReplyConsumer"]
+__all__ = ["REPLY_TO", "CORRELATION_ID", "ReplyConsumer", "allowed_reply_to", "reply_topic_allowed"]
+
+_TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+_REFUSAL_LOG_INTERVAL = 10.0
+_last_refusal: dict[str, float] = {}
+
+
+def reply_topic_allowed(app: "App", topic: str) -> bool:
+    """Whether an ``agentstream-reply-to`` header may name ``topic``.
+
+    The header comes from whoever wrote the request record, so it is input, not configuration:
+    a reply may go only to this app's own reply topics (``<app id>-replies-<12 hex>``, what
+    ``agent.ask`` creates) or to a topic matching the ``reply_topics`` setting's patterns, and
+    never to a table's changelog (a reply there corrupts the table and its restores)."""
+    if not _TOPIC_NAME.match(topic):
+        return False
+    if any(topic == t.changelog_topic.name for t in app.tables.values()):
+        return False
+    if re.fullmatch(re.escape(app.settings.id) + r"-replies-[0-9a-f]{12}", topic):
+        return True
+    patterns = [p.strip() for p in app.settings.reply_topics.split(",") if p.strip()]
+    return any(fnmatch.fnmatchcase(topic, p) for p in patterns)
+
+
+def allowed_reply_to(app: "App", event: Any) -> bytes | None:
+    """The event's reply-to header when replies may go there, else None (logged, rate-limited)."""
+    raw = event.header(REPLY_TO)
+    if raw is None:
+        return None
+    try:
+        topic = raw.decode("utf-8")
+    except (UnicodeDecodeError, AttributeError):
+        topic = repr(raw)[:120]
+    else:
+        if reply_topic_allowed(app, topic):
+            return raw  # type: ignore[no-any-return]
+    now = time.monotonic()
+    if now - _last_refusal.get(topic, 0.0) >= _REFUSAL_LOG_INTERVAL:
+        _last_refusal[topic] = now
+        if len(_last_refusal) > 1000:
+            _last_refusal.clear()
+        where = f"{getattr(event, 'topic', '?')}[{getattr(event, 'partition', '?')}]@{getattr(event, 'offset', '?')}"
+        log.warning("reply not sent: the %s header of %s names %r, which is not a reply topic of app %r "
+                    "(allow more with the reply_topics setting)", REPLY_TO, where, topic, app.settings.id)
+    return None
 
 
 class ReplyConsumer:

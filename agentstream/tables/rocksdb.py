@@ -116,6 +116,10 @@ def _raise_translated(exc: Exception, path: Path, op: str) -> NoReturn:
     if type(exc) is not Exception:  # TypeError/KeyError from bad arguments: a caller bug
         raise exc
     message = str(exc)
+    if op == "open" and "No such file" in message and ("MANIFEST" in message or "CURRENT" in message):
+        # a DB file RocksDB's own bookkeeping names is gone: the data is incomplete, not the
+        # directory unwritable
+        raise StoreCorrupt(path, f"{op} failed, a DB file is missing ({message}); wipe and restore") from exc
     if "Corruption" in message:
         raise StoreCorrupt(path, f"{op} failed, data is corrupt ({message}); wipe and restore") from exc
     if "lock" in message.lower():
@@ -123,6 +127,27 @@ def _raise_translated(exc: Exception, path: Path, op: str) -> NoReturn:
             path, f"{op} failed: DB is locked, probably by another worker process ({message})"
         ) from exc
     raise StoreError(path, f"{op} failed: {message}") from exc
+
+
+def _check_bookkeeping(path: Path) -> None:
+    """StoreCorrupt when a DB directory has data but its CURRENT file or the MANIFEST it names is
+    missing. RocksDB would report the first as a bare I/O error (read as an unwritable data dir)
+    and, for the second, could create an empty DB over the old files (a checkpoint would then
+    skip restoring them): both are corruption, wiped and restored from the changelog."""
+    if not path.is_dir():
+        return
+    names = set(os.listdir(path))
+    data = [n for n in names if n.endswith((".sst", ".log")) or n.startswith("MANIFEST-")]
+    if "CURRENT" not in names:
+        if data:
+            raise StoreCorrupt(path, f"the CURRENT file is missing but {len(data)} DB file(s) remain; wipe and restore")
+        return
+    try:
+        manifest = (path / "CURRENT").read_text("ascii", "replace").strip()
+    except OSError as exc:
+        raise StoreCorrupt(path, f"the CURRENT file is unreadable ({exc}); wipe and restore") from exc
+    if not manifest.startswith("MANIFEST-") or manifest not in names:
+        raise StoreCorrupt(path, f"CURRENT names {manifest[:60]!r}, which is missing; wipe and restore")
 
 
 class RocksDBStore:
@@ -139,13 +164,30 @@ class RocksDBStore:
         self._db = self._open()
 
     def _open(self) -> Rdict:
-        self._path.parent.mkdir(parents=True, exist_ok=True)
+        self._path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _check_bookkeeping(self._path)
         try:
             db = Rdict(str(self._path), options=_options())
         except Exception as exc:
             _raise_translated(exc, self._path, "open")
         db.set_write_options(_write_options())
+        self._private_seen: set[str] = set()
+        self._make_private()
         return db
+
+    def _make_private(self) -> None:
+        """Directory 0700 and files 0600: table contents are readable by this user only.
+        (RocksDB creates files with the process umask; new ones are fixed after each flush.)"""
+        try:
+            os.chmod(self._path, 0o700)
+            os.chmod(self._path.parent, 0o700)
+            with os.scandir(self._path) as entries:
+                for entry in entries:
+                    if entry.name not in self._private_seen and entry.is_file(follow_symlinks=False):
+                        os.chmod(entry.path, 0o600)
+                        self._private_seen.add(entry.name)
+        except OSError:  # a file RocksDB just deleted; the next flush catches up
+            pass
 
     @property
     def path(self) -> Path:
@@ -228,6 +270,7 @@ class RocksDBStore:
         except Exception as exc:
             _raise_translated(exc, self._path, "flush")
         self._dirty = False
+        self._make_private()
 
     def close(self) -> None:
         if self._closed:

@@ -207,9 +207,11 @@ def write_checkpoint(path: Path, offset: int) -> None:
     if offset < 0:
         raise ValueError(f"checkpoint offset must be >= 0, got {offset}")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # this user only, like the store
+    os.fchmod(fd, 0o600)  # also when a stale .tmp existed with other modes
+    with os.fdopen(fd, "wb") as fh:
         fh.write(b"%d\n" % offset)
         fh.flush()
         os.fsync(fh.fileno())

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 from ..codecs import Codec
 from ..events import Event, current_event
-from ..exceptions import AgentStreamError, TopologyError
+from ..exceptions import AgentStreamError, SerializationError, TopologyError
 from .windows import HoppingWindow, TumblingWindow, parse_window_key, window_key
 
 if TYPE_CHECKING:
@@ -98,6 +98,28 @@ def _epoch(value: Any) -> float:
 
 
 # -- time sources ----------------------------------------------------------------------------
+
+
+class FarFutureTimestamp(SerializationError):
+    """A record's time lies further ahead of the wall clock than ``max_message_time_difference``.
+
+    Letting it advance stream time would close and expire every window of the partition and
+    make every later record late (Kafka's ``max.message.time.difference`` guards the same), so
+    the record is refused before it writes anything and goes to the app's error policy."""
+
+
+def _future_bound_ms(table: "Table") -> int | None:
+    limit = float(getattr(table.app.settings, "max_message_time_difference", 0.0) or 0.0)
+    return None if limit <= 0 else _ms(time.time() + limit)
+
+
+def _refuse_far_future(table: "Table", ts_ms: int) -> None:
+    bound = _future_bound_ms(table)
+    if bound is not None and ts_ms > bound:
+        raise FarFutureTimestamp(
+            f"table {table.name!r}: record time {ts_ms / 1000:.3f} is more than max_message_time_difference="
+            f"{table.app.settings.max_message_time_difference}s ahead of the wall clock; not counted "
+            "(it would expire every window of the partition)")
 
 
 def _need_event(event: Event | None) -> Event:
@@ -246,6 +268,12 @@ class _WindowState:
             except ValueError:
                 continue
             starts.append((_ms(start) + self._size_ms, k))
+        bound = _future_bound_ms(self.table)
+        if pw.stream_ms is not None and bound is not None and pw.stream_ms > bound:
+            log.warning("table %s partition %d: stored stream time %s is beyond the wall clock + "
+                        "max_message_time_difference; using %s", self.table.name, part.partition,
+                        pw.stream_ms / 1000, bound / 1000)
+            pw.stream_ms = bound
         if pw.stream_ms is None and starts:
             # Written by a version that did not store stream time: every window start is a
             # lower bound of it (the record that created the window was no earlier).
@@ -280,6 +308,7 @@ class _WindowState:
         pw = self.windows(part)
         ts_ms = _ms(ts)
         if pw.stream_ms is None or ts_ms > pw.stream_ms:
+            _refuse_far_future(table, ts_ms)  # before any write: the record goes to the error policy
             pw.stream_ms = ts_ms
             part.set(STREAM_TIME_KEY, _StreamTimeMark(ts_ms))
         st = pw.stream_ms

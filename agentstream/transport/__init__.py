@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..exceptions import ConfigError
 from .base import Transport
 
@@ -10,13 +12,15 @@ __all__ = ["get_transport", "Transport", "SCHEMES"]
 SCHEMES = ("kafka", "memory")
 
 
-def get_transport(url: str) -> Transport:
-    """The transport for ``url``; imports lazily so ``memory://`` never needs a broker client."""
+def get_transport(url: str, settings: Any = None) -> Transport:
+    """The transport for ``url``; imports lazily so ``memory://`` never needs a broker client.
+    ``settings`` (the app's) carry the broker's TLS/SASL configuration."""
     scheme = url.partition("://")[0].lower() if isinstance(url, str) and "://" in url else ""
     if scheme == "kafka":
         from .kafka import KafkaTransport
+        from .kafka_security import client_security
 
-        return KafkaTransport(url)
+        return KafkaTransport(url, security=client_security(settings) if settings is not None else None)
     if scheme == "memory":
         from .memory import MemoryTransport
 

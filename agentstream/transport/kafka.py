@@ -37,6 +37,7 @@ from ..exceptions import (
 from .base import TP, Assignor, Delivery, MemberInfo, Message, RebalanceListener, TopicSpec
 from .kafka_batches import OpenBatch, RecordDelivery
 from .partitioner import default_partition
+from .kafka_security import start_client
 
 __all__ = ["KafkaTransport", "KafkaProducer", "KafkaConsumer", "AssignorAdapter", "parse_kafka_url"]
 
@@ -142,10 +143,12 @@ class KafkaProducer:
     raised from there.
     """
 
-    def __init__(self, bootstrap: list[str], settings: Mapping[str, Any]) -> None:
+    def __init__(self, bootstrap: list[str], settings: Mapping[str, Any],
+                 security: Mapping[str, Any] | None = None) -> None:
         self._bootstrap = bootstrap
         self._config: dict[str, Any] = {"acks": "all", "linger_ms": 5}
         self._config.update(_pick(settings, _PRODUCER_KEYS))
+        self._security = dict(security or {})
         self._producer: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._partition_cache: dict[str, dict[bytes, int]] = {}
@@ -160,9 +163,9 @@ class KafkaProducer:
     async def start(self) -> None:
         if self._producer is not None:
             return
-        producer = AIOKafkaProducer(bootstrap_servers=self._bootstrap, **self._config)
+        producer = AIOKafkaProducer(bootstrap_servers=self._bootstrap, **self._config, **self._security)
         try:
-            await producer.start()
+            await start_client(producer.start, producer.stop, self._security, "producer", ",".join(self._bootstrap))
         except kafka_errors.KafkaError as exc:
             await producer.stop()
             if self.transactional_id is not None and not isinstance(exc, kafka_errors.KafkaConnectionError):
@@ -452,8 +455,10 @@ class KafkaConsumer:
         group_id: str | None,
         assignor: Assignor | None,
         settings: Mapping[str, Any],
+        security: Mapping[str, Any] | None = None,
     ) -> None:
         self._bootstrap = bootstrap
+        self._security = dict(security or {})
         self.group_id = group_id
         self._config: dict[str, Any] = {"auto_offset_reset": "earliest"}
         self._config.update(_pick(settings, _CONSUMER_KEYS))
@@ -470,7 +475,8 @@ class KafkaConsumer:
         if self._assignor is not None:
             config["partition_assignment_strategy"] = (self._assignor,)
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=self._bootstrap, group_id=self.group_id, enable_auto_commit=False, **config
+            bootstrap_servers=self._bootstrap, group_id=self.group_id, enable_auto_commit=False, **config,
+            **self._security,
         )
         if self._subscription is not None:
             topics, listener = self._subscription
@@ -479,7 +485,7 @@ class KafkaConsumer:
             consumer.assign(self._manual)
         self._consumer = consumer
         try:
-            await consumer.start()
+            await start_client(consumer.start, consumer.stop, self._security, "consumer", ",".join(self._bootstrap))
         except kafka_errors.KafkaError as exc:
             self._consumer = None
             await consumer.stop()
@@ -596,18 +602,19 @@ class KafkaConsumer:
 class KafkaTransport:
     """Producers, consumers and topic admin for one ``kafka://`` URL."""
 
-    def __init__(self, url: str, *, request_timeout_ms: int = 30000) -> None:
+    def __init__(self, url: str, *, request_timeout_ms: int = 30000, security: Mapping[str, Any] | None = None) -> None:
         self.url = url
+        self.security = dict(security or {})  # aiokafka TLS/SASL arguments (kafka_security)
         self.bootstrap: list[str] = parse_kafka_url(url)
         self._request_timeout_ms = request_timeout_ms
         self._admin: Any = None
         self._admin_lock: asyncio.Lock | None = None
 
     def producer(self, **settings: Any) -> KafkaProducer:
-        return KafkaProducer(self.bootstrap, settings)
+        return KafkaProducer(self.bootstrap, settings, self.security)
 
     def consumer(self, *, group_id: str | None, assignor: Assignor | None = None, **settings: Any) -> KafkaConsumer:
-        return KafkaConsumer(self.bootstrap, group_id, assignor, settings)
+        return KafkaConsumer(self.bootstrap, group_id, assignor, settings, self.security)
 
     async def _get_admin(self) -> Any:
         if self._admin is not None:
@@ -617,10 +624,10 @@ class KafkaTransport:
         async with self._admin_lock:
             if self._admin is None:
                 admin = AIOKafkaAdminClient(
-                    bootstrap_servers=self.bootstrap, request_timeout_ms=self._request_timeout_ms
+                    bootstrap_servers=self.bootstrap, request_timeout_ms=self._request_timeout_ms, **self.security
                 )
                 try:
-                    await admin.start()
+                    await start_client(admin.start, admin.close, self.security, "admin client", ",".join(self.bootstrap))
                 except kafka_errors.KafkaError as exc:
                     await admin.close()
                     raise TransportError(

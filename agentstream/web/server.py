@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import hmac
 import logging
 import socket
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from aiohttp import web
 
+from ..credentials import reveal
 from ..exceptions import ConfigError
 from ..worker.assignor import Assignment
+from .limits import GuardedSite, Limits, install_log_filter
 from .responses import error_response, json_response
 from .stats import Stats
 from .status_page import render_status_page
@@ -35,7 +38,10 @@ __all__ = ["Web", "MAX_PATH_BYTES", "RESERVED_PATHS"]
 
 MAX_PATH_BYTES = 4096
 DEFAULT_PORT = 6066  # Settings.web_port's default: taken by another local worker, fall back to a free port
-RESERVED_PATHS = ("/", "/tables", "/metadata", "/status", "/status.html", "/status.json", "/metrics")
+RESERVED_PATHS = ("/", "/tables", "/metadata", "/status", "/status.html", "/status.json", "/metrics", "/livez",
+                  "/readyz")
+OPEN_PATHS = frozenset({"/livez"})  # answered without the web token (liveness probes carry none)
+SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -63,6 +69,11 @@ class Web:
         self.advertised_host = str(extra.get("web_advertised_host") or self._advertised(host))
         self.stats = Stats(app, worker, history=int(extra.get("web_history", 300)))
         self.tables = TableViews(self)
+        s = app.settings
+        self.limits = Limits(max_connections=s.web_max_connections, header_timeout=s.web_header_timeout,
+                             body_timeout=s.web_body_timeout)
+        self.token: bytes | None = (reveal(s.web_token) or "").encode() or None
+        self.scheme = "http"
         self._runner: web.AppRunner | None = None
         self._sampler: asyncio.Task[None] | None = None
 
@@ -78,7 +89,7 @@ class Web:
 
     @property
     def url(self) -> str:
-        return f"http://{self.address}"
+        return f"{self.scheme}://{self.address}"
 
     def assignment(self) -> Assignment:
         return self.worker.assignor.assignment
@@ -89,10 +100,14 @@ class Web:
         application = web.Application(
             middlewares=[self._guard],
             # Let long request lines reach the guard, so they get our JSON 414 instead of a bare 400.
-            handler_args={"max_line_size": 65536, "max_field_size": 16384},
+            handler_args={"max_line_size": 65536, "max_field_size": 16384,
+                          "keepalive_timeout": self.app.settings.web_idle_timeout},
+            client_max_size=1024 ** 2,
         )
         r = application.router
         r.add_get("/", self.index)
+        r.add_get("/livez", self.livez)
+        r.add_get("/readyz", self.readyz)
         r.add_get("/tables", self.tables.list_tables)
         r.add_get("/tables/", self.tables.list_tables)
         r.add_get("/tables/{table}", self.tables.list_keys)
@@ -112,10 +127,11 @@ class Web:
 
     async def start(self) -> None:
         """Bind and serve; afterwards :attr:`port` is the real port (also when 0 was asked)."""
+        install_log_filter()
         self._runner = web.AppRunner(self.build(), access_log=None, shutdown_timeout=2.0)
         await self._runner.setup()
         try:
-            await web.TCPSite(self._runner, self.host, self.port).start()
+            await GuardedSite(self._runner, self.host, self.port, self.limits).start()
         except OSError as exc:
             if self.port == DEFAULT_PORT and exc.errno == errno.EADDRINUSE:
                 # Several workers on one machine with default settings: serve on a free port rather
@@ -123,10 +139,14 @@ class Web:
                 log.warning("web port %d is in use; serving on a free port instead (pass --web-port to choose)",
                             self.port)
                 self.port = 0
-                await web.TCPSite(self._runner, self.host, 0).start()
+                await GuardedSite(self._runner, self.host, 0, self.limits).start()
             else:
                 await self._runner.cleanup()
                 self._runner = None
+                if isinstance(exc, socket.gaierror) or exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+                    raise ConfigError("web_host", f"cannot listen on {self.host!r}: {exc.strerror or exc}",
+                                      "pass a --web-host that is an address of this machine (e.g. 127.0.0.1 "
+                                      "or 0.0.0.0)") from exc
                 raise ConfigError("web_port", f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}",
                                   "pass another --web-port (0 picks a free one) or --without-web") from exc
         self.port = int(self._runner.addresses[0][1])
@@ -146,11 +166,30 @@ class Web:
             log.info("web server on %s stopped", self.address)
 
     # -- the guard -------------------------------------------------------------------------------------
+    def authorized(self, request: web.Request) -> bool:
+        """No token configured, or ``Authorization: Bearer <token>`` matches (constant time)."""
+        if self.token is None:
+            return True
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        return hmac.compare_digest(given.strip().encode("utf-8", "surrogateescape"), self.token)
+
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        response = await self._answer(request, handler)
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        return response
+
+    async def _answer(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if len(request.raw_path.encode()) > MAX_PATH_BYTES:
             return error_response(414, f"request path is longer than {MAX_PATH_BYTES} bytes",
                                   "shorten the key or path; table keys in URLs are limited to 1 KiB")
+        if request.path not in OPEN_PATHS and not self.authorized(request):
+            return error_response(401, "missing or wrong bearer token",
+                                  "send the worker's web_token as 'Authorization: Bearer <token>'",
+                                  headers={"WWW-Authenticate": 'Bearer realm="agentstream"'})
         try:
             return await handler(request)
         except web.HTTPException as exc:
@@ -171,7 +210,7 @@ class Web:
                                   "this is a bug in the handler; the worker log has the traceback")
 
     def _endpoints(self) -> list[str]:
-        return ["/tables", "/tables/<table>?offset=&limit=", "/tables/<table>/<key>[?window=current|now|<epoch s>]",
+        return ["/livez", "/readyz", "/tables", "/tables/<table>?offset=&limit=", "/tables/<table>/<key>[?window=current|now|<epoch s>]",
                 "/metadata", "/status", "/status.html", "/metrics", *sorted(self.app.pages)]
 
     def _page_handler(self, cls: type[View]) -> Handler:
@@ -183,6 +222,26 @@ class Web:
     # -- endpoints --------------------------------------------------------------------------------------
     async def index(self, request: web.Request) -> web.Response:
         return json_response({"app": self.app.id, "worker": self.address, "endpoints": self._endpoints()})
+
+    async def livez(self, request: web.Request) -> web.Response:
+        """Alive: the event loop answers (no token needed, reveals nothing)."""
+        return json_response({"status": "alive"})
+
+    async def readyz(self, request: web.Request) -> web.Response:
+        """Ready: partitions assigned, every active table partition restored, not crashed."""
+        worker = self.worker
+        problems: list[str] = []
+        if worker.crashed is not None:
+            problems.append("the worker crashed")
+        if not worker.assigned.is_set():
+            problems.append("no partitions assigned yet (joining the group or rebalancing)")
+        not_ready = sorted(f"{t.name}[{p}]" for t in self.app.tables.values() for p, part in t.parts.items()
+                           if (part.active or t.is_global) and not part.ready)
+        if not_ready:
+            problems.append(f"restoring {len(not_ready)} table partition(s)")
+        body = {"ready": not problems, "problems": problems, "restoring": not_ready[:50]}
+        return json_response(body, status=200 if not problems else 503,
+                             headers=None if not problems else {"Retry-After": "1"})
 
     async def metadata(self, request: web.Request) -> web.Response:
         a = self.assignment()

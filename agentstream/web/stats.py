@@ -17,7 +17,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ..transport.base import TP
-from .tables import part_size
+from .tables import part_size, refresh_count
 
 if TYPE_CHECKING:
     from ..app import App
@@ -129,6 +129,9 @@ class Stats:
             dt = max(now - then, 1e-3)
             rates = {a: round((n - before.get(a, 0)) / dt, 2) for a, n in totals.items()}
         self._last = (now, totals)
+        for table in list(self.app.tables.values()):  # exact key counts, in slices, only after changes
+            for part in list(table.parts.values()):
+                await refresh_count(part)
         restore = self.restore()
         sample = {
             "t": round(now, 3),

@@ -9,15 +9,19 @@ last rebalance (or answers 307 to it), so a client can ask any worker.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
+import re
+import struct
 import time
 import weakref
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Iterator, TypeVar
 
 import aiohttp
 import orjson
 from aiohttp import web
 
+from ..exceptions import StoreError
 from ..tables.windows import parse_window_key, window_key
 from ..transport.partitioner import default_partition
 from .responses import error_response, json_response
@@ -36,6 +40,42 @@ MAX_LIMIT = 1000
 FORWARDED_HEADER = "X-Agentstream-Forwarded-By"
 RETRY_AFTER = {"Retry-After": "1"}
 _STREAM_TIME_KEY = b"\xff\xff\xff\xffagentstream.stream-time"  # windowed.STREAM_TIME_KEY (never a window key)
+MAX_EPOCH_SECONDS = 253402300799.0  # 9999-12-31T23:59:59Z: later "window" times are not timestamps
+MAX_FORWARDED_BYTES = 4 * 1024 * 1024
+SLICE_SECONDS = 0.002  # a scan gives the loop back after this long
+_HOST_LABELS = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*$")
+T = TypeVar("T")
+
+
+def valid_owner(address: object) -> str | None:
+    """``host:port`` when ``address`` (from another member's group metadata) is exactly a host name,
+    IPv4 or [IPv6] address and a port in 1..65535, else None. Anything else (a path, a query,
+    user info, a scheme) could make this worker fetch an arbitrary URL for a client."""
+    if not isinstance(address, str) or len(address) > 300:
+        return None
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536 or port != str(int(port)):
+        return None
+    if host.startswith("[") and host.endswith("]"):
+        try:
+            return address if ipaddress.ip_address(host[1:-1]).version == 6 else None
+        except ValueError:
+            return None
+    return address if _HOST_LABELS.match(host) else None
+
+
+async def sliced(items: Iterable[T], budget: float = SLICE_SECONDS) -> AsyncIterator[T]:
+    """Iterate ``items``, yielding to the event loop whenever ``budget`` seconds have passed, so a
+    long scan never stalls processing for more than a couple of milliseconds."""
+    clock = time.perf_counter
+    deadline = clock() + budget
+    n = 0
+    for item in items:
+        yield item
+        n += 1
+        if n & 63 == 0 and clock() >= deadline:
+            await asyncio.sleep(0)
+            deadline = clock() + budget
 
 
 def parse_key(text: str) -> Any:
@@ -70,36 +110,37 @@ def part_entries(part: "TablePartition") -> Iterator[tuple[bytes, Any, bool]]:
             yield k, v, decoded
 
 
-EXACT_COUNT_LIMIT = 100_000
-EXACT_COUNT_TTL = 2.0
-_counts: "weakref.WeakKeyDictionary[Any, tuple[float, int]]" = weakref.WeakKeyDictionary()  # by store
+COUNT_INTERVAL = 10.0  # a changing partition is recounted at most this often
+_counts: "weakref.WeakKeyDictionary[Any, tuple[Any, int, float]]" = weakref.WeakKeyDictionary()  # store -> (version, n, when)
+
+
+def _version(part: "TablePartition") -> Any:
+    """Changes when the partition's contents may have changed (changelog position, unflushed writes)."""
+    return (part.changelog_offset, len(part.pending), len(part.cache))
 
 
 def part_size(part: "TablePartition") -> int:
-    """Keys in a partition, including unwritten changes.
+    """Keys in a partition, including unwritten changes, without scanning (never blocks).
 
-    Memory stores count exactly and cheaply. RocksDB's own count is an estimate that counts
-    overwritten keys again (it doubles easily), so partitions up to EXACT_COUNT_LIMIT keys are
-    counted by a scan, at most every EXACT_COUNT_TTL seconds (the status page samples every
-    second): such counts may be that old, but are always a consistent snapshot.
+    Memory stores count exactly. RocksDB's own count is an estimate that counts overwritten keys
+    again, so persistent partitions report the last exact count taken by :func:`refresh_count`
+    (the status sampler keeps it current by scanning in slices, only after the partition
+    changed), falling back to the estimate until the first count is done.
     """
     store = part.store
-    estimate = len(store)
-    if getattr(store, "persistent", False) and estimate <= EXACT_COUNT_LIMIT:
-        now = time.monotonic()
+    if getattr(store, "persistent", False):
         try:
             cached = _counts.get(store)
-        except TypeError:  # a store that cannot be weakly referenced: count every time
-            cached = None
-        if cached is not None and now - cached[0] < EXACT_COUNT_TTL:
-            return cached[1]
-        n = sum(1 for k, _, _ in part_entries(part) if k != _STREAM_TIME_KEY)
-        try:
-            _counts[store] = (now, n)
         except TypeError:
-            pass
-        return n
-    n = estimate
+            cached = None
+        if cached is not None:
+            return cached[1]
+    return _estimate(part)
+
+
+def _estimate(part: "TablePartition") -> int:
+    store = part.store
+    n = len(store)
     for k, (v, _) in _overlay(part).items():
         in_store = k in store
         if v is not None and not in_store:
@@ -109,6 +150,28 @@ def part_size(part: "TablePartition") -> int:
     if part.table._windowed is not None and part.get_bytes(_STREAM_TIME_KEY)[0]:
         n -= 1
     return max(n, 0)
+
+
+async def refresh_count(part: "TablePartition") -> None:
+    """Count a persistent partition's keys exactly, in slices, if it changed since the last count."""
+    store = part.store
+    if not getattr(store, "persistent", False):
+        return
+    version = _version(part)
+    try:
+        cached = _counts.get(store)
+    except TypeError:
+        return
+    if cached is not None and (cached[0] == version or time.monotonic() - cached[2] < COUNT_INTERVAL):
+        return
+    n = 0
+    try:
+        async for k, _, _ in sliced(part_entries(part)):
+            if k != _STREAM_TIME_KEY:
+                n += 1
+    except StoreError:
+        return  # closed or wiped mid-count (rebalance): count again next time
+    _counts[store] = (version, n, time.monotonic())
 
 
 def _window_info(table: "Table") -> dict[str, Any] | None:
@@ -185,28 +248,42 @@ class TableViews:
                     if k != _STREAM_TIME_KEY:
                         yield part.partition, k, v, decoded
 
+        # Page through the stores in slices: a deep offset over a large table costs time, but
+        # never holds the event loop for more than a few milliseconds at once.
         items: list[dict[str, Any]] = []
-        total = 0
-        for p, k, v, decoded in entries():
-            total += 1
-            if total <= offset or len(items) >= limit:
-                continue
-            item: dict[str, Any] = {"partition": p}
-            if windowed:
-                kb, start = parse_window_key(k)
-                item["key"] = kloads(kb)
-                item["window"] = list(table._windowed.window_range(start))
-            else:
-                item["key"] = kloads(k)
-            item["value"] = v if decoded else vloads(v)
-            items.append(item)
+        seen = 0
+        more = False
+        try:
+            async for p, k, v, decoded in sliced(entries()):
+                seen += 1
+                if seen <= offset:
+                    continue
+                if len(items) >= limit:
+                    more = True
+                    break
+                item: dict[str, Any] = {"partition": p}
+                try:
+                    if windowed:
+                        kb, start = parse_window_key(k)
+                        item["key"] = kloads(kb)
+                        item["window"] = list(table._windowed.window_range(start))
+                    else:
+                        item["key"] = kloads(k)
+                    item["value"] = v if decoded else vloads(v)
+                except Exception as exc:  # one undecodable entry must not fail the whole page
+                    item["key"] = k.decode("utf-8", "backslashreplace")
+                    item["error"] = f"cannot decode: {type(exc).__name__}"
+                items.append(item)
+        except StoreError as exc:
+            return error_response(503, f"table {name!r} changed while listing ({exc.problem})",
+                                  "retry after the Retry-After seconds", headers=RETRY_AFTER)
         end = offset + len(items)
         return json_response({
             "table": name,
             "offset": offset,
             "limit": limit,
-            "total": total,
-            "next_offset": end if end < total else None,
+            "total": max(sum(part_size(part) for part in parts), end + int(more)),
+            "next_offset": end if more else None,
             "partitions": [part.partition for part in parts],
             "restoring": [part.partition for part in parts if not part.ready],
             "served_by": self.server.address,
@@ -271,10 +348,10 @@ class TableViews:
                     at = float(window)
                 except ValueError:
                     at = float("nan")
-                if not 0 <= at < float("inf"):
+                if not 0 <= at <= MAX_EPOCH_SECONDS:
                     return error_response(400, f"bad window {window!r}",
                                           "use ?window=current (the partition's stream time), ?window=now "
-                                          "(wall clock) or ?window=<epoch seconds >= 0>")
+                                          f"(wall clock) or ?window=<epoch seconds in 0..{MAX_EPOCH_SECONDS:.0f}>")
         explicit = request.query.get("partition")
         if explicit is None:
             candidates = self.candidates(table, key, kb)
@@ -313,7 +390,10 @@ class TableViews:
         remaining = [p for p in candidates if p not in local]
         while remaining:
             p = remaining[0]
-            owner = assignment.owners.get(p)
+            owner = valid_owner(assignment.owners.get(p))
+            if assignment.owners.get(p) and owner is None:
+                log.warning("not forwarding to %r (owner of %s[%d] in the group metadata): not a host:port",
+                            assignment.owners.get(p), table.name, p)
             if forwarded_by or not owner or owner == me:
                 remaining.pop(0)
                 if forwarded_by:  # the sender thinks we own it: ownership is moving. Never forward twice.
@@ -331,7 +411,7 @@ class TableViews:
                     return error_response(503, f"too many redirects looking up {key!r} (partition owners are changing)",
                                           "retry after the Retry-After seconds", headers=RETRY_AFTER)
                 url = request.rel_url.update_query(partition=",".join(map(str, remaining)), hops=str(hops + 1))
-                raise web.HTTPTemporaryRedirect(f"http://{owner}{url.raw_path_qs}")
+                raise web.HTTPTemporaryRedirect(f"{self.server.scheme}://{owner}{url.raw_path_qs}")
             group = [q for q in remaining if assignment.owners.get(q) == owner]
             remaining = [q for q in remaining if q not in group]
             resp = await self._forward(request, table, owner, group)
@@ -371,8 +451,15 @@ class TableViews:
                 at = stream_ms / 1000
             else:
                 at = time.time() if window == "now" else float(window)
-            start, end = state.window.current(at)
-            lookup = window_key(kb, start)
+            try:
+                if not 0 <= at <= MAX_EPOCH_SECONDS:
+                    raise ValueError(f"time {at!r} is outside 0..{MAX_EPOCH_SECONDS:.0f}")
+                start, end = state.window.current(at)
+                lookup = window_key(kb, start)
+            except (ValueError, OverflowError, struct.error) as exc:
+                return error_response(409 if window == "current" else 400,
+                                      f"no window of table {table.name!r} at {window} ({at!r} s): {exc}",
+                                      "ask for an explicit ?window=<epoch seconds>", partition=partition)
             body["window"] = [start, end]
         found, value = part.get_bytes(lookup)
         if not found:
@@ -388,16 +475,35 @@ class TableViews:
             url = url.without_query_params("redirect")
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.server.forward_timeout))
+        headers = {FORWARDED_HEADER: self.server.address, "Accept": "application/json"}
+        if self.server.token is not None:  # the owner is a worker of the same app: same token
+            headers["Authorization"] = "Bearer " + self.server.token.decode()
         try:
-            async with self._session.get(f"http://{owner}{url.raw_path_qs}", allow_redirects=False,
-                                         headers={FORWARDED_HEADER: self.server.address,
-                                                  "Accept": "application/json"}) as resp:
-                body = await resp.read()
-                headers = {k: v for k, v in resp.headers.items() if k == "Retry-After"}
-                headers["X-Agentstream-Served-By"] = owner
-                return web.Response(body=body, status=resp.status, headers=headers,
-                                    content_type=resp.content_type or "application/json")
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            async with self._session.get(f"{self.server.scheme}://{owner}{url.raw_path_qs}", allow_redirects=False,
+                                         headers=headers) as resp:
+                body = await resp.content.read(MAX_FORWARDED_BYTES + 1)
+                status = resp.status
+                json_answer = resp.content_type == "application/json"
+            problem = None
+            if len(body) > MAX_FORWARDED_BYTES:
+                problem = f"more than {MAX_FORWARDED_BYTES} bytes"
+            elif not json_answer or not 200 <= status < 600 or 300 <= status < 400:
+                problem = f"HTTP {status} with content type {resp.content_type!r}"
+            else:
+                try:
+                    orjson.loads(body)
+                except orjson.JSONDecodeError:
+                    problem = "a body that is not JSON"
+            if problem is not None:
+                log.warning("owner %s of %s%s answered %s; not passed on", owner, table.name, partitions, problem)
+                return error_response(502, f"the owner of table {table.name!r} partitions {partitions} ({owner}) "
+                                      f"answered {problem}", "only JSON answers of workers are passed on",
+                                      owner=owner)
+            out_headers = {"X-Agentstream-Served-By": owner}
+            if status == 503:
+                out_headers.update(RETRY_AFTER)
+            return web.Response(body=body, status=status, headers=out_headers, content_type="application/json")
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as exc:
             log.warning("forwarding %s to %s (owner of %s%s) failed: %r", request.path, owner, table.name,
                         partitions, exc)
             return error_response(503, f"the owner of table {table.name!r} partitions {partitions} ({owner}) is not "

@@ -129,6 +129,8 @@ class Worker:
 
     async def start(self) -> None:
         app, s = self.app, self.settings
+        if app.tables:
+            s.check_data_dir()  # before connecting or joining: a bad data dir names the setting (issue 15)
         rt = runtime.bind(app, self)  # the app's runtime context: tables and sends find the worker here
         if self.install_signal_handlers:
             loop = asyncio.get_running_loop()

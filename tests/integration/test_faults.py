@@ -208,7 +208,7 @@ def table_dir(data: Path, partition: int) -> Path:
     return data / "wordcount" / "tables" / "word_counts" / str(partition)
 
 
-@pytest.mark.parametrize("damage", ["corrupt-rocksdb", "checkpoint-ahead"])
+@pytest.mark.parametrize("damage", ["corrupt-rocksdb", "checkpoint-ahead", "missing-manifest"])
 def test_damaged_store_is_wiped_and_restored_once(fresh_broker: DevBroker, tmp_path: Path,
                                                   request: pytest.FixtureRequest, damage: str) -> None:
     from .test_recovery import store_state
@@ -229,6 +229,9 @@ def test_damaged_store_is_wiped_and_restored_once(fresh_broker: DevBroker, tmp_p
             assert manifests, sorted(p.name for p in part.iterdir())
             for f in manifests:
                 f.write_bytes(os.urandom(f.stat().st_size or 64))
+        elif damage == "missing-manifest":  # issue 15 item 7: corruption, not an unwritable data dir
+            for f in part.glob("MANIFEST-*"):
+                f.unlink()
         else:
             (part / "agentstream.checkpoint").write_text("1000000000\n")
         w2 = Worker("second", fresh_broker.url, data, logs)
