@@ -12,13 +12,13 @@ import asyncio
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, cast
+from typing import TYPE_CHECKING, Any, Iterable
 
 from ..exceptions import StoreCorrupt, StoreError, StoreUnavailable
 from ..transport.base import TP, Consumer
 from .store import destroy_store, store_for
 from .partition import TablePartition
-from .restore import Restorer
+from .restore import Restorer, changelog_entries
 from .table import Table
 
 if TYPE_CHECKING:
@@ -144,7 +144,8 @@ class TableManager:
         assert self._restore_consumer is not None
         self.restoring = True
         try:
-            n = await Restorer(self._restore_consumer, label, self.worker.faults).run(parts)
+            n = await Restorer(self._restore_consumer, label, self.worker.faults,
+                               self.app.settings.restore_timeout).run(parts)
         finally:
             self.restoring = False
             self._restore_consumer.assign([])
@@ -208,7 +209,7 @@ class TableManager:
             batches = await consumer.getmany(timeout_ms=500, max_records=10_000)
             for tp, messages in batches.items():
                 part = parts[tp]
-                part.store.write_batch((cast(bytes, m.key), m.value) for m in messages)
+                part.store.write_batch(changelog_entries(part, messages))  # skips null-key/undecodable records
                 part.changelog_offset = messages[-1].offset + 1
             if time.monotonic() - last_checkpoint > self.app.settings.commit_interval:
                 for part in parts.values():
