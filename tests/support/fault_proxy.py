@@ -24,14 +24,17 @@ most ``MAX_DELAY`` seconds per chunk, and a bounded queue per direction.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import random
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any, Awaitable, Callable, TypeVar
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Iterator, TypeVar
+from unittest import mock
 
-__all__ = ["FaultProxy", "ThreadedFaultProxy", "proxied_broker_command", "MAX_DELAY"]
+__all__ = ["FaultProxy", "ThreadedFaultProxy", "proxied_broker_command", "proxied_dev_broker", "MAX_DELAY"]
 
 MAX_DELAY = 30.0
 _CHUNK = 65536
@@ -64,13 +67,13 @@ class _Connection:
         self.proxy = proxy
         self.writers = (client[1], upstream[1])
         self.tasks = [
-            asyncio.ensure_future(self._direction(client[0], upstream[1], "upstream")),
-            asyncio.ensure_future(self._direction(upstream[0], client[1], "downstream")),
+            proxy._spawn(self._direction(client[0], upstream[1], "upstream")),
+            proxy._spawn(self._direction(upstream[0], client[1], "downstream")),
         ]
 
     async def _direction(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, name: str) -> None:
         queue: asyncio.Queue[tuple[float, bytes] | None] = asyncio.Queue(_QUEUE_CHUNKS)
-        forward = asyncio.ensure_future(self._forward(queue, writer))
+        forward = self.proxy._spawn(self._forward(queue, writer))
         try:
             while data := await reader.read(_CHUNK):
                 await queue.put((time.monotonic() + self.proxy._draw(name), data))
@@ -118,6 +121,7 @@ class FaultProxy:
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[_Connection] = set()
         self._handlers: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()  # every pipe task, so cut/stop can reap them all
         self._delays: dict[str, Delay] = {"upstream": 0.0, "downstream": 0.0}
         self._rng = random.Random(seed)
         self._flowing = asyncio.Event()
@@ -157,13 +161,12 @@ class FaultProxy:
 
     async def cut(self) -> None:
         """Abort every open connection now; new connections are accepted as before."""
-        conns = list(self._connections)
-        tasks = [t for c in conns for t in c.tasks]
-        for conn in conns:
+        for conn in list(self._connections):
             conn.abort()
+        self._connections.clear()
+        tasks = list(self._tasks)
         for t in tasks:
             t.cancel()
-        self._connections.clear()
         await asyncio.gather(*tasks, return_exceptions=True)
 
     @property
@@ -171,6 +174,12 @@ class FaultProxy:
         return len(self._connections)
 
     # -- internals ---------------------------------------------------------------------------------
+    def _spawn(self, coro: Any) -> "asyncio.Task[None]":
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
     def _draw(self, direction: str) -> float:
         delay = self._delays[direction]
         return self._rng.uniform(*delay) if isinstance(delay, tuple) else delay
@@ -257,3 +266,28 @@ def proxied_broker_command(binary: str, broker_port: int, proxy_port: int) -> li
     """tansu listening on ``broker_port`` but advertising the proxy, so every client goes through it."""
     return [binary, "broker", "--listener-url", f"tcp://127.0.0.1:{broker_port}",
             "--advertised-listener-url", f"tcp://127.0.0.1:{proxy_port}"]
+
+
+@contextlib.contextmanager
+def proxied_dev_broker(log_path: Path, *, seed: int | None = None) -> Iterator[tuple[Any, ThreadedFaultProxy]]:
+    """A tansu dev broker whose every client connection goes through a :class:`ThreadedFaultProxy`.
+
+    Yields ``(broker, proxy)``; ``broker.url``/``broker.bootstrap`` name the broker's own port for
+    the first contact, after which clients follow the advertised (proxy) address.
+    """
+    from agentstream import devbroker
+
+    broker_port, proxy_port = devbroker.free_port(), devbroker.free_port()
+    proxy = ThreadedFaultProxy(proxy_port, broker_port, seed=seed)
+    try:
+        proxy.start()
+        command = proxied_broker_command(devbroker.tansu_binary(), broker_port, proxy_port)
+        with mock.patch.object(devbroker, "_broker_command", lambda port, silent=False: command):
+            broker = devbroker.DevBroker(broker_port, log_path=log_path)
+            broker.start()
+        try:
+            yield broker, proxy
+        finally:
+            broker.stop()
+    finally:
+        proxy.close()
