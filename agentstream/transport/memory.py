@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import itertools
 import logging
 import random
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence, TypeAlias
 from urllib.parse import urlsplit
 
 from aiokafka.structs import ConsumerRecord, RecordMetadata  # type: ignore[import-untyped, unused-ignore]
@@ -114,6 +115,15 @@ class MemoryFaults:
         self._armed.clear()
         self._rates.clear()
         self.active = False
+
+    @contextlib.contextmanager
+    def suspended(self) -> Iterator[None]:
+        """No fault fires inside this block (a test feeding input or reading results); armed ones wait."""
+        active, self.active = self.active, False
+        try:
+            yield
+        finally:
+            self.active = active or bool(self._armed) or any(self._rates.values())
 
     def take(self, kind: str) -> bool:
         """Should this operation of ``kind`` fail? (Counts it in ``fired`` when it does.)"""
