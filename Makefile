@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 CHROMIUM := $(VENV)/.chromium
 
-.PHONY: install demo test unit integration typecheck bench bench-quick clean
+.PHONY: install demo test unit integration typecheck bench bench-quick soak clean
 
 $(STAMP): setup.py Makefile
 	command -v java >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q openjdk-17-jre-headless; }  # PySpark (the spark extra)
@@ -42,6 +42,11 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(PY) -m bench.run --quick
+
+# Soak (not part of `test`): 3 workers on the real broker, kill -9 / SIGTERM / broker pauses through
+# the fault proxy for SOAK_SECONDS (600), 200k sentences; fails if any word is lost.
+soak: $(STAMP)
+	$(PY) -m tests.soak.soak
 
 clean:
 	rm -rf $(VENV) build *.egg-info artifacts

@@ -32,7 +32,7 @@ log = logging.getLogger("agentstream.tables")
 __all__ = ["Restorer", "PROGRESS_EVERY", "SKIPPED", "changelog_entries"]
 
 PROGRESS_EVERY = 3.0  # seconds between progress lines
-POLL_MS = 500  # one fetch wait; an empty answer just means "wait", never "done"
+POLL_MS = 200  # one fetch wait; an empty answer just means "wait", never "done"
 DEFAULT_TIMEOUT = 300.0
 
 # Changelog records skipped (null key or undecodable value), per changelog topic, since the
@@ -91,7 +91,19 @@ class Restorer:
         remaining = dict(parts)
         done = 0
         began = last_log = last_progress = time.monotonic()
-        while remaining:
+        while True:
+            for tp, part in list(remaining.items()):
+                if await self._finished(tp, part, starts):
+                    del remaining[tp]
+                    last_progress = time.monotonic()
+            if not remaining:
+                break
+            now = time.monotonic()
+            if now - last_progress > self.timeout:
+                raise RestoreTimeout(self.label, self.timeout, self._where(remaining))
+            if now - last_log >= PROGRESS_EVERY:
+                self._progress(parts, starts, done, now - began)
+                last_log = now
             batches = await consumer.getmany(*remaining, timeout_ms=POLL_MS, max_records=batch)
             for tp, messages in batches.items():
                 found = remaining.get(tp)
@@ -110,18 +122,6 @@ class Restorer:
                 last_progress = time.monotonic()
                 if self.faults is not None:
                     self.faults.check("mid_restore")
-            for tp, part in list(remaining.items()):
-                if await self._finished(tp, part, starts):
-                    del remaining[tp]
-                    last_progress = time.monotonic()
-            now = time.monotonic()
-            if not remaining:
-                break
-            if now - last_progress > self.timeout:
-                raise RestoreTimeout(self.label, self.timeout, self._where(remaining))
-            if now - last_log >= PROGRESS_EVERY:
-                self._progress(parts, starts, done, now - began)
-                last_log = now
         for part in parts.values():
             part.checkpoint(force=True)
         self.restored += done
