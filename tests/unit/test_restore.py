@@ -143,3 +143,32 @@ def test_restore_timeout_setting_is_validated(bad: float) -> None:
 
 def test_restore_timeout_from_the_environment() -> None:
     assert Settings.build("x", {}, {"AGENTSTREAM_RESTORE_TIMEOUT": "12.5"}).restore_timeout == 12.5
+
+
+async def test_standby_and_global_following_skip_unusable_changelog_records() -> None:
+    """The follower (standby/global table) applies the same filter as restore: never fatal."""
+    from agentstream.testing import AppHarness
+
+    app = agentstream.App("follow-skip", broker="memory://", topic_partitions=1, web_enabled=False)
+    everything = app.GlobalTable("everything", default=int)
+
+    @app.agent(app.topic("unused", value_type=int))
+    async def noop(stream: agentstream.Stream) -> None:
+        async for _ in stream:
+            pass
+
+    async with AppHarness(app) as h:
+        changelog = everything.changelog_topic.name
+        before = restore.SKIPPED[changelog]
+        producer = app.transport.producer()
+        await producer.start()
+        for key, value in [(b'"a"', orjson.dumps(1)), (None, orjson.dumps(2)), (b'"b"', b"\xff garbage"),
+                           (b'"c"', orjson.dumps(3))]:
+            await producer.send(changelog, key, value, partition=0)
+        for _ in range(250):
+            if everything.as_dict() == {"a": 1, "c": 3}:
+                break
+            await asyncio.sleep(0.02)
+        assert everything.as_dict() == {"a": 1, "c": 3}
+        assert restore.SKIPPED[changelog] - before == 2
+        assert h.worker.crashed is None
