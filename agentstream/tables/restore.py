@@ -48,23 +48,28 @@ def changelog_entries(part: TablePartition, messages: Sequence[Message]) -> list
     """
     loads = part.table.value_codec.loads
     out: list[tuple[bytes, bytes | None]] = []
+    append = out.append
     for m in messages:
         key, value = m.key, m.value
-        problem = None
-        if not isinstance(key, bytes):
-            problem = "it has no key" if key is None else f"its key is {type(key).__name__}, not bytes"
-        elif value is not None:
+        if key.__class__ is not bytes:
+            if not isinstance(key, bytes):
+                _skip(part, m, "it has no key" if key is None else f"its key is {type(key).__name__}, not bytes")
+                continue
+            key = bytes(key)
+        if value is not None:  # None: a tombstone
             try:
                 loads(value)
             except Exception as exc:  # any codec failure: the record is unusable, not fatal
-                problem = f"its value cannot be decoded ({type(exc).__name__}: {exc})"
-        if problem is None and isinstance(key, bytes):
-            out.append((key, value))
-            continue
-        SKIPPED[m.topic] += 1
-        log.warning("skipping changelog record %s[%d]@%d of table %s: %s (%d skipped in %s so far)",
-                    m.topic, m.partition, m.offset, part.table.name, problem, SKIPPED[m.topic], m.topic)
+                _skip(part, m, f"its value cannot be decoded ({type(exc).__name__}: {exc})")
+                continue
+        append((key, value))
     return out
+
+
+def _skip(part: TablePartition, m: Message, problem: str) -> None:
+    SKIPPED[m.topic] += 1
+    log.warning("skipping changelog record %s[%d]@%d of table %s: %s (%d skipped in %s so far)",
+                m.topic, m.partition, m.offset, part.table.name, problem, SKIPPED[m.topic], m.topic)
 
 
 class Restorer:
