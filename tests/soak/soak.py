@@ -4,8 +4,10 @@
 broker through the fault proxy (tests/support/fault_proxy.py). For ``SOAK_SECONDS`` (600) a
 seeded chaos loop picks, every 4-12 s, one of: kill -9 a worker (restarted at once on the same
 data dir), SIGTERM a worker (restarted once it exited; a worker that does not exit within 60 s
-is a finding and is killed), hold all broker traffic for 2-10 s, or hold it and cut every
-connection. Meanwhile ``SOAK_SENTENCES`` (200,000) sentences are fed through the proxy.
+is a finding and is killed), hold all broker traffic for 2-10 s, hold it and cut every
+connection, or (less often) freeze it for 42-50 s, longer than the producer's request timeout,
+so deliveries fail. A worker that exits on its own is a finding and is restarted. Meanwhile
+``SOAK_SENTENCES`` (200,000) sentences are fed through the proxy.
 
 Then the chaos stops, the workers drain (group lag 0 on both input topics), and the output is
 checked against the truth taken from what the ``sentences`` topic really holds (a feeder chunk
@@ -14,7 +16,7 @@ lost), and the duplicate share is reported. Figures go to stdout and to
 ``artifacts/soak/<run>/report.json``; worker logs to the same directory. Exit code 0 only when
 nothing was lost.
 
-Environment: SOAK_SECONDS, SOAK_SENTENCES, SOAK_SEED, SOAK_DRAIN_TIMEOUT (900 s).
+Environment: SOAK_SECONDS, SOAK_SENTENCES, SOAK_SEED, SOAK_DRAIN_TIMEOUT (900 s), SOAK_FREEZE_WEIGHT (1).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ SECONDS = float(os.environ.get("SOAK_SECONDS", "600"))
 SENTENCES = int(os.environ.get("SOAK_SENTENCES", "200000"))
 SEED = int(os.environ.get("SOAK_SEED", "2026"))
 DRAIN_TIMEOUT = float(os.environ.get("SOAK_DRAIN_TIMEOUT", "900"))
+FREEZE = float(os.environ.get("SOAK_FREEZE_WEIGHT", "1"))  # 0: no 42-50 s broker freezes
 INPUTS = ("sentences", "wordcount-words")
 PARTITIONS = 4  # apps/wordcount.py: topic_partitions=4
 FINDING = re.compile(r"ERROR|CRITICAL|Traceback")
@@ -129,8 +132,11 @@ async def _lag(transport: KafkaTransport) -> int:
     try:
         lag = 0
         for tp, end in ends.items():
-            lag += max(0, end - (await consumer.committed(tp) or 0))
-        return lag + PARTITIONS * len(INPUTS) - len(ends)  # an unknown end counts as lag
+            committed = await consumer.committed(tp)
+            if committed is None and end > 0:
+                return -1  # not known (the group is rebalancing): not drained
+            lag += max(0, end - (committed or 0))
+        return lag if len(ends) == PARTITIONS * len(INPUTS) else -1  # an unknown end: not drained
     finally:
         await consumer.stop()
 
@@ -179,7 +185,7 @@ class Chaos:
         self.everyone.append(w)
 
     def step(self) -> None:
-        action = self.rnd.choices(["kill9", "sigterm", "pause", "pause+cut"], weights=[3, 3, 2, 1])[0]
+        action = self.rnd.choices(["kill9", "sigterm", "pause", "pause+cut", "freeze"], weights=[3, 3, 2, 1, FREEZE])[0]
         name = self.rnd.choice(sorted(self.workers))
         w = self.workers[name]
         self.actions[action] += 1
@@ -204,7 +210,9 @@ class Chaos:
                 say(self.findings[-1])
             self.spawn(name)
         else:
-            hold = self.rnd.uniform(2.0, 10.0)
+            # A freeze outlasts the producer's request timeout (aiokafka's 40 s): batches fail, and
+            # a worker must stop without committing past them (issue 13 defect 1).
+            hold = self.rnd.uniform(42.0, 50.0) if action == "freeze" else self.rnd.uniform(2.0, 10.0)
             say(f"{action} broker traffic for {hold:.1f}s")
             self.proxy.pause()
             try:
@@ -213,7 +221,11 @@ class Chaos:
                     self.proxy.cut()
             finally:
                 self.proxy.resume()
-        for n, other in self.workers.items():  # a worker that died on its own is a finding: restart it
+        self.revive()
+
+    def revive(self) -> None:
+        """A worker that died on its own is a finding: restart it (on the same data dir)."""
+        for n, other in list(self.workers.items()):
             if other.proc.poll() is not None:
                 self.findings.append(f"{other.name} exited on its own with {other.proc.returncode}")
                 say(self.findings[-1] + "; restarting it")
@@ -260,11 +272,13 @@ def main() -> int:
             drained_at = time.monotonic()
             lag = -1
             while time.monotonic() - drained_at < DRAIN_TIMEOUT:
+                chaos.revive()
                 lag = asyncio.run(_lag(transport))
-                say(f"draining: lag {lag} records")
+                say(f"draining: lag {lag if lag >= 0 else 'unknown'} records")
                 if lag == 0:
                     time.sleep(3)
-                    if asyncio.run(_lag(transport)) == 0:
+                    chaos.revive()
+                    if asyncio.run(_lag(transport)) == 0 and all(w.proc.poll() is None for w in chaos.workers.values()):
                         break
                 time.sleep(5)
             drain_seconds = time.monotonic() - drained_at
