@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.demo-installed
 CHROMIUM := $(VENV)/.chromium
 
-.PHONY: install demo test docs docs-serve unit integration typecheck bench bench-quick clean
+.PHONY: install demo test docs docs-serve unit integration typecheck bench bench-quick soak clean
 
 # The full install: everything `make test` runs (test, dev broker, Spark with Java 17, docs).
 $(STAMP): setup.py Makefile
@@ -61,6 +61,11 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(PY) -m bench.run --quick
+
+# Soak (not part of `test`): 3 workers on the real broker, kill -9 / SIGTERM / broker pauses through
+# the fault proxy for SOAK_SECONDS (600), 200k sentences; fails if any word is lost.
+soak: $(STAMP)
+	$(PY) -m tests.soak.soak
 
 clean:
 	rm -rf $(VENV) build *.egg-info artifacts

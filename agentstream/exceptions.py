@@ -127,3 +127,15 @@ class StoreUnavailable(StoreError):
 
 class StopProcessing(AgentStreamError):
     """A record failed and the app's policy is ``stop``: the worker stops without committing it."""
+
+
+class RestoreTimeout(AgentStreamError):
+    """A table restore made no progress for ``restore_timeout`` seconds (broker unreachable or stuck)."""
+
+    def __init__(self, label: str, timeout: float, where: str) -> None:
+        self.label = label
+        self.timeout = timeout
+        super().__init__(
+            f"{label}: restore made no progress for {timeout:g}s ({where}). Fix: check that the broker is "
+            "reachable and serves the changelog topics, or raise restore_timeout (AGENTSTREAM_RESTORE_TIMEOUT)"
+        )

@@ -44,6 +44,7 @@ class Settings:
     heartbeat_interval: float = 2.0
     rebalance_timeout: float = 10.0
     shutdown_timeout: float = 10.0
+    restore_timeout: float = 300.0  # a table restore without progress for this long fails (RestoreTimeout)
     producer_linger: float = 0.005
     producer_max_batch_size: int = 16384
     consumer_fetch_max_wait: float = 0.5
@@ -122,6 +123,9 @@ class Settings:
         for name in ("commit_interval", "session_timeout", "heartbeat_interval", "rebalance_timeout"):
             if float(getattr(self, name)) <= 0:
                 raise ConfigError(name, f"must be > 0 seconds, got {getattr(self, name)!r}", f"set {name} to a positive number of seconds")
+        if not (math.isfinite(float(self.restore_timeout)) and float(self.restore_timeout) > 0):
+            raise ConfigError("restore_timeout", f"must be a finite number of seconds > 0, got {self.restore_timeout!r}",
+                              "set restore_timeout to how long a table restore may go without progress, e.g. 300")
         if self.producer_linger < 0:
             raise ConfigError("producer_linger", f"must be >= 0 seconds, got {self.producer_linger!r}",
                               "use 0 to send each batch as soon as the sender is free")

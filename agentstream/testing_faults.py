@@ -1,4 +1,6 @@
-"""Fault injection for tests: crash points inside a worker, in-process "kill -9", a TCP proxy.
+"""Fault injection for tests: crash points inside a worker and an in-process "kill -9".
+
+(The broker fault proxy is test support: ``tests/support/fault_proxy.py``.)
 
 The worker consults ``worker.faults`` (None unless a test passes a :class:`FaultInjector`, so a
 production worker pays one ``is not None`` check per point) at named points:
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentstream.faults")
 
-__all__ = ["CRASH_POINTS", "FaultInjector", "InjectedCrash", "FailingCall", "abandon", "TcpProxy"]
+__all__ = ["CRASH_POINTS", "FaultInjector", "InjectedCrash", "FailingCall", "abandon"]
 
 CRASH_POINTS = (
     "before_record",
@@ -152,68 +154,3 @@ def abandon(worker: "Worker") -> list["asyncio.Future[Any]"]:
         if c is not None:
             _run_sync(c.stop())
     return tasks
-
-
-class TcpProxy:
-    """A TCP forwarder the test can stop (dropping every connection) and restart on the same port.
-
-    ``kafka://127.0.0.1:<proxy port>`` reaches the broker through it; the broker must advertise
-    the proxy's address too, or clients would reconnect to the broker directly after the
-    metadata exchange (tansu's ``--advertised-listener-url``).
-    """
-
-    def __init__(self, listen_port: int, target_port: int, host: str = "127.0.0.1") -> None:
-        self.host = host
-        self.listen_port = listen_port
-        self.target_port = target_port
-        self._server: asyncio.AbstractServer | None = None
-        self._pipes: set[asyncio.Task[None]] = set()
-        self._writers: set[asyncio.StreamWriter] = set()
-        self.connections = 0
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, self.host, self.listen_port, reuse_address=True)
-
-    async def stop(self) -> None:
-        """Close the listener and cut every open connection (clients see resets, not a clean close)."""
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
-        for w in list(self._writers):
-            try:
-                w.transport.abort()
-            except Exception:
-                pass
-        for t in list(self._pipes):
-            t.cancel()
-        await asyncio.gather(*self._pipes, return_exceptions=True)
-        self._pipes.clear()
-        self._writers.clear()
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
-        try:
-            up_reader, up_writer = await asyncio.open_connection(self.host, self.target_port)
-        except OSError:
-            writer.transport.abort()
-            return
-        self._writers.update((writer, up_writer))
-        for src, dst in ((reader, up_writer), (up_reader, writer)):
-            task = asyncio.ensure_future(self._pipe(src, dst))
-            self._pipes.add(task)
-            task.add_done_callback(self._pipes.discard)
-
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
-        except (ConnectionError, asyncio.CancelledError):
-            pass
-        finally:
-            self._writers.discard(writer)
-            try:
-                writer.transport.abort()
-            except Exception:
-                pass

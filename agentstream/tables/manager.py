@@ -20,7 +20,7 @@ from .store import destroy_store, store_for
 from ..lifecycle import PartitionState
 from ..runtime import runtime_for
 from .partition import TablePartition
-from .restore import Restorer
+from .restore import Restorer, changelog_entries
 from .table import Table
 
 if TYPE_CHECKING:
@@ -151,7 +151,8 @@ class TableManager:
         assert self._restore_consumer is not None
         self.restoring = True
         try:
-            n = await Restorer(self._restore_consumer, label, cast(Any, self.worker.faults)).run(parts)
+            n = await Restorer(self._restore_consumer, label, cast(Any, self.worker.faults),
+                               self.app.settings.restore_timeout).run(parts)
         finally:
             self.restoring = False
             self._restore_consumer.assign([])
@@ -224,7 +225,7 @@ class TableManager:
             batches = await consumer.getmany(timeout_ms=500, max_records=10_000)
             for tp, messages in batches.items():
                 part = parts[tp]
-                part.store.write_batch((cast(bytes, m.key), m.value) for m in messages)
+                part.store.write_batch(changelog_entries(part, messages))  # skips null-key/undecodable records
                 part.changelog_offset = messages[-1].offset + 1
             if time.monotonic() - last_checkpoint > self.app.settings.commit_interval:
                 for part in parts.values():

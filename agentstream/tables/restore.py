@@ -1,14 +1,27 @@
 """Restore: replay changelog partitions into their stores until each reaches its end.
 
-Runs on its own consumer (never the group consumer: Faust's recovery-hang lesson)."""
+Runs on its own consumer (never the group consumer: Faust's recovery-hang lesson).
+
+A partition is restored when the reader's *position* reaches the high watermark of a fetch
+response (``consumer.highwater(tp)``): never "after a few empty polls" (a slow broker answers
+empty fetches while data is still coming) and never from ListOffsets (wrong on the dev broker).
+An empty poll only means "wait". A restore that makes no progress for ``restore_timeout``
+seconds fails with :class:`~agentstream.exceptions.RestoreTimeout`.
+
+A changelog record a store cannot hold (null key, or a value the table's codec cannot decode) is
+skipped with a log line naming ``topic[partition]@offset`` and counted in :data:`SKIPPED`: one bad
+record must never make a worker unable to start again (issue 15).
+"""
 
 from __future__ import annotations
 
+import collections
 import logging
 import time
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Sequence
 
-from ..transport.base import TP, Consumer
+from ..exceptions import RestoreTimeout
+from ..transport.base import TP, Consumer, Message
 from .partition import TablePartition
 
 if TYPE_CHECKING:
@@ -16,19 +29,60 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentstream.tables")
 
-__all__ = ["Restorer", "PROGRESS_EVERY"]
+__all__ = ["Restorer", "PROGRESS_EVERY", "SKIPPED", "changelog_entries"]
 
-PROGRESS_EVERY = 3.0
+PROGRESS_EVERY = 3.0  # seconds between progress lines
+POLL_MS = 200  # one fetch wait; an empty answer just means "wait", never "done"
+DEFAULT_TIMEOUT = 300.0
+
+# Changelog records skipped (null key or undecodable value), per changelog topic, since the
+# process started: restore and standby following both count here.
+SKIPPED: collections.Counter[str] = collections.Counter()
+
+
+def changelog_entries(part: TablePartition, messages: Sequence[Message]) -> list[tuple[bytes, bytes | None]]:
+    """The (key, value) pairs of ``messages`` a store can hold; the others are logged and counted.
+
+    A null value is a tombstone (kept). Values are decoded with the table's codec once here, so a
+    record that could never be read back does not poison the store (or a later read of its key).
+    """
+    loads = part.table.value_codec.loads
+    out: list[tuple[bytes, bytes | None]] = []
+    append = out.append
+    for m in messages:
+        key, value = m.key, m.value
+        if key.__class__ is not bytes:
+            if not isinstance(key, bytes):
+                _skip(part, m, "it has no key" if key is None else f"its key is {type(key).__name__}, not bytes")
+                continue
+            key = bytes(key)
+        if value is not None:  # None: a tombstone
+            try:
+                loads(value)
+            except Exception as exc:  # any codec failure: the record is unusable, not fatal
+                _skip(part, m, f"its value cannot be decoded ({type(exc).__name__}: {exc})")
+                continue
+        append((key, value))
+    return out
+
+
+def _skip(part: TablePartition, m: Message, problem: str) -> None:
+    SKIPPED[m.topic] += 1
+    log.warning("skipping changelog record %s[%d]@%d of table %s: %s (%d skipped in %s so far)",
+                m.topic, m.partition, m.offset, part.table.name, problem, SKIPPED[m.topic], m.topic)
 
 
 class Restorer:
-    """Replays changelog partitions into their stores until each reaches its end."""
+    """Replays changelog partitions into their stores until each reaches its fetch high watermark."""
 
-    def __init__(self, consumer: Consumer, label: str, faults: "FaultInjector | None" = None) -> None:
+    def __init__(self, consumer: Consumer, label: str, faults: "FaultInjector | None" = None,
+                 timeout: float = DEFAULT_TIMEOUT) -> None:
         self.consumer = consumer
         self.label = label
         self.restored = 0
+        self.skipped = 0
         self.faults = faults
+        self.timeout = timeout
 
     async def run(self, parts: dict[TP, TablePartition], *, batch: int = 10_000) -> int:
         if not parts:
@@ -37,68 +91,91 @@ class Restorer:
         consumer.assign(list(parts))
         starts: dict[TP, int] = {}
         for tp, part in parts.items():
-            start = part.changelog_offset or 0
-            starts[tp] = start
-            consumer.seek(tp, start)
+            starts[tp] = part.changelog_offset or 0
+            consumer.seek(tp, starts[tp])
         remaining = dict(parts)
         done = 0
-        began = last_log = time.monotonic()
-        empty = 0
-        rewound = False
-        while remaining:
-            batches = await consumer.getmany(timeout_ms=300, max_records=batch)
+        began = last_log = last_progress = time.monotonic()
+        while True:
+            for tp, part in list(remaining.items()):
+                if await self._finished(tp, part, starts):
+                    del remaining[tp]
+                    last_progress = time.monotonic()
+            if not remaining:
+                break
+            now = time.monotonic()
+            if now - last_progress > self.timeout:
+                raise RestoreTimeout(self.label, self.timeout, self._where(remaining))
+            if now - last_log >= PROGRESS_EVERY:
+                self._progress(parts, starts, done, now - began)
+                last_log = now
+            batches = await consumer.getmany(*remaining, timeout_ms=POLL_MS, max_records=batch)
             for tp, messages in batches.items():
                 found = remaining.get(tp)
                 if found is None or not messages:
                     continue
                 if messages[0].offset < starts[tp]:
-                    # The checkpoint was beyond the changelog's end and the reader was reset:
-                    # the changelog was deleted or recreated. Start over from an empty store.
-                    log.warning("%s: checkpoint %d of %s is beyond the changelog's end; wiping the store and "
-                                "restoring from the beginning", self.label, starts[tp], tp)
-                    found.store.wipe()
-                    starts[tp] = messages[0].offset
-                found.store.write_batch((cast(bytes, m.key), m.value) for m in messages)
+                    # The reader was reset below the checkpoint: the changelog was deleted or
+                    # recreated under it. Start over from an empty store.
+                    self._wipe(tp, found, starts, messages[0].offset, "the reader was reset to the changelog's start")
+                entries = changelog_entries(found, messages)
+                self.skipped += len(messages) - len(entries)
+                if entries:
+                    found.store.write_batch(entries)
                 found.changelog_offset = messages[-1].offset + 1
                 done += len(messages)
+                last_progress = time.monotonic()
                 if self.faults is not None:
                     self.faults.check("mid_restore")
-            for tp, part in list(remaining.items()):
-                hw = consumer.highwater(tp)
-                if hw is not None and (part.changelog_offset or 0) < hw:
-                    # Aborted transactions (and Kafka's commit markers) occupy offsets no record is
-                    # returned for: the reader's position, not the last record, says how far it got.
-                    pos = await consumer.position(tp)
-                    if pos > (part.changelog_offset or 0) and pos >= starts[tp]:
-                        part.changelog_offset = pos
-                if hw is not None and (part.changelog_offset or 0) >= hw:
-                    if (part.changelog_offset or 0) > hw:
-                        log.warning("%s: checkpoint %d of %s is beyond the changelog's end %d; wiping and "
-                                    "restoring from the beginning", self.label, part.changelog_offset, tp, hw)
-                        part.store.wipe()
-                        part.changelog_offset = 0
-                        starts[tp] = 0
-                        consumer.seek(tp, 0)
-                        rewound = True
-                        continue
-                    del remaining[tp]
-            # Empty fetches end the restore only if nothing was rewound since: a rewind's first
-            # fetches come back empty while the reader resets (it restored 0 records before).
-            empty = 0 if batches or rewound else empty + 1
-            rewound = False
-            if empty >= 3:
-                break  # fetches come back empty: every remaining partition is at its end
-            now = time.monotonic()
-            if now - last_log >= PROGRESS_EVERY and remaining:
-                total = sum(max(0, (consumer.highwater(tp) or 0) - starts[tp]) for tp in parts)
-                rate = done / max(now - began, 1e-9)
-                eta = (total - done) / rate if rate > 0 and total > done else 0.0
-                log.info("%s: restoring %d/%d records (%.0f records/s, ETA %.0fs)", self.label, done, total, rate, eta)
-                last_log = now
         for part in parts.values():
             part.checkpoint(force=True)
         self.restored += done
         elapsed = time.monotonic() - began
-        log.info("%s: restored %d records into %d partitions in %.2fs (%.0f records/s)", self.label, done,
-                 len(parts), elapsed, done / max(elapsed, 1e-9))
+        log.info("%s: restored %d records into %d partitions in %.2fs (%.0f records/s)%s", self.label, done,
+                 len(parts), elapsed, done / max(elapsed, 1e-9),
+                 f"; skipped {self.skipped} unusable changelog records" if self.skipped else "")
         return done
+
+    async def _finished(self, tp: TP, part: TablePartition, starts: dict[TP, int]) -> bool:
+        """Has this partition's reader reached the high watermark of its latest fetch?"""
+        consumer = self.consumer
+        pos = await consumer.position(tp)
+        if pos < starts[tp]:
+            self._wipe(tp, part, starts, pos, "the reader was reset to the changelog's start")
+        elif pos > (part.changelog_offset or 0):
+            # Aborted transactions (and Kafka's commit markers) occupy offsets no record is
+            # returned for: the reader's position, not the last record, says how far it got.
+            part.changelog_offset = pos
+        hw = consumer.highwater(tp)
+        if hw is None:
+            return False  # no fetch answered yet: wait
+        if pos > hw:
+            # The checkpoint is beyond the changelog's end (it was recreated shorter).
+            self._wipe(tp, part, starts, 0, f"it is beyond the changelog's end {hw}")
+            consumer.seek(tp, 0)
+            return False
+        return pos >= hw
+
+    def _wipe(self, tp: TP, part: TablePartition, starts: dict[TP, int], new_start: int, why: str) -> None:
+        log.warning("%s: checkpoint %d of %s is unusable (%s); wiping the store and restoring from offset %d",
+                    self.label, starts[tp], tp, why, new_start)
+        part.store.wipe()
+        part.changelog_offset = new_start
+        starts[tp] = new_start
+
+    def _where(self, remaining: dict[TP, TablePartition]) -> str:
+        out = []
+        for tp, part in sorted(remaining.items()):
+            hw = self.consumer.highwater(tp)
+            end = "an unknown end (no fetch was answered)" if hw is None else f"high watermark {hw}"
+            out.append(f"{tp.topic}[{tp.partition}] at offset {part.changelog_offset or 0} of {end}")
+        return ", ".join(out)
+
+    def _progress(self, parts: dict[TP, TablePartition], starts: dict[TP, int], done: int, elapsed: float) -> None:
+        total = 0
+        for tp in parts:
+            hw = self.consumer.highwater(tp)
+            total += max(0, (hw if hw is not None else starts[tp]) - starts[tp])
+        rate = done / max(elapsed, 1e-9)
+        eta = f"ETA {(total - done) / rate:.0f}s" if rate > 0 and total > done else "ETA unknown"
+        log.info("%s: restoring %d/%d records (%.0f records/s, %s)", self.label, done, total, rate, eta)

@@ -138,9 +138,13 @@ class KafkaProducer:
     Records are appended to one open batch per partition (:mod:`.kafka_batches`). A batch is
     handed to aiokafka as soon as it is opened, and filled until aiokafka's sender takes it or it
     is full, exactly like ``AIOKafkaProducer.send`` fills its batches, so ``linger_ms`` and
-    ``max_batch_size`` keep their meaning. A delivery failure is only visible on a batch's future;
-    the worker awaits ``flush()`` before committing, so the first failure since the last flush is
-    raised from there.
+    ``max_batch_size`` keep their meaning.
+
+    Failures are sticky: the first batch that fails, is cancelled or could not be queued is
+    dropped from the open batches at once (nothing is appended to a dead batch) and remembered;
+    every later ``flush()`` raises it until the producer is stopped (or, for a transactional
+    producer, the transaction is aborted, which discards the failed records with it). A commit
+    that follows any flush can therefore never pass an undelivered record.
     """
 
     def __init__(self, bootstrap: list[str], settings: Mapping[str, Any],
@@ -157,6 +161,8 @@ class KafkaProducer:
         self._open: dict[str, dict[int, OpenBatch]] = {}
         self._handover_locks: dict[str, list[asyncio.Lock]] = {}
         self._sent: list[OpenBatch] = []  # handed to aiokafka since the last flush
+        self._failure: tuple[str, BaseException] | None = None  # (message, cause): raised by every flush
+        self._generation = 0  # +1 at stop and abort: failures of older batches no longer count
         self._request_timeout_s = float(self._config.get("request_timeout_ms", 40_000)) / 1000.0
         self.transactional_id: str | None = self._config.get("transactional_id")
 
@@ -183,10 +189,31 @@ class KafkaProducer:
 
     async def stop(self) -> None:
         producer, self._producer = self._producer, None
-        for batches in self._open.values():
-            batches.clear()
+        self._reset()
         if producer is not None:
             await producer.stop()
+
+    def _reset(self) -> None:
+        """Forget open batches and the remembered failure: a new generation of batches starts."""
+        self._generation += 1
+        for batches in self._open.values():
+            batches.clear()
+        self._sent = []
+        self._failure = None
+
+    def _batch_failed(self, batch: OpenBatch, error: BaseException) -> None:
+        """Called by a batch the moment it fails: never append to it again, and remember why."""
+        open_batches = self._open.get(batch.topic)
+        if open_batches is not None and open_batches.get(batch.partition) is batch:
+            del open_batches[batch.partition]
+        if batch.generation != self._generation or self._failure is not None:
+            return
+        if isinstance(error, ProducerError):
+            self._failure = (str(error), error)
+        else:
+            what = "was cancelled" if isinstance(error, asyncio.CancelledError) else "failed"
+            self._failure = (f"delivery to {batch.topic}[{batch.partition}] {what}: "
+                             f"{_describe(error).rstrip('.')}; offsets past it must not be committed", error)
 
     def _require(self) -> Any:
         if self._producer is None:
@@ -258,7 +285,8 @@ class KafkaProducer:
 
     def _new_batch(self, topic: str, partition: int) -> OpenBatch:
         assert self._loop is not None
-        batch = self._open[topic][partition] = OpenBatch(topic, partition, self._require().create_batch(), self._loop)
+        batch = self._open[topic][partition] = OpenBatch(topic, partition, self._require().create_batch(), self._loop,
+                                                         self._batch_failed, self._generation)
         if partition == self._sticky.get(topic):  # sticky partitioner (KIP-480): a new batch, the next partition
             self._sticky[topic] = (partition + 1) % self._partition_count[topic]
         return batch
@@ -287,18 +315,24 @@ class KafkaProducer:
                         if time.monotonic() >= deadline:
                             raise
         except asyncio.CancelledError:
-            # Never queued: settle it so a flush() waiting for it does not hang.
-            batch.fail(ProducerError(f"send to {batch.topic}[{batch.partition}] was cancelled before it was queued"))
+            # Never queued: its records (this one and any appended while it waited) will never
+            # reach the broker. Failing it drops it from the open batches and makes every later
+            # flush() raise, so no commit passes them.
+            batch.fail(ProducerError(f"send to {batch.topic}[{batch.partition}] was cancelled before its batch "
+                                     "was queued; its records were not delivered"))
             raise
         except (kafka_errors.KafkaError, kafka_errors.IllegalOperation, AssertionError) as exc:
-            if self._open.get(batch.topic, {}).get(batch.partition) is batch:
-                del self._open[batch.topic][batch.partition]
             error = ProducerError(f"could not send to {batch.topic}[{batch.partition}]: {_describe(exc)}")
             batch.fail(error)
             raise error from exc
         batch.track(fut)
 
     async def flush(self) -> None:
+        """Wait for every batch handed over so far; raise the producer's failure if it has one.
+
+        The failure is raised by *every* flush until :meth:`stop` (or an aborted transaction):
+        handing it over once would let the next commit pass the lost records.
+        """
         producer = self._require()
         waiting, self._sent = self._sent, []
         try:
@@ -308,19 +342,13 @@ class KafkaProducer:
         unresolved = [b.delivered for b in waiting if not b.delivered.done()]
         if unresolved:
             await asyncio.wait(unresolved)
-        failure: tuple[str, BaseException] | None = None
-        for batch in waiting:
-            fut = batch.delivered
-            error = asyncio.CancelledError() if fut.cancelled() else fut.exception()  # marks it retrieved
-            if error is not None and failure is None:
-                failure = (f"{batch.topic}[{batch.partition}]", error)
-        if failure is not None:
-            where, error = failure
-            if isinstance(error, ProducerError):
-                raise error
-            raise ProducerError(
-                f"delivery to {where} failed: {_describe(error).rstrip('.')}; offsets past it must not be committed"
-            ) from error
+        self._raise_failure()
+
+    def _raise_failure(self) -> None:
+        """Raise ProducerError if a batch of this producer failed since it started (or last aborted)."""
+        if self._failure is not None:
+            message, cause = self._failure
+            raise ProducerError(message) from cause
 
     async def partitions_for(self, topic: str) -> int:
         producer = self._require()
@@ -353,9 +381,13 @@ class KafkaProducer:
         await self._txn("commit_transaction", self._require().commit_transaction())
 
     async def abort_transaction(self) -> None:
-        for batches in self._open.values():  # aborted with the transaction: later records start new batches
-            batches.clear()
+        # Aborted with the transaction (failed records included): later records start new batches,
+        # and once the abort succeeded, a failure of its batches no longer fails flushes.
+        failure = self._failure
+        self._reset()
+        self._failure = failure
         await self._txn("abort_transaction", self._require().abort_transaction())
+        self._failure = None
 
 
 # -- assignor & listener adapters ------------------------------------------------------------------

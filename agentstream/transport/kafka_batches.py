@@ -11,22 +11,32 @@ partition memo) and needs delivery only per commit, so it appends to aiokafka's
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Generator
+from typing import Any, Callable, Generator, Optional
 
 from aiokafka.structs import RecordMetadata, TopicPartition  # type: ignore[import-untyped,unused-ignore]
 
 __all__ = ["OpenBatch", "RecordDelivery"]
 
 
+FailureHook = Callable[["OpenBatch", BaseException], None]
+
+
 class OpenBatch:
-    """The batch being filled for one partition, and later its delivery."""
+    """The batch being filled for one partition, and later its delivery.
 
-    __slots__ = ("topic", "partition", "builder", "delivered")
+    ``on_failed`` is called synchronously the moment the batch fails or is cancelled (before any
+    waiter wakes up), so the producer can stop appending to it and remember the failure at once.
+    """
 
-    def __init__(self, topic: str, partition: int, builder: Any, loop: asyncio.AbstractEventLoop) -> None:
+    __slots__ = ("topic", "partition", "builder", "delivered", "generation", "_on_failed")
+
+    def __init__(self, topic: str, partition: int, builder: Any, loop: asyncio.AbstractEventLoop,
+                 on_failed: Optional[FailureHook] = None, generation: int = 0) -> None:
         self.topic = topic
         self.partition = partition
         self.builder = builder
+        self.generation = generation  # the producer's generation (stop/abort start a new one)
+        self._on_failed = on_failed
         # Resolved from aiokafka's batch future once the broker acknowledged (or refused) it.
         self.delivered: asyncio.Future[RecordMetadata] = loop.create_future()
 
@@ -38,16 +48,28 @@ class OpenBatch:
             return
         if fut.cancelled():
             self.delivered.cancel()
+            self._failed(asyncio.CancelledError())
             return
         error = fut.exception()  # also marks aiokafka's future retrieved
         if error is not None:
-            self.delivered.set_exception(error)
+            self._set_failed(error)
         else:
             self.delivered.set_result(fut.result())
 
     def fail(self, error: BaseException) -> None:
+        """Settle the batch as failed (it was never queued, or its hand-over failed or was cancelled)."""
         if not self.delivered.done():
-            self.delivered.set_exception(error)
+            self._set_failed(error)
+
+    def _set_failed(self, error: BaseException) -> None:
+        self.delivered.set_exception(error)
+        self.delivered.exception()  # retrieved: the producer reports it from flush(), not the GC
+        self._failed(error)
+
+    def _failed(self, error: BaseException) -> None:
+        hook, self._on_failed = self._on_failed, None
+        if hook is not None:
+            hook(self, error)
 
 
 class RecordDelivery:

@@ -10,20 +10,30 @@ URL, so several apps in one process that use the same URL share topics and consu
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import itertools
 import logging
+import random
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence, TypeAlias
 from urllib.parse import urlsplit
 
 from aiokafka.structs import ConsumerRecord, RecordMetadata  # type: ignore[import-untyped, unused-ignore]
 
-from agentstream.exceptions import CommitFailed, ConfigError, PartitionCountMismatch, ProducerFenced, TransportError
+from agentstream.exceptions import (
+    CommitFailed,
+    ConfigError,
+    PartitionCountMismatch,
+    ProducerError,
+    ProducerFenced,
+    TransportError,
+)
 from agentstream.transport.base import TP, Assignor, MemberInfo, RebalanceListener, TopicSpec
 from agentstream.transport.partitioner import default_partition
 
-__all__ = ["MemoryTransport", "MemoryProducer", "MemoryConsumer", "Record"]
+__all__ = ["MemoryTransport", "MemoryProducer", "MemoryConsumer", "MemoryFaults", "FAULT_KINDS", "Record"]
 
 Record: TypeAlias = ConsumerRecord  # key and value are bytes (or None) on this transport
 DEFAULT_MAX_RECORDS = 500
@@ -56,6 +66,81 @@ class _Txn:
     epoch: int
     records: dict[TP, list[int]] = field(default_factory=dict)
     offsets: dict[str, dict[TP, int]] = field(default_factory=dict)
+    failed: str | None = None  # why it can only be aborted now (a failed send, a failed or aborted commit)
+
+
+FAULT_KINDS = ("send_fail", "send_cancel", "commit_fail", "txn_commit_fail", "txn_abort")
+
+
+class MemoryFaults:
+    """Failures the memory broker injects on request, each the way Kafka shows it to a client.
+
+    ``send_fail``        the record is not written; its delivery fails with ProducerError, and every
+                         later ``flush()`` of that producer raises until it is stopped (or, in a
+                         transaction, until the transaction is aborted: it can no longer commit)
+    ``send_cancel``      the same, but the delivery is cancelled (a batch cancelled before it was queued)
+    ``commit_fail``      an offset commit raises CommitFailed and stores nothing
+    ``txn_commit_fail``  ``commit_transaction`` raises ProducerError; the transaction stays open and
+                         can only be aborted (Kafka's abortable error)
+    ``txn_abort``        the coordinator aborts the transaction at commit (e.g. it timed out): its
+                         records are hidden from read_committed readers, its offsets are not stored,
+                         ``commit_transaction`` raises ProducerError
+
+    ``arm(kind, times)`` fails the next ``times`` operations of that kind; ``randomly(seed, **rates)``
+    fails each operation with a probability (seeded, so a failing run can be replayed).
+    """
+
+    def __init__(self) -> None:
+        self._armed: collections.Counter[str] = collections.Counter()
+        self._rates: dict[str, float] = {}
+        self._rng = random.Random(0)
+        self.fired: collections.Counter[str] = collections.Counter()
+        self.active = False  # one attribute check on the send path when no fault is set
+
+    def arm(self, kind: str, times: int = 1) -> None:
+        self._check(kind)
+        self._armed[kind] += times
+        self.active = True
+
+    def randomly(self, seed: int, **rates: float) -> None:
+        for kind, rate in rates.items():
+            self._check(kind)
+            if not 0 <= rate <= 1:
+                raise ValueError(f"fault rate {kind}={rate!r} must be a probability in 0..1")
+        self._rng = random.Random(seed)
+        self._rates = dict(rates)
+        self.active = bool(self._armed) or any(self._rates.values())
+
+    def clear(self) -> None:
+        self._armed.clear()
+        self._rates.clear()
+        self.active = False
+
+    @contextlib.contextmanager
+    def suspended(self) -> Iterator[None]:
+        """No fault fires inside this block (a test feeding input or reading results); armed ones wait."""
+        active, self.active = self.active, False
+        try:
+            yield
+        finally:
+            self.active = active or bool(self._armed) or any(self._rates.values())
+
+    def take(self, kind: str) -> bool:
+        """Should this operation of ``kind`` fail? (Counts it in ``fired`` when it does.)"""
+        if not self.active:
+            return False
+        if self._armed[kind] > 0:
+            self._armed[kind] -= 1
+        elif not (self._rates.get(kind) and self._rng.random() < self._rates[kind]):
+            return False
+        self.fired[kind] += 1
+        log.info("memory transport: injected fault %s", kind)
+        return True
+
+    @staticmethod
+    def _check(kind: str) -> None:
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault {kind!r}; use one of {', '.join(FAULT_KINDS)}")
 
 
 @dataclass
@@ -157,6 +242,7 @@ class _Broker:
         self._member_ids = itertools.count(1)
         self.txn_epochs: dict[str, int] = {}  # transactional_id -> current producer epoch
         self.open_txns: dict[str, _Txn] = {}
+        self.faults = MemoryFaults()
 
     # -- transactions (Kafka's transaction coordinator, minus control records) -----------------------
     def init_producer(self, transactional_id: str) -> int:
@@ -252,6 +338,11 @@ class _Broker:
 class MemoryProducer:
     """Appends synchronously: the returned future is already resolved, ``flush`` has nothing to wait for.
 
+    Failures (only injected ones, see :class:`MemoryFaults`) are sticky like the kafka://
+    producer's: every later ``flush()`` raises until the producer is stopped or its transaction
+    aborted. There is no batch a cancelled ``send`` could leave half-filled: a send appends
+    without suspending, so it either happened or did not.
+
     With a ``transactional_id`` it follows Kafka's transaction rules: sends only inside a
     transaction, records invisible to read_committed readers until the commit, and a newer
     producer with the same id fences this one (its next operation raises ProducerFenced).
@@ -264,6 +355,7 @@ class MemoryProducer:
         self.transactional_id = transactional_id
         self._epoch = -1
         self._txn: _Txn | None = None
+        self._failure: str | None = None  # raised by every flush until stop() / abort_transaction()
 
     async def start(self) -> None:
         if self.transactional_id is not None and not self._started:
@@ -298,6 +390,17 @@ class MemoryProducer:
     async def commit_transaction(self) -> None:
         txn = self._check_txn(in_txn=True)
         assert txn is not None
+        faults = self._broker.faults
+        if txn.failed is None and faults.take("txn_commit_fail"):
+            txn.failed = "commit_transaction failed (injected: coordinator not available)"
+            raise ProducerError(f"producer {self.transactional_id!r}: {txn.failed}; abort the transaction")
+        if txn.failed is None and faults.take("txn_abort"):
+            txn.failed = "the coordinator aborted the transaction (injected)"
+            self._broker.end_txn(txn, commit=False)
+            raise ProducerError(f"producer {self.transactional_id!r}: {txn.failed}")
+        if txn.failed is not None:
+            raise ProducerError(f"producer {self.transactional_id!r} cannot commit: {txn.failed}; "
+                                "abort the transaction")
         self._txn = None
         self._broker.end_txn(txn, commit=True)
 
@@ -305,10 +408,12 @@ class MemoryProducer:
         txn = self._check_txn(in_txn=True)
         assert txn is not None
         self._txn = None
+        self._failure = None  # the failed records are discarded with the transaction
         self._broker.end_txn(txn, commit=False)
 
     async def stop(self) -> None:
         self._stopped = True
+        self._failure = None
 
     async def send(
         self,
@@ -323,6 +428,8 @@ class MemoryProducer:
         if not self._started or self._stopped:
             raise TransportError("memory producer is not running: call start() before send() and not after stop()")
         txn = self._check_txn(in_txn=True) if self.transactional_id is not None else None
+        if txn is not None and txn.failed is not None:
+            raise ProducerError(f"producer {self.transactional_id!r} cannot send: {txn.failed}; abort the transaction")
         n = len(self._broker.topic(topic).partitions)
         if partition is None:
             if key is not None:
@@ -330,13 +437,33 @@ class MemoryProducer:
             else:
                 partition = self._next.get(topic, 0) % n
                 self._next[topic] = partition + 1
-        meta = self._broker.append(TP(topic, partition), key, value, timestamp_ms, headers or (), txn)
         fut: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        faults = self._broker.faults
+        if faults.active:
+            for kind in ("send_fail", "send_cancel"):
+                if faults.take(kind):
+                    return self._fail(fut, kind, TP(topic, partition), txn)
+        meta = self._broker.append(TP(topic, partition), key, value, timestamp_ms, headers or (), txn)
         fut.set_result(meta)
         return fut
 
+    def _fail(self, fut: asyncio.Future[RecordMetadata], kind: str, tp: TP, txn: _Txn | None) -> asyncio.Future[RecordMetadata]:
+        what = "was cancelled" if kind == "send_cancel" else "failed"
+        message = f"delivery to {tp.topic}[{tp.partition}] {what} (injected); offsets past it must not be committed"
+        if self._failure is None:
+            self._failure = message
+        if txn is not None and txn.failed is None:
+            txn.failed = message
+        if kind == "send_cancel":
+            fut.cancel()
+        else:
+            fut.set_exception(ProducerError(message))
+            fut.exception()  # retrieved: reported by flush(), not by the garbage collector
+        return fut
+
     async def flush(self) -> None:
-        return None
+        if self._failure is not None:
+            raise ProducerError(self._failure)
 
     async def partitions_for(self, topic: str) -> int:
         return len(self._broker.topic(topic).partitions)
@@ -544,6 +671,8 @@ class MemoryConsumer:
             lost = sorted(tp for tp in offsets if tp not in self._assigned)
             if lost:
                 raise CommitFailed(f"commit failed: {lost} are not assigned to {self.member_id} (moved by a rebalance)")
+        if offsets and self._broker.faults.take("commit_fail"):
+            raise CommitFailed(f"commit of {len(offsets)} offsets failed (injected: coordinator not available)")
         group.committed.update(offsets)
 
     async def committed(self, partition: TP) -> int | None:
@@ -568,6 +697,11 @@ class MemoryTransport:
     def reset_all(cls) -> None:
         """Drop every broker (topics, offsets, groups); tests call this between cases."""
         cls._brokers.clear()
+
+    @property
+    def faults(self) -> MemoryFaults:
+        """The broker's fault switches (shared by every client of this URL), for tests."""
+        return self._broker.faults
 
     @property
     def _broker(self) -> _Broker:

@@ -22,7 +22,7 @@ import orjson
 import pytest
 
 from agentstream.devbroker import DevBroker, free_port, tansu_binary
-from agentstream.testing_faults import TcpProxy
+from tests.support.fault_proxy import FaultProxy as TcpProxy
 
 from .cluster import (
     Feeder,

@@ -14,6 +14,7 @@ from agentstream.exceptions import ConfigError, PartitionCountMismatch, Producer
 from agentstream.transport import get_transport
 from agentstream.transport.base import MemberInfo, Message, TopicSpec
 from agentstream.transport.kafka import KafkaConsumer, KafkaTransport, parse_kafka_url
+from tests.support.fault_proxy import proxied_dev_broker
 
 # Short group timeouts: a new group's first join on tansu takes about half the session timeout.
 GROUP: dict[str, Any] = dict(session_timeout_ms=6000, heartbeat_interval_ms=500, rebalance_timeout_ms=6000, fetch_max_wait_ms=100)
@@ -312,7 +313,8 @@ async def test_flush_raises_producer_error_when_delivery_fails(tmp_path: Any) ->
                 with pytest.raises(ProducerError, match=rf"{topic}\[0\]"):
                     await producer.flush()
             assert fut.done() and fut.exception() is not None
-            await producer.flush()  # the failure was reported once
+            with pytest.raises(ProducerError, match=rf"{topic}\[0\]"):
+                await producer.flush()  # reported again: a later commit must not pass it either
         finally:
             async with asyncio.timeout(30):
                 await producer.stop()
@@ -359,3 +361,120 @@ async def test_concurrent_senders_keep_partition_order_and_offsets(broker: DevBr
         await t.close()
     with pytest.raises(TransportError, match="not started"):  # a known topic, but the producer is stopped
         await producer.send(topic, b"k0", b"late", partition=0)
+
+
+# -- behind the fault proxy ----------------------------------------------------------------------
+
+
+async def test_a_send_cancelled_while_waiting_in_send_batch_fails_every_flush(tmp_path: Any) -> None:
+    """Issue 13 defect 3: a send cancelled while its batch waits to be queued (an agent cancelled
+    after shutdown_timeout) must not leave a dead batch that later records go into, and every flush
+    must report the lost record."""
+    with proxied_dev_broker(tmp_path / "tansu.log") as (own, proxy):
+        t = KafkaTransport(own.url)
+        topic = name("cancelled")
+        await t.ensure_topics([TopicSpec(topic, 1)])
+        producer = t.producer(linger_ms=0, max_batch_size=1024)
+        await producer.start()
+        try:
+            await producer.send(topic, b"k", b"r0", partition=0)
+            await producer.flush()
+            proxy.pause()  # the broker stops answering: batch A stays in flight ...
+            await producer.send(topic, b"k", b"r1", partition=0)
+            await asyncio.sleep(0.5)
+            await producer.send(topic, b"k", b"B" * 1100, partition=0)  # ... batch B (full) queues behind it ...
+            stuck = asyncio.ensure_future(producer.send(topic, b"k", b"r3", partition=0))  # ... C waits in send_batch
+            await asyncio.sleep(0.5)
+            assert not stuck.done()
+            stuck.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await stuck
+
+            async def later() -> None:
+                for i in range(4, 10):
+                    await producer.send(topic, b"k", b"r%d" % i, partition=0)
+
+            sending = asyncio.ensure_future(later())
+            await asyncio.sleep(0.2)
+            proxy.resume()
+            async with asyncio.timeout(60):
+                await sending
+                for _ in range(3):
+                    with pytest.raises(ProducerError, match=rf"{topic}\[0\].*cancelled"):
+                        await producer.flush()
+        finally:
+            proxy.resume()
+            async with asyncio.timeout(30):
+                await producer.stop()
+        consumer = t.consumer(group_id=None, auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            consumer.assign([TP(topic, 0)])
+            got = [m.value for m in await drain(consumer, 9)]
+        finally:
+            await consumer.stop()
+            await t.close()
+        assert got == [b"r0", b"r1", b"B" * 1100] + [b"r%d" % i for i in range(4, 10)]
+
+
+def _table_partition(tmp_path: Any) -> Any:
+    import agentstream
+    from agentstream.tables.partition import TablePartition
+    from agentstream.tables.store import store_for
+
+    app = agentstream.App("slow", broker="memory://slow", store="memory://", web_enabled=False)
+    return TablePartition(app.Table("t", default=int), 0, store_for("memory://", tmp_path / "t0"), None, 100)
+
+
+async def test_restore_behind_a_slow_broker_reads_the_whole_changelog(tmp_path: Any) -> None:
+    """Issue 13 defect 4: every broker answer delayed 0.5-1 s; a 1,000-record changelog restores
+    all 1,000 records (the old restorer stopped after three empty 300 ms polls, with 0)."""
+    from agentstream.tables.restore import Restorer
+
+    with proxied_dev_broker(tmp_path / "tansu.log", seed=4) as (own, proxy):
+        t = KafkaTransport(own.url)
+        topic = name("slow-changelog")
+        await t.ensure_topics([TopicSpec(topic, 1, compacted=True)])
+        producer = t.producer()
+        await producer.start()
+        for i in range(1000):
+            await producer.send(topic, b"k%d" % i, b"%d" % i, partition=0)
+        await producer.flush()
+        await producer.stop()
+        proxy.delay(downstream=(0.5, 1.0))
+        consumer = t.consumer(group_id=None, auto_offset_reset="earliest", max_partition_fetch_bytes=8192)
+        await consumer.start()
+        part = _table_partition(tmp_path)
+        try:
+            async with asyncio.timeout(120):
+                n = await Restorer(consumer, "slow broker", timeout=60).run({TP(topic, 0): part})
+        finally:
+            await consumer.stop()
+            await t.close()
+        assert n == 1000 and part.changelog_offset == 1000 and len(part.store) == 1000
+
+
+async def test_restore_against_a_frozen_broker_fails_with_restore_timeout(tmp_path: Any) -> None:
+    from agentstream.exceptions import RestoreTimeout
+    from agentstream.tables.restore import Restorer
+
+    with proxied_dev_broker(tmp_path / "tansu.log") as (own, proxy):
+        t = KafkaTransport(own.url)
+        topic = name("frozen-changelog")
+        await t.ensure_topics([TopicSpec(topic, 1, compacted=True)])
+        producer = t.producer()
+        await producer.start()
+        await producer.send(topic, b"k", b"1", partition=0)
+        await producer.flush()
+        await producer.stop()
+        consumer = t.consumer(group_id=None, auto_offset_reset="earliest")
+        await consumer.start()
+        proxy.pause()
+        try:
+            async with asyncio.timeout(60):
+                with pytest.raises(RestoreTimeout, match=rf"no progress for 3s .*{topic}\[0\] at offset 0"):
+                    await Restorer(consumer, "frozen", timeout=3).run({TP(topic, 0): _table_partition(tmp_path)})
+        finally:
+            proxy.resume()
+            await consumer.stop()
+            await t.close()

@@ -362,3 +362,96 @@ async def test_member_leaving_mid_rebalance_gets_nothing(transport: MemoryTransp
         assert all(tps == everything for kind, tps in l1.events if kind == "assigned")
     with pytest.raises(TransportError, match="not running"):
         await c2.getmany()
+
+
+# -- injected faults (MemoryFaults): each the way Kafka shows it to a client --------------------
+
+
+def values(t: MemoryTransport, topic: str, *, committed: bool = False) -> list[bytes | None]:
+    return [r.value for r in t.read_topic(topic, committed=committed)]
+
+
+@pytest.mark.parametrize("kind", ["send_fail", "send_cancel"])
+async def test_a_failed_or_cancelled_send_fails_every_later_flush_until_stop(transport: MemoryTransport,
+                                                                             kind: str) -> None:
+    from agentstream.exceptions import ProducerError
+
+    p = transport.producer()
+    await p.start()
+    await p.send("orders", b"k", b"before", partition=0)
+    await p.flush()
+    transport.faults.arm(kind)
+    fut = await p.send("orders", b"k", b"lost", partition=0)
+    assert fut.done() and (fut.cancelled() if kind == "send_cancel" else isinstance(fut.exception(), ProducerError))
+    await p.send("orders", b"k", b"after", partition=0)  # later sends still go out ...
+    for _ in range(3):  # ... but no flush passes the lost record, not just the first one
+        with pytest.raises(ProducerError, match=r"orders\[0\]"):
+            await p.flush()
+    assert values(transport, "orders") == [b"before", b"after"]
+    assert transport.faults.fired[kind] == 1
+    await p.stop()
+    p2 = transport.producer()  # a restarted producer starts clean
+    await p2.start()
+    await p2.flush()
+
+
+async def test_injected_commit_failure_stores_nothing(transport: MemoryTransport) -> None:
+    from agentstream.exceptions import CommitFailed
+
+    c = transport.consumer(group_id="g")
+    await c.start()
+    transport.faults.arm("commit_fail")
+    with pytest.raises(CommitFailed, match="injected"):
+        await c.commit({TP("orders", 0): 3})
+    assert await c.committed(TP("orders", 0)) is None
+    await c.commit({TP("orders", 0): 3})  # transient: the next commit works
+    assert await c.committed(TP("orders", 0)) == 3
+
+
+@pytest.mark.parametrize("kind", ["txn_commit_fail", "txn_abort", "send_fail", "send_cancel"])
+async def test_a_failed_transaction_can_only_be_aborted_and_shows_nothing(transport: MemoryTransport,
+                                                                          kind: str) -> None:
+    from agentstream.exceptions import ProducerError
+
+    p = transport.producer(transactional_id="app-0_0")
+    await p.start()
+    await p.begin_transaction()
+    await p.send("orders", b"k", b"a", partition=0)
+    await p.send_offsets_to_transaction({TP("orders", 1): 7}, "g")
+    transport.faults.arm(kind)
+    if kind.startswith("send"):
+        await p.send("orders", b"k", b"b", partition=0)
+        with pytest.raises(ProducerError):
+            await p.flush()
+    with pytest.raises(ProducerError):
+        await p.commit_transaction()
+    with pytest.raises(ProducerError):  # still not: the transaction can only be aborted now
+        await p.commit_transaction()
+    with pytest.raises(ProducerError):
+        await p.send("orders", b"k", b"c", partition=0)
+    await p.abort_transaction()
+    assert values(transport, "orders", committed=True) == []
+    assert transport.consumer(group_id="g")._group().committed == {}  # type: ignore[union-attr]
+    await p.flush()  # the failure went with the aborted transaction
+    await p.begin_transaction()
+    await p.send("orders", b"k", b"d", partition=0)
+    await p.commit_transaction()
+    assert values(transport, "orders", committed=True) == [b"d"]
+
+
+async def test_random_faults_are_seeded_and_validated(transport: MemoryTransport) -> None:
+    with pytest.raises(ValueError, match="unknown fault"):
+        transport.faults.arm("disk_full")
+    with pytest.raises(ValueError, match="probability"):
+        transport.faults.randomly(1, send_fail=2.0)
+
+    async def run() -> list[bool]:
+        transport.faults.randomly(42, send_fail=0.3)
+        p = transport.producer()
+        await p.start()
+        return [(await p.send("orders", None, b"x", partition=0)).exception() is not None for _ in range(50)]
+
+    first, second = await run(), await run()
+    assert first == second and 5 < sum(first) < 30
+    transport.faults.clear()
+    assert not transport.faults.take("send_fail")

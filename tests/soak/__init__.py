@@ -1,0 +1,1 @@
+"""Long-running soak tests (``make soak``), outside ``make test``."""
