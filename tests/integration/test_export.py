@@ -276,8 +276,9 @@ def test_read_changelog_from_a_plain_spark_session(fresh_broker: DevBroker, tmp_
         await producer.start()
         try:
             for i, (word, n) in enumerate(expected.items()):
-                await producer.send_and_wait(topic, orjson.dumps(n - 1), key=orjson.dumps(word), partition=i % 4)
-                await producer.send_and_wait(topic, orjson.dumps(n), key=orjson.dumps(word), partition=i % 4)
+                # raw UTF-8 keys: the word_counts table key encoding (Faust's raw keys)
+                await producer.send_and_wait(topic, orjson.dumps(n - 1), key=word.encode(), partition=i % 4)
+                await producer.send_and_wait(topic, orjson.dumps(n), key=word.encode(), partition=i % 4)
         finally:
             await producer.stop()
 
