@@ -44,7 +44,7 @@ from rocksdict import (
 )
 
 from agentstream.exceptions import StoreCorrupt, StoreError, StoreUnavailable
-from agentstream.tables.store import destroy_store, remove_destroy_leftovers
+from agentstream.tables.store_files import destroy_store, remove_destroy_leftovers
 
 __all__ = ["RocksDBStore"]
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from agentstream.exceptions import ConfigError
+from agentstream.tables.store_files import _fsync_dir, destroy_store, remove_destroy_leftovers
 
 __all__ = [
     "MemoryStore",
@@ -146,35 +145,6 @@ def store_for(url: str, path: Path) -> Store:
     )
 
 
-def destroy_store(path: Path) -> None:
-    """Delete a store directory, e.g. after :class:`StoreCorrupt` at open; then open it afresh.
-
-    The directory is first renamed away: one atomic step, so a crash mid-delete can never leave
-    a half-deleted DB, or a checkpoint kept inside it without its data, under ``path``.
-    """
-    path = Path(path)
-    remove_destroy_leftovers(path)
-    if not path.exists():
-        return
-    doomed = path.with_name(f"{path.name}{_DOOMED}{uuid.uuid4().hex}")
-    os.replace(path, doomed)
-    _fsync_dir(path.parent)
-    shutil.rmtree(doomed, ignore_errors=True)
-
-
-_DOOMED = ".deleting-"
-
-
-def remove_destroy_leftovers(path: Path) -> None:
-    """Finish deletions a crash interrupted."""
-    if not path.parent.is_dir():
-        return
-    prefix = path.name + _DOOMED
-    for entry in path.parent.iterdir():
-        if entry.name.startswith(prefix):
-            shutil.rmtree(entry, ignore_errors=True)
-
-
 # -- checkpoints ---------------------------------------------------------------------------------
 
 
@@ -227,15 +197,3 @@ def delete_checkpoint(path: Path) -> None:
     except FileNotFoundError:
         return
     _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Persist a rename/unlink in ``directory``; a no-op where directories can't be opened."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # Windows
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -36,8 +36,6 @@ KNOWN_CYCLIC: set[str] = {
     "agentstream.streams",
     "agentstream.tables.manager",
     "agentstream.tables.restore",
-    "agentstream.tables.rocksdb",
-    "agentstream.tables.store",
     "agentstream.tables.table",
     "agentstream.tables.windowed",
     "agentstream.testing",
