@@ -30,6 +30,11 @@ from .service import Service, ServiceT
 from .tables.table import GlobalTable, SetGlobalTable, SetTable, Table
 from .tables.windows import HoppingWindow, TumblingWindow
 
+# These install operators into the layers below them (Stream.join, Table.tumbling/hopping/join,
+# Agent.test_context): imported here, so they are there whatever the app imports first.
+from . import joins as _joins, testing as _testing  # noqa: F401
+from .tables import windowed as _windowed  # noqa: F401
+
 Model = Record
 EventT = Event
 StreamT = Stream

@@ -22,7 +22,7 @@ from .exceptions import TopologyError
 from .streams import InProcessStream, SplitPoint, Stream
 
 if TYPE_CHECKING:
-    from .app import App
+    from .types import AppT as App  # the App's interface: app.py imports this module
 
 __all__ = ["Channel", "ChannelAgent"]
 

@@ -21,7 +21,7 @@ import orjson
 from .exceptions import AgentStreamError
 
 if TYPE_CHECKING:
-    from .app import App
+    from .types import AppT as App  # the App's interface: app.py imports this module
 
 __all__ = ["option", "argument", "AppCommand", "Command", "register", "run_command", "StillRunning"]
 

@@ -20,7 +20,7 @@ from . import crontab as _cron
 from .exceptions import TopologyError
 
 if TYPE_CHECKING:
-    from .app import App
+    from .types import AppT as App  # the App's interface: app.py imports this module
     from .service import Service
 
 log = logging.getLogger("agentstream.faust")

@@ -35,6 +35,17 @@ of whichever stream the agent iterates."""
 Processor = Callable[[Event], Union[bool, Awaitable[bool]]]
 
 
+class _Upper:
+    """Operators implemented by a layer above this module, installed there at import:
+    ``join_stream`` by :mod:`agentstream.joins` (joins build on streams, tables and topics; the
+    package's ``__init__`` imports it). So this module never imports joins: no import cycle."""
+
+    join_stream: Callable[..., "Stream"]
+
+
+upper = _Upper()
+
+
 @dataclass
 class SplitPoint:
     """A ``group_by``/``through`` in an agent's code: where one sub-topology hands over to the next."""
@@ -245,23 +256,17 @@ class Stream:
         ``other`` is a Table (co-partitioned; ideally ``from_topic``), a GlobalTable (``key=`` picks
         the lookup key from the value) or a Topic (``within=`` seconds/timedelta, ``grace=``: a
         windowed stream-stream join whose buffers are changelogged)."""
-        from .joins import join_stream
-
-        return join_stream(self, other, "inner", within=within, grace=grace, key=key, name=name)
+        return upper.join_stream(self, other, "inner", within=within, grace=grace, key=key, name=name)
 
     def left_join(self, other: Any, *, within: Any = None, grace: Any = None, key: Any = None,
                   name: str | None = None) -> "Stream":
         """Like :meth:`join`, but a record without a match still gives ``(value, None)``."""
-        from .joins import join_stream
-
-        return join_stream(self, other, "left", within=within, grace=grace, key=key, name=name)
+        return upper.join_stream(self, other, "left", within=within, grace=grace, key=key, name=name)
 
     def outer_join(self, other: Any, *, within: Any = None, grace: Any = None,
                    name: str | None = None) -> "Stream":
         """Stream-stream only: unmatched records of either side give ``(value, None)``/``(None, value)``."""
-        from .joins import join_stream
-
-        return join_stream(self, other, "outer", within=within, grace=grace, name=name)
+        return upper.join_stream(self, other, "outer", within=within, grace=grace, name=name)
 
     def _split(self, point: SplitPoint) -> "Stream":
         index = self._splits + 1

@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, cast
 
 from aiokafka.structs import ConsumerRecord
 
+from .agents import agent as _agent
 from .events import Event
 from .exceptions import WorkerStopped
 from .streams import InProcessStream, SplitPoint
@@ -44,7 +45,7 @@ class AgentTestContext:
 
     def __init__(self, agent: "Agent", *, partition: int | None = None) -> None:
         self.agent = agent
-        self.app = agent.app
+        self.app = cast("App", agent.app)  # agents know the App by its interface (types.AppT)
         self.partition = partition  # None: each record goes to the partition its key maps to
         self.results: list[Any] = []
         self.acked: list[Event] = []
@@ -230,3 +231,7 @@ class AppHarness:
             await self.worker.stop()
         assert self._saved is not None
         self.app.settings, self.app._transport = self._saved
+
+
+# Agent.test_context() builds its harness through this (agents sit below the harness).
+_agent.upper.test_context = AgentTestContext

@@ -14,7 +14,7 @@ from .transport.base import Delivery, TopicSpec
 from .runtime import current_task
 
 if TYPE_CHECKING:
-    from .app import App
+    from .types import AppT as App  # the App's interface: app.py imports this module
 
 __all__ = ["Topic"]
 

@@ -18,7 +18,7 @@ from ..streams import SplitPoint, Stream
 from .replies import CORRELATION_ID, REPLY_TO, allowed_reply_to
 
 if TYPE_CHECKING:
-    from ..app import App
+    from ..types import AppT as App  # the App's interface: app.py imports this module
     from ..topics import Topic
 
 log = logging.getLogger(__name__)
@@ -27,6 +27,17 @@ AgentFun = Callable[[Stream], Union[Awaitable[None], AsyncIterator[Any]]]
 Sink = Union["Topic", "Agent", Callable[[Any], Any]]
 
 __all__ = ["Agent", "AgentFun"]
+
+
+class _Upper:
+    """Implemented by a layer above this module, installed there at import: ``test_context`` by
+    :mod:`agentstream.testing` (the harness runs agents; the package's ``__init__`` imports it).
+    So this module never imports the harness: no import cycle."""
+
+    test_context: Callable[..., Any]
+
+
+upper = _Upper()
 
 
 class Agent:
@@ -143,9 +154,7 @@ class Agent:
 
     def test_context(self, **kwargs: Any) -> Any:
         """An in-process harness for this agent alone (see :mod:`agentstream.testing`)."""
-        from ..testing import AgentTestContext
-
-        return AgentTestContext(self, **kwargs)
+        return upper.test_context(self, **kwargs)
 
     def __repr__(self) -> str:
         return f"<Agent {self.name} topics={[t.name for t in self.topics]} splits={[s.name for s in self.splits]}>"

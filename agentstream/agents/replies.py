@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..transport.base import TP, Consumer, TopicSpec
 
 if TYPE_CHECKING:
-    from ..app import App
+    from ..types import AppT as App  # the App's interface: app.py imports this module
 
 log = logging.getLogger(__name__)
 

@@ -26,6 +26,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Union
 
 from ..exceptions import TopologyError
+from .. import streams as _streams
+from ..tables import table as _table
 from .core import JoinInput, JoinSource, join_sources, joined_tables, register, reset_join_sources
 from .tables import GlobalTableJoin, JoinedTable, TableJoin, from_topic, lookup
 from .windowed import StreamStreamJoin
@@ -147,3 +149,10 @@ def join_tables(left: "Table", right: "Table", kind: str) -> JoinedTable:
     if kind not in KINDS:
         raise ValueError(f"join kind must be one of {KINDS}, got {kind!r}")
     return JoinedTable(left, right, kind)
+
+
+# Stream.join/left_join/outer_join, Table.from_topic and Table.join/left_join/outer_join call these
+# (streams and tables sit below this package and must not import it).
+_streams.upper.join_stream = join_stream
+_table.upper.from_topic = from_topic
+_table.upper.join_tables = join_tables

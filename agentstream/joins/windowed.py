@@ -53,7 +53,7 @@ from ..tables.table import TableNotReady, TablePartition
 from .core import result_event
 
 if TYPE_CHECKING:
-    from ..app import App
+    from ..types import AppT as App  # the App's interface: app.py imports this module
     from ..tables.table import Table
 
 log = logging.getLogger(__name__)

@@ -24,10 +24,10 @@ from .restore import Restorer, changelog_entries
 from .table import Table
 
 if TYPE_CHECKING:
-    from ..app import App
+    from ..types import AppT as App  # the App's interface: app.py imports this module
     from ..runtime import FaultPoints
-    from ..worker.assignor import Assignment
-    from ..worker.worker import Worker
+    from ..types import AssignmentT as Assignment
+    from ..types import WorkerT as Worker
 
 log = logging.getLogger("agentstream.tables")
 

@@ -25,7 +25,7 @@ from ..transport.base import TP, Consumer, Message
 from .partition import TablePartition
 
 if TYPE_CHECKING:
-    from ..testing_faults import FaultInjector
+    from ..runtime import FaultPoints as FaultInjector  # testing_faults.FaultInjector is one
 
 log = logging.getLogger("agentstream.tables")
 

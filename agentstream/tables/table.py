@@ -28,10 +28,8 @@ from ..transport.partitioner import default_partition
 from .partition import TableNotReady, TablePartition
 
 if TYPE_CHECKING:
-    from ..app import App
+    from ..types import AppT as App  # the App's interface: app.py imports this module
     from ..topics import Topic
-    from ..joins import JoinedTable
-    from .windowed import WindowedTable
 
 log = logging.getLogger(__name__)
 _NO_KEY = object()
@@ -40,6 +38,21 @@ _HOMES_MAX = 65_536  # memoised key -> partition entries per table
 _IMMUTABLE_KEYS = (str, int, bytes)  # exact types: memoising their encoding is safe
 
 __all__ = ["Table", "TablePartition", "TableNotReady"]
+
+
+class _Upper:
+    """Constructors implemented by layers above this module, installed there at import:
+    ``tumbling``/``hopping`` by :mod:`agentstream.tables.windowed` (a WindowedTable wraps a Table),
+    ``from_topic``/``join_tables`` by :mod:`agentstream.joins` (joins build on tables and streams);
+    the package's ``__init__`` imports both. So this module never imports them: no import cycle."""
+
+    tumbling: Callable[..., Any]
+    hopping: Callable[..., Any]
+    from_topic: Callable[..., "Table"]
+    join_tables: Callable[..., Any]
+
+
+upper = _Upper()
 
 class Table:
     """``app.Table(name, default=int)``: a partitioned, changelog-backed dict (Faust's Table)."""
@@ -302,45 +315,33 @@ class Table:
 
     # -- windowing ---------------------------------------------------------------------------------
     def tumbling(self, size: Any, expires: Any = None, *, grace: Any = 0.0,
-                 on_window_close: Callable[[Any, Any], Any] | None = None) -> "WindowedTable":
+                 on_window_close: Callable[[Any, Any], Any] | None = None) -> Any:  # a tables.windowed.WindowedTable
         """This table as a :class:`~agentstream.tables.windowed.WindowedTable` of ``size``-second windows."""
-        from .windowed import tumbling
-
-        return tumbling(self, size, expires, grace=grace, on_window_close=on_window_close or self.on_window_close)
+        return upper.tumbling(self, size, expires, grace=grace, on_window_close=on_window_close or self.on_window_close)
 
     def hopping(self, size: Any, step: Any, expires: Any = None, *, grace: Any = 0.0,
-                on_window_close: Callable[[Any, Any], Any] | None = None) -> "WindowedTable":
+                on_window_close: Callable[[Any, Any], Any] | None = None) -> Any:  # a tables.windowed.WindowedTable
         """This table as a WindowedTable of ``size``-second windows starting every ``step`` seconds."""
-        from .windowed import hopping
-
-        return hopping(self, size, step, expires, grace=grace,
+        return upper.hopping(self, size, step, expires, grace=grace,
                        on_window_close=on_window_close or self.on_window_close)
 
     # -- joins (agentstream.joins) ---------------------------------------------------------------
     def from_topic(self, topic: "Topic") -> "Table":
         """Keep this table equal to the latest value per key of ``topic`` (Kafka Streams' KTable);
         ``stream.join(table)`` then reads ``topic`` in the joining task, in timestamp order."""
-        from ..joins import from_topic
+        return upper.from_topic(self, topic)
 
-        return from_topic(self, topic)
-
-    def join(self, other: "Table") -> "JoinedTable":
+    def join(self, other: "Table") -> Any:  # a joins.JoinedTable
         """A read-only view: ``view[k] == (self[k], other[k])`` for keys in both tables."""
-        from ..joins import join_tables
+        return upper.join_tables(self, other, "inner")
 
-        return join_tables(self, other, "inner")
-
-    def left_join(self, other: "Table") -> "JoinedTable":
+    def left_join(self, other: "Table") -> Any:  # a joins.JoinedTable
         """A read-only view over this table's keys: ``(self[k], other.get(k))``."""
-        from ..joins import join_tables
+        return upper.join_tables(self, other, "left")
 
-        return join_tables(self, other, "left")
-
-    def outer_join(self, other: "Table") -> "JoinedTable":
+    def outer_join(self, other: "Table") -> Any:  # a joins.JoinedTable
         """A read-only view over the keys of either table (the missing side None)."""
-        from ..joins import join_tables
-
-        return join_tables(self, other, "outer")
+        return upper.join_tables(self, other, "outer")
 
     def items(self) -> Iterator[tuple[Any, Any]]:
         """Every key of the partitions this worker holds (cache and pending writes included)."""

@@ -51,6 +51,7 @@ from ..codecs import Codec
 from ..events import Event, current_event
 from ..exceptions import AgentStreamError, SerializationError, TopologyError
 from .windows import HoppingWindow, TumblingWindow, parse_window_key, window_key
+from . import table as _table
 
 if TYPE_CHECKING:
     from .table import Table, TablePartition
@@ -668,3 +669,8 @@ def hopping(table: "Table", size: Seconds, step: Seconds, expires: Seconds | Non
             grace: Seconds = 0.0, on_window_close: WindowCloseCallback | None = None) -> WindowedTable:
     return windowed(table, HoppingWindow(seconds(size), seconds(step), None if expires is None else seconds(expires)),
                     grace, on_window_close)
+
+
+# Table.tumbling()/hopping() build a WindowedTable through these (tables.table sits below this module).
+_table.upper.tumbling = tumbling
+_table.upper.hopping = hopping

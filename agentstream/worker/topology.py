@@ -20,7 +20,7 @@ from ..streams import SplitPoint, Stream
 
 if TYPE_CHECKING:
     from ..agents.agent import Agent
-    from ..app import App
+    from ..types import AppT as App  # the App's interface: app.py imports this module
     from ..topics import Topic
 
 log = logging.getLogger(__name__)
