@@ -25,14 +25,14 @@ from .topics import Topic
 # Faust's public names, so ``import agentstream as faust`` runs Faust apps (docs/migrating-from-faust.md)
 from .agents.agent import Agent
 from .channels import Channel
-from .faust_compat import Worker
+from .faust_worker import Worker
 from .service import Service, ServiceT
 from .tables.table import GlobalTable, SetGlobalTable, SetTable, Table
 from .tables.windows import HoppingWindow, TumblingWindow
 
 # These install operators into the layers below them (Stream.join, Table.tumbling/hopping/join,
-# Agent.test_context): imported here, so they are there whatever the app imports first.
-from . import joins as _joins, testing as _testing  # noqa: F401
+# Agent.test_context, App.main): imported here, so they are there whatever the app imports first.
+from . import cli as _cli, joins as _joins, testing as _testing  # noqa: F401
 from .tables import windowed as _windowed  # noqa: F401
 
 Model = Record

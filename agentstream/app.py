@@ -28,6 +28,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 __all__ = ["App"]
 
 
+class _Upper:
+    """Implemented by a layer above this module, installed there at import: ``main`` (the CLI that
+    ``App.main()`` runs) by :mod:`agentstream.cli`, which the package's ``__init__`` imports. So the
+    App never imports the CLI: no import cycle."""
+
+    main: Callable[..., int]
+
+
+upper = _Upper()
+
+
 class Timer:
     def __init__(self, fun: Callable[..., Awaitable[None]], interval: float, on_leader: bool) -> None:
         self.fun = fun
@@ -309,7 +320,7 @@ class App:
 
     async def discover(self) -> None:
         """Find every agent's split points (idempotent); done before the topology is built."""
-        from .worker.topology import discover_splits
+        from .topology import discover_splits
 
         for agent in self.agents:
             if not agent.discovered:
@@ -319,7 +330,7 @@ class App:
                 agent.discovered = True
 
     def topology(self) -> Any:
-        from .worker.topology import Topology
+        from .topology import Topology
 
         return Topology.build(self.agents)
 
@@ -391,9 +402,7 @@ class App:
     # -- running ---------------------------------------------------------------------------------
     def main(self, argv: Sequence[str] | None = None) -> None:
         """Faust's ``app.main()``: the CLI with this app preselected."""
-        from .cli import main
-
-        raise SystemExit(main(list(argv) if argv is not None else None, app=self))
+        raise SystemExit(upper.main(list(argv) if argv is not None else None, app=self))
 
     def __repr__(self) -> str:
         return f"<App {self.id} broker={self.settings.broker}>"

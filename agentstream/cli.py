@@ -11,12 +11,9 @@ from __future__ import annotations
 import asyncio
 import difflib
 import gc
-import importlib
 import logging
-import os
 import re
 import sys
-import traceback
 import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -24,8 +21,10 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import click
 import orjson
 
+from . import app as _app
 from ._version import __version__
 from .commands import argument, option  # Faust's ``faust.cli.option``/``argument`` (click's) for @app.command
+from .app_loader import load_app  # re-exported: exporter and tests load apps by the -A spec too
 from .exceptions import AgentStreamError, ConfigError
 from .settings_help import FLAG_ALIASES, setting_fields, setting_help
 
@@ -35,58 +34,6 @@ if TYPE_CHECKING:
 __all__ = ["main", "load_app", "option", "argument", "cli", "setup_logging", "parse_value"]
 
 LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s"
-
-
-# -- loading the app --------------------------------------------------------------------------------------------------
-def _where(exc: BaseException) -> str:
-    """``file:line: Error: message`` of the app code that raised (one line, no traceback)."""
-    if isinstance(exc, SyntaxError):
-        return f"{exc.filename}:{exc.lineno}: {type(exc).__name__}: {exc.msg}"
-    here = str(Path(__file__).resolve().parent)
-    frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if "importlib" not in f.filename and not f.filename.startswith((here, "<"))]
-    at = f"{frames[-1].filename}:{frames[-1].lineno}: " if frames else ""
-    if isinstance(exc, AgentStreamError):
-        return f"{at}{exc}"
-    return f"{at}{type(exc).__name__}: {exc}"
-
-
-def load_app(spec: str) -> "App":
-    """``package.module`` or ``package.module:attribute``; the module's ``app`` by default.
-
-    A module that does not import (syntax error, exception at import) is a ConfigError of one line
-    naming the file, the line and the error."""
-    from .app import App
-
-    module_name, _, attr = spec.partition(":")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and module_name.startswith(exc.name):
-            raise ConfigError("app", f"cannot import {module_name!r}: {exc}",
-                              "pass -A package.module[:app] importable from the current directory") from None
-        raise ConfigError("app", f"app module {module_name!r} failed to import: {_where(exc)}",
-                          "install the missing module or fix the import") from None
-    except ConfigError as exc:  # a bad setting in App(...): name the setting, and where it came from
-        where = _where(exc).rsplit(": setting ", 1)[0]
-        env = f"AGENTSTREAM_{exc.setting.upper()}"
-        if env in os.environ:
-            where += f" (with {env}={os.environ[env]!r})"
-        raise ConfigError(exc.setting, f"{where}: {exc.problem}", exc.fix) from None
-    except Exception as exc:  # the app's own code: one line instead of a traceback wall
-        raise ConfigError("app", f"app module {module_name!r} failed to import: {_where(exc)}",
-                          "fix the error at that line (python -c 'import MODULE' shows the traceback)") from None
-    if attr:
-        obj = getattr(module, attr, None)
-    else:
-        obj = getattr(module, "app", None)
-        if not isinstance(obj, App):
-            obj = next((v for v in vars(module).values() if isinstance(v, App)), None)
-    if not isinstance(obj, App):
-        raise ConfigError("app", f"{spec!r} has no agentstream.App", "pass -A module:attribute naming the App instance")
-    return obj
 
 
 # -- logging ----------------------------------------------------------------------------------------------------------
@@ -514,3 +461,7 @@ def main(argv: Sequence[str] | None = None, app: "App | None" = None) -> int:
     if isinstance(result, int) and not isinstance(result, bool):
         return result
     return 0
+
+
+# App.main() (Faust's ``app.main()``) runs this CLI; the App sits below the CLI and does not import it.
+_app.upper.main = main

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("agentstream.faust")
 
 __all__ = ["translate_settings", "log_unknown_settings", "topic_options", "drop_deferred_logs", "table_options", "table_route",
-           "Worker", "service_runner", "crontab_runner", "leader_task"]
+           "service_runner", "crontab_runner", "leader_task"]  # faust.Worker: agentstream.faust_worker
 
 # Faust setting -> agentstream setting (durations in seconds, like both)
 RENAMED = {
@@ -227,9 +227,6 @@ def service_runner(service: Any) -> Callable[[], Awaitable[None]]:
 
 
 # -- table_route ---------------------------------------------------------------------------------------------------
-ROUTED_HEADER = "X-Agentstream-Routed-By"
-
-
 def table_route(table: Any, shard_param: str | None = None, *, query_param: str | None = None,
                 match_info: str | None = None, exact_key: str | None = None) -> Callable[[Any], Any]:
     """Faust's ``@app.table_route``: run the view on the worker owning the key's table partition.
@@ -245,89 +242,11 @@ def table_route(table: Any, shard_param: str | None = None, *, query_param: str 
     def _decorate(fun: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fun)
         async def route(view: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
-            from aiohttp import web
-
-            from .web.responses import error_response
-            from .web.tables import key_partition
-
-            if exact_key is not None:
-                key: Any = exact_key
-            elif match_info is not None:
-                key = request.match_info[match_info]
-            else:
-                assert param is not None
-                if param not in request.query:
-                    return error_response(400, f"missing query parameter {param!r}", f"pass ?{param}=<key>")
-                key = request.query[param]
-            server = view.web
-            p = key_partition(table, table._key_dumps(key))
-            assignment = server.assignment()
-            if table.is_global or p in assignment.active or request.headers.get(ROUTED_HEADER):
-                return await fun(view, request, *args, **kwargs)
-            owner = assignment.owners.get(p)
-            if not owner or owner == server.address:
-                return error_response(503, f"the owner of table {table.name!r} partition {p} is unknown "
-                                      "(no assignment yet, or the group is rebalancing)", "retry in a second",
-                                      headers={"Retry-After": "1"})
-            return await _forward(request, owner, server.address, web)
+            # The web server calling this view does the routing (agentstream.web.routing): the web
+            # layer sits above the App that declares the route.
+            return await view.web.route_to_owner(table, (exact_key, match_info, param), fun, view, request,
+                                                 *args, **kwargs)
 
         return route
 
     return _decorate
-
-
-async def _forward(request: Any, owner: str, me: str, web: Any) -> Any:
-    import aiohttp
-
-    from .web.responses import error_response
-
-    body = await request.read()
-    headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "content-length")}
-    headers[ROUTED_HEADER] = me
-    try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
-            async with session.request(request.method, f"http://{owner}{request.rel_url.raw_path_qs}",
-                                       data=body or None, headers=headers, allow_redirects=False) as resp:
-                data = await resp.read()
-                return web.Response(body=data, status=resp.status,
-                                    headers={"Content-Type": resp.headers.get("Content-Type", "application/json"),
-                                             "X-Agentstream-Served-By": owner})
-    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-        return error_response(503, f"forwarding to the key's owner {owner} failed: {type(exc).__name__}: {exc}",
-                              "retry later; the group rebalances when a worker dies", headers={"Retry-After": "1"})
-
-
-# -- faust.Worker ------------------------------------------------------------------------------------------------------
-class Worker:
-    """``faust.Worker(app, loglevel='info').execute_from_commandline()``: run a worker from a script."""
-
-    def __init__(self, app: "App", *services: Any, loglevel: str | int | None = None, logfile: str | None = None,
-                 web_port: int | None = None, web_bind: str | None = None, web_host: str | None = None,
-                 **kwargs: Any) -> None:
-        self.app = app
-        self.services = services
-        self.loglevel = logging.getLevelName(loglevel) if isinstance(loglevel, int) else loglevel
-        self.logfile = logfile
-        changes: dict[str, Any] = {}
-        if web_port is not None:
-            changes["web_port"] = web_port
-        if web_bind or web_host:
-            changes["web_host"] = web_bind or web_host
-        self.changes = changes
-
-    def execute_from_commandline(self) -> None:
-        """Run until SIGTERM/SIGINT; exits the process with the worker's exit code."""
-        from .cli import _run, setup_logging
-        from .worker.worker import Worker as _Worker
-
-        if self.changes:
-            self.app.settings = self.app.settings.replace(**self.changes)
-        for svc in self.services:
-            self.app.startup_tasks.append(service_runner(svc))
-        setup_logging(str(self.loglevel or self.app.settings.loglevel), self.logfile)
-        flush_deferred_logs()  # the Faust-setting notices, once, at worker start
-
-        async def _go() -> int:
-            return await _Worker(self.app, install_signal_handlers=True).run()
-
-        raise SystemExit(int(_run(_go())))

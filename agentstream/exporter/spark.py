@@ -65,7 +65,7 @@ def register(spark: "SparkSession") -> None:
 
 def _load_app(app: "App | str") -> "App":
     if isinstance(app, str):
-        from ..cli import load_app
+        from ..app_loader import load_app
 
         return load_app(app)
     return app

@@ -8,7 +8,7 @@ several input partitions hands out the buffered record with the lowest timestamp
 table declared ``from_topic(topic)``) makes the other topic an additional *source of the joining
 agent's sub-topology*: the agent is written over its own topic only (``@app.agent(orders)``), and
 the join call, made before the agent first iterates, is seen by the probe that discovers split
-points (:func:`agentstream.worker.topology.discover_splits`). The alternative, making the agent
+points (:func:`agentstream.topology.discover_splits`). The alternative, making the agent
 declare ``@app.agent([orders, payments])`` and splitting by topic, gives the same task but makes
 every agent over the pair handle the other side's records itself; registering the source keeps
 the Faust-style ``async for order, payment in stream.join(payments, within=...)``.

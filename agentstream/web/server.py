@@ -23,6 +23,7 @@ from ..exceptions import ConfigError
 from ..worker.assignor import Assignment
 from .limits import GuardedSite, Limits, install_log_filter
 from .responses import error_response, json_response
+from .routing import route_to_owner
 from .stats import Stats
 from .status_page import render_status_page
 from .tables import TableViews
@@ -90,6 +91,11 @@ class Web:
     @property
     def url(self) -> str:
         return f"{self.scheme}://{self.address}"
+
+    async def route_to_owner(self, table: Any, where: tuple[str | None, str | None, str | None],
+                             fun: Callable[..., Any], view: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        """What an ``@app.table_route`` view does when called: see :mod:`agentstream.web.routing`."""
+        return await route_to_owner(self, table, where, fun, view, request, *args, **kwargs)
 
     def assignment(self) -> Assignment:
         return self.worker.assignor.assignment

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..runtime import FaultPoints
     from .eos import CommitGate, TaskTransaction
     from .errors import ErrorPolicy
-    from .topology import SubTopology
+    from ..topology import SubTopology
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from .errors import ErrorPolicy
 from .fetcher import Fetcher
 from .partition_group import RecordQueue
 from .task import StreamTask, TaskId
-from .topology import Topology
+from ..topology import Topology
 
 if TYPE_CHECKING:
     from ..runtime import FaultPoints

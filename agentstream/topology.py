@@ -14,14 +14,14 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..events import Event
-from ..exceptions import TopologyError
-from ..streams import SplitPoint, Stream
+from .events import Event
+from .exceptions import TopologyError
+from .streams import SplitPoint, Stream
 
 if TYPE_CHECKING:
-    from ..agents.agent import Agent
-    from ..types import AppT as App  # the App's interface: app.py imports this module
-    from ..topics import Topic
+    from .agents.agent import Agent
+    from .types import AppT as App  # the App's interface: app.py imports this module
+    from .topics import Topic
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ class Topology:
 
     @classmethod
     def build(cls, agents: list["Agent"]) -> "Topology":
-        from ..joins import join_sources, joined_tables
+        from .joins import join_sources, joined_tables
 
         subs: list[SubTopology] = []
         for agent in agents:
@@ -163,7 +163,7 @@ class _ProbeInput:
 
 async def discover_splits(app: "App", agent: "Agent", timeout: float = 2.0) -> list[SplitPoint]:
     """Run ``agent`` up to its first ``__anext__`` and return the split points it declared."""
-    from ..joins import reset_join_sources
+    from .joins import reset_join_sources
 
     reset_join_sources(agent)
     probe = _ProbeInput(app, agent)
