@@ -37,6 +37,7 @@ demo: $(DEMO_STAMP)
 
 test: $(STAMP) $(CHROMIUM)
 	$(PY) -m mypy agentstream
+	$(VENV)/bin/lint-imports  # the layers contract in pyproject.toml
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet --site-dir build/site
 	$(PY) -m pytest -q -p no:cacheprovider tests
 

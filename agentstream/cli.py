@@ -207,6 +207,7 @@ def _setting_options(fun: Callable[..., Any]) -> Callable[..., Any]:
 @click.pass_context
 def worker(ctx: click.Context, /, without_web: bool, logfile: str | None, **settings: Any) -> int:
     """Run a worker: join the group and process the assigned partitions."""
+    from . import web as _web  # noqa: F401  (installs the web server the worker starts)
     from .worker.worker import Worker
 
     changes = {name: value for name, value in settings.items() if value is not None}

@@ -35,6 +35,7 @@ class Worker:
     def execute_from_commandline(self) -> None:
         """Run until SIGTERM/SIGINT; exits the process with the worker's exit code."""
         from .cli import _run, setup_logging  # imported on use, as before: a script may never run it
+        from . import web as _web  # noqa: F401  (installs the web server the worker starts)
         from .worker.worker import Worker as _Worker
 
         if self.changes:

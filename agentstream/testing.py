@@ -184,6 +184,7 @@ class AppHarness:
         self._saved: tuple[Any, Any] | None = None
 
     async def __aenter__(self) -> "AppHarness":
+        from . import web as _web  # noqa: F401  (installs the web server the worker starts)
         from .worker.worker import Worker
 
         self._saved = _use_memory(self.app, f"app-test-{uuid.uuid4().hex[:8]}")

@@ -28,7 +28,7 @@ from .responses import error_response, json_response
 
 if TYPE_CHECKING:
     from ..tables.table import Table, TablePartition
-    from .server import Web
+    from .server_types import WebT as Web  # server.py imports this module
 
 log = logging.getLogger("agentstream.web")
 

@@ -15,7 +15,7 @@ from .responses import error_response, json_response
 
 if TYPE_CHECKING:
     from ..app import App
-    from .server import Web
+    from .server_types import WebT as Web  # server.py imports this module
 
 __all__ = ["View", "as_response", "view_class"]
 

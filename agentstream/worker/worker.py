@@ -16,7 +16,7 @@ import inspect
 import logging
 import signal
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import runtime
 from ..exceptions import CommitFailed, StopProcessing
@@ -37,6 +37,17 @@ if TYPE_CHECKING:
 log = logging.getLogger("agentstream.worker")
 
 __all__ = ["Worker", "format_partitions"]
+
+
+class _Upper:
+    """Installed by a layer above this module at import: ``web_server`` (the class
+    :class:`agentstream.web.Web`) by :mod:`agentstream.web`, which the processes that run workers
+    (the CLI, faust.Worker, the test harness) import. So the worker never imports the web layer."""
+
+    web_server: Callable[..., Any] | None = None
+
+
+upper = _Upper()
 
 STEP_MIN = 2.0  # seconds each shutdown step gets at least, whatever is left of shutdown_timeout
 
@@ -148,10 +159,13 @@ class Worker:
             log.info("processing_guarantee=exactly_once: one transactional producer per task")
         log.info("topology of %s:\n%s", app.id, self.topology.describe())
         await app.start_producer()
-        if s.web_enabled:  # bound before joining: the group learns the real port from the assignor
-            from ..web import Web
-
-            self.web = Web(app, self, host=s.web_host, port=self.web_port)
+        web_server = upper.web_server
+        if s.web_enabled and web_server is None:
+            log.warning("web_enabled is on, but agentstream.web is not imported: no web server. The CLI, "
+                        "faust.Worker and the test harness import it; import it before starting a Worker "
+                        "yourself, or set web_enabled=False")
+        elif s.web_enabled and web_server is not None:  # bound before joining: the group learns the port
+            self.web = web_server(app, self, host=s.web_host, port=self.web_port)
             await self.web.start()
             self.assignor.host = self.web.address
         if app.tables:

@@ -1,0 +1,28 @@
+"""What views and the table endpoints use of the web server, as a Protocol: they are imported by
+:mod:`agentstream.web.server`, so they do not import it back (no import cycle inside ``web/``)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..types import AppT
+from ..worker.assignor import Assignment
+
+__all__ = ["WebT"]
+
+
+class WebT(Protocol):
+    """:class:`agentstream.web.server.Web` as its views and table endpoints see it."""
+
+    redirect: bool
+    forward_timeout: float
+    token: bytes | None
+    scheme: str
+
+    @property
+    def app(self) -> AppT: ...
+
+    @property
+    def address(self) -> str: ...
+
+    def assignment(self) -> Assignment: ...
