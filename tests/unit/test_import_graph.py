@@ -120,3 +120,21 @@ def test_no_import_cycles() -> None:
 if __name__ == "__main__":
     for c in cycles(build_graph()):
         print(len(c), c)
+
+
+def test_upper_layers_install_their_entry_points_on_package_import() -> None:
+    """What lower modules call upward without importing it is installed by ``import agentstream``
+    (the web server by ``import agentstream.web``, which every process that runs a worker imports)."""
+    import agentstream.web
+    from agentstream import app, streams
+    from agentstream.agents import agent
+    from agentstream.tables import table
+    from agentstream.worker import worker
+
+    assert streams.upper.join_stream.__module__ == "agentstream.joins"
+    assert {table.upper.tumbling.__module__, table.upper.hopping.__module__} == {"agentstream.tables.windowed"}
+    assert table.upper.from_topic.__module__ == "agentstream.joins.tables"
+    assert table.upper.join_tables.__module__ == "agentstream.joins"
+    assert agent.upper.test_context.__module__ == "agentstream.testing"
+    assert app.upper.main.__module__ == "agentstream.cli"
+    assert worker.upper.web_server is agentstream.web.Web
