@@ -42,13 +42,11 @@ RENAMED = {
     "producer_linger": "producer_linger",
 }
 # Options agentstream reads from App(**options) / settings.extra itself: never "unknown".
-CONSUMED = {"key_serializer", "value_serializer", "web_redirect", "web_forward_timeout", "web_advertised_host",
+CONSUMED = {"key_serializer", "value_serializer", "autodiscover", "origin", "web_redirect", "web_forward_timeout", "web_advertised_host",
             "web_history"}
 NOTES = {
     "version": "the app id is used as is (Faust appends -v<version> to topic and group names); "
                "to start over, change the app id or run `agentstream -A app reset`",
-    "autodiscover": "agentstream imports only the -A module: import the modules declaring agents from it",
-    "origin": "not needed: agentstream imports only the -A module",
     "broker_commit_every": "commits happen every commit_interval seconds (and on rebalance/stop)",
     "topic_replication_factor": "topics are created with the broker's default replication factor",
     "topic_allow_declare": "agentstream creates missing topics when the worker starts",
@@ -59,7 +57,6 @@ NOTES = {
     "timezone": "timers and crontabs use their own timezone= argument (default UTC)",
     "debug": "use -l debug",
     "canonical_url": "workers advertise their bound web address (settings.extra web_advertised_host overrides the host)",
-    "monitor": "the worker's web server has /status and /metrics (Prometheus) instead of Faust monitors",
     "loop": "the worker runs its own event loop (uvloop)",
 }
 _logged: set[str] = set()
@@ -260,9 +257,10 @@ def table_route(table: Any, shard_param: str | None = None, *, query_param: str 
                     return error_response(400, f"missing query parameter {param!r}", f"pass ?{param}=<key>")
                 key = request.query[param]
             server = view.web
-            p = key_partition(table, table._key_dumps(key))
+            dumps = getattr(table, "_key_dumps", None) or table.key_codec.dumps  # a table or (topic_route) a topic
+            p = key_partition(table, dumps(key))
             assignment = server.assignment()
-            if table.is_global or p in assignment.active or request.headers.get(ROUTED_HEADER):
+            if getattr(table, "is_global", False) or p in assignment.active or request.headers.get(ROUTED_HEADER):
                 return await fun(view, request, *args, **kwargs)
             owner = assignment.owners.get(p)
             if not owner or owner == server.address:
