@@ -25,7 +25,10 @@ from .topics import Topic
 # Faust's public names, so ``import agentstream as faust`` runs Faust apps (docs/migrating-from-faust.md)
 from .agents.agent import Agent
 from .channels import Channel
-from .faust_compat import Worker
+from .faust_compat import Worker, uuid
+from .sensors import Monitor, Sensor
+from .signals import Signal, SyncSignal
+from .topics import TopicGroup
 from .service import Service, ServiceT
 from .tables.table import GlobalTable, SetGlobalTable, SetTable, Table
 from .tables.windows import HoppingWindow, TumblingWindow
@@ -61,6 +64,12 @@ __all__ = [
     "Service",
     "ServiceT",
     "Worker",
+    "uuid",
+    "Sensor",
+    "Monitor",
+    "Signal",
+    "SyncSignal",
+    "TopicGroup",
     "Table",
     "GlobalTable",
     "SetTable",

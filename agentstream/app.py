@@ -79,7 +79,6 @@ class App:
             setattr(self, signal_name, signal)
         self.sensors = SensorDelegate()
         self._monitor: Monitor | None = None
-        self.on_configured.send(self, self.settings)
 
     # Faust's signals, set per app in __init__ (typed here for mypy)
     on_before_configured: Any

@@ -329,3 +329,22 @@ class Worker:
             return await _Worker(self.app, install_signal_handlers=True).run()
 
         raise SystemExit(int(_run(_go())))
+
+
+# -- event.message.tp ----------------------------------------------------------------------------------------------
+def _add_message_tp() -> None:
+    """Faust's messages carry ``.tp``; ours are aiokafka ConsumerRecords, given the same read-only view."""
+    from aiokafka.structs import ConsumerRecord, TopicPartition
+
+    if not hasattr(ConsumerRecord, "tp"):
+        ConsumerRecord.tp = property(lambda m: TopicPartition(m.topic, m.partition))
+
+
+_add_message_tp()
+
+
+def uuid() -> str:
+    """Faust's ``faust.uuid()``: a new random UUID as a string."""
+    import uuid as _uuid
+
+    return str(_uuid.uuid4())

@@ -21,9 +21,14 @@ def _signal(app: Any, name: str) -> Any:
 
 
 def worker_init(worker: Any) -> None:
-    sig = _signal(worker.app, "on_worker_init")
-    if sig is not None:
-        sig.send(worker.app)
+    """The worker is starting: Faust sends its configuration signals when the app is first
+    configured (lazily, in a worker), then ``on_worker_init``; so do we, in that order."""
+    app = worker.app
+    for name, args in (("on_before_configured", ()), ("on_configured", (app.settings,)),
+                       ("on_after_configured", ()), ("on_worker_init", ())):
+        sig = _signal(app, name)
+        if sig is not None:
+            sig.send(app, *args)
 
 
 async def revoked(worker: Any, tps: set[TP]) -> None:
