@@ -266,7 +266,11 @@ async def resolve_patterns(app: "App", transport: Any) -> None:
                 log.warning("agent %s: no existing topic matches pattern %r; it reads nothing until a worker "
                             "starts after such a topic exists", agent.name, group.pattern)
             for name in matched:
-                if all(t.name != name for t in agent.topics):
+                if any(t.name == name for t in agent.topics):
+                    continue
+                if name in app.topics:
+                    agent.topics.append(app.topics[name])
+                elif all(t.name != name for t in agent.topics):
                     opts = {k: v for k, v in getattr(group, "options", {}).items() if k != "partitions"}
                     agent.topics.append(app.topic(name, **opts))
             log.info("agent %s: pattern %r matches %s", agent.name, group.pattern, matched)
