@@ -440,3 +440,18 @@ async def test_table_as_ansitable_and_service_log(caplog: pytest.LogCaptureFixtu
     with caplog.at_level(logging.INFO):
         Svc().log.info("hello")
     assert any(r.getMessage() == "[Svc] hello" for r in caplog.records)
+
+
+# -- CLI ------------------------------------------------------------------------------------------------------------
+def test_cli_clean_versions_and_completion(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from agentstream.cli import main
+
+    app = faust.App("f-clean", broker="memory://", version=3, datadir=str(tmp_path))
+    for d in ("f-clean-v1", "f-clean-v2", "f-clean-v3", "f-clean", "f-clean-data/v1", "f-clean-data/v3", "other-v1"):
+        (tmp_path / d).mkdir(parents=True)
+    assert main(["clean-versions"], app=app) == 0
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_dir())
+    assert left == ["f-clean", "f-clean-data", "f-clean-data/v3", "f-clean-v3", "other-v1"]
+    assert "removed" in capsys.readouterr().out
+    assert main(["completion", "bash"], app=app) == 0
+    assert "_AGENTSTREAM_COMPLETE" in capsys.readouterr().out
