@@ -194,6 +194,7 @@ class Worker:
     async def _start_without_consumer(self) -> None:
         """Every agent reads a channel: run timers and startup tasks (channel agents among them) only."""
         log.info("no agent reads a topic: %s joins no consumer group", self.app.id)
+        self.assignor.is_leader = True  # alone, without a group: on_leader timers and tasks run here
         for timer in self.app.timers:
             self._background.append(asyncio.ensure_future(self._guard(self._run_timer(timer), f"timer {timer.name}")))
         for fun in self.app.startup_tasks:
