@@ -99,7 +99,7 @@ class Agent:
         for sink in self.sinks:
             if isinstance(sink, Agent):
                 await sink.send(value=value)
-            elif hasattr(sink, "send") and hasattr(sink, "value_codec"):
+            elif hasattr(sink, "send") and (hasattr(sink, "value_codec") or not callable(sink)):  # topic, channel
                 await sink.send(value=value)
             else:
                 res = sink(value)

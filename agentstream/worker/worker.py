@@ -204,6 +204,7 @@ class Worker:
             self.lifecycle.to(WorkerState.RUNNING)
         self.started.set()
         self.assigned.set()
+        log.info("worker for %s started (no consumer group)", self.app.id)
 
     def _topic_specs(self) -> list[TopicSpec]:
         specs = [t.spec() for t in self.app.topics.values()]

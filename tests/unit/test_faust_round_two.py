@@ -455,3 +455,38 @@ def test_cli_clean_versions_and_completion(tmp_path: Path, capsys: pytest.Captur
     assert "removed" in capsys.readouterr().out
     assert main(["completion", "bash"], app=app) == 0
     assert "_AGENTSTREAM_COMPLETE" in capsys.readouterr().out
+
+
+async def test_channel_as_an_agent_sink() -> None:
+    """Faust's bound_agent example: ``sink=[channel]`` passes each yielded value to the channel."""
+    app = faust.App("f-chan-sink", broker="memory://")
+    first = app.channel(value_type=int)
+    second = app.channel(value_type=int)
+    got: list[int] = []
+
+    @app.agent(first, sink=[second])
+    async def stage1(stream: faust.Stream) -> Any:
+        async for v in stream:
+            yield v + 1
+
+    @app.agent(second)
+    async def stage2(stream: faust.Stream) -> None:
+        async for v in stream:
+            got.append(v)
+
+    async with AppHarness(app) as h:
+        await first.send(value=1)
+        await _until(lambda: got == [2])
+        assert h.worker.crashed is None
+
+
+def test_record_field_with_none_default_accepts_none() -> None:
+    """Faust's examples declare ``date: datetime = None`` and send records without a date."""
+    from datetime import datetime
+
+    class Withdrawal(faust.Record):
+        user: str
+        date: datetime = None  # type: ignore[assignment]
+
+    assert Withdrawal.loads(b'{"user": "a", "date": null}').date is None
+    assert Withdrawal.loads(b'{"user": "a", "date": "2020-01-01T00:00:00"}').date == datetime(2020, 1, 1)
