@@ -116,11 +116,22 @@ class Topic:
             ts_ms = event.message.timestamp if event is not None else None
         else:
             ts_ms = int(timestamp * 1000)
+        app = self.app
+        if app.sensors._sensors or app.on_produce_message.receivers:  # Faust's signal and sensor hooks
+            self._observe_send(key, value, partition, ts_ms, headers)
         task = current_task.get()
         if task is not None and task.txn is not None:  # exactly_once: into the task's transaction
             return await task.txn.send(self.name, key, value, partition=partition, timestamp_ms=ts_ms, headers=headers)
         producer = self.app.producer if self.app._producer_started else await self.app.start_producer()
         return await producer.send(self.name, key, value, partition=partition, timestamp_ms=ts_ms, headers=headers)
+
+    def _observe_send(self, key: bytes | None, value: bytes | None, partition: int | None, ts_ms: int | None,
+                      headers: Sequence[tuple[str, bytes]] | None) -> None:
+        app = self.app
+        app.on_produce_message.send(app, key=key, value=value, partition=partition,
+                                    timestamp=None if ts_ms is None else ts_ms / 1000.0, headers=headers)
+        app.sensors.call("on_send_initiated", app._producer, self.name, None,
+                         len(key) if key else 0, len(value) if value else 0)
 
     def __repr__(self) -> str:
         return f"<Topic {self.name} partitions={self.partitions}>"

@@ -490,3 +490,26 @@ def test_record_field_with_none_default_accepts_none() -> None:
 
     assert Withdrawal.loads(b'{"user": "a", "date": null}').date is None
     assert Withdrawal.loads(b'{"user": "a", "date": "2020-01-01T00:00:00"}').date == datetime(2020, 1, 1)
+
+
+async def test_sends_fire_on_produce_message_and_the_monitor() -> None:
+    app = faust.App("f-produce", broker="memory://", topic_partitions=1)
+    produced: list[tuple[Any, Any]] = []
+
+    @app.on_produce_message.connect
+    def on_produce(sender: Any, key: Any = None, value: Any = None, **kwargs: Any) -> None:
+        produced.append((key, value))
+
+    out = app.topic("out", value_type=int)
+
+    @app.agent(app.topic("in", value_type=int))
+    async def copy(stream: faust.Stream) -> None:
+        async for v in stream:
+            await out.send(key="k", value=v)
+
+    monitor = app.monitor
+    async with AppHarness(app) as h:
+        await h.send("in", 5)
+        await h.wait_idle()
+    assert (b"k", b"5") in produced
+    assert monitor.messages_sent_by_topic["out"] == 1
