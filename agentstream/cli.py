@@ -341,6 +341,9 @@ JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="print JSON (
 
 def _discover(app: "App") -> None:
     async def _go() -> None:
+        from .autodiscover import autodiscover_modules
+
+        autodiscover_modules(app)  # Faust's autodiscover setting: agents declared in other modules
         await app.discover()
 
     _run(_go())
