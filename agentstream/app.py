@@ -122,7 +122,7 @@ class App:
         """True once this process's worker is stopping (Faust's ``app.should_stop``): loops in
         timers and tasks check it to end early."""
         worker = self.worker
-        return worker is not None and bool(worker.stopping)
+        return worker is not None and (bool(worker.stopping) or worker._stop_requested.is_set())
 
     async def sleep(self, seconds: "float | timedelta") -> None:
         """Sleep, but return early when the worker starts stopping (Faust's ``app.sleep``)."""

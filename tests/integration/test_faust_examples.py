@@ -4,6 +4,7 @@ broker) and its output is checked against what the same scenario prints under fa
 
 from __future__ import annotations
 
+import asyncio
 import re
 import subprocess
 import sys
@@ -38,9 +39,22 @@ def cli(broker: DevBroker, module: str, *args: str, timeout: float = 60.0) -> su
                           cwd=ROOT, env=worker_env(broker.url), capture_output=True, text=True, timeout=timeout)
 
 
+async def _create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(name, partitions, 1)])
+    finally:
+        await admin.close()
+
+
 @pytest.fixture(scope="module")
 def workers(broker: DevBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, ExampleWorker]]:
     data = tmp_path_factory.mktemp("faust-examples")
+    # The concurrency example declares 2 partitions; its topic already exists with 3 (Faust reads all 3).
+    asyncio.run(_create_topic(broker.bootstrap, "fx-concurrency", 3))
     started = {m: ExampleWorker(m, broker, data / m) for m in MODULES}
     started["tabletest"] = ExampleWorker("tabletest", broker, data / "tabletest", web=True)
     try:
@@ -141,8 +155,10 @@ def test_isolated_partitions_progress(broker: DevBroker, workers: dict[str, Exam
     assert "AssertionError" not in w.log()
 
 
-def test_concurrency(broker: DevBroker, workers: dict[str, ExampleWorker]) -> None:
+def test_concurrency_on_an_existing_topic_with_another_partition_count(
+        broker: DevBroker, workers: dict[str, ExampleWorker]) -> None:
     w = workers["concurrency"]
+    assert w.last_assignment("fx-concurrency") == {0, 1, 2}  # the existing count, not the declared 2
     out = cli(broker, "concurrency", "producer")
     assert out.returncode == 0, out.stderr
     w.wait_log(r"HANDLED \d+", count=20)
