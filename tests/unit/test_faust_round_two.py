@@ -513,3 +513,26 @@ async def test_sends_fire_on_produce_message_and_the_monitor() -> None:
         await h.wait_idle()
     assert (b"k", b"5") in produced
     assert monitor.messages_sent_by_topic["out"] == 1
+
+
+async def test_topic_route_serves_the_keys_partition_owner() -> None:
+    import aiohttp
+
+    app = faust.App("f-troute", broker="memory://", topic_partitions=2)
+    orders = app.topic("orders", value_type=int)
+
+    @app.agent(orders)
+    async def handle(stream: faust.Stream) -> None:
+        async for _ in stream:
+            pass
+
+    @app.page("/orders/{user}/")
+    @app.topic_route(orders, match_info="user")
+    async def view(web: Any, request: Any, user: str) -> Any:
+        return web.json({"user": user})
+
+    async with AppHarness(app) as h:
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"http://{h.worker.web.address}/orders/ann/") as resp:
+                assert resp.status == 200
+                assert await resp.json() == {"user": "ann"}
