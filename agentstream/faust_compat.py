@@ -120,11 +120,7 @@ def log_unknown_settings(app_id: str, extra: dict[str, Any]) -> None:
 # -- topics and tables ------------------------------------------------------------------------------
 def topic_options(name: str, more: Sequence[str], kwargs: dict[str, Any]) -> dict[str, Any]:
     """Faust-only ``app.topic`` arguments -> agentstream's (``compacting``, ``retention``, ``schema``)."""
-    if more:
-        raise TopologyError(f"app.topic({name!r}, {', '.join(map(repr, more))}): one name per topic in "
-                            "agentstream; declare each topic and pass a list to @app.agent([t1, t2])")
-    if kwargs.pop("pattern", None) is not None:
-        raise TopologyError("app.topic(pattern=...) is not supported: name the topics explicitly")
+    # several names and pattern= are handled by App.topic (TopicGroup) before this is called
     out: dict[str, Any] = {}
     schema = kwargs.pop("schema", None)
     if schema is not None:
