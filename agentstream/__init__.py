@@ -25,7 +25,11 @@ from .topics import Topic
 # Faust's public names, so ``import agentstream as faust`` runs Faust apps (docs/migrating-from-faust.md)
 from .agents.agent import Agent
 from .channels import Channel
+from .faust_compat import uuid
 from .faust_worker import Worker
+from .sensors import Monitor, Sensor
+from .signals import Signal, SyncSignal
+from .topics import TopicGroup
 from .service import Service, ServiceT
 from .tables.table import GlobalTable, SetGlobalTable, SetTable, Table
 from .tables.windows import HoppingWindow, TumblingWindow
@@ -66,6 +70,12 @@ __all__ = [
     "Service",
     "ServiceT",
     "Worker",
+    "uuid",
+    "Sensor",
+    "Monitor",
+    "Signal",
+    "SyncSignal",
+    "TopicGroup",
     "Table",
     "GlobalTable",
     "SetTable",

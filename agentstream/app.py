@@ -23,6 +23,16 @@ from .transport.base import Producer, Transport
 
 log = logging.getLogger(__name__)
 
+
+def _caller_module() -> str | None:
+    """The module that made the App (two frames up): ``autodiscover=True`` scans its package."""
+    import sys
+
+    try:
+        return str(sys._getframe(2).f_globals.get("__name__"))
+    except ValueError:
+        return None
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["App"]
@@ -71,6 +81,71 @@ class App:
         self._producer_started = False
         self._producer_lock: asyncio.Lock | None = None
         self._replies: ReplyConsumer | None = None
+        self._declared_in = _caller_module()  # autodiscover=True imports this module's package
+        # Faust's signals (declarations: the receivers are user code; the worker sends them)
+        from .signals import app_signals
+        from .sensors import Monitor, SensorDelegate
+
+        for signal_name, signal in app_signals(self).items():
+            setattr(self, signal_name, signal)
+        self.sensors = SensorDelegate()
+        self._monitor: Monitor | None = None
+
+    # Faust's signals, set per app in __init__ (typed here for mypy)
+    on_before_configured: Any
+    on_configured: Any
+    on_after_configured: Any
+    on_worker_init: Any
+    on_produce_message: Any
+    on_partitions_assigned: Any
+    on_partitions_revoked: Any
+    on_rebalance_start: Any
+    on_rebalance_complete: Any
+    on_rebalance_return: Any
+    on_before_shutdown: Any
+
+    @property
+    def monitor(self) -> Any:
+        """Faust's ``app.monitor``: a :class:`agentstream.sensors.Monitor` added to ``app.sensors``
+        on first use, counting what the worker does (messages, sends, commits, rebalances)."""
+        if self._monitor is None:
+            from .sensors import Monitor
+
+            self._monitor = Monitor()
+            self.sensors.add(self._monitor)
+        return self._monitor
+
+    @monitor.setter
+    def monitor(self, monitor: Any) -> None:
+        if self._monitor is not None:
+            self.sensors.remove(self._monitor)
+        self._monitor = monitor
+        self.sensors.add(monitor)
+
+    @property
+    def rebalancing(self) -> bool:
+        """True while this process's worker is in a rebalance (Faust's ``app.rebalancing``)."""
+        worker = self.worker
+        return worker is not None and getattr(worker.state, "name", "") == "REBALANCING"
+
+    @property
+    def should_stop(self) -> bool:
+        """True once this process's worker is stopping (Faust's ``app.should_stop``): loops in
+        timers and tasks check it to end early."""
+        worker = self.worker
+        return worker is not None and (bool(worker.stopping) or worker._stop_requested.is_set())
+
+    async def sleep(self, seconds: "float | timedelta") -> None:
+        """Sleep, but return early when the worker starts stopping (Faust's ``app.sleep``)."""
+        secs = seconds.total_seconds() if isinstance(seconds, timedelta) else float(seconds)
+        worker = self.worker
+        if worker is None:
+            await asyncio.sleep(secs)
+            return
+        try:
+            await asyncio.wait_for(worker._stop_requested.wait(), secs)
+        except asyncio.TimeoutError:
+            pass
 
     @property
     def worker(self) -> Any:
@@ -90,7 +165,7 @@ class App:
     # -- declarations --------------------------------------------------------------------------
     def topic(
         self,
-        name: str,
+        name: str = "",
         *more: str,
         key_type: Any = None,
         value_type: Any = None,
@@ -105,8 +180,20 @@ class App:
         """Declare a topic (created with ``partitions`` or ``topic_partitions`` when missing).
 
         Faust's other arguments (``compacting``, ``retention``, ``schema``, ``replicas``...) are
-        translated or accepted and logged by :func:`agentstream.faust_compat.topic_options`."""
-        if more or faust:
+        translated or accepted and logged by :func:`agentstream.faust_compat.topic_options`.
+        ``app.topic("a", "b")`` stands for several topics and ``app.topic(pattern="^a-.*")`` for the
+        existing topics whose names match when the worker starts; an agent over either reads them all."""
+        pattern = faust.pop("pattern", None)
+        if more or pattern is not None:
+            from .topics import TopicGroup
+
+            names = (name, *more) if name else tuple(more)
+            group_kwargs = dict(key_type=key_type, value_type=value_type, partitions=partitions,
+                                key_serializer=key_serializer, value_serializer=value_serializer,
+                                compacted=compacted, config=config, **faust)
+            members = [self.topic(n, **group_kwargs) for n in names] if pattern is None else []
+            return TopicGroup(self, names, members, pattern=pattern, options=group_kwargs)
+        if faust:
             from .faust_compat import topic_options
 
             extra = topic_options(name, more, faust)
@@ -142,9 +229,17 @@ class App:
         name: str | None = None,
         sink: Sequence[Any] | None = None,
         concurrency: int = 1,
+        isolated_partitions: bool = False,
         **kwargs: Any,
     ) -> Callable[[AgentFun], Agent]:
-        """Decorate ``async def agent(stream)``: one instance per task over ``channel``'s partitions."""
+        """Decorate ``async def agent(stream)``: one instance per task over ``channel``'s partitions.
+
+        ``isolated_partitions=True`` (Faust: one instance per partition) is what agentstream always
+        does for an agent over one topic: each task, so each instance, reads one partition. With
+        several topics a task reads partition p of each; Faust's rule that it needs concurrency=1
+        is kept."""
+        if isolated_partitions and concurrency != 1:
+            raise TopologyError("agent(isolated_partitions=True) needs concurrency=1 (one instance per partition)")
 
         def _decorate(fun: AgentFun) -> Agent:
             agent_name = str(name or getattr(fun, "__name__", "agent"))
@@ -161,10 +256,14 @@ class App:
                                      key_serializer=kwargs.get("key_serializer"),
                                      value_serializer=kwargs.get("value_serializer"))]
             elif isinstance(channel, (Topic, str)):
-                topics = [self._as_topic(channel)]
+                topics = self._as_topics(channel)
             else:
-                topics = [self._as_topic(c) for c in channel]
-            agent = Agent(self, fun, topics=topics, name=agent_name, sink=list(sink or ()), concurrency=concurrency)
+                topics = [t for c in channel for t in self._as_topics(c)]
+            patterns = [t for t in ([channel] if isinstance(channel, Topic) else
+                                    channel if isinstance(channel, (list, tuple)) else [])
+                        if getattr(t, "pattern", None) is not None]
+            agent = Agent(self, fun, topics=topics, name=agent_name, sink=list(sink or ()), concurrency=concurrency,
+                          patterns=patterns)
             self.agents.append(agent)
             return agent
 
@@ -172,6 +271,13 @@ class App:
 
     def _as_topic(self, t: Union[Topic, str]) -> Topic:
         return self.topic(t) if isinstance(t, str) else t
+
+    def _as_topics(self, t: Union[Topic, str]) -> list[Topic]:
+        """A topic, a topic name, or a group of several names (a pattern's are found at start)."""
+        members = getattr(t, "members", None)
+        if members is not None:
+            return list(members)
+        return [self._as_topic(t)]
 
     def timer(self, interval: "float | timedelta", on_leader: bool = False, traced: bool = True,
               name: str | None = None, max_drift_correction: float = 0.1) -> Callable[[F], F]:
@@ -244,6 +350,14 @@ class App:
 
         return register(self, tuple(options), name, help)
 
+    def topic_route(self, topic: Any, shard_param: str | None = None, *, query_param: str | None = None,
+                    match_info: str | None = None, exact_key: str | None = None) -> Callable[[F], F]:
+        """Like :meth:`table_route`, for a topic: the page runs on the worker that owns the key's
+        partition of ``topic`` (others forward the request there)."""
+        from .faust_compat import table_route
+
+        return table_route(topic, shard_param, query_param=query_param, match_info=match_info, exact_key=exact_key)
+
     def table_route(self, table: Any, shard_param: str | None = None, *, query_param: str | None = None,
                     match_info: str | None = None, exact_key: str | None = None) -> Callable[[F], F]:
         """Decorate a page handler so it runs on the worker owning the key's partition of ``table``
@@ -308,6 +422,8 @@ class App:
         if point.kind == "through":
             if point.topic is None:
                 point.topic = self.topic(point.name)
+            return
+        if point.topic is not None:  # group_by(topic=...): the user's topic is the repartition topic
             return
         topic_name = f"{self.id}-{point.name}-repartition"
         partitions = point.partitions or max(t.partitions for t in agent.topics)

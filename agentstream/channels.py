@@ -112,6 +112,7 @@ class ChannelAgent(Agent):
         self.fun = fun
         self.name = name
         self.topics = []
+        self.patterns = []
         self._channel = channel
         self.sinks = list(sink)
         self.concurrency = concurrency

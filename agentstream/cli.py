@@ -289,6 +289,9 @@ JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="print JSON (
 
 def _discover(app: "App") -> None:
     async def _go() -> None:
+        from .autodiscover import autodiscover_modules
+
+        autodiscover_modules(app)  # Faust's autodiscover setting: agents declared in other modules
         await app.discover()
 
     _run(_go())
@@ -428,6 +431,34 @@ def reset(ctx: click.Context, data_dir: Path | None, offsets: bool, yes: bool, b
     if changes:
         app.settings = app.settings.replace(**changes)
     return reset_app(app, offsets=offsets, yes=yes)
+
+
+@cli.command("clean-versions")
+@click.option("--data-dir", "--datadir", "data_dir", type=click.Path(path_type=Path), default=None,
+              help="where table stores live (default: the app's)")
+@click.pass_context
+def clean_versions(ctx: click.Context, data_dir: Path | None) -> int:
+    """Delete the data directories of older versions of the app (Faust's ``clean-versions``):
+    ``<data_dir>/<id>-v<N>`` and Faust's ``<data_dir>/<id>-data/v<N>`` for N below the app's
+    ``version`` setting. The current version's stores are kept."""
+    from .commands import clean_versions as _clean
+
+    app = _begin(ctx)
+    for path in _clean(app, data_dir):
+        click.echo(f"removed {path}")
+    return 0
+
+
+@cli.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]), default="bash")
+def completion(shell: str) -> int:
+    """Print the shell completion script (``eval "$(agentstream completion bash)"``)."""
+    from click.shell_completion import get_completion_class
+
+    cls = get_completion_class(shell)
+    assert cls is not None
+    click.echo(cls(cli, {}, "agentstream", "_AGENTSTREAM_COMPLETE").source())
+    return 0
 
 
 @cli.command("dev-broker")

@@ -270,3 +270,27 @@ def reset_app(app: "App", *, offsets: bool, yes: bool) -> int:
         click.echo(f"rewound group {app.id!r} on {len(topics)} topics (offset 0 = the earliest still kept)")
     return 0
 
+
+
+def clean_versions(app: Any, data_dir: "Path | None" = None) -> list["Path"]:
+    """Remove the data directories of the app's older versions; returns what was removed.
+
+    Older versions are ``<data_dir>/<id>-v<N>`` (and Faust's ``<data_dir>/<id>-data/v<N>``) with
+    ``N`` below the ``version`` setting (default 1, so only explicitly older ones go)."""
+    import re
+    import shutil
+    from pathlib import Path
+
+    root = Path(data_dir or app.settings.data_dir)
+    current = int(app.settings.extra.get("version", 1) or 1)
+    removed: list[Path] = []
+    pattern = re.compile(rf"^{re.escape(app.id)}-v(\d+)$")
+    candidates = [(p, pattern.match(p.name)) for p in root.iterdir()] if root.is_dir() else []
+    faust_dir = root / f"{app.id}-data"
+    if faust_dir.is_dir():
+        candidates += [(p, re.match(r"^v(\d+)$", p.name)) for p in faust_dir.iterdir()]
+    for path, m in candidates:
+        if m is not None and path.is_dir() and int(m.group(1)) < current:
+            shutil.rmtree(path)
+            removed.append(path)
+    return sorted(removed)

@@ -42,13 +42,11 @@ RENAMED = {
     "producer_linger": "producer_linger",
 }
 # Options agentstream reads from App(**options) / settings.extra itself: never "unknown".
-CONSUMED = {"key_serializer", "value_serializer", "web_redirect", "web_forward_timeout", "web_advertised_host",
+CONSUMED = {"key_serializer", "value_serializer", "autodiscover", "origin", "web_redirect", "web_forward_timeout", "web_advertised_host",
             "web_history"}
 NOTES = {
     "version": "the app id is used as is (Faust appends -v<version> to topic and group names); "
                "to start over, change the app id or run `agentstream -A app reset`",
-    "autodiscover": "agentstream imports only the -A module: import the modules declaring agents from it",
-    "origin": "not needed: agentstream imports only the -A module",
     "broker_commit_every": "commits happen every commit_interval seconds (and on rebalance/stop)",
     "topic_replication_factor": "topics are created with the broker's default replication factor",
     "topic_allow_declare": "agentstream creates missing topics when the worker starts",
@@ -59,7 +57,6 @@ NOTES = {
     "timezone": "timers and crontabs use their own timezone= argument (default UTC)",
     "debug": "use -l debug",
     "canonical_url": "workers advertise their bound web address (settings.extra web_advertised_host overrides the host)",
-    "monitor": "the worker's web server has /status and /metrics (Prometheus) instead of Faust monitors",
     "loop": "the worker runs its own event loop (uvloop)",
 }
 _logged: set[str] = set()
@@ -123,11 +120,7 @@ def log_unknown_settings(app_id: str, extra: dict[str, Any]) -> None:
 # -- topics and tables ------------------------------------------------------------------------------
 def topic_options(name: str, more: Sequence[str], kwargs: dict[str, Any]) -> dict[str, Any]:
     """Faust-only ``app.topic`` arguments -> agentstream's (``compacting``, ``retention``, ``schema``)."""
-    if more:
-        raise TopologyError(f"app.topic({name!r}, {', '.join(map(repr, more))}): one name per topic in "
-                            "agentstream; declare each topic and pass a list to @app.agent([t1, t2])")
-    if kwargs.pop("pattern", None) is not None:
-        raise TopologyError("app.topic(pattern=...) is not supported: name the topics explicitly")
+    # several names and pattern= are handled by App.topic (TopicGroup) before this is called
     out: dict[str, Any] = {}
     schema = kwargs.pop("schema", None)
     if schema is not None:
@@ -250,3 +243,22 @@ def table_route(table: Any, shard_param: str | None = None, *, query_param: str 
         return route
 
     return _decorate
+
+
+# -- event.message.tp ----------------------------------------------------------------------------------------------
+def _add_message_tp() -> None:
+    """Faust's messages carry ``.tp``; ours are aiokafka ConsumerRecords, given the same read-only view."""
+    from aiokafka.structs import ConsumerRecord, TopicPartition
+
+    if not hasattr(ConsumerRecord, "tp"):
+        ConsumerRecord.tp = property(lambda m: TopicPartition(m.topic, m.partition))
+
+
+_add_message_tp()
+
+
+def uuid() -> str:
+    """Faust's ``faust.uuid()``: a new random UUID as a string."""
+    import uuid as _uuid
+
+    return str(_uuid.uuid4())

@@ -413,6 +413,9 @@ def _compile_decoder(cls: type[Record], specs: list[_FieldSpec]) -> Callable[[An
         if spec.convert is _conv_any:
             lines.append(f"{indent}pass")
             continue
+        if spec.default is None and spec.factory is None:  # `x: T = None` accepts None (Faust's models do)
+            lines.append(f"{indent}if {v} is not None:")
+            indent += "    "
         fast = _FAST_TYPES.get(spec.convert)
         if fast is not None:
             ns[f"_t{i}"] = fast

@@ -39,6 +39,12 @@ class Service:
         self._stopping = False
         self.crash_reason: BaseException | None = None
 
+    @property
+    def log(self) -> "logging.LoggerAdapter[logging.Logger]":
+        """Faust's ``self.log``: a logger that prefixes lines with the service's name."""
+        logger = logging.getLogger(type(self).__module__)
+        return _ServiceLog(logger, {"service": self.shortlabel})
+
     # -- decorators (used on methods of subclasses) --------------------------------------------
     @staticmethod
     def task(fun: F) -> F:
@@ -183,3 +189,10 @@ class Service:
 
 
 ServiceT = Service
+
+
+class _ServiceLog(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """``[Service] message``, as Faust's service logger writes it."""
+
+    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        return f"[{(self.extra or {}).get('service')}] {msg}", kwargs

@@ -89,6 +89,15 @@ class Stream:
         if hand is not None:
             hand.append(self)
 
+    def __class_getitem__(cls, item: Any) -> Any:
+        """``StreamT[float]``/``faust.Stream[Request]`` in annotations: the parameter is documentation."""
+        return cls
+
+    @property
+    def active_partitions(self) -> set[Any]:
+        """The partitions this stream's task reads (Faust's ``stream.active_partitions``)."""
+        return set(getattr(self._input, "partitions", ()) or ())
+
     def in_hand(self) -> list[Event]:
         """The records handed out (or being filtered) and not acknowledged yet."""
         return list(self._pending)
@@ -158,11 +167,21 @@ class Stream:
     def items(self) -> AsyncIterator[tuple[Any, Any]]:
         return _Items(self)
 
-    async def take(self, max_: int, within: float) -> AsyncIterator[list[Any]]:
+    async def take(self, max_: int, within: Any) -> AsyncIterator[list[Any]]:
         """Batches of up to ``max_`` values, yielded early when ``within`` seconds pass after the first.
 
         The batch's records are acknowledged when the agent asks for the next batch.
         """
+        async for batch in self._batches(max_, within):
+            yield [event.value for event in batch]
+
+    async def take_events(self, max_: int, within: Any) -> AsyncIterator[list[Event]]:
+        """Like :meth:`take`, with the events (key, value, message) instead of the values."""
+        async for batch in self._batches(max_, within):
+            yield batch
+
+    async def _batches(self, max_: int, within: Any) -> AsyncIterator[list[Event]]:
+        within = within.total_seconds() if hasattr(within, "total_seconds") else float(within)
         if max_ < 1:
             raise ValueError("take(max_): max_ must be >= 1")
         while True:
@@ -170,7 +189,7 @@ class Stream:
             first = await self._pull()
             assert first is not None
             self._pending.append(first)
-            batch = [first.value]
+            batch = [first]
             deadline = time.monotonic() + within
             while len(batch) < max_:
                 remaining = deadline - time.monotonic()
@@ -180,7 +199,7 @@ class Stream:
                 if event is None:
                     break
                 self._pending.append(event)
-                batch.append(event.value)
+                batch.append(event)
             yield batch
 
     async def enumerate(self, start: int = 0) -> AsyncIterator[tuple[int, Any]]:
@@ -202,20 +221,20 @@ class Stream:
         return self._derive(lambda event: bool(fun(event.value)))
 
     def group_by(self, key: Any, *, name: str | None = None, partitions: int | None = None,
-                 key_serializer: str | None = None) -> "Stream":
+                 key_serializer: str | None = None, topic: "Topic | None" = None) -> "Stream":
         """Re-key the stream through the repartition topic ``<app>-<name>-repartition``.
 
         The new key is encoded with ``key_serializer`` (default: the app's, Faust's ``raw``: str
         as UTF-8), the encoding tables and table topics use, so a join or a table write after the
         group_by finds the key in the partition any Kafka client would put it in."""
         keyfn, field_name = _key_function(key)
-        point_name = name or field_name
+        point_name = name or (topic.name if topic is not None else None) or field_name
         if point_name is None:
             raise TopologyError(
                 "group_by() with a callable key needs a name: stream.group_by(fn, name='by_x') "
                 "names the repartition topic <app>-by_x-repartition"
             )
-        return self._split(SplitPoint("group_by", point_name, keyfn, partitions=partitions,
+        return self._split(SplitPoint("group_by", point_name, keyfn, topic=topic, partitions=partitions,
                                       key_serializer=key_serializer))
 
     def echo(self, *channels: Any) -> "Stream":
@@ -242,6 +261,27 @@ class Stream:
                 self._input.ack(event)
                 return True
         return False
+
+    def noack(self) -> "Stream":
+        """Faust's ``stream.noack()``: records are acknowledged only by ``stream.ack(event)``, so an
+        offset is committed only past records the agent acknowledged itself."""
+        return _NoAckStream(self._input, self._processors, self._splits)
+
+    def tee(self, n: int = 2) -> tuple["Stream", ...]:
+        """``n`` streams that each see every value of this one (Faust's ``stream.tee``); a record is
+        acknowledged when every copy has moved past it. Iterate the copies concurrently."""
+        if n < 1:
+            raise ValueError("tee(n): n must be >= 1")
+        tee = _Tee(self, n)
+        return tuple(type(self)(_TeeInput(tee, i)) for i in range(n))
+
+    def combine(self, *streams: "Stream") -> "Stream":
+        """One stream of the values of this and ``streams``, in the order they arrive (Faust's
+        ``stream.combine`` / ``s1 & s2``); each record is acknowledged on its own stream."""
+        return type(self)(_CombinedInput((self, *streams)))
+
+    def __and__(self, other: "Stream") -> "Stream":
+        return self.combine(other)
 
     def through(self, topic: "Topic | str") -> "Stream":
         """Forward every record to ``topic`` and continue from that topic (a new sub-topology)."""
@@ -279,6 +319,117 @@ class Stream:
 
     def __repr__(self) -> str:
         return f"<Stream stage={self._input.stage} splits={self._splits}>"
+
+
+class _NoAckStream(Stream):
+    """A stream whose records stay in hand until ``stream.ack(event)``."""
+
+    async def _advance(self) -> Event:
+        event = await self._pull() if self._processors else await self._input.next_event()
+        assert event is not None
+        if not self._processors:
+            self.current_event = event
+            set_current_event(event)
+        self._pending.append(event)
+        return event
+
+    def ack_pending(self) -> None:
+        return None  # only stream.ack(event) acknowledges
+
+
+class _Tee:
+    """The shared head of ``stream.tee(n)``: pulls each record once, hands it to every copy."""
+
+    def __init__(self, source: Stream, n: int) -> None:
+        self.source = source
+        self.buffers: list[list[Event]] = [[] for _ in range(n)]
+        self.acks: dict[int, int] = {}
+        self.n = n
+        self.lock = asyncio.Lock()
+
+    async def next_event(self, i: int, timeout: float | None) -> Event | None:
+        while not self.buffers[i]:
+            async with self.lock:
+                if self.buffers[i]:
+                    break
+                event = await self.source._pull(timeout)
+                if event is None:
+                    return None
+                self.acks[id(event)] = 0
+                for buffer in self.buffers:
+                    buffer.append(event)
+        return self.buffers[i].pop(0)
+
+    def ack(self, event: Event) -> None:
+        seen = self.acks.get(id(event))
+        if seen is None:
+            return
+        if seen + 1 >= self.n:
+            del self.acks[id(event)]
+            self.source._input.ack(event)
+        else:
+            self.acks[id(event)] = seen + 1
+
+
+class _TeeInput:
+    def __init__(self, tee: _Tee, i: int) -> None:
+        self.tee = tee
+        self.i = i
+        self.stage = tee.source._input.stage
+
+    @property
+    def partitions(self) -> Any:
+        return getattr(self.tee.source._input, "partitions", ())
+
+    async def next_event(self, timeout: float | None = None) -> Event | None:
+        return await self.tee.next_event(self.i, timeout)
+
+    def ack(self, event: Event) -> None:
+        self.tee.ack(event)
+
+    def split(self, index: int, point: SplitPoint) -> SplitPoint:
+        raise TopologyError("group_by()/through() after tee(): repartition before tee() instead")
+
+
+class _CombinedInput:
+    """Values of several streams as they arrive; acks go back to the stream each came from."""
+
+    def __init__(self, streams: tuple[Stream, ...]) -> None:
+        self.streams = streams
+        self.stage = streams[0]._input.stage
+        self._pulls: dict[int, asyncio.Future[Event | None]] = {}
+        self._origin: dict[int, Stream] = {}
+
+    @property
+    def partitions(self) -> Any:
+        out: set[Any] = set()
+        for s in self.streams:
+            out |= set(getattr(s._input, "partitions", ()) or ())
+        return out
+
+    async def next_event(self, timeout: float | None = None) -> Event | None:
+        for i, s in enumerate(self.streams):
+            if i not in self._pulls:
+                self._pulls[i] = asyncio.ensure_future(s._pull())
+        done, _ = await asyncio.wait(self._pulls.values(), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if not done:
+            return None
+        for i, fut in list(self._pulls.items()):
+            if fut in done:
+                del self._pulls[i]
+                event = fut.result()
+                if event is not None:
+                    self._origin[id(event)] = self.streams[i]
+                    return event
+        return None
+
+    def ack(self, event: Event) -> None:
+        stream = self._origin.pop(id(event), None)
+        if stream is not None:
+            stream._input.ack(event)
+
+    def split(self, index: int, point: SplitPoint) -> SplitPoint:
+        raise TopologyError("group_by()/through() after combine(): repartition each stream before combining")
 
 
 class _Events:

@@ -16,7 +16,7 @@ from .runtime import current_task
 if TYPE_CHECKING:
     from .types import AppT as App  # the App's interface: app.py imports this module
 
-__all__ = ["Topic"]
+__all__ = ["Topic", "TopicGroup"]
 
 
 
@@ -68,6 +68,16 @@ class Topic:
     def get_topic_name(self) -> str:
         return self.name
 
+    pattern: str | None = None
+
+    async def maybe_declare(self) -> None:
+        """Create the topic now if it does not exist (Faust's ``topic.maybe_declare()``); the worker
+        does this for every declared topic at start, so scripts that send first call it."""
+        await self.declare()
+
+    async def declare(self) -> None:
+        await self.app.transport.ensure_topics([self.spec()])
+
     def spec(self) -> TopicSpec:
         return TopicSpec(self.name, self.partitions, self.compacted, self.config)
 
@@ -106,11 +116,59 @@ class Topic:
             ts_ms = event.message.timestamp if event is not None else None
         else:
             ts_ms = int(timestamp * 1000)
+        app = self.app
+        if app.sensors._sensors or app.on_produce_message.receivers:  # Faust's signal and sensor hooks
+            self._observe_send(key, value, partition, ts_ms, headers)
         task = current_task.get()
         if task is not None and task.txn is not None:  # exactly_once: into the task's transaction
             return await task.txn.send(self.name, key, value, partition=partition, timestamp_ms=ts_ms, headers=headers)
         producer = self.app.producer if self.app._producer_started else await self.app.start_producer()
         return await producer.send(self.name, key, value, partition=partition, timestamp_ms=ts_ms, headers=headers)
 
+    def _observe_send(self, key: bytes | None, value: bytes | None, partition: int | None, ts_ms: int | None,
+                      headers: Sequence[tuple[str, bytes]] | None) -> None:
+        app = self.app
+        app.on_produce_message.send(app, key=key, value=value, partition=partition,
+                                    timestamp=None if ts_ms is None else ts_ms / 1000.0, headers=headers)
+        app.sensors.call("on_send_initiated", app._producer, self.name, None,
+                         len(key) if key else 0, len(value) if value else 0)
+
     def __repr__(self) -> str:
         return f"<Topic {self.name} partitions={self.partitions}>"
+
+
+class TopicGroup(Topic):
+    """``app.topic("a", "b")`` or ``app.topic(pattern="^a-.*")``: several topics as one source.
+
+    An agent over it reads every member (one task per partition number, as for any list of
+    topics); a pattern's members are the existing topics whose names match when the worker starts
+    (topics created later are read after the next worker start: documented in the migration guide)."""
+
+    def __init__(self, app: "App", names: Sequence[str], members: Sequence[Topic], *, pattern: str | None = None,
+                 options: dict[str, Any] | None = None) -> None:
+        opts = dict(options or {})
+        super().__init__(app, names[0] if names else f"pattern:{pattern}",
+                         key_type=opts.get("key_type"), value_type=opts.get("value_type"),
+                         key_serializer=opts.get("key_serializer"), value_serializer=opts.get("value_serializer"))
+        self.names = tuple(names)
+        self.members = list(members)
+        self.pattern = pattern
+        self.options = opts
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.members) if self.members else self.names
+
+    async def declare(self) -> None:
+        await self.app.transport.ensure_topics([t.spec() for t in self.members])
+
+    async def send(self, key: Any = None, value: Any = None, *, partition: int | None = None,
+                   timestamp: float | None = None, headers: Sequence[tuple[str, bytes]] | None = None) -> Delivery:
+        from .exceptions import TopologyError
+
+        raise TopologyError(f"cannot send to {self!r}: it stands for several topics; send to one of "
+                            f"app.topic(name) for name in {list(self.topics)}")
+
+    def __repr__(self) -> str:
+        what = f"pattern={self.pattern!r}" if self.pattern is not None else f"names={list(self.names)}"
+        return f"<TopicGroup {what}>"

@@ -191,3 +191,86 @@ async def discover_splits(app: "App", agent: "Agent", timeout: float = 2.0) -> l
         elif inspect.iscoroutine(result):
             result.close()
     return probe.points
+
+
+async def adopt_partition_counts(app: "App", transport: Any) -> None:
+    """Faust's rule for topics that already exist: a source topic is read with the partition count
+    it has (the declared count is only used to create it). Co-partitioning is insisted on only where
+    it matters: when the app has partitioned tables, the topics its agents read must have the tables'
+    count, as task ``p`` writes table partition ``p``. Internal topics (changelogs, repartition
+    topics) stay strict: the transport refuses a mismatch (:class:`PartitionCountMismatch`)."""
+    from .tables.table import GlobalTable
+
+    sources = {t.name for agent in app.agents for t in agent.topics}
+    table_counts = {name: table.partitions for name, table in app.tables.items()
+                    if not isinstance(table, GlobalTable)}
+    for topic in list(app.topics.values()):
+        if topic.internal or getattr(topic, "pattern", None) is not None:
+            continue
+        existing = await transport.partition_count(topic.name)
+        if existing is None or existing == topic.partitions:
+            continue
+        clash = sorted(n for n, c in table_counts.items() if c != existing)
+        if topic.name in sources and clash:
+            raise TopologyError(
+                f"topic {topic.name!r} exists with {existing} partitions, but the app's table(s) "
+                f"{', '.join(repr(n) for n in clash)} have {table_counts[clash[0]]}: an agent reading the topic "
+                f"writes table partition p from topic partition p, so they must be co-partitioned. Fix: declare "
+                f"the tables with partitions={existing} (app.Table(..., partitions={existing}), or set "
+                f"topic_partitions={existing}), or repartition the stream with group_by(..., partitions="
+                f"{table_counts[clash[0]]}) before it touches the table"
+            )
+        if topic._partitions is not None:
+            log.warning("topic %s exists with %d partitions (declared %d): using %d, as Faust does",
+                        topic.name, existing, topic._partitions, existing)
+        topic.partitions = existing
+
+
+async def autodiscover(app: "App") -> None:
+    """Import the modules the ``autodiscover`` setting lists, so their agents are declared."""
+    from .autodiscover import autodiscover_modules
+
+    names = autodiscover_modules(app)
+    if names:
+        log.info("autodiscover imported %d module(s): %s", len(names), ", ".join(names))
+
+
+async def _existing_topics(transport: Any) -> list[str]:
+    """Names of the topics on the broker (for patterns). The transports have no public call for
+    this yet: the memory transport's broker and the Kafka transport's admin client are asked."""
+    broker = getattr(transport, "_broker", None)
+    if broker is not None and hasattr(broker, "topics"):
+        return sorted(broker.topics)
+    get_admin = getattr(transport, "_get_admin", None)
+    if get_admin is None:
+        raise TopologyError(f"topic patterns are not supported by the {type(transport).__name__} transport")
+    admin = await get_admin()
+    return sorted(await admin.list_topics())
+
+
+async def resolve_patterns(app: "App", transport: Any) -> None:
+    """``app.topic(pattern=...)``: an agent reads the existing topics whose names match, found here,
+    when the worker starts (internal topics, ``__``-prefixed and the app's own, never match)."""
+    import re
+
+    agents = [a for a in app.agents if getattr(a, "patterns", None)]
+    if not agents:
+        return
+    names = [n for n in await _existing_topics(transport) if not n.startswith("__")]
+    for agent in agents:
+        for group in agent.patterns:
+            regex = re.compile(str(group.pattern))
+            matched = [n for n in names if regex.fullmatch(n) and not (n.startswith(f"{app.id}-") and
+                       (n.endswith("-changelog") or n.endswith("-repartition")))]
+            if not matched:
+                log.warning("agent %s: no existing topic matches pattern %r; it reads nothing until a worker "
+                            "starts after such a topic exists", agent.name, group.pattern)
+            for name in matched:
+                if any(t.name == name for t in agent.topics):
+                    continue
+                if name in app.topics:
+                    agent.topics.append(app.topics[name])
+                elif all(t.name != name for t in agent.topics):
+                    opts = {k: v for k, v in getattr(group, "options", {}).items() if k != "partitions"}
+                    agent.topics.append(app.topic(name, **opts))
+            log.info("agent %s: pattern %r matches %s", agent.name, group.pattern, matched)

@@ -31,6 +31,10 @@ class AppT(Protocol):
     tables: dict[str, Any]
     startup_tasks: list[Callable[..., Awaitable[None]]]
     commands: dict[str, Any]
+    agents: list[Any]
+    sensors: Any  # agentstream.sensors.SensorDelegate: Faust's sensor hooks
+    on_produce_message: Any  # agentstream.signals.SyncSignal
+    _producer: Producer | None
     _producer_started: bool
 
     @property

@@ -52,10 +52,12 @@ class Agent:
         name: str,
         sink: Sequence[Sink] = (),
         concurrency: int = 1,
+        patterns: Sequence["Topic"] = (),
     ) -> None:
         if concurrency < 1:
             raise TopologyError(f"agent {name!r}: concurrency must be >= 1, got {concurrency}")
-        if not topics:
+        self.patterns = list(patterns)  # app.topic(pattern=...): resolved to topics when the worker starts
+        if not topics and not self.patterns:
             raise TopologyError(f"agent {name!r} has no source topic")
         self.app = app
         self.fun = fun
@@ -108,7 +110,7 @@ class Agent:
         for sink in self.sinks:
             if isinstance(sink, Agent):
                 await sink.send(value=value)
-            elif hasattr(sink, "send") and hasattr(sink, "value_codec"):
+            elif hasattr(sink, "send") and (hasattr(sink, "value_codec") or not callable(sink)):  # topic, channel
                 await sink.send(value=value)
             else:
                 res = sink(value)
@@ -152,9 +154,47 @@ class Agent:
         finally:
             replies.forget(correlation_id)
 
+    async def map(self, values: Any, key: Any = None, reply_to: Any = None, timeout: float | None = 30.0
+                  ) -> AsyncIterator[Any]:
+        """Faust's ``agent.map``: ask the agent about every value, yield the replies as they arrive."""
+        async for reply in self._ask_all([(key, v) for v in await _collect(values)], timeout):
+            yield reply
+
+    async def kvmap(self, items: Any, reply_to: Any = None, timeout: float | None = 30.0) -> AsyncIterator[Any]:
+        """Faust's ``agent.kvmap``: like :meth:`map` over ``(key, value)`` pairs (a mapping or pairs)."""
+        pairs = list(items.items()) if hasattr(items, "items") else await _collect(items)
+        async for reply in self._ask_all([(k, v) for k, v in pairs], timeout):
+            yield reply
+
+    async def join(self, values: Any, key: Any = None, reply_to: Any = None, timeout: float | None = 30.0
+                   ) -> list[Any]:
+        """Faust's ``agent.join``: ask about every value, return the replies in the values' order."""
+        asks = [self.ask(v, key=key, timeout=timeout) for v in await _collect(values)]
+        return list(await asyncio.gather(*asks))
+
+    async def kvjoin(self, items: Any, reply_to: Any = None, timeout: float | None = 30.0) -> list[Any]:
+        pairs = list(items.items()) if hasattr(items, "items") else await _collect(items)
+        return list(await asyncio.gather(*(self.ask(v, key=k, timeout=timeout) for k, v in pairs)))
+
+    async def _ask_all(self, pairs: list[tuple[Any, Any]], timeout: float | None) -> AsyncIterator[Any]:
+        futures = [asyncio.ensure_future(self.ask(v, key=k, timeout=timeout)) for k, v in pairs]
+        try:
+            for fut in asyncio.as_completed(futures):
+                yield await fut
+        finally:
+            for fut in futures:
+                fut.cancel()
+
     def test_context(self, **kwargs: Any) -> Any:
         """An in-process harness for this agent alone (see :mod:`agentstream.testing`)."""
         return upper.test_context(self, **kwargs)
 
     def __repr__(self) -> str:
         return f"<Agent {self.name} topics={[t.name for t in self.topics]} splits={[s.name for s in self.splits]}>"
+
+
+async def _collect(values: Any) -> list[Any]:
+    """A list of an iterable or an async iterable (Faust's map/join take either)."""
+    if hasattr(values, "__aiter__"):
+        return [v async for v in values]
+    return list(values)

@@ -369,6 +369,22 @@ class Table:
     def values(self) -> Iterator[Any]:
         return (v for _, v in self.items())
 
+    def as_ansitable(self, *, key: str = "k", value: str = "v", sort: bool = False, sortkey: Any = None,
+                     title: Any = None, **kwargs: Any) -> str:
+        """Faust's ``table.as_ansitable()``: this worker's rows as a text table (for logs and CLIs)."""
+        rows = [(str(k), str(v)) for k, v in self.items()]
+        if sort or sortkey is not None:
+            rows.sort(key=sortkey or (lambda row: row[0]))
+        head = (key, value)
+        wk = max([len(head[0])] + [len(r[0]) for r in rows])
+        wv = max([len(head[1])] + [len(r[1]) for r in rows])
+        line = f"+{'-' * (wk + 2)}+{'-' * (wv + 2)}+"
+        out = [f"{title or self.name}"] if title is not False else []
+        out += [line, f"| {head[0]:<{wk}} | {head[1]:<{wv}} |", line]
+        out += [f"| {k:<{wk}} | {v:<{wv}} |" for k, v in rows]
+        out.append(line)
+        return "\n".join(out)
+
     def as_dict(self) -> dict[Any, Any]:
         return dict(self.items())
 

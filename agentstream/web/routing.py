@@ -32,9 +32,10 @@ async def route_to_owner(server: Any, table: Any, where: tuple[str | None, str |
         if param not in request.query:
             return error_response(400, f"missing query parameter {param!r}", f"pass ?{param}=<key>")
         key = request.query[param]
-    p = key_partition(table, table._key_dumps(key))
+    dumps = getattr(table, "_key_dumps", None) or table.key_codec.dumps  # a table or (topic_route) a topic
+    p = key_partition(table, dumps(key))
     assignment = server.assignment()
-    if table.is_global or p in assignment.active or request.headers.get(ROUTED_HEADER):
+    if getattr(table, "is_global", False) or p in assignment.active or request.headers.get(ROUTED_HEADER):
         return await fun(view, request, *args, **kwargs)
     owner = assignment.owners.get(p)
     if not owner or owner == server.address:

@@ -29,7 +29,8 @@ from .errors import ErrorPolicy
 from .fetcher import Fetcher
 from .partition_group import RecordQueue
 from .task import StreamTask, TaskId
-from ..topology import Topology
+from . import hooks
+from ..topology import Topology, adopt_partition_counts, autodiscover, resolve_patterns
 
 if TYPE_CHECKING:
     from ..runtime import FaultPoints
@@ -143,6 +144,10 @@ class Worker:
         if app.tables:
             s.check_data_dir()  # before connecting or joining: a bad data dir names the setting (issue 15)
         rt = runtime.bind(app, self)  # the app's runtime context: tables and sends find the worker here
+        hooks.worker_init(self)  # Faust's signals and sensors (agentstream.worker.hooks)
+        await autodiscover(app)  # Faust's autodiscover setting: import the modules declaring agents
+        await resolve_patterns(app, app.transport)  # app.topic(pattern=...): the matching topics, now
+        await adopt_partition_counts(app, app.transport)  # existing source topics keep their count
         if self.install_signal_handlers:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -174,6 +179,9 @@ class Worker:
             self.tables = TableManager(app, self)
             rt.tables = self.tables
             await self.tables.start()
+        if not self.topology.source_topics:  # channel agents only: no group to join, no consumer to leave open
+            await self._start_without_consumer()
+            return
         consumer = transport.consumer(group_id=app.id, assignor=self.assignor, **app.consumer_settings())
         self.consumer = consumer
         self.fetcher = Fetcher[StreamTask](consumer, buffer_max_records=s.buffer_max_records, max_poll_records=s.max_poll_records)
@@ -196,6 +204,21 @@ class Worker:
             self.lifecycle.to(WorkerState.RUNNING)
         self.started.set()
         log.info("worker for %s started (broker %s)", app.id, s.broker)
+
+    async def _start_without_consumer(self) -> None:
+        """Every agent reads a channel: run timers and startup tasks (channel agents among them) only."""
+        log.info("no agent reads a topic: %s joins no consumer group", self.app.id)
+        self.assignor.is_leader = True  # alone, without a group: on_leader timers and tasks run here
+        for timer in self.app.timers:
+            self._background.append(asyncio.ensure_future(self._guard(self._run_timer(timer), f"timer {timer.name}")))
+        for fun in self.app.startup_tasks:
+            args = (self.app,) if len(inspect.signature(fun).parameters) == 1 else ()
+            self._background.append(asyncio.ensure_future(self._guard(fun(*args), f"task {fun.__name__}")))
+        if self.lifecycle.state is WorkerState.STARTING:
+            self.lifecycle.to(WorkerState.RUNNING)
+        self.started.set()
+        self.assigned.set()
+        log.info("worker for %s started (no consumer group)", self.app.id)
 
     def _topic_specs(self) -> list[TopicSpec]:
         specs = [t.spec() for t in self.app.topics.values()]
@@ -231,6 +254,7 @@ class Worker:
         if self.stopping:
             return
         self.lifecycle.to(WorkerState.PENDING_SHUTDOWN)
+        await hooks.before_shutdown(self)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.shutdown_timeout
         log.info("worker for %s stopping", self.app.id)
@@ -289,6 +313,7 @@ class Worker:
         if not self.stopping:
             self.lifecycle.to(WorkerState.REBALANCING)
         tasks = list(self.tasks.values())
+        await hooks.revoked(self, revoked)
         await self._stop_tasks(tasks)
         try:
             # Routes still known: a partition read by a dirty task stays blocked. Bounded: a hung
@@ -312,6 +337,7 @@ class Worker:
         log.info("assigned: %s", format_partitions(assigned))
         if self.stopping:
             return
+        await hooks.assigned(self, assigned)
         if self.lifecycle.state is not WorkerState.REBALANCING:
             self.lifecycle.to(WorkerState.REBALANCING)
         if self.faults is not None:
@@ -367,6 +393,7 @@ class Worker:
             if self.lifecycle.state is WorkerState.REBALANCING:
                 self.lifecycle.to(WorkerState.RUNNING)
             self.assigned.set()
+            await hooks.rebalance_complete(self)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -395,6 +422,7 @@ class Worker:
             if committed:
                 self.commits += 1
                 self.last_commit = time.monotonic()
+                hooks.committed(self)
             return committed
 
     async def _commit_loop(self) -> None:

@@ -19,17 +19,17 @@ from agentstream.testing import AppHarness
 
 # -- settings -----------------------------------------------------------------------------------------------
 def test_faust_settings_are_translated_and_unknown_ones_logged_once(caplog: pytest.LogCaptureFixture) -> None:
-    _logged.discard("setting:autodiscover")
+    _logged.discard("setting:debug")
     with caplog.at_level(logging.INFO, logger="agentstream.faust"):
         app = faust.App("f-settings", broker="memory://", broker_commit_interval=timedelta(seconds=2),
-                        broker_session_timeout=timedelta(seconds=30), stream_buffer_maxsize=50, autodiscover=True,
+                        broker_session_timeout=timedelta(seconds=30), stream_buffer_maxsize=50, debug=True,
                         datadir="/tmp/x", value_serializer="raw")
-        faust.App("f-settings-2", broker="memory://", autodiscover=True)
+        faust.App("f-settings-2", broker="memory://", debug=True)
     assert app.settings.commit_interval == 2.0 and app.settings.session_timeout == 30.0
     assert app.settings.buffer_max_records == 50 and str(app.settings.data_dir) == "/tmp/x"
     assert app.value_serializer == "raw"
-    lines = [r.getMessage() for r in caplog.records if "autodiscover" in r.getMessage()]
-    assert len(lines) == 1 and "imports only the -A module" in lines[0]
+    lines = [r.getMessage() for r in caplog.records if "debug" in r.getMessage()]
+    assert len(lines) == 1 and "-l debug" in lines[0]
     assert not any("value_serializer" in r.getMessage() for r in caplog.records)
 
 
@@ -37,8 +37,8 @@ def test_topic_accepts_faust_arguments() -> None:
     app = faust.App("f-topic", broker="memory://")
     t = app.topic("t1", value_type=int, retention=timedelta(days=1), compacting=True, replicas=3, acks=True)
     assert t.compacted and t.config == {"retention.ms": str(86_400_000)}
-    with pytest.raises(faust.TopologyError):
-        app.topic("a", "b")
+    both = app.topic("a", "b")  # several names in one topic (issue 16)
+    assert both.topics == ("a", "b") and {"a", "b"} <= set(app.topics)
     table = app.Table("totals", default=int, use_partitioner=True, changelog_topic=None)
     assert table.name == "totals"
     assert isinstance(app.SetGlobalTable("sg"), faust.SetGlobalTable)

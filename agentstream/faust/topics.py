@@ -1,0 +1,5 @@
+"""``faust.topics``: the Topic class."""
+
+from agentstream.topics import Topic, TopicGroup
+
+__all__ = ["Topic", "TopicGroup"]
