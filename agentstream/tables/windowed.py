@@ -50,7 +50,8 @@ from typing import TYPE_CHECKING, Any, Union
 from ..codecs import Codec
 from ..events import Event, current_event
 from ..exceptions import AgentStreamError, SerializationError, TopologyError
-from .windows import HoppingWindow, TumblingWindow, parse_window_key, window_key
+from .windows import (HoppingWindow, TumblingWindow, faust_window_key, parse_faust_window_key, parse_window_key,
+                      window_key)
 
 if TYPE_CHECKING:
     from .table import Table, TablePartition
@@ -243,6 +244,20 @@ class _WindowState:
         self._last_warning = float("-inf")
         self.callbacks: set[asyncio.Future[Any]] = set()
         table.value_codec = _WindowValueCodec(table.value_codec)
+        # Faust's format (topic_naming='faust'): keys are JSON [key, [start, end]], and stream
+        # time is not stored (a Faust reader could not decode the entry): it is rebuilt from
+        # the latest window start after a restore.
+        self.faust_format = bool(getattr(table, "faust_format", False))
+
+    def window_key(self, kb: bytes, start: float) -> bytes:
+        if self.faust_format:
+            return faust_window_key(kb, start, self.window.size)
+        return window_key(kb, start)
+
+    def parse_window_key(self, raw: bytes) -> tuple[bytes, float]:
+        if self.faust_format:
+            return parse_faust_window_key(raw)
+        return parse_window_key(raw)
 
     def window_range(self, start: float) -> WindowRange:
         start_ms = _ms(start)
@@ -264,7 +279,7 @@ class _WindowState:
                 pw.stream_ms = value.ms if decoded else int(value)
                 continue
             try:
-                _, start = parse_window_key(k)
+                _, start = self.parse_window_key(k)
             except ValueError:
                 continue
             starts.append((_ms(start) + self._size_ms, k))
@@ -294,7 +309,7 @@ class _WindowState:
     # -- reads -----------------------------------------------------------------------------------
     def get(self, key: Any, start: float) -> tuple[bool, Any]:
         kb = self.table._key_dumps(key)
-        return self.part_for(kb, False).get_bytes(window_key(kb, start))
+        return self.part_for(kb, False).get_bytes(self.window_key(kb, start))
 
     # -- writes ----------------------------------------------------------------------------------
     def write(self, key: Any, ts: float, values: Mapping[WindowRange, Any]) -> bool:
@@ -310,14 +325,15 @@ class _WindowState:
         if pw.stream_ms is None or ts_ms > pw.stream_ms:
             _refuse_far_future(table, ts_ms)  # before any write: the record goes to the error policy
             pw.stream_ms = ts_ms
-            part.set(STREAM_TIME_KEY, _StreamTimeMark(ts_ms))
+            if not self.faust_format:
+                part.set(STREAM_TIME_KEY, _StreamTimeMark(ts_ms))
         st = pw.stream_ms
         wrote = False
         for (start, end), value in values.items():
             end_ms = _ms(end)
             if end_ms + self._grace_ms <= st:
                 continue  # this window is closed
-            wk = window_key(kb, start)
+            wk = self.window_key(kb, start)
             part.set(wk, value)
             wrote = True
             if wk not in pw.known:
@@ -345,7 +361,7 @@ class _WindowState:
         kb = self.table._key_dumps(key)
         part = self.part_for(kb, True)
         for start, _ in self.window.ranges(ts):
-            wk = window_key(kb, start)
+            wk = self.window_key(kb, start)
             if part.get_bytes(wk)[0]:
                 part.set(wk, None)
 
@@ -374,7 +390,7 @@ class _WindowState:
             found, value = pw.part.get_bytes(wk)
             if not found:
                 continue  # deleted by the application
-            kb, start = parse_window_key(wk)
+            kb, start = self.parse_window_key(wk)
             result = callback((self.table.key_codec.loads(kb), self.window_range(start)), value)
             if inspect.isawaitable(result):
                 self._track(result)
@@ -412,7 +428,7 @@ class _WindowState:
         for part in list(self.table.parts.values()):
             for k, value, decoded in _raw_entries(part):
                 try:
-                    kb, start = parse_window_key(k)
+                    kb, start = self.parse_window_key(k)
                 except ValueError:
                     continue  # the stream-time entry
                 yield (kloads(kb), self.window_range(start)), value if decoded else vloads(value)

@@ -15,12 +15,17 @@ Lifecycle of a window, given the task's stream time (the largest timestamp seen)
 
 from __future__ import annotations
 
+import json
 import struct
+
+import orjson
 
 __all__ = [
     "HoppingWindow",
     "TumblingWindow",
     "Window",
+    "faust_window_key",
+    "parse_faust_window_key",
     "parse_window_key",
     "window_key",
     "window_key_range",
@@ -155,3 +160,28 @@ def window_key_range(
     # every window key of this key is prefix + exactly 8 bytes, so 9 x 0xff is past them all
     hi = prefix + b"\xff" * 9 if start_to is None else prefix + _START.pack(_ms(start_to) + _BIAS)
     return lo, hi
+
+
+# -- Faust's windowed-table keys (topic_naming='faust') -----------------------------------------
+#
+# Faust stores the tuple (key, (start, end)) through the table's key serializer (JSON), with
+# end = start + size - 0.1, e.g. b'["hello",[1700000000.0,1700000059.9]]'. A store lookup needs
+# byte-identical keys, so the floats are written exactly as Faust computes and dumps them.
+
+
+def faust_window_key(key_json: bytes, start: float, size: float) -> bytes:
+    """Faust's changelog key of window ``start`` of the key whose JSON is ``key_json``."""
+    start_f = float(_ms(start) / 1000)
+    return b"[" + key_json + b"," + json.dumps([start_f, start_f + size - 0.1], separators=(",", ":")).encode() + b"]"
+
+
+def parse_faust_window_key(raw: bytes) -> tuple[bytes, float]:
+    """``(key JSON, window start)`` of a Faust windowed key; ValueError for other bytes."""
+    try:
+        decoded = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"not a Faust window key (not JSON): {raw[:60]!r}") from exc
+    if (not isinstance(decoded, list) or len(decoded) != 2 or not isinstance(decoded[1], list)
+            or len(decoded[1]) != 2 or not all(isinstance(x, (int, float)) for x in decoded[1])):
+        raise ValueError(f"not a Faust window key ([key, [start, end]]): {raw[:60]!r}")
+    return json.dumps(decoded[0], separators=(",", ":")).encode(), float(decoded[1][0])
