@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-__all__ = ["faust_naming", "changelog_topic_name", "agent_topic_name", "repartition_topic_name"]
+__all__ = ["faust_naming", "group_protocol_name", "changelog_topic_name", "agent_topic_name", "repartition_topic_name"]
 
 
 def faust_naming(settings: Any) -> bool:
@@ -49,3 +49,10 @@ def repartition_topic_name(settings: Any, source: str, name: str, faust_name: st
         return f"{settings.id}-{name}-repartition"
     prefix = "" if source.startswith(f"{settings.id}-") else f"{settings.id}-"
     return f"{prefix}{source}-{faust_name or name}-repartition"
+
+
+def group_protocol_name(settings: Any) -> str:
+    """The consumer group's assignment protocol name. Under Faust's naming it is Faust's ("faust"):
+    brokers that keep an empty group's protocol (tansu does) refuse a member offering another one,
+    so a group Faust used could not be joined. Faust's workers must be stopped first either way."""
+    return "faust" if faust_naming(settings) else "agentstream"

@@ -20,11 +20,12 @@ if os.environ.get("TAKEOVER_ENGINE") == "faust":
         "broker_heartbeat_interval": 1.0,
         "broker_rebalance_timeout": 6.0,
         "broker_commit_interval": 0.5,
+        "datadir": os.environ.get("TAKEOVER_DATADIR", "/tmp/faust-takeover-data"),
     }
 else:
     import agentstream as faust
 
-    ENGINE_OPTIONS = {"topic_naming": "faust"}
+    ENGINE_OPTIONS = {"topic_naming": os.environ.get("TAKEOVER_NAMING", "faust")}
 
 app = faust.App(
     os.environ.get("TAKEOVER_APP_ID", "takeover"),
@@ -44,8 +45,8 @@ class Word(faust.Record):
     word: str
 
 
-sentences = app.topic("tk-sentences", value_type=Sentence)
-counted = app.topic("tk-counted", key_type=str, value_type=int)
+sentences = app.topic(os.environ.get("TAKEOVER_SOURCE", "tk-sentences"), value_type=Sentence)
+counted = app.topic(os.environ.get("TAKEOVER_OUTPUT", "tk-counted"), key_type=str, value_type=int)
 word_counts = app.Table("word_counts", default=int)
 # One window per day, kept a week: the windows of a word add up to its count.
 daily_counts = app.Table("daily_counts", default=int).tumbling(86400, expires=7 * 86400)
