@@ -17,17 +17,19 @@ so restore, standby replicas and the write-back cache work unchanged.
 Per table partition the *stream time* is the largest record time written so far (the table's
 time source: record timestamp, a value field, or the wall clock). A window is *closed* once
 ``stream_time >= end + grace``: writes to it are dropped (a record with no open window counts
-in :attr:`WindowedTable.late_dropped`) and ``on_window_close((key, (start, end)), value)`` runs
-once. It *expires* once ``end + max(expires, grace) <= stream_time``: it is deleted, i.e. a
-tombstone goes to the changelog through the normal write path.
+in :attr:`WindowedTable.late_dropped`). It *expires* once ``end + max(expires, grace) <=
+stream_time``: it is deleted (a tombstone goes to the changelog through the normal write path)
+and, as in Faust, ``on_window_close((key, (start, end)), final_value)`` runs then, once.
 
-Closes and expiry are checked on every stream-time advance: the windows sit in per-partition
-min-heaps by end, so a check costs O(1) when nothing is due and a pop per window otherwise (no
-store scans, no timer). The heaps are rebuilt lazily from the store whenever the partition has
-been (re)restored. A sync ``on_window_close`` runs inline, after the record's own writes; an
-``async`` one is started as a task (not awaited before the commit; see
-:meth:`WindowedTable.wait_callbacks`). Either may run again for the same window after a crash,
-like any processing since the last commit.
+Expiry is checked on every stream-time advance: the windows sit in per-partition min-heaps by
+end, so a check costs O(1) when nothing is due and a pop per window otherwise (no store scans,
+no timer). The heaps are rebuilt lazily from the store whenever the partition has been
+(re)restored. A sync ``on_window_close`` runs inline after the record's own writes, once the
+table's bookkeeping is done; an exception from it is logged with the key and window (and
+counted in ``callback_errors``) and never undoes or skips the record. An ``async`` one is
+started as a task (not awaited before the commit; see :meth:`WindowedTable.wait_callbacks`).
+Either may run again for the same window after a crash, like any processing since the last
+commit.
 
 Stream time itself is stored in the partition under a reserved key (not a window key, so
 iteration skips it). Going through the cache, it costs one changelog record per commit, and it
@@ -198,13 +200,12 @@ class _PartWindows:
     nothing is due. Derived from the store, so rebuilt whenever the partition is (re)restored.
     """
 
-    __slots__ = ("part", "epoch", "stream_ms", "open", "live", "known")
+    __slots__ = ("part", "epoch", "stream_ms", "live", "known")
 
     def __init__(self, part: "TablePartition") -> None:
         self.part = part
         self.epoch: int = getattr(part, "epoch", 0)
         self.stream_ms: int | None = None
-        self.open: list[tuple[int, bytes]] = []
         self.live: list[tuple[int, bytes]] = []
         self.known: set[bytes] = set()
 
@@ -240,6 +241,7 @@ class _WindowState:
         self._expire_after_ms = max(_ms(window.expires), self._grace_ms)
         self.parts: dict[int, _PartWindows] = {}
         self.late_dropped = 0
+        self.callback_errors = 0  # on_window_close calls that raised (each logged)
         self._late_since_warning = 0
         self._last_warning = float("-inf")
         self.callbacks: set[asyncio.Future[Any]] = set()
@@ -296,10 +298,7 @@ class _WindowState:
         for end_ms, k in starts:
             pw.known.add(k)
             pw.live.append((end_ms, k))
-            if pw.stream_ms is None or end_ms + self._grace_ms > pw.stream_ms:
-                pw.open.append((end_ms, k))
         heapq.heapify(pw.live)
-        heapq.heapify(pw.open)
         self.parts[part.partition] = pw
         if starts:
             log.debug("table %s partition %d: indexed %d windows, stream time %s", self.table.name,
@@ -338,14 +337,13 @@ class _WindowState:
             wrote = True
             if wk not in pw.known:
                 pw.known.add(wk)
-                heapq.heappush(pw.open, (end_ms, wk))
                 heapq.heappush(pw.live, (end_ms, wk))
         if not wrote:
             self._late(key, ts, st)
-        # Closes run after the record's own writes: those went to open windows only, and a
-        # failing callback then cannot lose the record.
-        self._close_due(pw)
-        self._expire_due(pw)
+        # Expiry (and with it on_window_close, as in Faust) runs after the record's own writes,
+        # which went to open windows only; callbacks run once the heaps are consistent, and a
+        # failing one is logged: it cannot undo or skip the record.
+        self._run_callbacks(self._expire_due(pw))
         return wrote
 
     def stale(self, key: Any, ts: float) -> bool:
@@ -377,50 +375,64 @@ class _WindowState:
             self._late_since_warning = 0
             self._last_warning = now
 
-    def _close_due(self, pw: _PartWindows) -> None:
-        st = pw.stream_ms
-        heap = pw.open
-        if st is None:
+    def _run_callbacks(self, expired: list[tuple[bytes, Any]]) -> None:
+        """``on_window_close((key, (start, end)), final value)`` for each expired window (Faust
+        calls it when the window expires, not when it stops taking records)."""
+        callback = self.on_window_close
+        if callback is None or not expired:
             return
-        while heap and heap[0][0] + self._grace_ms <= st:
-            end_ms, wk = heapq.heappop(heap)
-            callback = self.on_window_close
-            if callback is None:
-                continue
-            found, value = pw.part.get_bytes(wk)
-            if not found:
-                continue  # deleted by the application
+        for wk, value in expired:
             kb, start = self.parse_window_key(wk)
-            result = callback((self.table.key_codec.loads(kb), self.window_range(start)), value)
+            window_key = (self.table.key_codec.loads(kb), self.window_range(start))
+            try:
+                result = callback(window_key, value)
+            except Exception as exc:
+                self._callback_failed(window_key, exc)
+                continue
             if inspect.isawaitable(result):
-                self._track(result)
+                self._track(result, window_key)
 
-    def _track(self, result: Awaitable[Any]) -> None:
+    def _callback_failed(self, window_key: Any, exc: BaseException) -> None:
+        self.callback_errors += 1
+        log.error("table %s: on_window_close raised for key %r window %r (the record that expired the window "
+                  "is counted; the window is removed): %r", self.table.name, window_key[0], window_key[1], exc,
+                  exc_info=exc)
+
+    def _track(self, result: Awaitable[Any], window_key: Any) -> None:
         future = asyncio.ensure_future(result)
         self.callbacks.add(future)
-        future.add_done_callback(self._callback_done)
 
-    def _callback_done(self, future: "asyncio.Future[Any]") -> None:
-        self.callbacks.discard(future)
-        if not future.cancelled() and future.exception() is not None:
-            log.error("table %s: on_window_close raised: %r", self.table.name, future.exception(),
-                      exc_info=future.exception())
+        def done(f: "asyncio.Future[Any]") -> None:
+            self.callbacks.discard(f)
+            if not f.cancelled() and f.exception() is not None:
+                self._callback_failed(window_key, f.exception())  # type: ignore[arg-type]
 
-    def _expire_due(self, pw: _PartWindows) -> None:
+        future.add_done_callback(done)
+
+    def _expire_due(self, pw: _PartWindows) -> list[tuple[bytes, Any]]:
+        """Delete the windows expired at the partition's stream time; ``(key, final value)`` of each."""
         st = pw.stream_ms
         heap = pw.live
+        out: list[tuple[bytes, Any]] = []
         if st is None:
-            return
+            return out
         part = pw.part
-        expired = 0
+        want_values = self.on_window_close is not None
         while heap and heap[0][0] + self._expire_after_ms <= st:
             _, wk = heapq.heappop(heap)
             pw.known.discard(wk)
-            if _exists(part, wk):
+            if want_values:
+                found, value = part.get_bytes(wk)
+                if not found:
+                    continue  # deleted by the application
                 part.set(wk, None)
-                expired += 1
-        if expired:
-            log.debug("table %s partition %d: expired %d windows", self.table.name, part.partition, expired)
+                out.append((wk, value))
+            elif _exists(part, wk):
+                part.set(wk, None)
+                out.append((wk, None))
+        if out:
+            log.debug("table %s partition %d: expired %d windows", self.table.name, part.partition, len(out))
+        return out
 
     # -- iteration -------------------------------------------------------------------------------
     def items(self) -> Iterator[tuple[tuple[Any, WindowRange], Any]]:

@@ -199,27 +199,55 @@ async def test_window_is_not_expired_while_it_still_accepts_records() -> None:
         assert wt.as_dict() == {("k", (10.0, 20.0)): 2}
 
 
-async def test_on_window_close_called_once_per_window_with_final_value() -> None:
+async def test_on_window_close_fires_when_the_window_expires_with_its_final_value() -> None:
+    """Faust calls on_window_close when the window expires (``expires=``), not at its end."""
     closed: list[tuple[Any, Any]] = []
 
     def on_close(key: Any, value: Any) -> None:
         closed.append((key, value))
 
-    app, wt = counting_app("close", size=10.0, expires=100.0, grace=2.0, on_window_close=on_close)
+    app, wt = counting_app("close", size=10.0, expires=20.0, grace=2.0, on_window_close=on_close)
     async with AppHarness(app) as h:
         for ts, key in [(1.0, "a"), (2.0, "a"), (4.0, "b"), (11.0, "a"), (9.0, "a")]:
             await h.send("events", {}, key=key, timestamp=ts)
-        await h.wait_idle()
-        assert closed == []  # stream time 11 < 10 + grace
-        await h.send("events", {}, key="c", timestamp=12.0)  # closes [0, 10)
+        await h.send("events", {}, key="c", timestamp=12.0)  # [0, 10) stops taking records (end + grace)
         await h.send("events", {}, key="c", timestamp=13.0)
+        await h.send("events", {}, key="a", timestamp=8.0)  # late: dropped
+        await h.wait_idle()
+        assert closed == []  # ... but it expires only at end + expires = 30
+        assert wt.late_dropped == 1
+        await h.send("events", {}, key="c", timestamp=30.0)  # expires [0, 10)
         await h.wait_idle()
         assert sorted(closed) == [(("a", (0.0, 10.0)), 3), (("b", (0.0, 10.0)), 1)]
-        await h.send("events", {}, key="a", timestamp=35.0)  # closes [10, 20) for a and c
+        assert ("a", (0.0, 10.0)) not in wt.as_dict()
+        await h.send("events", {}, key="a", timestamp=45.0)  # expires [10, 20) for a and c
         await h.wait_idle()
         assert sorted(closed) == [
             (("a", (0.0, 10.0)), 3), (("a", (10.0, 20.0)), 1), (("b", (0.0, 10.0)), 1), (("c", (10.0, 20.0)), 2),
         ]
+
+
+async def test_failing_on_window_close_is_logged_and_the_record_counts(caplog: pytest.LogCaptureFixture) -> None:
+    """An exception in on_window_close neither escapes the table write nor skips the record that
+    expired the window: it is logged with the key and the window."""
+    calls: list[Any] = []
+
+    def on_close(key: Any, value: Any) -> None:
+        calls.append(key)
+        raise RuntimeError("callback bug")
+
+    app, wt = counting_app("closefail", size=10.0, expires=10.0, on_window_close=on_close)
+    app.settings.on_agent_error = "skip"
+    async with AppHarness(app) as h:
+        await h.send("events", {}, key="a", timestamp=1.0)
+        with caplog.at_level(logging.ERROR):
+            await h.send("events", {}, key="b", timestamp=25.0)  # expires [0, 10) of "a"
+            await h.send("events", {}, key="b", timestamp=26.0)
+            await h.wait_idle()
+        assert calls == [("a", (0.0, 10.0))]
+        assert wt.as_dict() == {("b", (20.0, 30.0)): 2}  # the record that expired the window counted
+        assert "on_window_close raised for key 'a' window (0.0, 10.0)" in caplog.text
+        assert wt._state.callback_errors == 1
 
 
 async def test_async_on_window_close() -> None:
@@ -231,7 +259,7 @@ async def test_async_on_window_close() -> None:
 
     app = agentstream.App(f"aclose-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
     topic = app.topic("events", key_type=str, value_type=dict)
-    wt = app.Table("counts", default=int, on_window_close=on_close).hopping(10, 5, expires=100)
+    wt = app.Table("counts", default=int, on_window_close=on_close).hopping(10, 5, expires=15)
 
     @app.agent(topic)
     async def count(stream: agentstream.Stream) -> None:
