@@ -346,6 +346,35 @@ class _WindowState:
         self._run_callbacks(self._expire_due(pw))
         return wrote
 
+    def stream_time(self, key: Any) -> float | None:
+        """Stream time of ``key``'s partition (None before its first write)."""
+        kb = self.table._key_dumps(key)
+        pw = self.windows(self.part_for(kb, False))
+        return None if pw.stream_ms is None else pw.stream_ms / 1000
+
+    def put(self, key: Any, start: float, value: Any) -> bool:
+        """Write one window by its start, without moving stream time; False if it is closed."""
+        kb = self.table._key_dumps(key)
+        part = self.part_for(kb, True)
+        pw = self.windows(part)
+        end_ms = _ms(start) + self._size_ms
+        if pw.stream_ms is not None and end_ms + self._grace_ms <= pw.stream_ms:
+            self._late(key, start, pw.stream_ms)
+            return False
+        wk = self.window_key(kb, start)
+        part.set(wk, value)
+        if wk not in pw.known:
+            pw.known.add(wk)
+            heapq.heappush(pw.live, (end_ms, wk))
+        return True
+
+    def delete_window(self, key: Any, start: float) -> None:
+        kb = self.table._key_dumps(key)
+        part = self.part_for(kb, True)
+        wk = self.window_key(kb, start)
+        if part.get_bytes(wk)[0]:
+            part.set(wk, None)
+
     def stale(self, key: Any, ts: float) -> bool:
         """Whether every window of ``ts`` is closed at the partition's stream time."""
         kb = self.table._key_dumps(key)
@@ -492,8 +521,17 @@ class WindowSet:
         return self._at(_stream_time(event or self.event))
 
     def now(self) -> Any:
-        """The window containing the wall-clock time now."""
-        return self._at(time.time())
+        """The latest window, as Faust's ``now()``: inside an agent the latest-starting window
+        containing the stream time of the key's partition (the newest window there); outside
+        one, the earliest window containing the wall-clock time."""
+        table = self.table
+        event = self.event if self.event is not None else current_event()
+        if event is not None:
+            st = table._state.stream_time(self.key)
+            if st is not None:
+                return self._at(st)
+        now = time.time()
+        return table._get(self.key, table.window.earliest(now)[0])
 
     def delta(self, d: Seconds, event: Event | None = None) -> Any:
         """The window containing the current event's record timestamp minus ``d``."""
@@ -506,9 +544,24 @@ class WindowSet:
         """
         return self.table._state.stale(self.key, self.table.time_of(event or self.event))
 
-    def __getitem__(self, window: WindowRange) -> Any:
-        """``wt[key][(start, end)]``: one window by its range."""
+    def __getitem__(self, window: "WindowRange | Event") -> Any:
+        """``wt[key][(start, end)]``: one window by its range; ``wt[key][event]``: this WindowSet
+        with ``event`` as the event its reads are relative to (Faust's)."""
+        if isinstance(window, Event):
+            return WindowSet(self.table, self.key, window)
         return self.table._get(self.key, window[0])
+
+    def __setitem__(self, window: WindowRange, value: Any) -> None:
+        """``wt[key][(start, end)] = value``: write one window by its range (if still open)."""
+        if isinstance(window, Event):
+            raise TypeError("cannot assign to a WindowSet keyed by an event; index it by a (start, end) range")
+        self.table._state.put(self.key, window[0], value)
+
+    def __delitem__(self, window: WindowRange) -> None:
+        """``del wt[key][(start, end)]``: delete one window by its range (a tombstone)."""
+        if isinstance(window, Event):
+            raise TypeError("cannot delete a WindowSet keyed by an event; index it by a (start, end) range")
+        self.table._state.delete_window(self.key, window[0])
 
     # -- arithmetic: Faust's ``table[key] += 1`` ---------------------------------------------------
     def apply(self, op: Callable[[Any, Any], Any], other: Any) -> "WindowSet":
@@ -569,7 +622,7 @@ class WindowedTable:
                  relative_to: str = "stream") -> None:
         self._state = state
         self._time_source = time_source
-        self.relative_to = relative_to
+        self.relative_mode = relative_to  # "stream", "now", "field", "timestamp" or "callable"
 
     # -- configuration -----------------------------------------------------------------------------
     @property
@@ -604,6 +657,28 @@ class WindowedTable:
     def relative_to_field(self, field: Any) -> "WindowedTable":
         """Window by a value field: a Record field, a field name, or ``fn(value) -> seconds | datetime``."""
         return WindowedTable(self._state, _field_time(field), "field")
+
+    def relative_to(self, ts: Any) -> "WindowedTable":
+        """Faust's ``relative_to()``: a fixed time (epoch seconds or a datetime), a Record field,
+        or ``fn(event) -> seconds | datetime``."""
+        if isinstance(ts, (datetime, int, float)) and not isinstance(ts, bool):
+            fixed = _epoch(ts)
+            return WindowedTable(self._state, lambda event: fixed, "timestamp")
+        if isinstance(getattr(ts, "field", None), str) and hasattr(ts, "getattr"):
+            return self.relative_to_field(ts)
+        if callable(ts):
+            fn = ts
+
+            def source(event: Event | None) -> float:
+                return _epoch(fn(_need_event(event)))
+
+            return WindowedTable(self._state, source, "callable")
+        raise TopologyError(f"relative_to() takes a time, a datetime, a Record field or a callable, got {ts!r}")
+
+    def __contains__(self, key: Any) -> bool:
+        """Whether ``key`` has a value in the window of the current time (the table's time source)."""
+        start = self._state.window.current(self.time_of())[0]
+        return self._state.get(key, start)[0]
 
     def time_of(self, event: Event | None = None) -> float:
         """The time this view assigns to ``event`` (default: the current event)."""
@@ -664,7 +739,7 @@ class WindowedTable:
             await asyncio.gather(*list(self._state.callbacks), return_exceptions=True)
 
     def __repr__(self) -> str:
-        return f"<WindowedTable {self.name} {self.window!r} grace={self.grace} relative_to={self.relative_to}>"
+        return f"<WindowedTable {self.name} {self.window!r} grace={self.grace} relative_to={self.relative_mode}>"
 
 
 def windowed(table: "Table", window: HoppingWindow, grace: Seconds,

@@ -433,3 +433,44 @@ async def test_partition_coming_back_from_standby_uses_the_restored_stream_time(
         if hb is not None:
             await hb.worker.stop()
         await ha.worker.stop()
+
+
+async def test_faust_window_reads_now_event_ranges_relative_to_and_contains() -> None:
+    """Faust's WindowSet/WindowWrapper reads: ``now()`` in an agent is the newest window of the
+    partition (not the wall clock), ``wt[k][event]`` binds another event, ranges can be written
+    and deleted, ``relative_to(fn)`` takes a callable of the event, ``k in wt`` looks at the
+    window of the current time."""
+    app = agentstream.App(f"freads-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
+    topic = app.topic("events", key_type=str, value_type=dict)
+    hop = app.Table("hop", default=int).hopping(10, 5, expires=1000)
+    by_fn = app.Table("by_fn", default=int).tumbling(10, expires=1000).relative_to(lambda e: e.value["t"])
+    seen: list[tuple[Any, ...]] = []
+    first: list[Any] = []
+
+    @app.agent(topic)
+    async def count(stream: agentstream.Stream) -> None:
+        async for event in stream.events():
+            if not first:
+                first.append(event)
+            hop[event.key] += 1
+            by_fn[event.key] += 1
+            ws = hop[event.key]
+            seen.append((ws.now(), ws.current(), ws[first[0]].current(), event.key in hop, "zz" in hop))
+            if event.timestamp == 12.0:
+                hop[event.key][(10.0, 20.0)] = 40  # one window by its range
+                del hop[event.key][(5.0, 15.0)]
+
+    async with AppHarness(app) as h:
+        for ts in [1.0, 7.0, 12.0]:
+            await h.send("events", {"t": 1000.0 + ts}, key="k", timestamp=ts)
+        await h.wait_idle()
+        windows = hop.as_dict()
+        fn_windows = sorted(by_fn.keys())
+    assert seen == [
+        # now() = current(stream time of the partition): [0, 10) at 1, [5, 15) at 7, [10, 20) at 12
+        (1, 1, 1, True, False),
+        (1, 1, 2, True, False),  # ws[first event] reads the window of t=1: [0, 10) now holds 2
+        (1, 1, 2, True, False),
+    ]
+    assert windows == {("k", (0.0, 10.0)): 2, ("k", (10.0, 20.0)): 40}
+    assert fn_windows == [("k", (1000.0, 1010.0)), ("k", (1010.0, 1020.0))]
