@@ -28,7 +28,7 @@ from .channels import Channel
 from .faust_compat import Worker
 from .service import Service, ServiceT
 from .tables.table import GlobalTable, SetGlobalTable, SetTable, Table
-from .tables.windows import HoppingWindow, TumblingWindow
+from .tables.windows import HoppingWindow, SlidingWindow, TumblingWindow
 
 Model = Record
 EventT = Event
@@ -67,6 +67,7 @@ __all__ = [
     "SetGlobalTable",
     "TumblingWindow",
     "HoppingWindow",
+    "SlidingWindow",
     "Model",
     "EventT",
     "StreamT",

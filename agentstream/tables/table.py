@@ -342,6 +342,14 @@ class Table:
         return hopping(self, size, step, expires, grace=grace,
                        on_window_close=on_window_close or self.on_window_close)
 
+    def using_window(self, window: Any, *, grace: Any = 0.0,
+                     on_window_close: Callable[[Any, Any], Any] | None = None) -> "WindowedTable":
+        """This table windowed by any window object (Faust's ``using_window``): a TumblingWindow,
+        HoppingWindow or SlidingWindow."""
+        from .windowed import windowed
+
+        return windowed(self, window, grace, on_window_close or self.on_window_close)
+
     # -- joins (agentstream.joins) ---------------------------------------------------------------
     def from_topic(self, topic: "Topic") -> "Table":
         """Keep this table equal to the latest value per key of ``topic`` (Kafka Streams' KTable);

@@ -751,6 +751,9 @@ def windowed(table: "Table", window: HoppingWindow, grace: Seconds,
             f"table {table.name!r} is already windowed ({existing.window!r}); keep the WindowedTable "
             "that tumbling()/hopping() returned and use its relative_to_*() views"
         )
+    if not isinstance(window, HoppingWindow):
+        raise TopologyError(f"table {table.name!r}: using_window() takes a TumblingWindow, HoppingWindow or "
+                            f"SlidingWindow, got {window!r}")
     grace_s = seconds(grace)
     if grace_s < 0:
         raise ValueError(f"window grace must be >= 0, got {grace!r}")

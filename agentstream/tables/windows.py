@@ -22,6 +22,7 @@ import orjson
 
 __all__ = [
     "HoppingWindow",
+    "SlidingWindow",
     "TumblingWindow",
     "Window",
     "faust_window_key",
@@ -117,6 +118,48 @@ class TumblingWindow(HoppingWindow):
 
     def __repr__(self) -> str:
         return f"TumblingWindow(size={self.size}, expires={self.expires})"
+
+
+class SlidingWindow(HoppingWindow):
+    """Faust's ``SlidingWindow(before, after, expires)``: each record has its own window
+    ``[t - before, t + after)`` around its time ``t`` (a window per record, not per step).
+
+    Closed once stream time passes ``t + after + grace``; expired (and deleted) ``expires``
+    seconds after its end, as every window kind."""
+
+    def __init__(self, before: float, after: float, expires: float) -> None:
+        before_ms, after_ms, expires_ms = _ms(before), _ms(after), _ms(expires)
+        if before_ms < 0 or after_ms < 0 or before_ms + after_ms <= 0:
+            raise ValueError(f"sliding window needs before, after >= 0 and before + after >= 1 ms, "
+                             f"got before={before!r}, after={after!r}")
+        if expires_ms < 0:
+            raise ValueError(f"window expires must be >= 0, got {expires!r}")
+        self.before, self.after = before_ms / 1000, after_ms / 1000
+        self._before, self._after = before_ms, after_ms
+        size_ms = before_ms + after_ms
+        self.size = self.step = size_ms / 1000
+        self.expires = expires_ms / 1000
+        self._size, self._step, self._expires = size_ms, size_ms, expires_ms
+
+    def _first_last(self, ts_ms: int) -> tuple[int, int]:
+        start = ts_ms - self._before
+        return start, start
+
+    def ranges(self, timestamp: float) -> list[WindowRange]:
+        return [self.current(timestamp)]
+
+    def current(self, timestamp: float) -> WindowRange:
+        ts_ms = _ms(timestamp)
+        return (ts_ms - self._before) / 1000, (ts_ms + self._after) / 1000
+
+    def earliest(self, timestamp: float) -> WindowRange:
+        return self.current(timestamp)
+
+    def stale(self, timestamp: float, stream_time: float, grace: float = 0.0) -> bool:
+        return _ms(stream_time) >= _ms(timestamp) + self._after + _ms(grace)
+
+    def __repr__(self) -> str:
+        return f"SlidingWindow(before={self.before}, after={self.after}, expires={self.expires})"
 
 
 Window = HoppingWindow

@@ -474,3 +474,32 @@ async def test_faust_window_reads_now_event_ranges_relative_to_and_contains() ->
     ]
     assert windows == {("k", (0.0, 10.0)): 2, ("k", (10.0, 20.0)): 40}
     assert fn_windows == [("k", (1000.0, 1010.0)), ("k", (1010.0, 1020.0))]
+
+
+async def test_sliding_window_and_using_window() -> None:
+    """Faust's SlidingWindow(before, after, expires): each record's own window [t - before, t + after);
+    ``using_window`` takes any window object."""
+    app = agentstream.App(f"slide-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
+    topic = app.topic("events", key_type=str, value_type=dict)
+    sliding = app.Table("sliding", default=int).using_window(agentstream.SlidingWindow(5, 2, expires=30))
+    tumbling = app.Table("tumbling", default=int).using_window(agentstream.TumblingWindow(10, expires=30))
+    values: list[int] = []
+
+    @app.agent(topic)
+    async def count(stream: agentstream.Stream) -> None:
+        async for event in stream.events():
+            sliding[event.key] += 1
+            tumbling[event.key] += 1
+            values.append(sliding[event.key].value())
+
+    async with AppHarness(app) as h:
+        for ts in [10.0, 10.0, 14.0, 11.0, 60.0]:  # 11 arrives after stream time 14 >= 11 + 2: late
+            await h.send("events", {}, key="k", timestamp=ts)
+        await h.wait_idle()
+        assert values == [1, 2, 1, 0, 1]
+        # at stream time 60 every window ending before 60 - 30 has expired
+        assert sliding.as_dict() == {("k", (55.0, 62.0)): 1}
+        assert tumbling.as_dict() == {("k", (60.0, 70.0)): 1}
+        assert sliding.late_dropped == 1
+    with pytest.raises(agentstream.TopologyError, match="using_window"):
+        app.Table("other").using_window(object())
