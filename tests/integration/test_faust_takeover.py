@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -75,6 +76,12 @@ def _wait_counts(bootstrap: str, topic: str, expected: dict[str, int], timeout: 
     return got
 
 
+def _feed_slowly(bootstrap: str, topic: str, texts: list[str]) -> None:
+    for i in range(0, len(texts), 10):  # about 15 s: Faust is stopped while this goes on
+        feed(bootstrap, texts[i:i + 10], topic=topic)
+        time.sleep(0.3)
+
+
 class FaustWorker:
     def __init__(self, python: Path, env: dict[str, str], log_path: Path) -> None:
         self.log_path = log_path
@@ -121,22 +128,29 @@ def test_agentstream_continues_a_stopped_faust_app(faust_python: Path, fresh_bro
                TAKEOVER_BROKER=fresh_broker.url, TAKEOVER_SOURCE=source, TAKEOVER_OUTPUT=output,
                TAKEOVER_DATADIR=str(tmp_path / "faust-data"))
     texts = sentences(900, seed=16)
-    part_a, part_b, part_c = texts[:400], texts[400:650], texts[650:]
+    part_a, part_b, part_c = texts[:300], texts[300:700], texts[700:]
 
-    # 1. Faust counts part A completely, then is stopped while part B is being processed.
+    # 1. Faust counts part A completely, then is stopped while part B is arriving and being counted.
     faust = FaustWorker(faust_python, dict(env, TAKEOVER_ENGINE="faust"), tmp_path / "faust.log")
+    feeder = threading.Thread(target=_feed_slowly, args=(bootstrap, source, part_b), daemon=True)
     try:
         faust.wait_ready()
         feed(bootstrap, part_a, topic=source)
         got = _wait_counts(bootstrap, output, true_counts(part_a), timeout=60)
         assert all(got.get(w, 0) >= c for w, c in true_counts(part_a).items()), "Faust did not count part A"
-        feed(bootstrap, part_b, topic=source)
-        time.sleep(0.5)  # mid-stream: some of part B counted, the rest not
+        words_a = sum(true_counts(part_a).values())
+        feeder.start()
+        deadline = time.monotonic() + 60
+        while len(read_topic(bootstrap, output)) <= words_a and time.monotonic() < deadline:
+            pass  # until Faust has counted some of part B
         assert faust.stop() == 0, faust.log()[-3000:]
     finally:
         faust.kill()
+        feeder.join(120)
     faust_log = faust.log()
     by_faust = _counted(bootstrap, output)
+    of_b = sum(by_faust.values()) - words_a
+    assert 0 < of_b < sum(true_counts(part_b).values()), f"not stopped mid-stream: Faust counted {of_b} words of part B"
     faust_changelog = _last_per_key(bootstrap, f"{group}-word_counts-changelog")
     assert faust_changelog, "Faust wrote no changelog"
     assert all(k.startswith(b'"') for k in faust_changelog), "Faust's table keys are JSON strings"
@@ -174,6 +188,8 @@ def test_agentstream_continues_a_stopped_faust_app(faust_python: Path, fresh_bro
         daily[word] += int(v)
     assert dict(daily) == got, "the windowed table's windows do not add up to the counts"
     print(f"takeover: {len(texts)} sentences, {sum(expected.values())} words ({len(expected)} distinct); "
-          f"Faust counted {sum(by_faust.values())} of them before it stopped; "
+          f"Faust counted {sum(by_faust.values())} of them before it stopped ({words_a} in "
+          f"part A, {of_b} of part B's "
+          f"{sum(true_counts(part_b).values())}); "
           f"{outputs - total} output records repeated; final counts exact for {len(expected) - len(over)}/{len(expected)} words, over-counted "
           f"(at-least-once redelivery) {len(over)}: {sorted(over.items())[:5]}")
