@@ -714,24 +714,26 @@ class WindowedTable:
         """Delete ``key`` from every window of the current time."""
         self._state.delete(key, self.time_of())
 
-    def items(self) -> Iterator[tuple[tuple[Any, WindowRange], Any]]:
-        """``((key, (start, end)), value)`` for every window in the partitions this worker holds."""
-        return self._state.items()
+    def items(self, event: Event | None = None) -> "WindowedView":
+        """``((key, (start, end)), value)`` for every window in the partitions this worker holds;
+        ``.now()``, ``.current()``, ``.delta(d)`` give ``(key, value)`` for one window per key, as
+        Faust's windowed items views do."""
+        return WindowedView(self, event, "items")
 
-    def keys(self) -> Iterator[tuple[Any, WindowRange]]:
-        return (k for k, _ in self.items())
+    def keys(self, event: Event | None = None) -> "WindowedView":
+        return WindowedView(self, event, "keys")
 
-    def values(self) -> Iterator[Any]:
-        return (v for _, v in self.items())
+    def values(self, event: Event | None = None) -> "WindowedView":
+        return WindowedView(self, event, "values")
 
     def as_dict(self) -> dict[tuple[Any, WindowRange], Any]:
-        return dict(self.items())
+        return dict(self._state.items())
 
     def __iter__(self) -> Iterator[tuple[Any, WindowRange]]:
-        return self.keys()
+        return (k for k, _ in self._state.items())
 
     def __len__(self) -> int:
-        return sum(1 for _ in self.items())
+        return sum(1 for _ in self._state.items())
 
     async def wait_callbacks(self) -> None:
         """Until every ``async`` on_window_close started so far has finished (tests, shutdown)."""
@@ -740,6 +742,41 @@ class WindowedTable:
 
     def __repr__(self) -> str:
         return f"<WindowedTable {self.name} {self.window!r} grace={self.grace} relative_to={self.relative_mode}>"
+
+
+class WindowedView:
+    """What ``wt.items()``/``keys()``/``values()`` return: iterating gives every window held here;
+    ``now()``, ``current()`` and ``delta(d)`` pick one window per key (Faust's windowed views)."""
+
+    def __init__(self, table: WindowedTable, event: Event | None, kind: str) -> None:
+        self._table, self._event, self._kind = table, event, kind
+
+    def __iter__(self) -> Iterator[Any]:
+        pairs = self._table._state.items()
+        if self._kind == "keys":
+            return (k for k, _ in pairs)
+        if self._kind == "values":
+            return (v for _, v in pairs)
+        return pairs
+
+    def _per_key(self, read: Callable[[WindowSet], Any]) -> Iterator[Any]:
+        event = self._event if self._event is not None else current_event()
+        keys = dict.fromkeys(k for (k, _), _ in self._table._state.items())
+        for key in keys:
+            try:
+                value = read(WindowSet(self._table, key, event))
+            except KeyError:
+                continue
+            yield key if self._kind == "keys" else value if self._kind == "values" else (key, value)
+
+    def now(self) -> Iterator[Any]:
+        return self._per_key(lambda ws: ws.now())
+
+    def current(self, event: Event | None = None) -> Iterator[Any]:
+        return self._per_key(lambda ws: ws.current(event))
+
+    def delta(self, d: Seconds, event: Event | None = None) -> Iterator[Any]:
+        return self._per_key(lambda ws: ws.delta(d, event))
 
 
 def windowed(table: "Table", window: HoppingWindow, grace: Seconds,

@@ -503,3 +503,26 @@ async def test_sliding_window_and_using_window() -> None:
         assert sliding.late_dropped == 1
     with pytest.raises(agentstream.TopologyError, match="using_window"):
         app.Table("other").using_window(object())
+
+
+async def test_windowed_items_keys_values_views_pick_one_window_per_key() -> None:
+    """``wt.items().current()``/``.now()``/``.delta(d)`` (and keys/values) as Faust's views; plain
+    iteration still gives every window."""
+    app, wt = counting_app("views", size=10.0, expires=1000.0)
+    seen: list[Any] = []
+
+    @app.agent(app.topic("probe", key_type=str, value_type=dict))
+    async def probe(stream: agentstream.Stream) -> None:
+        async for _ in stream:
+            seen.append((sorted(wt.items().current()), sorted(wt.keys().now()), sorted(wt.values().delta(10))))
+
+    async with AppHarness(app) as h:
+        for ts, key in [(1.0, "a"), (2.0, "b"), (12.0, "a"), (13.0, "a")]:
+            await h.send("events", {}, key=key, timestamp=ts)
+        await h.wait_idle()
+        await h.send("probe", {}, key="a", timestamp=14.0)
+        await h.wait_idle()
+        assert sorted(wt.items()) == [(("a", (0.0, 10.0)), 1), (("a", (10.0, 20.0)), 2), (("b", (0.0, 10.0)), 1)]
+    # current(): the window of t=14, [10, 20) (b: the default 0); now(): the partition's newest
+    # window, [10, 20); delta(10): the window of t=4, [0, 10)
+    assert seen == [([("a", 2), ("b", 0)], ["a", "b"], [1, 1])]
