@@ -5,8 +5,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.demo-installed
 CHROMIUM := $(VENV)/.chromium
+FAUST_VENV := $(VENV)/faust-takeover/bin/python
 
-.PHONY: install demo test docs docs-serve unit integration typecheck bench bench-quick soak clean
+.PHONY: faust-venv install demo test docs docs-serve unit integration typecheck bench bench-quick soak clean
 
 # The full install: everything `make test` runs (test, dev broker, Spark with Java 17, docs).
 $(STAMP): setup.py Makefile
@@ -31,11 +32,18 @@ $(CHROMIUM):
 	command -v chromium >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q --no-install-recommends chromium; }
 	mkdir -p $(VENV) && touch $(CHROMIUM)
 
+# faust-streaming in a virtualenv of its own, for tests/integration/test_faust_takeover.py only
+# (the test builds it too when missing, and skips saying why only if it cannot be installed).
+$(FAUST_VENV): $(STAMP)
+	$(PY) -m tests.faust_takeover.faust_env || echo "== no faust-streaming virtualenv: test_faust_takeover.py will skip and say why"
+
+faust-venv: $(FAUST_VENV)
+
 # `make demo` runs until Ctrl-C; `make demo DEMO_ARGS=--once` stops after the queries.
 demo: $(DEMO_STAMP)
 	@$(PY) scripts/demo.py $(DEMO_ARGS)
 
-test: $(STAMP) $(CHROMIUM)
+test: $(STAMP) $(CHROMIUM) $(FAUST_VENV)
 	$(PY) -m mypy agentstream
 	$(VENV)/bin/lint-imports  # the layers contract in pyproject.toml
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet --site-dir build/site
@@ -51,7 +59,7 @@ docs-serve: $(STAMP)
 unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit
 
-integration: $(STAMP) $(CHROMIUM)
+integration: $(STAMP) $(CHROMIUM) $(FAUST_VENV)
 	$(PY) -m pytest -q tests/integration
 
 typecheck: $(STAMP)

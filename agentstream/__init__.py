@@ -32,7 +32,7 @@ from .signals import Signal, SyncSignal
 from .topics import TopicGroup
 from .service import Service, ServiceT
 from .tables.table import GlobalTable, SetGlobalTable, SetTable, Table
-from .tables.windows import HoppingWindow, TumblingWindow
+from .tables.windows import HoppingWindow, SlidingWindow, TumblingWindow
 
 # These install operators into the layers below them (Stream.join, Table.tumbling/hopping/join,
 # Agent.test_context, App.main): imported here, so they are there whatever the app imports first.
@@ -82,6 +82,7 @@ __all__ = [
     "SetGlobalTable",
     "TumblingWindow",
     "HoppingWindow",
+    "SlidingWindow",
     "Model",
     "EventT",
     "StreamT",

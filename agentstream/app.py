@@ -14,6 +14,7 @@ from .agents.agent import Agent, AgentFun
 from .agents.replies import ReplyConsumer
 from .channels import Channel, ChannelAgent
 from .exceptions import TopologyError
+from .naming import agent_topic_name, repartition_topic_name
 from .runtime import runtime_for
 from .settings import Settings
 from .streams import SplitPoint
@@ -251,7 +252,7 @@ class App:
                 self.startup_tasks.append(local.run_instances)
                 return local
             if channel is None:  # Faust: @app.agent(key_type=..., value_type=...) makes <app>-<name>
-                topics = [self.topic(f"{self.id}-{agent_name}", key_type=kwargs.get("key_type"),
+                topics = [self.topic(agent_topic_name(self.settings, fun, agent_name), key_type=kwargs.get("key_type"),
                                      value_type=kwargs.get("value_type"),
                                      key_serializer=kwargs.get("key_serializer"),
                                      value_serializer=kwargs.get("value_serializer"))]
@@ -425,7 +426,7 @@ class App:
             return
         if point.topic is not None:  # group_by(topic=...): the user's topic is the repartition topic
             return
-        topic_name = f"{self.id}-{point.name}-repartition"
+        topic_name = repartition_topic_name(self.settings, src.name, point.name, point.faust_name)
         partitions = point.partitions or max(t.partitions for t in agent.topics)
         topic = self.topics.get(topic_name)
         if topic is None:

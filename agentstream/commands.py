@@ -282,11 +282,12 @@ def clean_versions(app: Any, data_dir: "Path | None" = None) -> list["Path"]:
     from pathlib import Path
 
     root = Path(data_dir or app.settings.data_dir)
-    current = int(app.settings.extra.get("version", 1) or 1)
+    current = int(app.settings.version or 1)
+    base = re.sub(rf"-v{current}$", "", app.id)  # with topic_naming='faust' the id carries -v<version>
     removed: list[Path] = []
-    pattern = re.compile(rf"^{re.escape(app.id)}-v(\d+)$")
+    pattern = re.compile(rf"^{re.escape(base)}-v(\d+)$")
     candidates = [(p, pattern.match(p.name)) for p in root.iterdir()] if root.is_dir() else []
-    faust_dir = root / f"{app.id}-data"
+    faust_dir = root / f"{base}-data"
     if faust_dir.is_dir():
         candidates += [(p, re.match(r"^v(\d+)$", p.name)) for p in faust_dir.iterdir()]
     for path, m in candidates:

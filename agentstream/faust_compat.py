@@ -45,8 +45,6 @@ RENAMED = {
 CONSUMED = {"key_serializer", "value_serializer", "autodiscover", "origin", "web_redirect", "web_forward_timeout", "web_advertised_host",
             "web_history"}
 NOTES = {
-    "version": "the app id is used as is (Faust appends -v<version> to topic and group names); "
-               "to start over, change the app id or run `agentstream -A app reset`",
     "broker_commit_every": "commits happen every commit_interval seconds (and on rebalance/stop)",
     "topic_replication_factor": "topics are created with the broker's default replication factor",
     "topic_allow_declare": "agentstream creates missing topics when the worker starts",

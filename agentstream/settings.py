@@ -25,6 +25,7 @@ _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])
 
 POLICIES = ("skip", "stop", "dead-letter")
 GUARANTEES = ("at_least_once", "exactly_once")
+TOPIC_NAMINGS = ("agentstream", "faust")
 
 
 @dataclass
@@ -96,6 +97,14 @@ class Settings:
     max_message_time_difference: float = field(default=86400.0, metadata={"help": (
         "seconds a record's timestamp may lie ahead of the wall clock and still advance a windowed "
         "table's stream time (Kafka's max.message.time.difference); 0 disables the bound")})
+    topic_naming: str = field(default="agentstream", metadata={"help": (
+        "'agentstream' or 'faust': with 'faust' the app uses Faust's internal topic names and table "
+        "record formats (group and topic prefix <id>[-v<version>], agent topics <id>-<module>.<agent>, "
+        "repartition topics <id>-<topic>-<Model.field>-repartition, JSON table keys) so it can take over "
+        "a running Faust app (docs/migrating-from-faust.md)")})
+    version: int = field(default=1, metadata={"help": (
+        "Faust's app version: with topic_naming='faust' and version > 1 the group id and every internal "
+        "topic are prefixed <id>-v<version>, as Faust names them")})
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -104,9 +113,15 @@ class Settings:
         for f in dataclasses.fields(self):
             if f.metadata.get("secret") and isinstance(getattr(self, f.name), str):
                 setattr(self, f.name, Secret(reveal(getattr(self, f.name)) or ""))
+        self.validate()
+        if self.topic_naming == "faust" and self.version > 1 and not self.id.endswith(f"-v{self.version}"):
+            # Faust's conf.id: the versioned id names the consumer group and every internal topic
+            self.id = f"{self.id}-v{self.version}"
+        elif self.topic_naming != "faust" and self.version != 1:
+            log.warning("setting version=%r is used only with topic_naming='faust' (Faust's -v<version> names); "
+                        "the app id %r is used as is", self.version, self.id)
         if not self.dead_letter_topic:
             self.dead_letter_topic = f"{self.id}-dead-letters"
-        self.validate()
 
     def validate(self) -> None:
         """Raise ConfigError for the first bad value, naming the setting and how to fix it."""
@@ -171,6 +186,12 @@ class Settings:
         if self.max_message_time_difference < 0:
             raise ConfigError("max_message_time_difference", f"must be >= 0 seconds, got {self.max_message_time_difference!r}",
                               "use e.g. 86400 (one day), or 0 to not bound stream time by the wall clock")
+        if self.topic_naming not in TOPIC_NAMINGS:
+            raise ConfigError("topic_naming", f"unknown naming {self.topic_naming!r}",
+                              "use 'agentstream' (the default) or 'faust' (to take over a running Faust app)")
+        if self.version < 1:
+            raise ConfigError("version", f"must be >= 1, got {self.version!r}",
+                              "use the version the Faust app ran with (1 when it set none)")
         self._check_store()
         broker_security(self)  # builds the TLS context: bad files fail here, naming the setting
 

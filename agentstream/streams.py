@@ -56,6 +56,7 @@ class SplitPoint:
     topic: "Topic | None" = None  # resolved by the app (repartition topic or the through topic)
     partitions: int | None = None
     key_serializer: str | None = None  # group_by: the new key's encoding (None: the app's, raw by default)
+    faust_name: str | None = None  # Faust's name for the split (``Model.field``): topic_naming='faust'
 
 
 class StreamInput(Protocol):
@@ -235,7 +236,7 @@ class Stream:
                 "names the repartition topic <app>-by_x-repartition"
             )
         return self._split(SplitPoint("group_by", point_name, keyfn, topic=topic, partitions=partitions,
-                                      key_serializer=key_serializer))
+                                      key_serializer=key_serializer, faust_name=name or _faust_ident(key)))
 
     def echo(self, *channels: Any) -> "Stream":
         """Faust's ``stream.echo(topic, ...)``: also send every value (with its key) to ``channels``
@@ -476,6 +477,14 @@ class InProcessStream(Stream):
 
             return type(self)(self._input, self._processors + (rekey,), self._splits + 1)
         return type(self)(self._input, self._processors, self._splits + 1)
+
+
+def _faust_ident(key: Any) -> str | None:
+    """Faust's name of a Record field key (``Model.field``), which names its repartition topic."""
+    model, field_name = getattr(key, "model", None), getattr(key, "field", None)
+    if isinstance(field_name, str) and isinstance(model, type):
+        return f"{model.__name__}.{field_name}"
+    return None
 
 
 def _key_function(key: Any) -> tuple[Callable[[Any], Any], str | None]:

@@ -16,8 +16,11 @@ give back exactly the changelog's state.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import orjson
 
 from .. import codecs
 from ..events import current_event
@@ -25,6 +28,7 @@ from ..exceptions import SerializationError, TopologyError
 from ..models import Record
 from ..runtime import current_runtime, current_task, runtime_for
 from ..transport.partitioner import default_partition
+from ..naming import changelog_topic_name, faust_naming
 from .partition import TableNotReady, TablePartition
 
 if TYPE_CHECKING:
@@ -48,6 +52,7 @@ class _Upper:
 
     tumbling: Callable[..., Any]
     hopping: Callable[..., Any]
+    windowed: Callable[..., Any]
     from_topic: Callable[..., "Table"]
     join_tables: Callable[..., Any]
 
@@ -58,6 +63,8 @@ class Table:
     """``app.Table(name, default=int)``: a partitioned, changelog-backed dict (Faust's Table)."""
 
     is_global = False
+    key_codec: codecs.Codec
+    value_codec: codecs.Codec
     _windowed: Any = None  # the shared window state once tumbling()/hopping() was called
     source_topic: "Topic | None" = None  # set by from_topic(): the table mirrors this topic
     eos = False  # set by the TableManager under processing_guarantee='exactly_once'
@@ -89,13 +96,21 @@ class Table:
         self.value_type = value_type
         self.key_serializer = key_serializer
         self.value_serializer = value_serializer
-        self.key_codec: codecs.Codec = (
-            codecs.UntypedKeyCodec() if key_type is None and (key_serializer or app.key_serializer) == "raw"
-            else codecs.side_codec(key_type, key_serializer, app.key_serializer)
-        )
-        self.value_codec: codecs.Codec = codecs.side_codec(value_type, value_serializer, app.value_serializer)
+        self.faust_format = faust_naming(app.settings)
+        if self.faust_format:
+            # Faust's table records: its serializer follows the type (bytes raw, a Record its own,
+            # else json), never the app's key_serializer, so str keys are JSON strings
+            self.key_codec = _FaustKeyCodec(
+                codecs.side_codec(key_type, key_serializer or _faust_serializer(key_type), "json"))
+            self.value_codec = codecs.side_codec(value_type, value_serializer or _faust_serializer(value_type), "json")
+        else:
+            self.key_codec = (
+                codecs.UntypedKeyCodec() if key_type is None and (key_serializer or app.key_serializer) == "raw"
+                else codecs.side_codec(key_type, key_serializer, app.key_serializer)
+            )
+            self.value_codec = codecs.side_codec(value_type, value_serializer, app.value_serializer)
         self.changelog_topic: "Topic" = app.topic(
-            f"{app.id}-{name}-changelog", partitions=partitions, key_serializer="raw", value_serializer="raw",
+            changelog_topic_name(app.id, name), partitions=partitions, key_serializer="raw", value_serializer="raw",
             internal=True, compacted=True,
         )
         self._key_codec_dumps = self.key_codec.dumps
@@ -152,8 +167,20 @@ class Table:
         if home is None:
             if len(homes) >= _HOMES_MAX:
                 homes.clear()
-            home = homes[key_bytes] = default_partition(key_bytes, self.partitions)
+            home = homes[key_bytes] = default_partition(self._routing_bytes(key_bytes), self.partitions)
         return home
+
+    def _routing_bytes(self, key_bytes: bytes) -> bytes:
+        """The bytes the key's partition is hashed from: its store bytes, except in Faust's format,
+        where records reach a table through a topic keyed by the key's raw bytes (Faust's default
+        ``raw`` key serializer, e.g. a group_by), while the table stores it as JSON; Faust writes
+        the changelog to that record's partition, so the raw bytes are hashed."""
+        if not self.faust_format or self.key_type is bytes:
+            return key_bytes
+        try:
+            return codecs.key_text(self.key_codec.loads(key_bytes))
+        except Exception:
+            return key_bytes
 
     def _partition_for(self, key_bytes: bytes, write: bool) -> TablePartition:
         home = self._home_partition(key_bytes)
@@ -325,6 +352,12 @@ class Table:
         return upper.hopping(self, size, step, expires, grace=grace,
                        on_window_close=on_window_close or self.on_window_close)
 
+    def using_window(self, window: Any, *, grace: Any = 0.0,
+                     on_window_close: Callable[[Any, Any], Any] | None = None) -> Any:  # a WindowedTable
+        """This table windowed by any window object (Faust's ``using_window``): a TumblingWindow,
+        HoppingWindow or SlidingWindow."""
+        return upper.windowed(self, window, grace, on_window_close or self.on_window_close)
+
     # -- joins (agentstream.joins) ---------------------------------------------------------------
     def from_topic(self, topic: "Topic") -> "Table":
         """Keep this table equal to the latest value per key of ``topic`` (Kafka Streams' KTable);
@@ -396,6 +429,37 @@ class Table:
 
     def __repr__(self) -> str:
         return f"<Table {self.name} partitions={self.partitions}>"
+
+
+class _FaustKeyCodec:
+    """A table key as Faust's JSON serializer writes it (stdlib json: compact, non-ASCII escaped;
+    Faust installed without orjson, its default): store lookups need byte-identical keys."""
+
+    def __init__(self, inner: codecs.Codec) -> None:
+        self.inner = inner
+
+    def dumps(self, obj: Any) -> bytes | None:
+        if type(obj) is str:
+            return json.dumps(obj).encode("ascii")
+        raw = self.inner.dumps(obj)
+        if raw is None:
+            return None
+        try:
+            return json.dumps(orjson.loads(raw), separators=(",", ":")).encode("ascii")
+        except orjson.JSONDecodeError:
+            return raw  # not JSON (a raw or custom serializer): as it is
+
+    def loads(self, data: bytes | None) -> Any:
+        return self.inner.loads(data)
+
+
+def _faust_serializer(type_: Any) -> str:
+    """Faust's table serializer for a key or value type: raw for bytes, a Record's own, else json."""
+    if type_ is bytes:
+        return "raw"
+    if isinstance(type_, type) and issubclass(type_, Record):
+        return str(type_._options.serializer or "json")
+    return "json"
 
 
 class GlobalTable(Table):

@@ -17,17 +17,19 @@ so restore, standby replicas and the write-back cache work unchanged.
 Per table partition the *stream time* is the largest record time written so far (the table's
 time source: record timestamp, a value field, or the wall clock). A window is *closed* once
 ``stream_time >= end + grace``: writes to it are dropped (a record with no open window counts
-in :attr:`WindowedTable.late_dropped`) and ``on_window_close((key, (start, end)), value)`` runs
-once. It *expires* once ``end + max(expires, grace) <= stream_time``: it is deleted, i.e. a
-tombstone goes to the changelog through the normal write path.
+in :attr:`WindowedTable.late_dropped`). It *expires* once ``end + max(expires, grace) <=
+stream_time``: it is deleted (a tombstone goes to the changelog through the normal write path)
+and, as in Faust, ``on_window_close((key, (start, end)), final_value)`` runs then, once.
 
-Closes and expiry are checked on every stream-time advance: the windows sit in per-partition
-min-heaps by end, so a check costs O(1) when nothing is due and a pop per window otherwise (no
-store scans, no timer). The heaps are rebuilt lazily from the store whenever the partition has
-been (re)restored. A sync ``on_window_close`` runs inline, after the record's own writes; an
-``async`` one is started as a task (not awaited before the commit; see
-:meth:`WindowedTable.wait_callbacks`). Either may run again for the same window after a crash,
-like any processing since the last commit.
+Expiry is checked on every stream-time advance: the windows sit in per-partition min-heaps by
+end, so a check costs O(1) when nothing is due and a pop per window otherwise (no store scans,
+no timer). The heaps are rebuilt lazily from the store whenever the partition has been
+(re)restored. A sync ``on_window_close`` runs inline after the record's own writes, once the
+table's bookkeeping is done; an exception from it is logged with the key and window (and
+counted in ``callback_errors``) and never undoes or skips the record. An ``async`` one is
+started as a task (not awaited before the commit; see :meth:`WindowedTable.wait_callbacks`).
+Either may run again for the same window after a crash, like any processing since the last
+commit.
 
 Stream time itself is stored in the partition under a reserved key (not a window key, so
 iteration skips it). Going through the cache, it costs one changelog record per commit, and it
@@ -50,7 +52,8 @@ from typing import TYPE_CHECKING, Any, Union
 from ..codecs import Codec
 from ..events import Event, current_event
 from ..exceptions import AgentStreamError, SerializationError, TopologyError
-from .windows import HoppingWindow, TumblingWindow, parse_window_key, window_key
+from .windows import (HoppingWindow, TumblingWindow, faust_window_key, parse_faust_window_key, parse_window_key,
+                      window_key)
 from . import table as _table
 
 if TYPE_CHECKING:
@@ -198,13 +201,12 @@ class _PartWindows:
     nothing is due. Derived from the store, so rebuilt whenever the partition is (re)restored.
     """
 
-    __slots__ = ("part", "epoch", "stream_ms", "open", "live", "known")
+    __slots__ = ("part", "epoch", "stream_ms", "live", "known")
 
     def __init__(self, part: "TablePartition") -> None:
         self.part = part
         self.epoch: int = getattr(part, "epoch", 0)
         self.stream_ms: int | None = None
-        self.open: list[tuple[int, bytes]] = []
         self.live: list[tuple[int, bytes]] = []
         self.known: set[bytes] = set()
 
@@ -240,10 +242,25 @@ class _WindowState:
         self._expire_after_ms = max(_ms(window.expires), self._grace_ms)
         self.parts: dict[int, _PartWindows] = {}
         self.late_dropped = 0
+        self.callback_errors = 0  # on_window_close calls that raised (each logged)
         self._late_since_warning = 0
         self._last_warning = float("-inf")
         self.callbacks: set[asyncio.Future[Any]] = set()
         table.value_codec = _WindowValueCodec(table.value_codec)
+        # Faust's format (topic_naming='faust'): keys are JSON [key, [start, end]], and stream
+        # time is not stored (a Faust reader could not decode the entry): it is rebuilt from
+        # the latest window start after a restore.
+        self.faust_format = bool(getattr(table, "faust_format", False))
+
+    def window_key(self, kb: bytes, start: float) -> bytes:
+        if self.faust_format:
+            return faust_window_key(kb, start, self.window.size)
+        return window_key(kb, start)
+
+    def parse_window_key(self, raw: bytes) -> tuple[bytes, float]:
+        if self.faust_format:
+            return parse_faust_window_key(raw)
+        return parse_window_key(raw)
 
     def window_range(self, start: float) -> WindowRange:
         start_ms = _ms(start)
@@ -265,7 +282,7 @@ class _WindowState:
                 pw.stream_ms = value.ms if decoded else int(value)
                 continue
             try:
-                _, start = parse_window_key(k)
+                _, start = self.parse_window_key(k)
             except ValueError:
                 continue
             starts.append((_ms(start) + self._size_ms, k))
@@ -282,10 +299,7 @@ class _WindowState:
         for end_ms, k in starts:
             pw.known.add(k)
             pw.live.append((end_ms, k))
-            if pw.stream_ms is None or end_ms + self._grace_ms > pw.stream_ms:
-                pw.open.append((end_ms, k))
         heapq.heapify(pw.live)
-        heapq.heapify(pw.open)
         self.parts[part.partition] = pw
         if starts:
             log.debug("table %s partition %d: indexed %d windows, stream time %s", self.table.name,
@@ -295,7 +309,7 @@ class _WindowState:
     # -- reads -----------------------------------------------------------------------------------
     def get(self, key: Any, start: float) -> tuple[bool, Any]:
         kb = self.table._key_dumps(key)
-        return self.part_for(kb, False).get_bytes(window_key(kb, start))
+        return self.part_for(kb, False).get_bytes(self.window_key(kb, start))
 
     # -- writes ----------------------------------------------------------------------------------
     def write(self, key: Any, ts: float, values: Mapping[WindowRange, Any]) -> bool:
@@ -311,27 +325,56 @@ class _WindowState:
         if pw.stream_ms is None or ts_ms > pw.stream_ms:
             _refuse_far_future(table, ts_ms)  # before any write: the record goes to the error policy
             pw.stream_ms = ts_ms
-            part.set(STREAM_TIME_KEY, _StreamTimeMark(ts_ms))
+            if not self.faust_format:
+                part.set(STREAM_TIME_KEY, _StreamTimeMark(ts_ms))
         st = pw.stream_ms
         wrote = False
         for (start, end), value in values.items():
             end_ms = _ms(end)
             if end_ms + self._grace_ms <= st:
                 continue  # this window is closed
-            wk = window_key(kb, start)
+            wk = self.window_key(kb, start)
             part.set(wk, value)
             wrote = True
             if wk not in pw.known:
                 pw.known.add(wk)
-                heapq.heappush(pw.open, (end_ms, wk))
                 heapq.heappush(pw.live, (end_ms, wk))
         if not wrote:
             self._late(key, ts, st)
-        # Closes run after the record's own writes: those went to open windows only, and a
-        # failing callback then cannot lose the record.
-        self._close_due(pw)
-        self._expire_due(pw)
+        # Expiry (and with it on_window_close, as in Faust) runs after the record's own writes,
+        # which went to open windows only; callbacks run once the heaps are consistent, and a
+        # failing one is logged: it cannot undo or skip the record.
+        self._run_callbacks(self._expire_due(pw))
         return wrote
+
+    def stream_time(self, key: Any) -> float | None:
+        """Stream time of ``key``'s partition (None before its first write)."""
+        kb = self.table._key_dumps(key)
+        pw = self.windows(self.part_for(kb, False))
+        return None if pw.stream_ms is None else pw.stream_ms / 1000
+
+    def put(self, key: Any, start: float, value: Any) -> bool:
+        """Write one window by its start, without moving stream time; False if it is closed."""
+        kb = self.table._key_dumps(key)
+        part = self.part_for(kb, True)
+        pw = self.windows(part)
+        end_ms = _ms(start) + self._size_ms
+        if pw.stream_ms is not None and end_ms + self._grace_ms <= pw.stream_ms:
+            self._late(key, start, pw.stream_ms)
+            return False
+        wk = self.window_key(kb, start)
+        part.set(wk, value)
+        if wk not in pw.known:
+            pw.known.add(wk)
+            heapq.heappush(pw.live, (end_ms, wk))
+        return True
+
+    def delete_window(self, key: Any, start: float) -> None:
+        kb = self.table._key_dumps(key)
+        part = self.part_for(kb, True)
+        wk = self.window_key(kb, start)
+        if part.get_bytes(wk)[0]:
+            part.set(wk, None)
 
     def stale(self, key: Any, ts: float) -> bool:
         """Whether every window of ``ts`` is closed at the partition's stream time."""
@@ -346,7 +389,7 @@ class _WindowState:
         kb = self.table._key_dumps(key)
         part = self.part_for(kb, True)
         for start, _ in self.window.ranges(ts):
-            wk = window_key(kb, start)
+            wk = self.window_key(kb, start)
             if part.get_bytes(wk)[0]:
                 part.set(wk, None)
 
@@ -362,50 +405,64 @@ class _WindowState:
             self._late_since_warning = 0
             self._last_warning = now
 
-    def _close_due(self, pw: _PartWindows) -> None:
-        st = pw.stream_ms
-        heap = pw.open
-        if st is None:
+    def _run_callbacks(self, expired: list[tuple[bytes, Any]]) -> None:
+        """``on_window_close((key, (start, end)), final value)`` for each expired window (Faust
+        calls it when the window expires, not when it stops taking records)."""
+        callback = self.on_window_close
+        if callback is None or not expired:
             return
-        while heap and heap[0][0] + self._grace_ms <= st:
-            end_ms, wk = heapq.heappop(heap)
-            callback = self.on_window_close
-            if callback is None:
+        for wk, value in expired:
+            kb, start = self.parse_window_key(wk)
+            window_key = (self.table.key_codec.loads(kb), self.window_range(start))
+            try:
+                result = callback(window_key, value)
+            except Exception as exc:
+                self._callback_failed(window_key, exc)
                 continue
-            found, value = pw.part.get_bytes(wk)
-            if not found:
-                continue  # deleted by the application
-            kb, start = parse_window_key(wk)
-            result = callback((self.table.key_codec.loads(kb), self.window_range(start)), value)
             if inspect.isawaitable(result):
-                self._track(result)
+                self._track(result, window_key)
 
-    def _track(self, result: Awaitable[Any]) -> None:
+    def _callback_failed(self, window_key: Any, exc: BaseException) -> None:
+        self.callback_errors += 1
+        log.error("table %s: on_window_close raised for key %r window %r (the record that expired the window "
+                  "is counted; the window is removed): %r", self.table.name, window_key[0], window_key[1], exc,
+                  exc_info=exc)
+
+    def _track(self, result: Awaitable[Any], window_key: Any) -> None:
         future = asyncio.ensure_future(result)
         self.callbacks.add(future)
-        future.add_done_callback(self._callback_done)
 
-    def _callback_done(self, future: "asyncio.Future[Any]") -> None:
-        self.callbacks.discard(future)
-        if not future.cancelled() and future.exception() is not None:
-            log.error("table %s: on_window_close raised: %r", self.table.name, future.exception(),
-                      exc_info=future.exception())
+        def done(f: "asyncio.Future[Any]") -> None:
+            self.callbacks.discard(f)
+            if not f.cancelled() and f.exception() is not None:
+                self._callback_failed(window_key, f.exception())  # type: ignore[arg-type]
 
-    def _expire_due(self, pw: _PartWindows) -> None:
+        future.add_done_callback(done)
+
+    def _expire_due(self, pw: _PartWindows) -> list[tuple[bytes, Any]]:
+        """Delete the windows expired at the partition's stream time; ``(key, final value)`` of each."""
         st = pw.stream_ms
         heap = pw.live
+        out: list[tuple[bytes, Any]] = []
         if st is None:
-            return
+            return out
         part = pw.part
-        expired = 0
+        want_values = self.on_window_close is not None
         while heap and heap[0][0] + self._expire_after_ms <= st:
             _, wk = heapq.heappop(heap)
             pw.known.discard(wk)
-            if _exists(part, wk):
+            if want_values:
+                found, value = part.get_bytes(wk)
+                if not found:
+                    continue  # deleted by the application
                 part.set(wk, None)
-                expired += 1
-        if expired:
-            log.debug("table %s partition %d: expired %d windows", self.table.name, part.partition, expired)
+                out.append((wk, value))
+            elif _exists(part, wk):
+                part.set(wk, None)
+                out.append((wk, None))
+        if out:
+            log.debug("table %s partition %d: expired %d windows", self.table.name, part.partition, len(out))
+        return out
 
     # -- iteration -------------------------------------------------------------------------------
     def items(self) -> Iterator[tuple[tuple[Any, WindowRange], Any]]:
@@ -413,7 +470,7 @@ class _WindowState:
         for part in list(self.table.parts.values()):
             for k, value, decoded in _raw_entries(part):
                 try:
-                    kb, start = parse_window_key(k)
+                    kb, start = self.parse_window_key(k)
                 except ValueError:
                     continue  # the stream-time entry
                 yield (kloads(kb), self.window_range(start)), value if decoded else vloads(value)
@@ -465,8 +522,17 @@ class WindowSet:
         return self._at(_stream_time(event or self.event))
 
     def now(self) -> Any:
-        """The window containing the wall-clock time now."""
-        return self._at(time.time())
+        """The latest window, as Faust's ``now()``: inside an agent the latest-starting window
+        containing the stream time of the key's partition (the newest window there); outside
+        one, the earliest window containing the wall-clock time."""
+        table = self.table
+        event = self.event if self.event is not None else current_event()
+        if event is not None:
+            st = table._state.stream_time(self.key)
+            if st is not None:
+                return self._at(st)
+        now = time.time()
+        return table._get(self.key, table.window.earliest(now)[0])
 
     def delta(self, d: Seconds, event: Event | None = None) -> Any:
         """The window containing the current event's record timestamp minus ``d``."""
@@ -479,9 +545,24 @@ class WindowSet:
         """
         return self.table._state.stale(self.key, self.table.time_of(event or self.event))
 
-    def __getitem__(self, window: WindowRange) -> Any:
-        """``wt[key][(start, end)]``: one window by its range."""
+    def __getitem__(self, window: "WindowRange | Event") -> Any:
+        """``wt[key][(start, end)]``: one window by its range; ``wt[key][event]``: this WindowSet
+        with ``event`` as the event its reads are relative to (Faust's)."""
+        if isinstance(window, Event):
+            return WindowSet(self.table, self.key, window)
         return self.table._get(self.key, window[0])
+
+    def __setitem__(self, window: WindowRange, value: Any) -> None:
+        """``wt[key][(start, end)] = value``: write one window by its range (if still open)."""
+        if isinstance(window, Event):
+            raise TypeError("cannot assign to a WindowSet keyed by an event; index it by a (start, end) range")
+        self.table._state.put(self.key, window[0], value)
+
+    def __delitem__(self, window: WindowRange) -> None:
+        """``del wt[key][(start, end)]``: delete one window by its range (a tombstone)."""
+        if isinstance(window, Event):
+            raise TypeError("cannot delete a WindowSet keyed by an event; index it by a (start, end) range")
+        self.table._state.delete_window(self.key, window[0])
 
     # -- arithmetic: Faust's ``table[key] += 1`` ---------------------------------------------------
     def apply(self, op: Callable[[Any, Any], Any], other: Any) -> "WindowSet":
@@ -542,7 +623,7 @@ class WindowedTable:
                  relative_to: str = "stream") -> None:
         self._state = state
         self._time_source = time_source
-        self.relative_to = relative_to
+        self.relative_mode = relative_to  # "stream", "now", "field", "timestamp" or "callable"
 
     # -- configuration -----------------------------------------------------------------------------
     @property
@@ -578,6 +659,28 @@ class WindowedTable:
         """Window by a value field: a Record field, a field name, or ``fn(value) -> seconds | datetime``."""
         return WindowedTable(self._state, _field_time(field), "field")
 
+    def relative_to(self, ts: Any) -> "WindowedTable":
+        """Faust's ``relative_to()``: a fixed time (epoch seconds or a datetime), a Record field,
+        or ``fn(event) -> seconds | datetime``."""
+        if isinstance(ts, (datetime, int, float)) and not isinstance(ts, bool):
+            fixed = _epoch(ts)
+            return WindowedTable(self._state, lambda event: fixed, "timestamp")
+        if isinstance(getattr(ts, "field", None), str) and hasattr(ts, "getattr"):
+            return self.relative_to_field(ts)
+        if callable(ts):
+            fn = ts
+
+            def source(event: Event | None) -> float:
+                return _epoch(fn(_need_event(event)))
+
+            return WindowedTable(self._state, source, "callable")
+        raise TopologyError(f"relative_to() takes a time, a datetime, a Record field or a callable, got {ts!r}")
+
+    def __contains__(self, key: Any) -> bool:
+        """Whether ``key`` has a value in the window of the current time (the table's time source)."""
+        start = self._state.window.current(self.time_of())[0]
+        return self._state.get(key, start)[0]
+
     def time_of(self, event: Event | None = None) -> float:
         """The time this view assigns to ``event`` (default: the current event)."""
         return self._time_source(event)
@@ -612,24 +715,26 @@ class WindowedTable:
         """Delete ``key`` from every window of the current time."""
         self._state.delete(key, self.time_of())
 
-    def items(self) -> Iterator[tuple[tuple[Any, WindowRange], Any]]:
-        """``((key, (start, end)), value)`` for every window in the partitions this worker holds."""
-        return self._state.items()
+    def items(self, event: Event | None = None) -> "WindowedView":
+        """``((key, (start, end)), value)`` for every window in the partitions this worker holds;
+        ``.now()``, ``.current()``, ``.delta(d)`` give ``(key, value)`` for one window per key, as
+        Faust's windowed items views do."""
+        return WindowedView(self, event, "items")
 
-    def keys(self) -> Iterator[tuple[Any, WindowRange]]:
-        return (k for k, _ in self.items())
+    def keys(self, event: Event | None = None) -> "WindowedView":
+        return WindowedView(self, event, "keys")
 
-    def values(self) -> Iterator[Any]:
-        return (v for _, v in self.items())
+    def values(self, event: Event | None = None) -> "WindowedView":
+        return WindowedView(self, event, "values")
 
     def as_dict(self) -> dict[tuple[Any, WindowRange], Any]:
-        return dict(self.items())
+        return dict(self._state.items())
 
     def __iter__(self) -> Iterator[tuple[Any, WindowRange]]:
-        return self.keys()
+        return (k for k, _ in self._state.items())
 
     def __len__(self) -> int:
-        return sum(1 for _ in self.items())
+        return sum(1 for _ in self._state.items())
 
     async def wait_callbacks(self) -> None:
         """Until every ``async`` on_window_close started so far has finished (tests, shutdown)."""
@@ -637,7 +742,42 @@ class WindowedTable:
             await asyncio.gather(*list(self._state.callbacks), return_exceptions=True)
 
     def __repr__(self) -> str:
-        return f"<WindowedTable {self.name} {self.window!r} grace={self.grace} relative_to={self.relative_to}>"
+        return f"<WindowedTable {self.name} {self.window!r} grace={self.grace} relative_to={self.relative_mode}>"
+
+
+class WindowedView:
+    """What ``wt.items()``/``keys()``/``values()`` return: iterating gives every window held here;
+    ``now()``, ``current()`` and ``delta(d)`` pick one window per key (Faust's windowed views)."""
+
+    def __init__(self, table: WindowedTable, event: Event | None, kind: str) -> None:
+        self._table, self._event, self._kind = table, event, kind
+
+    def __iter__(self) -> Iterator[Any]:
+        pairs = self._table._state.items()
+        if self._kind == "keys":
+            return (k for k, _ in pairs)
+        if self._kind == "values":
+            return (v for _, v in pairs)
+        return pairs
+
+    def _per_key(self, read: Callable[[WindowSet], Any]) -> Iterator[Any]:
+        event = self._event if self._event is not None else current_event()
+        keys = dict.fromkeys(k for (k, _), _ in self._table._state.items())
+        for key in keys:
+            try:
+                value = read(WindowSet(self._table, key, event))
+            except KeyError:
+                continue
+            yield key if self._kind == "keys" else value if self._kind == "values" else (key, value)
+
+    def now(self) -> Iterator[Any]:
+        return self._per_key(lambda ws: ws.now())
+
+    def current(self, event: Event | None = None) -> Iterator[Any]:
+        return self._per_key(lambda ws: ws.current(event))
+
+    def delta(self, d: Seconds, event: Event | None = None) -> Iterator[Any]:
+        return self._per_key(lambda ws: ws.delta(d, event))
 
 
 def windowed(table: "Table", window: HoppingWindow, grace: Seconds,
@@ -649,6 +789,9 @@ def windowed(table: "Table", window: HoppingWindow, grace: Seconds,
             f"table {table.name!r} is already windowed ({existing.window!r}); keep the WindowedTable "
             "that tumbling()/hopping() returned and use its relative_to_*() views"
         )
+    if not isinstance(window, HoppingWindow):
+        raise TopologyError(f"table {table.name!r}: using_window() takes a TumblingWindow, HoppingWindow or "
+                            f"SlidingWindow, got {window!r}")
     grace_s = seconds(grace)
     if grace_s < 0:
         raise ValueError(f"window grace must be >= 0, got {grace!r}")
@@ -674,3 +817,4 @@ def hopping(table: "Table", size: Seconds, step: Seconds, expires: Seconds | Non
 # Table.tumbling()/hopping() build a WindowedTable through these (tables.table sits below this module).
 _table.upper.tumbling = tumbling
 _table.upper.hopping = hopping
+_table.upper.windowed = windowed

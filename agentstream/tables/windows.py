@@ -15,12 +15,18 @@ Lifecycle of a window, given the task's stream time (the largest timestamp seen)
 
 from __future__ import annotations
 
+import json
 import struct
+
+import orjson
 
 __all__ = [
     "HoppingWindow",
+    "SlidingWindow",
     "TumblingWindow",
     "Window",
+    "faust_window_key",
+    "parse_faust_window_key",
     "parse_window_key",
     "window_key",
     "window_key_range",
@@ -114,6 +120,48 @@ class TumblingWindow(HoppingWindow):
         return f"TumblingWindow(size={self.size}, expires={self.expires})"
 
 
+class SlidingWindow(HoppingWindow):
+    """Faust's ``SlidingWindow(before, after, expires)``: each record has its own window
+    ``[t - before, t + after)`` around its time ``t`` (a window per record, not per step).
+
+    Closed once stream time passes ``t + after + grace``; expired (and deleted) ``expires``
+    seconds after its end, as every window kind."""
+
+    def __init__(self, before: float, after: float, expires: float) -> None:
+        before_ms, after_ms, expires_ms = _ms(before), _ms(after), _ms(expires)
+        if before_ms < 0 or after_ms < 0 or before_ms + after_ms <= 0:
+            raise ValueError(f"sliding window needs before, after >= 0 and before + after >= 1 ms, "
+                             f"got before={before!r}, after={after!r}")
+        if expires_ms < 0:
+            raise ValueError(f"window expires must be >= 0, got {expires!r}")
+        self.before, self.after = before_ms / 1000, after_ms / 1000
+        self._before, self._after = before_ms, after_ms
+        size_ms = before_ms + after_ms
+        self.size = self.step = size_ms / 1000
+        self.expires = expires_ms / 1000
+        self._size, self._step, self._expires = size_ms, size_ms, expires_ms
+
+    def _first_last(self, ts_ms: int) -> tuple[int, int]:
+        start = ts_ms - self._before
+        return start, start
+
+    def ranges(self, timestamp: float) -> list[WindowRange]:
+        return [self.current(timestamp)]
+
+    def current(self, timestamp: float) -> WindowRange:
+        ts_ms = _ms(timestamp)
+        return (ts_ms - self._before) / 1000, (ts_ms + self._after) / 1000
+
+    def earliest(self, timestamp: float) -> WindowRange:
+        return self.current(timestamp)
+
+    def stale(self, timestamp: float, stream_time: float, grace: float = 0.0) -> bool:
+        return _ms(stream_time) >= _ms(timestamp) + self._after + _ms(grace)
+
+    def __repr__(self) -> str:
+        return f"SlidingWindow(before={self.before}, after={self.after}, expires={self.expires})"
+
+
 Window = HoppingWindow
 """The type to annotate with: every window kind is a HoppingWindow."""
 
@@ -155,3 +203,28 @@ def window_key_range(
     # every window key of this key is prefix + exactly 8 bytes, so 9 x 0xff is past them all
     hi = prefix + b"\xff" * 9 if start_to is None else prefix + _START.pack(_ms(start_to) + _BIAS)
     return lo, hi
+
+
+# -- Faust's windowed-table keys (topic_naming='faust') -----------------------------------------
+#
+# Faust stores the tuple (key, (start, end)) through the table's key serializer (JSON), with
+# end = start + size - 0.1, e.g. b'["hello",[1700000000.0,1700000059.9]]'. A store lookup needs
+# byte-identical keys, so the floats are written exactly as Faust computes and dumps them.
+
+
+def faust_window_key(key_json: bytes, start: float, size: float) -> bytes:
+    """Faust's changelog key of window ``start`` of the key whose JSON is ``key_json``."""
+    start_f = float(_ms(start) / 1000)
+    return b"[" + key_json + b"," + json.dumps([start_f, start_f + size - 0.1], separators=(",", ":")).encode() + b"]"
+
+
+def parse_faust_window_key(raw: bytes) -> tuple[bytes, float]:
+    """``(key JSON, window start)`` of a Faust windowed key; ValueError for other bytes."""
+    try:
+        decoded = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"not a Faust window key (not JSON): {raw[:60]!r}") from exc
+    if (not isinstance(decoded, list) or len(decoded) != 2 or not isinstance(decoded[1], list)
+            or len(decoded[1]) != 2 or not all(isinstance(x, (int, float)) for x in decoded[1])):
+        raise ValueError(f"not a Faust window key ([key, [start, end]]): {raw[:60]!r}")
+    return json.dumps(decoded[0], separators=(",", ":")).encode(), float(decoded[1][0])

@@ -77,7 +77,8 @@ class PartitionNumberAssignor:
 
     name = "agentstream"
 
-    def __init__(self, host: str = "", standby_replicas: int = 0) -> None:
+    def __init__(self, host: str = "", standby_replicas: int = 0, name: str = "agentstream") -> None:
+        self.name = name  # "faust" under topic_naming='faust' (see naming.group_protocol_name)
         self.host = host
         self.standby_replicas = standby_replicas
         self.assignment = Assignment()

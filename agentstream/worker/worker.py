@@ -22,6 +22,7 @@ from .. import runtime
 from ..exceptions import CommitFailed, StopProcessing
 from ..lifecycle import WORKER_TRANSITIONS, StateMachine, WorkerState
 from ..transport.base import TP, Consumer, TopicSpec
+from ..naming import group_protocol_name
 from .assignor import PartitionNumberAssignor
 from .commit import AtLeastOnceCommit, CommitUnit, ExactlyOnceCommit
 from .eos import CommitGate, ExactlyOnce
@@ -74,7 +75,7 @@ class Worker:
         self.topology: Topology | None = None
         self.assignor = PartitionNumberAssignor(
             host=f"{self.settings.web_host}:{web_port if web_port is not None else self.settings.web_port}",
-            standby_replicas=self.settings.table_standby_replicas,
+            standby_replicas=self.settings.table_standby_replicas, name=group_protocol_name(self.settings),
         )
         self.errors = ErrorPolicy(app, self._crash)
         self.consumer: Consumer | None = None

@@ -452,7 +452,7 @@ async def test_async_on_window_close_output_is_delivered_before_the_offset_commi
     await worker.start()
     try:
         await until(worker.assigned.is_set)
-        for ts in (1.0, 2.0, 25.0):  # the third record closes window [0, 10)
+        for ts in (1.0, 2.0, 115.0):  # the third record expires window [0, 10) (on_window_close, as Faust)
             await topic.send(key="k", value=1, timestamp=ts, partition=0)
         await until(lambda: handled[0] == 3)
         transport = app.transport

@@ -132,7 +132,8 @@ def test_upper_layers_install_their_entry_points_on_package_import() -> None:
     from agentstream.worker import worker
 
     assert streams.upper.join_stream.__module__ == "agentstream.joins"
-    assert {table.upper.tumbling.__module__, table.upper.hopping.__module__} == {"agentstream.tables.windowed"}
+    assert {table.upper.tumbling.__module__, table.upper.hopping.__module__,
+            table.upper.windowed.__module__} == {"agentstream.tables.windowed"}
     assert table.upper.from_topic.__module__ == "agentstream.joins.tables"
     assert table.upper.join_tables.__module__ == "agentstream.joins"
     assert agent.upper.test_context.__module__ == "agentstream.testing"

@@ -231,7 +231,7 @@ async def test_case4_on_window_close_gets_records_after_a_commit() -> None:
     async with AppHarness(app) as h:
         await h.send("items", Item("a", 1), key="k", timestamp=1.0)
         await h.wait_idle()  # committed: the window's value now comes from the store's bytes
-        await h.send("items", Item("b", 2), key="k", timestamp=25.0)  # closes [0, 10)
+        await h.send("items", Item("b", 2), key="k", timestamp=115.0)  # expires [0, 10) (end + expires=100)
         await h.wait_idle()
     assert closed[0][0] == ("k", (0.0, 10.0))
     assert closed[0][1] == Item("a", 1) and isinstance(closed[0][1], Item)

@@ -199,27 +199,55 @@ async def test_window_is_not_expired_while_it_still_accepts_records() -> None:
         assert wt.as_dict() == {("k", (10.0, 20.0)): 2}
 
 
-async def test_on_window_close_called_once_per_window_with_final_value() -> None:
+async def test_on_window_close_fires_when_the_window_expires_with_its_final_value() -> None:
+    """Faust calls on_window_close when the window expires (``expires=``), not at its end."""
     closed: list[tuple[Any, Any]] = []
 
     def on_close(key: Any, value: Any) -> None:
         closed.append((key, value))
 
-    app, wt = counting_app("close", size=10.0, expires=100.0, grace=2.0, on_window_close=on_close)
+    app, wt = counting_app("close", size=10.0, expires=20.0, grace=2.0, on_window_close=on_close)
     async with AppHarness(app) as h:
         for ts, key in [(1.0, "a"), (2.0, "a"), (4.0, "b"), (11.0, "a"), (9.0, "a")]:
             await h.send("events", {}, key=key, timestamp=ts)
-        await h.wait_idle()
-        assert closed == []  # stream time 11 < 10 + grace
-        await h.send("events", {}, key="c", timestamp=12.0)  # closes [0, 10)
+        await h.send("events", {}, key="c", timestamp=12.0)  # [0, 10) stops taking records (end + grace)
         await h.send("events", {}, key="c", timestamp=13.0)
+        await h.send("events", {}, key="a", timestamp=8.0)  # late: dropped
+        await h.wait_idle()
+        assert closed == []  # ... but it expires only at end + expires = 30
+        assert wt.late_dropped == 1
+        await h.send("events", {}, key="c", timestamp=30.0)  # expires [0, 10)
         await h.wait_idle()
         assert sorted(closed) == [(("a", (0.0, 10.0)), 3), (("b", (0.0, 10.0)), 1)]
-        await h.send("events", {}, key="a", timestamp=35.0)  # closes [10, 20) for a and c
+        assert ("a", (0.0, 10.0)) not in wt.as_dict()
+        await h.send("events", {}, key="a", timestamp=45.0)  # expires [10, 20) for a and c
         await h.wait_idle()
         assert sorted(closed) == [
             (("a", (0.0, 10.0)), 3), (("a", (10.0, 20.0)), 1), (("b", (0.0, 10.0)), 1), (("c", (10.0, 20.0)), 2),
         ]
+
+
+async def test_failing_on_window_close_is_logged_and_the_record_counts(caplog: pytest.LogCaptureFixture) -> None:
+    """An exception in on_window_close neither escapes the table write nor skips the record that
+    expired the window: it is logged with the key and the window."""
+    calls: list[Any] = []
+
+    def on_close(key: Any, value: Any) -> None:
+        calls.append(key)
+        raise RuntimeError("callback bug")
+
+    app, wt = counting_app("closefail", size=10.0, expires=10.0, on_window_close=on_close)
+    app.settings.on_agent_error = "skip"
+    async with AppHarness(app) as h:
+        await h.send("events", {}, key="a", timestamp=1.0)
+        with caplog.at_level(logging.ERROR):
+            await h.send("events", {}, key="b", timestamp=25.0)  # expires [0, 10) of "a"
+            await h.send("events", {}, key="b", timestamp=26.0)
+            await h.wait_idle()
+        assert calls == [("a", (0.0, 10.0))]
+        assert wt.as_dict() == {("b", (20.0, 30.0)): 2}  # the record that expired the window counted
+        assert "on_window_close raised for key 'a' window (0.0, 10.0)" in caplog.text
+        assert wt._state.callback_errors == 1
 
 
 async def test_async_on_window_close() -> None:
@@ -231,7 +259,7 @@ async def test_async_on_window_close() -> None:
 
     app = agentstream.App(f"aclose-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
     topic = app.topic("events", key_type=str, value_type=dict)
-    wt = app.Table("counts", default=int, on_window_close=on_close).hopping(10, 5, expires=100)
+    wt = app.Table("counts", default=int, on_window_close=on_close).hopping(10, 5, expires=15)
 
     @app.agent(topic)
     async def count(stream: agentstream.Stream) -> None:
@@ -405,3 +433,96 @@ async def test_partition_coming_back_from_standby_uses_the_restored_stream_time(
         if hb is not None:
             await hb.worker.stop()
         await ha.worker.stop()
+
+
+async def test_faust_window_reads_now_event_ranges_relative_to_and_contains() -> None:
+    """Faust's WindowSet/WindowWrapper reads: ``now()`` in an agent is the newest window of the
+    partition (not the wall clock), ``wt[k][event]`` binds another event, ranges can be written
+    and deleted, ``relative_to(fn)`` takes a callable of the event, ``k in wt`` looks at the
+    window of the current time."""
+    app = agentstream.App(f"freads-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
+    topic = app.topic("events", key_type=str, value_type=dict)
+    hop = app.Table("hop", default=int).hopping(10, 5, expires=1000)
+    by_fn = app.Table("by_fn", default=int).tumbling(10, expires=1000).relative_to(lambda e: e.value["t"])
+    seen: list[tuple[Any, ...]] = []
+    first: list[Any] = []
+
+    @app.agent(topic)
+    async def count(stream: agentstream.Stream) -> None:
+        async for event in stream.events():
+            if not first:
+                first.append(event)
+            hop[event.key] += 1
+            by_fn[event.key] += 1
+            ws = hop[event.key]
+            seen.append((ws.now(), ws.current(), ws[first[0]].current(), event.key in hop, "zz" in hop))
+            if event.timestamp == 12.0:
+                hop[event.key][(10.0, 20.0)] = 40  # one window by its range
+                del hop[event.key][(5.0, 15.0)]
+
+    async with AppHarness(app) as h:
+        for ts in [1.0, 7.0, 12.0]:
+            await h.send("events", {"t": 1000.0 + ts}, key="k", timestamp=ts)
+        await h.wait_idle()
+        windows = hop.as_dict()
+        fn_windows = sorted(by_fn.keys())
+    assert seen == [
+        # now() = current(stream time of the partition): [0, 10) at 1, [5, 15) at 7, [10, 20) at 12
+        (1, 1, 1, True, False),
+        (1, 1, 2, True, False),  # ws[first event] reads the window of t=1: [0, 10) now holds 2
+        (1, 1, 2, True, False),
+    ]
+    assert windows == {("k", (0.0, 10.0)): 2, ("k", (10.0, 20.0)): 40}
+    assert fn_windows == [("k", (1000.0, 1010.0)), ("k", (1010.0, 1020.0))]
+
+
+async def test_sliding_window_and_using_window() -> None:
+    """Faust's SlidingWindow(before, after, expires): each record's own window [t - before, t + after);
+    ``using_window`` takes any window object."""
+    app = agentstream.App(f"slide-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
+    topic = app.topic("events", key_type=str, value_type=dict)
+    sliding = app.Table("sliding", default=int).using_window(agentstream.SlidingWindow(5, 2, expires=30))
+    tumbling = app.Table("tumbling", default=int).using_window(agentstream.TumblingWindow(10, expires=30))
+    values: list[int] = []
+
+    @app.agent(topic)
+    async def count(stream: agentstream.Stream) -> None:
+        async for event in stream.events():
+            sliding[event.key] += 1
+            tumbling[event.key] += 1
+            values.append(sliding[event.key].value())
+
+    async with AppHarness(app) as h:
+        for ts in [10.0, 10.0, 14.0, 11.0, 60.0]:  # 11 arrives after stream time 14 >= 11 + 2: late
+            await h.send("events", {}, key="k", timestamp=ts)
+        await h.wait_idle()
+        assert values == [1, 2, 1, 0, 1]
+        # at stream time 60 every window ending before 60 - 30 has expired
+        assert sliding.as_dict() == {("k", (55.0, 62.0)): 1}
+        assert tumbling.as_dict() == {("k", (60.0, 70.0)): 1}
+        assert sliding.late_dropped == 1
+    with pytest.raises(agentstream.TopologyError, match="using_window"):
+        app.Table("other").using_window(object())
+
+
+async def test_windowed_items_keys_values_views_pick_one_window_per_key() -> None:
+    """``wt.items().current()``/``.now()``/``.delta(d)`` (and keys/values) as Faust's views; plain
+    iteration still gives every window."""
+    app, wt = counting_app("views", size=10.0, expires=1000.0)
+    seen: list[Any] = []
+
+    @app.agent(app.topic("probe", key_type=str, value_type=dict))
+    async def probe(stream: agentstream.Stream) -> None:
+        async for _ in stream:
+            seen.append((sorted(wt.items().current()), sorted(wt.keys().now()), sorted(wt.values().delta(10))))
+
+    async with AppHarness(app) as h:
+        for ts, key in [(1.0, "a"), (2.0, "b"), (12.0, "a"), (13.0, "a")]:
+            await h.send("events", {}, key=key, timestamp=ts)
+        await h.wait_idle()
+        await h.send("probe", {}, key="a", timestamp=14.0)
+        await h.wait_idle()
+        assert sorted(wt.items()) == [(("a", (0.0, 10.0)), 1), (("a", (10.0, 20.0)), 2), (("b", (0.0, 10.0)), 1)]
+    # current(): the window of t=14, [10, 20) (b: the default 0); now(): the partition's newest
+    # window, [10, 20); delta(10): the window of t=4, [0, 10)
+    assert seen == [([("a", 2), ("b", 0)], ["a", "b"], [1, 1])]

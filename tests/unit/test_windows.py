@@ -131,3 +131,28 @@ def test_window_key_range_scans_exactly_one_key() -> None:
     ]
     lo, hi = window_key_range(b"a", start_from=10, start_to=30)
     assert [v for _, v in store.items(lo, hi)] == [b"a@10", b"a@20"]
+
+
+def test_sliding_window_is_one_window_around_each_timestamp() -> None:
+    from agentstream.tables.windows import SlidingWindow
+
+    w = SlidingWindow(before=5, after=2, expires=30)
+    assert w.ranges(10.0) == [(5.0, 12.0)] and w.current(10.0) == w.earliest(10.0) == (5.0, 12.0)
+    assert w.delta(10.0, 3) == (2.0, 9.0)
+    assert not w.stale(10.0, 11.9) and w.stale(10.0, 12.0) and not w.stale(10.0, 12.0, grace=1)
+    assert w.expired(12.0, 42.0) and not w.expired(12.0, 41.9)
+    with pytest.raises(ValueError):
+        SlidingWindow(0, 0, 10)
+
+
+def test_faust_window_keys_are_faust_bytes_both_ways() -> None:
+    from agentstream.tables.windows import faust_window_key, parse_faust_window_key
+
+    # what faust-streaming 0.15 writes for ("hello", (1795392000.0, 1795478399.9)), size one day
+    raw = b'["hello",[1795392000.0,1795478399.9]]'
+    assert faust_window_key(b'"hello"', 1795392000.0, 86400.0) == raw
+    assert parse_faust_window_key(raw) == (b'"hello"', 1795392000.0)
+    assert faust_window_key(b'"k"', 120.0, 60.0) == b'["k",[120.0,179.9]]'
+    for bad in (b"\xff\xff", b'"hello"', b'["a",[1]]', b"[1,2]"):
+        with pytest.raises(ValueError):
+            parse_faust_window_key(bad)
