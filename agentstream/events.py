@@ -70,5 +70,6 @@ def current_event() -> Event | None:
     return _current.get()
 
 
-def set_current_event(event: Event | None) -> None:
-    _current.set(event)
+set_current_event = _current.set
+"""Make ``event`` the calling agent instance's current event: the ContextVar's own ``set``, a C
+call with no Python frame, since streams call it once per record."""
