@@ -65,9 +65,10 @@ class Event:
 _current: ContextVar[Event | None] = ContextVar("agentstream_current_event", default=None)
 
 
-def current_event() -> Event | None:
-    """The event the calling agent instance is handling, or None outside an agent."""
-    return _current.get()
+current_event = _current.get
+"""``current_event()``: the event the calling agent instance is handling, or None outside an
+agent. The ContextVar's own ``get`` (a C call, no Python frame): every send and table access
+reads it once per record."""
 
 
 set_current_event = _current.set
