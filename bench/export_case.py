@@ -5,11 +5,7 @@ prints one line per side and writes ``artifacts/bench/export.json``)::
 
     python -m bench.export_case run [--n 1000000] [--master local[*]]
 
-Or as a :mod:`bench.run` case (not wired in: bench/ has its own owner). ``case_export(case, n)``
-has the signature of the other cases and returns their ``{"agentstream": ..., "raw": ...}`` shape;
-to add it, in bench/run.py: ``from bench.export_case import case_export``, then
-``CASES["export"] = case_export``, ``FULL["export"] = 1_000_000``, ``QUICK["export"] = 50_000``,
-``UNITS["export"] = "changelog records/s"``.
+Or as the ``export`` case of :mod:`bench.run` (``case_export``).
 
 Input: ``n`` changelog records of a JSON-keyed table (``n // 2`` distinct keys, each written
 twice, JSON int values, 4 partitions, partitioned like table writes).
