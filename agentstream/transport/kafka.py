@@ -270,9 +270,8 @@ class KafkaProducer:
         headers: Sequence[tuple[str, bytes]] | None = None,
     ) -> Delivery | None:
         """:meth:`send`'s common case without a coroutine: a keyed (or explicitly placed) record
-        whose partition is known and whose partition's open batch has room. None: nothing was
-        appended, call :meth:`send` (first send to the topic, a new key, keyless, no open batch
-        or a full one). ``Topic.send_raw`` tries this first: one coroutine less per record."""
+        whose partition's open batch has room. None: nothing was appended, call :meth:`send`
+        (first send to the topic, keyless, no open batch or a full one). ``Topic.send_raw`` tries this first: one coroutine less per record."""
         route = self._routes.get(topic)
         if route is None:
             return None
@@ -281,8 +280,8 @@ class KafkaProducer:
             if key is None:
                 return None
             partition = memo.get(key)
-            if partition is None:
-                return None
+            if partition is None:  # a new key: hash it here (distinct keys must not pay send() as well)
+                partition = self._hash_partition(topic, key, count)
         elif not 0 <= partition < count:
             return None  # send() raises the error
         batch = open_batches.get(partition)
