@@ -65,10 +65,12 @@ class Event:
 _current: ContextVar[Event | None] = ContextVar("agentstream_current_event", default=None)
 
 
-def current_event() -> Event | None:
-    """The event the calling agent instance is handling, or None outside an agent."""
-    return _current.get()
+current_event = _current.get
+"""``current_event()``: the event the calling agent instance is handling, or None outside an
+agent. The ContextVar's own ``get`` (a C call, no Python frame): every send and table access
+reads it once per record."""
 
 
-def set_current_event(event: Event | None) -> None:
-    _current.set(event)
+set_current_event = _current.set
+"""Make ``event`` the calling agent instance's current event: the ContextVar's own ``set``, a C
+call with no Python frame, since streams call it once per record."""

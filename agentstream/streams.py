@@ -86,6 +86,8 @@ class Stream:
         self._splits = splits
         self._pending: list[Event] = []
         self.current_event: Event | None = None
+        # A task's synchronous fast path (StreamTask.poll_event): a ready record without a coroutine.
+        self._poll: Callable[[], Event | None] | None = getattr(input, "poll_event", None)
         hand = streams_in_hand.get()
         if hand is not None:
             hand.append(self)
@@ -108,7 +110,26 @@ class Stream:
         return self
 
     async def __anext__(self) -> Any:
-        return (await self._advance()).value
+        # _advance() inlined: this runs once per record.
+        pending = self._pending
+        if pending:
+            ack = self._input.ack
+            for done in pending:
+                ack(done)
+            pending.clear()
+        event: Event | None
+        if self._processors:
+            event = await self._pull()
+        else:
+            poll = self._poll
+            event = None if poll is None else poll()
+            if event is None:
+                event = await self._input.next_event()
+            self.current_event = event
+            set_current_event(event)
+        assert event is not None  # no timeout given: the input waits for a record
+        pending.append(event)
+        return event.value
 
     async def _advance(self) -> Event:
         """The per-record path: ack what was handed out last, pull the next record."""
@@ -122,7 +143,10 @@ class Stream:
         if self._processors:
             event = await self._pull()
         else:
-            event = await self._input.next_event()
+            poll = self._poll
+            event = None if poll is None else poll()
+            if event is None:
+                event = await self._input.next_event()
             self.current_event = event
             set_current_event(event)
         assert event is not None  # no timeout given: the input waits for a record
@@ -141,8 +165,11 @@ class Stream:
         """Next event that passes every processor; events dropped on the way are acked at once."""
         inp = self._input
         processors = self._processors
+        poll = self._poll
         while True:
-            event = await inp.next_event(timeout)
+            event = None if poll is None else poll()
+            if event is None:
+                event = await inp.next_event(timeout)
             if event is None:
                 return None
             keep: Any = True

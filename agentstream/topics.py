@@ -123,6 +123,11 @@ class Topic:
         if task is not None and task.txn is not None:  # exactly_once: into the task's transaction
             return await task.txn.send(self.name, key, value, partition=partition, timestamp_ms=ts_ms, headers=headers)
         producer = self.app.producer if self.app._producer_started else await self.app.start_producer()
+        send_now = getattr(producer, "send_now", None)  # kafka://: the synchronous fast path
+        if send_now is not None:
+            delivery: Delivery | None = send_now(self.name, key, value, partition, ts_ms, headers)
+            if delivery is not None:
+                return delivery
         return await producer.send(self.name, key, value, partition=partition, timestamp_ms=ts_ms, headers=headers)
 
     def _observe_send(self, key: bytes | None, value: bytes | None, partition: int | None, ts_ms: int | None,

@@ -175,7 +175,9 @@ def headline(a: dict[str, Any], r: dict[str, Any], rate: float, max_rate: dict[s
     ra, rr = row["agentstream_p99_ms"], row["raw_p99_ms"]
     row["ratio"] = round(ra / rr, 3) if rr else None
     row["ratio_p50"] = round(row["agentstream_p50_ms"] / row["raw_p50_ms"], 3) if row["raw_p50_ms"] else None
-    row["summary"] = (f"at {rate:,.0f} records/s (half of {max_rate['max_rate']:,.0f}): "
+    paced = ("fixed by BENCH_LATENCY_RATE" if max_rate.get("max_rate") is None
+             else f"half of {max_rate['max_rate']:,.0f}")
+    row["summary"] = (f"at {rate:,.0f} records/s ({paced}): "
                       f"p50/p99/max agentstream {row['agentstream_p50_ms']:.1f}/{ra:.1f}/{row['agentstream_max_ms']:.1f} ms, "
                       f"raw {row['raw_p50_ms']:.1f}/{rr:.1f}/{row['raw_max_ms']:.1f} ms "
                       f"(broker hop p99 {row['agentstream_hop_p99_ms']:.1f}/{row['raw_hop_p99_ms']:.1f} ms)")
@@ -184,8 +186,13 @@ def headline(a: dict[str, Any], r: dict[str, Any], rate: float, max_rate: dict[s
 
 def case_latency(case: "Case", n: int) -> dict[str, Any]:
     """A :mod:`bench.run` case: ``n`` records paced at half the max rate, through each side."""
-    max_rate = measure_max_rate(case, min(n, MAX_RATE_RECORDS))
-    rate = max_rate["max_rate"] / 2
+    fixed = os.environ.get("BENCH_LATENCY_RATE")  # e.g. 1000: issue 17's target is p99 at 1,000 records/s
+    if fixed:
+        max_rate: dict[str, Any] = {"max_rate": None, "fixed_rate": float(fixed)}
+        rate = float(fixed)
+    else:
+        max_rate = measure_max_rate(case, min(n, MAX_RATE_RECORDS))
+        rate = max_rate["max_rate"] / 2
     log(f"pacing {n} records at {rate:.0f} records/s ({n / rate:.1f} s) per side")
     a = run_side(case, "agentstream", n, rate)
     r = run_side(case, "raw", n, rate)

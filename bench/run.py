@@ -17,7 +17,7 @@ Cases:
                app: split -> repartition by word -> count in a RocksDB table -> counts topic);
                records/s counts input sentences (each becomes ~10 repartition + ~10 output records).
   restore      N-key changelog (16-byte keys, JSON int values, 4 partitions) into RocksDB.
-  export       N-record changelog exported to Parquet by Spark vs a raw aiokafka read (bench/export_case.py).
+  export       N-record changelog exported to Parquet by Spark vs a raw aiokafka read into Arrow (bench/export_case.py).
   latency      (bench/latency_case.py) end-to-end latency of the pass-through workload: N records
                paced at half of the max rate (the lower of both sides' backlog throughput,
                measured in the case on min(N, 100 000) records), each stamped with its send time;

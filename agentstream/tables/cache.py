@@ -12,12 +12,14 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-__all__ = ["RecordCache"]
+__all__ = ["RecordCache", "MISS"]
 
 S = TypeVar("S", bound=Hashable)
 """Whatever identifies a store in the caller (a name, an index, the store object...)."""
 
 _MISS = object()
+MISS = _MISS
+"""What :meth:`RecordCache.lookup` returns for a key it does not hold."""
 
 
 class RecordCache(Generic[S]):
@@ -59,6 +61,11 @@ class RecordCache(Generic[S]):
         if value is _MISS:  # a sentinel: misses are common, and raising KeyError is slow
             return False, None
         return True, value  # type: ignore[return-value]  # not _MISS, so bytes | None
+
+    def lookup(self, store_id: S, key: bytes) -> object:
+        """The cached value (None = deleted), or :data:`MISS`: :meth:`get` without the result tuple,
+        for the per-record read path."""
+        return self._entries.get((store_id, key), _MISS)
 
     def flush(self) -> list[tuple[S, bytes, bytes | None]]:
         """Hand over every dirty entry (first-write order) and empty the cache."""

@@ -10,7 +10,7 @@ from typing import Any
 from ..exceptions import AgentStreamError
 from ..lifecycle import PARTITION_TRANSITIONS, PartitionState, StateMachine
 from ..transport.base import Delivery
-from .cache import RecordCache
+from .cache import MISS, RecordCache
 from .store import Store, read_checkpoint, write_checkpoint
 
 
@@ -104,12 +104,11 @@ class TablePartition:
 
     def get_bytes(self, key: bytes) -> tuple[bool, Any]:
         """(found, python value) looking through cache, pending writes, then the store."""
-        hit, value = self.cache.get(0, key)
-        if hit:
+        value = self.cache.lookup(0, key)
+        if value is not MISS:
             return value is not None, value
-        if key in self.pending:
-            raw = self.pending[key]
-        else:
+        raw = self.pending.get(key, MISS)
+        if raw is MISS:
             raw = self.store.get(key)
         if raw is None:
             return False, None

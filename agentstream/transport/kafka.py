@@ -159,6 +159,8 @@ class KafkaProducer:
         self._partition_count: dict[str, int] = {}
         self._sticky: dict[str, int] = {}  # keyless records: one partition per batch, then the next
         self._open: dict[str, dict[int, OpenBatch]] = {}
+        # topic -> (partition count, key -> partition memo, open batches): the same objects as above
+        self._routes: dict[str, tuple[int, dict[bytes, int], dict[int, OpenBatch]]] = {}
         self._handover_locks: dict[str, list[asyncio.Lock]] = {}
         self._sent: list[OpenBatch] = []  # handed to aiokafka since the last flush
         self._failure: tuple[str, BaseException] | None = None  # (message, cause): raised by every flush
@@ -230,12 +232,14 @@ class KafkaProducer:
         timestamp_ms: int | None = None,
         headers: Sequence[tuple[str, bytes]] | None = None,
     ) -> Delivery:
-        count = self._partition_count.get(topic)
-        if count is None:
-            count = await self._learn_topic(topic)
+        route = self._routes.get(topic)  # one lookup per record for all the per-topic state
+        if route is None:
+            await self._learn_topic(topic)
+            route = self._routes[topic]
+        count, memo, open_batches = route
         if partition is None:
             if key is not None:
-                partition = self._partition_cache[topic].get(key)
+                partition = memo.get(key)
                 if partition is None:
                     partition = self._hash_partition(topic, key, count)
             else:
@@ -245,7 +249,7 @@ class KafkaProducer:
         elif not 0 <= partition < count:
             raise ProducerError(f"could not send to {topic}[{partition}]: the topic has partitions 0..{count - 1}")
         hdrs = list(headers) if headers else _NO_HEADERS
-        batch = self._open[topic].get(partition)
+        batch = open_batches.get(partition)
         if batch is not None:
             meta = batch.builder.append(timestamp=timestamp_ms, key=key, value=value, headers=hdrs)
             if meta is not None:
@@ -254,6 +258,39 @@ class KafkaProducer:
         batch = self._new_batch(topic, partition)
         meta = batch.builder.append(timestamp=timestamp_ms, key=key, value=value, headers=hdrs)  # a first record always fits
         await self._hand_over(batch)
+        return RecordDelivery(batch, meta)
+
+    def send_now(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Sequence[tuple[str, bytes]] | None = None,
+    ) -> Delivery | None:
+        """:meth:`send`'s common case without a coroutine: a keyed (or explicitly placed) record
+        whose partition's open batch has room. None: nothing was appended, call :meth:`send`
+        (first send to the topic, keyless, no open batch or a full one). ``Topic.send_raw`` tries this first: one coroutine less per record."""
+        route = self._routes.get(topic)
+        if route is None:
+            return None
+        count, memo, open_batches = route
+        if partition is None:
+            if key is None:
+                return None
+            partition = memo.get(key)
+            if partition is None:  # a new key: hash it here (distinct keys must not pay send() as well)
+                partition = self._hash_partition(topic, key, count)
+        elif not 0 <= partition < count:
+            return None  # send() raises the error
+        batch = open_batches.get(partition)
+        if batch is None:
+            return None
+        meta = batch.builder.append(timestamp=timestamp_ms, key=key, value=value,
+                                    headers=list(headers) if headers else _NO_HEADERS)
+        if meta is None:
+            return None
         return RecordDelivery(batch, meta)
 
     async def _learn_topic(self, topic: str) -> int:
@@ -268,6 +305,7 @@ class KafkaProducer:
         self._open.setdefault(topic, {})
         self._handover_locks.setdefault(topic, [asyncio.Lock() for _ in range(count)])
         self._partition_count[topic] = count
+        self._routes[topic] = (count, self._partition_cache[topic], self._open[topic])
         return count
 
     def _hash_partition(self, topic: str, key: bytes, count: int) -> int:

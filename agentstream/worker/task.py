@@ -109,6 +109,8 @@ class StreamTask:
         self.gate: "CommitGate | None" = None
         self.txn: "TaskTransaction | None" = None
         self.faults: "FaultPoints | None" = None
+        self._fast = False  # poll_event() allowed: running, no commit gate, no fault points (set by start())
+        self._undecodable: tuple[Message, TP, Exception] | None = None  # left by poll_event() for the policy
 
     # -- fed by the fetcher -------------------------------------------------------------------
     def add(self, tp: TP, messages: list[Message]) -> int:
@@ -142,12 +144,54 @@ class StreamTask:
             self.faults.check("before_record")
         return event
 
+    def poll_event(self) -> Event | None:
+        """The next record when one is buffered and may go now, without suspending; None sends
+        the caller to :meth:`next_event` (nothing ready, a wait, a record that failed to decode,
+        or exactly-once / fault points, whose gates need the async path).
+
+        The per-record fast path of a stream: no coroutine per record, the same choice, decode
+        and ack bookkeeping as :meth:`_next_event` (one record at a time: depth-first holds)."""
+        if not self._fast or self.lifecycle.state is not _RUNNING:
+            return None
+        group = self.group
+        single = group._single
+        if single is not None:  # inlined PartitionGroup.next() for the one-input task
+            messages = single.messages
+            if not messages:
+                return None
+            message: Message = messages.popleft()
+            q = single
+        else:
+            item = group.next()
+            if item is None or type(item) is Wait:
+                return None
+            message = item  # type: ignore[assignment]
+            q = group.last  # type: ignore[assignment]
+        tp = q.tp
+        if q.paused and len(q.messages) <= self._low_water:
+            self._on_drained(tp)
+        if not self._ordered_acks:
+            self._inflight[tp].append(message.offset)
+        key_loads, value_loads = self._codecs[tp.topic]
+        try:
+            key = None if message.key is None else key_loads(message.key)
+            value = None if message.value is None else value_loads(message.value)
+        except Exception as exc:
+            self._undecodable = (message, tp, exc)  # the async path applies the error policy
+            return None
+        return Event(key, value, message, tp)
+
     async def _next_event(self, timeout: float | None = None) -> Event | None:
         group = self.group
         deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
         while True:
             if self.lifecycle.state is not _RUNNING:
                 raise WorkerStopped(f"task {self.id} is closing")
+            if self._undecodable is not None:
+                failed = self._undecodable
+                self._undecodable = None
+                await self._decode_failed(*failed)
+                continue
             item = group.next()
             if item is None or type(item) is Wait:
                 wait = None if item is None else float(item)
@@ -178,19 +222,26 @@ class StreamTask:
                 key = None if message.key is None else key_loads(message.key)
                 value = None if message.value is None else value_loads(message.value)
             except Exception as exc:
-                if self.gate is not None:  # a dead letter must land in the transaction of its offset
-                    await self.gate.enter()
-                    try:
-                        await self._errors.decode_failed(self, message, exc)
-                    finally:
-                        self.gate.leave()
-                else:
-                    await self._errors.decode_failed(self, message, exc)
-                self._ack(tp, message.offset)
+                await self._decode_failed(message, tp, exc)
                 continue
             return Event(key, value, message, tp)
 
+    async def _decode_failed(self, message: Message, tp: TP, exc: Exception) -> None:
+        if self.gate is not None:  # a dead letter must land in the transaction of its offset
+            await self.gate.enter()
+            try:
+                await self._errors.decode_failed(self, message, exc)
+            finally:
+                self.gate.leave()
+        else:
+            await self._errors.decode_failed(self, message, exc)
+        self._ack(tp, message.offset)
+
     def ack(self, event: Event) -> None:
+        if self._ordered_acks:  # inlined _ack: one call per record
+            self.processed += 1
+            self.committable[event.tp] = event.message.offset + 1
+            return
         self._ack(event.tp, event.message.offset)
 
     def _ack(self, tp: TP, offset: int) -> None:
@@ -230,6 +281,7 @@ class StreamTask:
         if self.gate is None and self.faults is None:
             # The common case needs no wrapper: streams call the inner pull directly.
             self.next_event = self._next_event  # type: ignore[method-assign]
+            self._fast = True
         for i in range(self.agent.concurrency):
             task = asyncio.ensure_future(self._run_instance(i))
             task.add_done_callback(self._instance_done)
