@@ -59,10 +59,15 @@ def _is_round_step(step: float) -> bool:
 
 
 async def _render(chromium: str, shot: Path) -> str:
+    async def page(request: web.Request) -> web.Response:
+        return web.Response(text=render_status_page("wordcount", "127.0.0.1:1"), content_type="text/html")
+
+    async def status(request: web.Request) -> web.Response:
+        return web.json_response(_status())
+
     app = web.Application()
-    app.router.add_get("/status.html", lambda r: web.Response(text=render_status_page("wordcount", "127.0.0.1:1"),
-                                                              content_type="text/html"))
-    app.router.add_get("/status", lambda r: web.json_response(_status()))
+    app.router.add_get("/status.html", page)
+    app.router.add_get("/status", status)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -16,7 +16,6 @@ from agentstream.testing import AppHarness
 from agentstream.transport.memory import MemoryTransport
 from agentstream.transport.partitioner import default_partition
 
-pytestmark = pytest.mark.asyncio
 
 
 class Item(agentstream.Record):
