@@ -117,7 +117,7 @@ class Agent:
                 if inspect.isawaitable(res):
                     await res
         if event is not None:
-            reply_to = allowed_reply_to(self.app, event)  # only the app's reply topics (issue 15)
+            reply_to = allowed_reply_to(self.app, event)  # the app's reply topics or reply_topics only
             if reply_to is not None:
                 cid = event.header(CORRELATION_ID) or b""
                 data = None if value is None else self.app.reply_codec.dumps(value)

@@ -10,7 +10,7 @@ seconds fails with :class:`~agentstream.exceptions.RestoreTimeout`.
 
 A changelog record a store cannot hold (null key, or a value the table's codec cannot decode) is
 skipped with a log line naming ``topic[partition]@offset`` and counted in :data:`SKIPPED`: one bad
-record must never make a worker unable to start again (issue 15).
+record must never make a worker unable to start again.
 """
 
 from __future__ import annotations

@@ -143,7 +143,7 @@ class Worker:
     async def start(self) -> None:
         app, s = self.app, self.settings
         if app.tables:
-            s.check_data_dir()  # before connecting or joining: a bad data dir names the setting (issue 15)
+            s.check_data_dir()  # before connecting or joining: a bad data dir names the setting
         rt = runtime.bind(app, self)  # the app's runtime context: tables and sends find the worker here
         hooks.worker_init(self)  # Faust's signals and sensors (agentstream.worker.hooks)
         await autodiscover(app)  # Faust's autodiscover setting: import the modules declaring agents
