@@ -87,6 +87,12 @@ class CommitUnit(ABC):
             await self.hold(tasks, stack)
             if tables is not None:
                 await tables.settle_callbacks()  # async on_window_close: part of this commit
+            # A task may have gone dirty while we waited (exactly_once: an agent instance failed
+            # mid-record, which is what let its gate close): its open transaction holds half a
+            # record whose offset is not committable, so it must not commit now.
+            tasks = [t for t in tasks if t.dirty is None]
+            if not tasks:
+                return False
             offsets = self.offsets(tasks)
             if not offsets and not self.has_writes(tasks, tables):
                 return False

@@ -471,3 +471,63 @@ async def test_exactly_once_start_fails_clearly_when_the_broker_has_no_transacti
     worker = Worker(app)
     with pytest.raises(TransactionsUnsupported, match="processing_guarantee.*at_least_once"):
         await worker.start()
+
+
+async def test_a_commit_waiting_for_a_record_does_not_commit_the_task_when_the_record_fails() -> None:
+    """A commit waits at the task's gate for the record in hand; the agent fails in the middle of
+    it (one output sent, then its produce fails). The commit must not go on with the task: its
+    transaction holds half of a record whose offset is not committed (the restart would send it again)."""
+    url = "memory://eos-gate-race"
+    transport = MemoryTransport(url)
+    await transport.ensure_topics([TopicSpec("sentences", 1)])
+    producer = transport.producer()
+    await producer.start()
+    for i in range(2):
+        await producer.send("sentences", str(i).encode(), orjson.dumps({"id": i}))
+    in_record, release = asyncio.Event(), asyncio.Event()
+    fail = [True]
+
+    def app_(commit_interval: float) -> agentstream.App:
+        app = agentstream.App("eosgate", broker=url, topic_partitions=1, processing_guarantee="exactly_once",
+                              store="memory://", commit_interval=commit_interval, web_enabled=False, shutdown_timeout=2.0)
+        source = app.topic("sentences", value_type=dict)
+        out = app.topic("out", key_type=str, value_type=int)
+
+        @app.agent(source)
+        async def split(stream: agentstream.Stream) -> None:
+            async for s in stream:
+                await out.send(key=f"{s['id']}a", value=1)
+                if s["id"] == 1 and fail[0]:
+                    in_record.set()
+                    await release.wait()
+                    raise ProducerError("injected: the second produce of the record failed")
+                await out.send(key=f"{s['id']}b", value=1)
+
+        return app
+
+    worker = Worker(app_(3600))  # no periodic commit: this test's commit is the one that races
+    await worker.start()
+    await asyncio.wait_for(in_record.wait(), 20)
+    commit = asyncio.ensure_future(worker.commit())
+    for _ in range(20):
+        await asyncio.sleep(0)  # the commit now waits at the gate
+    assert not commit.done()
+    release.set()
+    try:
+        await asyncio.wait_for(commit, 20)
+    except TransportError:
+        pass
+    assert worker.crashed is not None
+    await worker.stop()
+
+    fail[0] = False
+    worker = Worker(app_(0.01))
+    await worker.start()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 20
+    while transport._broker.groups["eosgate"].committed.get(TP("sentences", 0)) != 2:
+        assert loop.time() < deadline and worker.crashed is None, worker.crashed
+        await asyncio.sleep(0.005)
+    await worker.stop()
+    keys = sorted(m.key for m in transport.read_topic("out", committed=True) if m.key is not None)
+    assert keys == [b"0a", b"0b", b"1a", b"1b"]
