@@ -341,9 +341,12 @@ class StreamTask:
                 await asyncio.wait_for(self._closed.wait(), delay)
             except asyncio.TimeoutError:
                 pass
-        finally:
+        except BaseException:
             if gate is not None:
-                gate.enter_nowait()
+                gate.enter_nowait()  # leaving the agent: _instance_done does the final leave()
+            raise
+        if gate is not None:
+            await gate.enter()  # back in the agent: never while a commit holds the gate closed
         return restarts
 
     def _instance_done(self, task: "asyncio.Task[None]") -> None:
