@@ -1,12 +1,23 @@
 """agentstream: Faust-style stream processing on Kafka Streams' architecture.
 
 Declare an :class:`App`, its topics, :class:`Record` models, agents and tables; run workers with
-``agentstream -A module worker``. See the README for a tour.
+``agentstream -A module worker`` (or :class:`Worker` from a script). See the README for a tour.
+
+``__all__`` is the public API, pinned by tests/unit/test_public_api.py. Faust's own spellings
+(``Model``, ``StreamT`` and the other ``...T`` aliases, ``uuid``) are answered too, from the
+:mod:`agentstream.faust` compat package, so ``import agentstream as faust`` runs Faust apps; they
+are not part of ``__all__``.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
+from ._version import __version__
+from .agents.agent import Agent
 from .app import App
+from .channels import Channel
 from .credentials import GSSAPICredentials, OAuthCredentials, SASLCredentials, SSLCredentials
 from .events import Event, current_event
 from .exceptions import (
@@ -19,63 +30,34 @@ from .exceptions import (
     ValidationError,
 )
 from .models import Record
-from .streams import Stream
-from .topics import Topic
-
-# Faust's public names, so ``import agentstream as faust`` runs Faust apps (docs/migrating-from-faust.md)
-from .agents.agent import Agent
-from .channels import Channel
-from .faust_compat import uuid
-from .faust_worker import Worker
 from .sensors import Monitor, Sensor
+from .service import Service
 from .signals import Signal, SyncSignal
-from .topics import TopicGroup
-from .service import Service, ServiceT
+from .streams import Stream
 from .tables.table import GlobalTable, SetGlobalTable, SetTable, Table
 from .tables.windows import HoppingWindow, SlidingWindow, TumblingWindow
+from .topics import Topic, TopicGroup
 
 # These install operators into the layers below them (Stream.join, Table.tumbling/hopping/join,
 # Agent.test_context, App.main): imported here, so they are there whatever the app imports first.
 from . import cli as _cli, joins as _joins, testing as _testing  # noqa: F401
 from .tables import windowed as _windowed  # noqa: F401
 
-Model = Record
-EventT = Event
-StreamT = Stream
-TopicT = Topic
-ChannelT = Channel
-AgentT = Agent
-TableT = Table
-
-from ._version import __version__
-
-
-def __getattr__(name: str) -> object:
-    """``faust.web``, ``faust.cli``, ``faust.serializers``: imported on first use (aiohttp is heavy)."""
-    if name in ("web", "cli", "serializers", "crontab", "testing"):
-        import importlib
-
-        return importlib.import_module(f".{name}", __name__)
-    raise AttributeError(f"module 'agentstream' has no attribute {name!r}")
+# The compat package (top layer): the one Worker class, and Faust's names answered by __getattr__.
+from . import faust as _faust
+from .faust.worker import Worker
 
 __all__ = [
+    # declarations
     "App",
+    "Agent",
+    "Topic",
+    "TopicGroup",
+    "Channel",
     "Record",
     "Stream",
-    "Topic",
     "Event",
     "current_event",
-    "Agent",
-    "Channel",
-    "Service",
-    "ServiceT",
-    "Worker",
-    "uuid",
-    "Sensor",
-    "Monitor",
-    "Signal",
-    "SyncSignal",
-    "TopicGroup",
     "Table",
     "GlobalTable",
     "SetTable",
@@ -83,13 +65,19 @@ __all__ = [
     "TumblingWindow",
     "HoppingWindow",
     "SlidingWindow",
-    "Model",
-    "EventT",
-    "StreamT",
-    "TopicT",
-    "ChannelT",
-    "AgentT",
-    "TableT",
+    "Service",
+    # running and observing
+    "Worker",
+    "Sensor",
+    "Monitor",
+    "Signal",
+    "SyncSignal",
+    # broker credentials
+    "SSLCredentials",
+    "SASLCredentials",
+    "GSSAPICredentials",
+    "OAuthCredentials",
+    # errors
     "AgentStreamError",
     "ConfigError",
     "ImproperlyConfigured",
@@ -97,8 +85,18 @@ __all__ = [
     "SerializationError",
     "TopologyError",
     "ValidationError",
-    "SSLCredentials",
-    "SASLCredentials",
-    "GSSAPICredentials",
-    "OAuthCredentials",
+    "__version__",
 ]
+
+_LAZY_MODULES = {"web": ".web", "cli": ".cli", "crontab": ".crontab", "testing": ".testing",
+                 "serializers": ".faust.serializers"}
+
+
+def __getattr__(name: str) -> Any:
+    """Faust's names on ``agentstream`` (``faust.StreamT``, ``faust.uuid()``...) from the compat
+    package, and ``faust.web``/``faust.serializers``... imported on first use (aiohttp is heavy)."""
+    if name in _faust.FAUST_ALIASES:
+        return getattr(_faust, name)
+    if name in _LAZY_MODULES:
+        return importlib.import_module(_LAZY_MODULES[name], __name__)
+    raise AttributeError(f"module 'agentstream' has no attribute {name!r}")

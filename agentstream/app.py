@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import timedelta
 from typing import Any, Awaitable, Callable, Sequence, TypeVar, Union
 
-from . import codecs
+from . import codecs, faust_args
 from .agents.agent import Agent, AgentFun
 from .agents.replies import ReplyConsumer
+from .background import crontab_runner, leader_task, service_runner
 from .channels import Channel, ChannelAgent
+from .commands import register
+from .crontab import CronSchedule
+from .durations import Seconds, to_seconds
 from .exceptions import TopologyError
 from .naming import agent_topic_name, repartition_topic_name
 from .runtime import runtime_for
@@ -35,6 +38,7 @@ def _caller_module() -> str | None:
         return None
 
 F = TypeVar("F", bound=Callable[..., Any])
+_AGENT_TOPIC_ARGS = ("key_type", "value_type", "key_serializer", "value_serializer")  # for an agent's own topic
 
 __all__ = ["App"]
 
@@ -62,11 +66,9 @@ class App:
     """A Faust-style application: ``app = agentstream.App("wordcount", broker="kafka://...")``."""
 
     def __init__(self, id: str, **options: Any) -> None:
-        from . import faust_compat
-
-        options = faust_compat.translate_settings(options)  # Faust names, timedelta durations
+        options = faust_args.translate_settings(options)  # Faust names, timedelta durations
         self.settings = Settings.build(id, options)
-        faust_compat.log_unknown_settings(id, self.settings.extra)
+        faust_args.log_unknown_settings(id, self.settings.extra)
         self.key_serializer: str = options.get("key_serializer", "raw")
         self.value_serializer: str = options.get("value_serializer", "json")
         self.reply_codec = codecs.get("json")
@@ -136,9 +138,9 @@ class App:
         worker = self.worker
         return worker is not None and (bool(worker.stopping) or worker._stop_requested.is_set())
 
-    async def sleep(self, seconds: "float | timedelta") -> None:
+    async def sleep(self, seconds: Seconds) -> None:
         """Sleep, but return early when the worker starts stopping (Faust's ``app.sleep``)."""
-        secs = seconds.total_seconds() if isinstance(seconds, timedelta) else float(seconds)
+        secs = to_seconds(seconds)
         worker = self.worker
         if worker is None:
             await asyncio.sleep(secs)
@@ -181,7 +183,7 @@ class App:
         """Declare a topic (created with ``partitions`` or ``topic_partitions`` when missing).
 
         Faust's other arguments (``compacting``, ``retention``, ``schema``, ``replicas``...) are
-        translated or accepted and logged by :func:`agentstream.faust_compat.topic_options`.
+        translated or accepted and logged once by :func:`agentstream.faust_args.topic_options`.
         ``app.topic("a", "b")`` stands for several topics and ``app.topic(pattern="^a-.*")`` for the
         existing topics whose names match when the worker starts; an agent over either reads them all."""
         pattern = faust.pop("pattern", None)
@@ -195,9 +197,7 @@ class App:
             members = [self.topic(n, **group_kwargs) for n in names] if pattern is None else []
             return TopicGroup(self, names, members, pattern=pattern, options=group_kwargs)
         if faust:
-            from .faust_compat import topic_options
-
-            extra = topic_options(name, more, faust)
+            extra = faust_args.topic_options(name, more, faust)
             key_type = extra.get("key_type", key_type)
             value_type = extra.get("value_type", value_type)
             key_serializer = extra.get("key_serializer", key_serializer)
@@ -238,7 +238,8 @@ class App:
         ``isolated_partitions=True`` (Faust: one instance per partition) is what agentstream always
         does for an agent over one topic: each task, so each instance, reads one partition. With
         several topics a task reads partition p of each; Faust's rule that it needs concurrency=1
-        is kept."""
+        is kept. Faust's other arguments (``supervisor_strategy``, ``help``...) are logged once."""
+        faust_args.ignored("app.agent", **{k: v for k, v in kwargs.items() if k not in _AGENT_TOPIC_ARGS})
         if isolated_partitions and concurrency != 1:
             raise TopologyError("agent(isolated_partitions=True) needs concurrency=1 (one instance per partition)")
 
@@ -280,12 +281,13 @@ class App:
             return list(members)
         return [self._as_topic(t)]
 
-    def timer(self, interval: "float | timedelta", on_leader: bool = False, traced: bool = True,
-              name: str | None = None, max_drift_correction: float = 0.1) -> Callable[[F], F]:
+    def timer(self, interval: Seconds, on_leader: bool = False, traced: bool | None = None,
+              name: str | None = None, max_drift_correction: float | None = None) -> Callable[[F], F]:
         """Run ``async def fun()`` every ``interval`` seconds (or a timedelta) while a worker runs.
 
-        ``traced``/``max_drift_correction`` are Faust's and accepted for compatibility."""
-        secs = interval.total_seconds() if isinstance(interval, timedelta) else float(interval)
+        ``traced``/``max_drift_correction`` are Faust's: accepted and logged once."""
+        faust_args.ignored("app.timer", traced=traced, max_drift_correction=max_drift_correction)
+        secs = to_seconds(interval)
         if secs <= 0:
             raise TopologyError(f"timer interval must be > 0 seconds, got {interval}")
 
@@ -299,28 +301,25 @@ class App:
         return _decorate
 
     def crontab(self, cron_format: str, *, timezone: Any = None, on_leader: bool = False,
-                traced: bool = True) -> Callable[[F], F]:
+                traced: bool | None = None) -> Callable[[F], F]:
         """Run ``async def fun()`` at the times of a 5-field cron expression (``timezone``: name or
         tzinfo, default UTC); see :mod:`agentstream.crontab`."""
-        from .crontab import CronSchedule
-        from .faust_compat import crontab_runner
-
-        CronSchedule(cron_format)  # a bad expression fails here, at import, naming the field
+        faust_args.ignored("app.crontab", traced=traced)
+        schedule = CronSchedule(cron_format)  # a bad expression fails here, at import, naming the field
 
         def _decorate(fun: F) -> F:
-            self.startup_tasks.append(crontab_runner(self, fun, cron_format, timezone, on_leader))
+            self.startup_tasks.append(crontab_runner(self, fun, schedule, timezone, on_leader))
             return fun
 
         return _decorate
 
-    def task(self, fun: F | None = None, *, on_leader: bool = False, traced: bool = True) -> Any:
+    def task(self, fun: F | None = None, *, on_leader: bool = False, traced: bool | None = None) -> Any:
         """Run ``async def fun()`` (or ``fun(app)``) once when the worker has started
         (``on_leader=True``: once the first assignment made this worker the group leader)."""
+        faust_args.ignored("app.task", traced=traced)
 
         def _decorate(f: F) -> F:
             if on_leader:
-                from .faust_compat import leader_task
-
                 self.startup_tasks.append(leader_task(self, f))
             else:
                 self.startup_tasks.append(f)
@@ -330,14 +329,14 @@ class App:
 
     def service(self, cls: F) -> F:
         """Start an :class:`agentstream.Service` subclass (or instance) with every worker; stop it with it."""
-        from .faust_compat import service_runner
-
         self.startup_tasks.append(service_runner(cls))
         return cls
 
     def channel(self, *, schema: Any = None, key_type: Any = None, value_type: Any = None,
                 maxsize: int | None = None, loop: Any = None) -> Channel:
-        """An in-memory channel: ``@app.agent(channel)`` handles what ``channel.send()`` puts in."""
+        """An in-memory channel: ``@app.agent(channel)`` handles what ``channel.send()`` puts in
+        (Faust's ``loop`` is accepted and logged once)."""
+        faust_args.ignored("app.channel", loop=loop)
         if schema is not None:
             key_type = key_type or getattr(schema, "key_type", None)
             value_type = value_type or getattr(schema, "value_type", None)
@@ -346,9 +345,9 @@ class App:
     def command(self, *options: Any, base: Any = None, name: str | None = None, help: str | None = None,
                 **kwargs: Any) -> Callable[[F], F]:
         """A CLI command of this app: ``agentstream -A module <name> [options]`` (Faust's ``@app.command``
-        with ``agentstream.cli.option``/``argument``)."""
-        from .commands import register
-
+        with ``agentstream.cli.option``/``argument``; Faust's ``base`` and other keyword arguments are
+        accepted and logged once)."""
+        faust_args.ignored("app.command", base=base, **kwargs)
         return register(self, tuple(options), name, help)
 
     def topic_route(self, topic: Any, shard_param: str | None = None, *, query_param: str | None = None,
@@ -370,7 +369,9 @@ class App:
     def page(self, path: str, *, base: Any = None, cors_options: Any = None,
              name: str | None = None) -> Callable[[F], F]:
         """Serve a view at ``path`` on every worker's web server (Faust's ``@app.page``):
-        ``async def view(web, request, **path_params)`` or a :class:`agentstream.web.View` subclass."""
+        ``async def view(web, request, **path_params)`` or a :class:`agentstream.web.View` subclass.
+        Faust's ``base``, ``cors_options`` and ``name`` are accepted and logged once."""
+        faust_args.ignored("app.page", base=base, cors_options=cors_options, name=name)
         if not path.startswith("/"):
             raise TopologyError(f"page path {path!r} must start with '/'")
 
@@ -384,31 +385,27 @@ class App:
 
     def Table(self, name: str, **kwargs: Any) -> Any:
         """A partitioned, changelog-backed table (``<app>-<name>-changelog``)."""
-        from .faust_compat import table_options
         from .tables.table import Table
 
-        return self._add_table(Table(self, name, **table_options(kwargs)))
+        return self._add_table(Table(self, name, **faust_args.table_options(kwargs)))
 
     def GlobalTable(self, name: str, **kwargs: Any) -> Any:
         """A table every worker holds in full."""
-        from .faust_compat import table_options
         from .tables.table import GlobalTable
 
-        return self._add_table(GlobalTable(self, name, **table_options(kwargs)))
+        return self._add_table(GlobalTable(self, name, **faust_args.table_options(kwargs)))
 
     def SetTable(self, name: str, **kwargs: Any) -> Any:
         """A table of sets."""
-        from .faust_compat import table_options
         from .tables.table import SetTable
 
-        return self._add_table(SetTable(self, name, **table_options(kwargs)))
+        return self._add_table(SetTable(self, name, **faust_args.table_options(kwargs)))
 
     def SetGlobalTable(self, name: str, **kwargs: Any) -> Any:
         """A table of sets that every worker holds in full."""
-        from .faust_compat import table_options
         from .tables.table import SetGlobalTable
 
-        return self._add_table(SetGlobalTable(self, name, **table_options(kwargs)))
+        return self._add_table(SetGlobalTable(self, name, **faust_args.table_options(kwargs)))
 
     def _add_table(self, table: Any) -> Any:
         if table.name in self.tables:

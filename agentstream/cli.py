@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import click
 import orjson
 
-from . import app as _app
+from . import app as _app, faust_args
 from ._version import __version__
 from .commands import argument, option  # Faust's ``faust.cli.option``/``argument`` (click's) for @app.command
 from .app_loader import load_app  # re-exported: exporter and tests load apps by the -A spec too
@@ -101,16 +101,14 @@ def _state(ctx: click.Context) -> State:
 def _begin(ctx: click.Context, level: str | None = None, logfile: str | None = None, *, worker: bool = False) -> "App":
     """Load the app and set up logging. Faust-setting notices are written once, by the worker only;
     other commands log warnings and errors unless -l says otherwise."""
-    from . import faust_compat
-
     state = _state(ctx)
     app = state.app()
     level = level or state.loglevel
     setup_logging(level or (app.settings.loglevel if worker else "WARNING"), logfile)
     if worker:
-        faust_compat.flush_deferred_logs()
+        faust_args.flush_deferred_logs()
     else:
-        faust_compat.drop_deferred_logs()
+        faust_args.drop_deferred_logs()
     return app
 
 

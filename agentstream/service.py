@@ -12,26 +12,24 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from datetime import timedelta
-from typing import Any, Awaitable, Callable, TypeVar, Union
+from typing import Any, Awaitable, Callable, TypeVar
+
+from .durations import Seconds, to_seconds
+from .faust_args import ignored
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Service", "ServiceT"]
+__all__ = ["Service"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-Seconds = Union[float, int, timedelta]
 _MARK = "_agentstream_service_background"
-
-
-def _seconds(value: Seconds) -> float:
-    return value.total_seconds() if isinstance(value, timedelta) else float(value)
 
 
 class Service:
     """Base class of app services: override the ``on_*`` hooks; mark background methods."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:  # mode passes loop=/beacon=: accepted, unused
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        ignored("Service", **kwargs)  # mode's loop=/beacon=: accepted, logged once
         self._dependencies: list[Service] = []
         self._futures: list[asyncio.Future[Any]] = []
         self._stopped: asyncio.Event | None = None
@@ -55,7 +53,7 @@ class Service:
     @staticmethod
     def timer(interval: Seconds) -> Callable[[F], F]:
         """Run ``async def method(self)`` every ``interval`` seconds while the service runs."""
-        secs = _seconds(interval)
+        secs = to_seconds(interval)
 
         def _decorate(fun: F) -> F:
             setattr(fun, _MARK, secs)
@@ -118,7 +116,7 @@ class Service:
         """Sleep, waking early when the service stops (so loops over ``should_stop`` end quickly)."""
         stopped = self._stop_event()
         try:
-            await asyncio.wait_for(stopped.wait(), _seconds(seconds))
+            await asyncio.wait_for(stopped.wait(), to_seconds(seconds))
         except asyncio.TimeoutError:
             pass
 
@@ -186,9 +184,6 @@ class Service:
 
     def __repr__(self) -> str:
         return f"<{self.label}: {'running' if self._started else 'stopped'}>"
-
-
-ServiceT = Service
 
 
 class _ServiceLog(logging.LoggerAdapter):  # type: ignore[type-arg]

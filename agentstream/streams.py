@@ -19,6 +19,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Protocol, Union
 
+from .durations import to_seconds
 from .events import Event, set_current_event
 from .exceptions import TopologyError
 
@@ -209,7 +210,7 @@ class Stream:
             yield batch
 
     async def _batches(self, max_: int, within: Any) -> AsyncIterator[list[Event]]:
-        within = within.total_seconds() if hasattr(within, "total_seconds") else float(within)
+        within = to_seconds(within)
         if max_ < 1:
             raise ValueError("take(max_): max_ must be >= 1")
         while True:

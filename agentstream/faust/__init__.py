@@ -1,12 +1,17 @@
-"""``agentstream.faust``: Faust's module layout over agentstream, for ``from faust.X import Y``.
+"""``agentstream.faust``: the Faust compatibility package, with Faust's module layout.
 
 The rewrite a Faust app needs is one word per import line (docs/migrating-from-faust.md):
 ``import faust`` -> ``import agentstream as faust`` (or ``import agentstream.faust as faust``) and
-``from faust.X import Y`` -> ``from agentstream.faust.X import Y``. This package re-exports every
-public name of :mod:`agentstream`; its submodules (``types``, ``web``, ``cli``, ``sensors``,
-``models.fields``, ``tables``, ``streams``, ``agents``, ``serializers``, ``windows``, ``topics``,
-``channels``, ``events``, ``exceptions``, ``app``, ``worker``) hold the names Faust has there.
-Nothing in agentstream imports this package: it is the top shell of the compatibility layer.
+``from faust.X import Y`` -> ``from agentstream.faust.X import Y``. This package holds Faust's
+top-level names (agentstream's classes, plus Faust's aliases ``Model``, ``StreamT``... and
+``uuid``) and its submodules (``types``, ``web``, ``cli``, ``sensors``, ``models.fields``,
+``tables``, ``streams``, ``agents``, ``serializers``, ``windows``, ``topics``, ``channels``,
+``events``, ``exceptions``, ``app``, ``worker``, ``utils``) hold the names Faust has there.
+
+Compat sits on top of the package: it imports the core, nothing in the core imports it (the
+translation of Faust's *arguments*, which the App needs while it is constructed, is
+:mod:`agentstream.faust_args` in the foundation). ``import agentstream`` imports this package for
+the one :class:`Worker` class and to answer Faust's names on ``agentstream`` itself.
 """
 
 from __future__ import annotations
@@ -14,19 +19,55 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-import agentstream as _agentstream
-from agentstream import *  # noqa: F401,F403  (the re-export is the point of this package)
-from agentstream import __all__ as _all
-from agentstream._version import __version__  # noqa: F401
+from agentstream._version import __version__  # noqa: F401  (faust.__version__)
+from agentstream.agents.agent import Agent
+from agentstream.app import App
+from agentstream.channels import Channel
+from agentstream.credentials import GSSAPICredentials, OAuthCredentials, SASLCredentials, SSLCredentials
+from agentstream.events import Event, current_event
+from agentstream.exceptions import (
+    AgentStreamError,
+    ConfigError,
+    ImproperlyConfigured,
+    PartitionCountMismatch,
+    SerializationError,
+    TopologyError,
+    ValidationError,
+)
+from agentstream.models import Record
+from agentstream.sensors import Monitor, Sensor
+from agentstream.service import Service
+from agentstream.signals import Signal, SyncSignal
+from agentstream.streams import Stream
+from agentstream.tables.table import GlobalTable, SetGlobalTable, SetTable, Table
+from agentstream.tables.windows import HoppingWindow, SlidingWindow, TumblingWindow
+from agentstream.topics import Topic, TopicGroup
 
-__all__ = list(_all)
+from . import events as _events  # noqa: F401  (installs Faust's event.message.tp)
+from .models import Model
+from .types import AgentT, ChannelT, EventT, ServiceT, StreamT, TableT, TopicT
+from .utils import uuid
+from .worker import Worker
+
+FAUST_ALIASES = ["Model", "EventT", "StreamT", "TopicT", "ChannelT", "AgentT", "TableT", "ServiceT", "uuid"]
+"""Faust's names that agentstream's own API spells otherwise (``agentstream`` answers them too)."""
+
+__all__ = [
+    "App", "Record", "Stream", "Topic", "TopicGroup", "Event", "current_event", "Agent", "Channel", "Service",
+    "Worker", "Sensor", "Monitor", "Signal", "SyncSignal", "Table", "GlobalTable", "SetTable", "SetGlobalTable",
+    "TumblingWindow", "HoppingWindow", "SlidingWindow",
+    "AgentStreamError", "ConfigError", "ImproperlyConfigured", "PartitionCountMismatch", "SerializationError",
+    "TopologyError", "ValidationError",
+    "SSLCredentials", "SASLCredentials", "GSSAPICredentials", "OAuthCredentials",
+    *FAUST_ALIASES,
+]
 
 _SUBMODULES = ("types", "web", "cli", "sensors", "models", "tables", "streams", "agents", "serializers", "windows",
                "topics", "channels", "events", "exceptions", "app", "worker", "utils")
 
 
 def __getattr__(name: str) -> Any:
-    """``faust.web``, ``faust.cli``...: this package's submodule; else agentstream's lazy names."""
+    """``faust.web``, ``faust.serializers``...: this package's submodules, imported on first use."""
     if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
-    return getattr(_agentstream, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,56 @@
-"""``faust.worker``: ``Worker(app).execute_from_commandline()``."""
+"""``faust.worker`` and ``agentstream.Worker``: the worker that runs an app, with Faust's way to start it
+from a script.
 
-from agentstream.faust_worker import Worker
+There is one worker class: this one *is* the runtime worker (:class:`agentstream.worker.worker.Worker`,
+which the CLI and the test harness build), with Faust's constructor arguments and
+``execute_from_commandline()`` added. ``await Worker(app).run()`` runs it in async code;
+``Worker(app, loglevel="info").execute_from_commandline()`` runs ``agentstream worker`` for the app
+(the CLI's logging, signal handling and event loop), exactly what ``agentstream -A module worker``
+runs. It sits at the top of the package: it drives the CLI, which sits above the worker.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, NoReturn
+
+from agentstream.background import service_runner
+from agentstream.cli import main
+from agentstream.faust_args import ignored
+from agentstream.worker.worker import Worker as _RuntimeWorker
 
 __all__ = ["Worker"]
+
+
+class Worker(_RuntimeWorker):
+    """``Worker(app, *services, loglevel='info').execute_from_commandline()``, as in Faust.
+
+    ``services`` (:class:`agentstream.Service` subclasses or instances) start and stop with the
+    worker; ``web_port``/``web_bind``/``web_host`` change the app's web settings. Faust's other
+    keyword arguments are accepted and logged once.
+    """
+
+    def __init__(self, app: Any, *services: Any, loglevel: str | int | None = None, logfile: str | None = None,
+                 web_port: int | None = None, web_bind: str | None = None, web_host: str | None = None,
+                 install_signal_handlers: bool = True, **kwargs: Any) -> None:
+        ignored("Worker", **kwargs)
+        changes: dict[str, Any] = {}
+        if web_port is not None:
+            changes["web_port"] = web_port
+        if web_bind or web_host:
+            changes["web_host"] = web_bind or web_host
+        if changes:
+            app.settings = app.settings.replace(**changes)
+        for service in services:
+            app.startup_tasks.append(service_runner(service))
+        self.loglevel = logging.getLevelName(loglevel) if isinstance(loglevel, int) else loglevel
+        self.logfile = logfile
+        super().__init__(app, install_signal_handlers=install_signal_handlers)
+
+    def execute_from_commandline(self) -> NoReturn:
+        """Run until SIGTERM/SIGINT; exits the process with the worker's exit code."""
+        argv = ["-l", str(self.loglevel)] if self.loglevel else []
+        argv.append("worker")
+        if self.logfile:
+            argv += ["-f", self.logfile]
+        raise SystemExit(main(argv, app=self.app))

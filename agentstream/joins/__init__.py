@@ -22,11 +22,11 @@ joins and :mod:`.windowed` for the stream-stream semantics (what is emitted when
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import TopologyError
 from .. import streams as _streams
+from ..durations import Seconds, to_seconds
 from ..tables import table as _table
 from .core import JoinInput, JoinSource, join_sources, joined_tables, register, reset_join_sources
 from .tables import GlobalTableJoin, JoinedTable, TableJoin, from_topic, lookup
@@ -52,11 +52,10 @@ __all__ = [
 
 KINDS = ("inner", "left", "outer")
 _METHOD = {"inner": "join", "left": "left_join", "outer": "outer_join"}
-Seconds = Union[float, int, timedelta]
 
 
 def _ms(value: Seconds, what: str) -> int:
-    secs = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    secs = to_seconds(value)
     if secs < 0:
         raise TopologyError(f"join {what} must be >= 0, got {value!r}")
     return round(secs * 1000)

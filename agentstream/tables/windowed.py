@@ -46,10 +46,11 @@ import logging
 import operator
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Union
 
 from ..codecs import Codec
+from ..durations import Seconds, to_seconds as seconds
 from ..events import Event, current_event
 from ..exceptions import AgentStreamError, SerializationError, TopologyError
 from .windows import (HoppingWindow, TumblingWindow, faust_window_key, parse_faust_window_key, parse_window_key,
@@ -63,7 +64,6 @@ log = logging.getLogger(__name__)
 
 __all__ = ["WindowSet", "WindowedTable", "WindowTimeError", "Seconds", "WindowCloseCallback"]
 
-Seconds = Union[float, int, timedelta]
 WindowRange = tuple[float, float]
 WindowCloseCallback = Callable[[Any, Any], Union[None, Awaitable[None]]]
 """``on_window_close((key, (start, end)), final_value)``; may be ``async``."""
@@ -78,11 +78,6 @@ STREAM_TIME_KEY = b"\xff\xff\xff\xffagentstream.stream-time"
 
 class WindowTimeError(AgentStreamError):
     """A window operation needs a time its time source cannot give (e.g. no current event)."""
-
-
-def seconds(value: Seconds) -> float:
-    """Seconds as a float from a number or a timedelta."""
-    return value.total_seconds() if isinstance(value, timedelta) else float(value)
 
 
 def _ms(secs: float) -> int:

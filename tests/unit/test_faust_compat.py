@@ -13,7 +13,7 @@ import pytest
 import agentstream as faust
 from agentstream import crontab
 from agentstream.cli import main, option
-from agentstream.faust_compat import _logged
+from agentstream.faust_args import _logged
 from agentstream.testing import AppHarness
 
 
@@ -80,7 +80,7 @@ def test_include_metadata_and_polymorphic_decoding() -> None:
 
 # -- codecs -----------------------------------------------------------------------------------------------------------
 def test_faust_codec_api() -> None:
-    from agentstream.serializers import codecs
+    from agentstream.faust.serializers import codecs
 
     class Reverse(codecs.Codec):
         def _dumps(self, obj: Any) -> bytes:

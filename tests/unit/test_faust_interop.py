@@ -20,7 +20,7 @@ import pytest
 
 import agentstream
 from agentstream import codecs
-from agentstream.serializers import codecs as faust_codecs
+from agentstream.faust.serializers import codecs as faust_codecs
 from agentstream.testing import AppHarness
 from agentstream.transport.memory import MemoryTransport
 

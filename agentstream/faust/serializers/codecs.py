@@ -4,20 +4,24 @@ Faust codecs subclass :class:`Codec` and implement ``_dumps``/``_loads``; ``regi
 codec)`` makes ``value_serializer=name`` work, and ``a | b`` chains codecs (``dumps`` runs
 ``a`` then ``b``, ``loads`` the reverse), e.g. ``codecs.get('json') | codecs.get('binary')``.
 Codecs registered here are the same objects agentstream's topics use.
+
+There is one codec interface, :class:`agentstream.codecs.Codec` (``dumps``/``loads``, ``None``
+kept as ``None``); Faust's ``Codec`` here is a base class that implements it on top of Faust's
+``_dumps``/``_loads`` hooks, so a Faust codec is an agentstream codec (``register`` checks it so).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .. import codecs as _codecs
-from ..codecs import get as _get
+from agentstream import codecs as _codecs
 
 __all__ = ["Codec", "register", "get_codec", "dumps", "loads", "codecs"]
 
 
-class Codec:
-    """Base class of Faust-style codecs: override ``_dumps(obj) -> bytes`` and ``_loads(bytes)``."""
+class Codec(_codecs.Codec):
+    """Base class of Faust-style codecs: override ``_dumps(obj) -> bytes`` and ``_loads(bytes)``;
+    ``dumps``/``loads`` (agentstream's codec interface) call them and the chained children."""
 
     def __init__(self, children: tuple["Codec | Any", ...] | None = None, **kwargs: Any) -> None:
         self.children: tuple[Any, ...] = tuple(children or ())
@@ -83,7 +87,7 @@ def get_codec(name_or_codec: Any) -> Codec:
     """A registered codec by name (or the codec itself), composable with ``|``."""
     if isinstance(name_or_codec, Codec):
         return name_or_codec
-    inner = _get(name_or_codec) if isinstance(name_or_codec, str) else name_or_codec
+    inner = _codecs.get(name_or_codec) if isinstance(name_or_codec, str) else name_or_codec
     return inner if isinstance(inner, Codec) else _Wrapped(inner)
 
 

@@ -1,5 +1,0 @@
-"""``faust.serializers``: codecs (``from faust.serializers import codecs``)."""
-
-from agentstream.serializers import codecs
-
-__all__ = ["codecs"]

@@ -1,0 +1,164 @@
+"""Faust's arguments as the core accepts them: setting names, ``app.topic``/``app.Table`` options,
+and one INFO line for each Faust argument agentstream does not act on.
+
+``App(...)``, ``app.topic(...)``, ``app.Table(...)``, ``app.timer(...)`` and the other
+declarations take Faust's keyword arguments themselves, so a Faust app runs with ``import
+agentstream as faust``. What they need of Faust is this module: name tables and pure
+translations, no runtime features. It sits in the foundation because the App (below the CLI,
+the web server and the :mod:`agentstream.faust` compat package) must translate while it is being
+constructed; Faust's module names, aliases, its ``Worker`` and its serializers API live in
+:mod:`agentstream.faust`, which nothing in the core imports.
+
+A migrated app says what changed instead of silently behaving differently: every ignored
+argument is logged ONCE per process (logger ``agentstream.faust``), with what agentstream does
+instead where that helps.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any, Sequence
+
+from .durations import to_seconds
+
+log = logging.getLogger("agentstream.faust")
+
+__all__ = ["translate_settings", "log_unknown_settings", "topic_options", "table_options", "ignored", "log_once",
+           "flush_deferred_logs", "drop_deferred_logs"]
+
+# Faust setting -> agentstream setting (durations in seconds, like both)
+RENAMED = {
+    "broker_session_timeout": "session_timeout",
+    "broker_heartbeat_interval": "heartbeat_interval",
+    "broker_rebalance_timeout": "rebalance_timeout",
+    "broker_commit_interval": "commit_interval",
+    "broker_commit_every": None,  # see NOTES
+    "broker_max_poll_records": "max_poll_records",
+    "stream_buffer_maxsize": "buffer_max_records",
+    "datadir": "data_dir",
+    "web_bind": "web_host",
+    "producer_linger": "producer_linger",
+}
+# Options agentstream reads from App(**options) / settings.extra itself: never "unknown".
+CONSUMED = {"key_serializer", "value_serializer", "autodiscover", "origin", "web_redirect", "web_forward_timeout",
+            "web_advertised_host", "web_history"}
+NOTES = {
+    "broker_commit_every": "commits happen every commit_interval seconds (and on rebalance/stop)",
+    "topic_replication_factor": "topics are created with the broker's default replication factor",
+    "topic_allow_declare": "agentstream creates missing topics when the worker starts",
+    "stream_wait_empty": "a stopping worker finishes the current record of each task, then commits",
+    "consumer_auto_offset_reset": "a group without committed offsets starts at the earliest offset",
+    "tabledir": "table stores live under <data_dir>/<app id>/tables",
+    "table_cleanup_interval": "windows expire as stream time passes, not on a cleanup timer",
+    "timezone": "timers and crontabs use their own timezone= argument (default UTC)",
+    "debug": "use -l debug",
+    "canonical_url": "workers advertise their bound web address (settings.extra web_advertised_host overrides the host)",
+    "loop": "the worker runs its own event loop (uvloop)",
+}
+# What agentstream does instead of an ignored declaration argument (``call:argument``).
+ARGUMENT_NOTES = {
+    "traced": "agentstream does not trace timers and tasks; use app.sensors or app.monitor",
+    "max_drift_correction": "timers sleep their interval after each call",
+    "base": "agentstream uses its own base class",
+    "cors_options": "pages answer without CORS headers; put a proxy in front for cross-origin calls",
+    "loop": "the worker runs its own event loop (uvloop)",
+    "beacon": "services are started and stopped by the worker",
+}
+TABLE_IGNORED = ("window", "changelog_topic", "recovery_buffer_size", "standby_buffer_size", "extra_topic_configs",
+                 "use_partitioner", "on_changelog_event", "synchronize_all_active_partitions", "options", "beacon",
+                 "loop", "is_global", "on_recover")
+
+_logged: set[str] = set()
+_deferred: list[tuple[str, tuple[Any, ...]]] = []
+
+
+def _passthrough_seconds(value: Any) -> Any:
+    return to_seconds(value) if isinstance(value, timedelta) else value
+
+
+def translate_settings(options: dict[str, Any]) -> dict[str, Any]:
+    """Faust names and values -> agentstream's (timedeltas become seconds)."""
+    out: dict[str, Any] = {}
+    for key, value in options.items():
+        value = _passthrough_seconds(value)
+        if key == "producer_linger_ms" and isinstance(value, (int, float)):
+            key, value = "producer_linger", value / 1000.0
+        elif key in RENAMED and RENAMED[key] is not None:
+            key = str(RENAMED[key])
+        elif key == "broker" and isinstance(value, (list, tuple)):
+            value = ";".join(str(v) for v in value)
+        out.setdefault(key, value)
+    return out
+
+
+def log_once(name: str, message: str, *args: Any) -> None:
+    """Log at INFO once per process; before logging is configured (the CLI imports the app first)
+    the line is kept and written by :func:`flush_deferred_logs`."""
+    if name in _logged:
+        return
+    _logged.add(name)
+    if logging.getLogger().handlers or log.handlers:
+        log.info(message, *args)
+    else:
+        _deferred.append((message, args))
+
+
+def flush_deferred_logs() -> None:
+    """Called by the CLI's worker command once logging is set up."""
+    while _deferred:
+        message, args = _deferred.pop(0)
+        log.info(message, *args)
+
+
+def drop_deferred_logs() -> None:
+    """Called by CLI commands other than ``worker``: the notices concern a running worker only."""
+    _deferred.clear()
+
+
+def log_unknown_settings(app_id: str, extra: dict[str, Any]) -> None:
+    """One INFO line per unknown Faust option (per process): what agentstream does instead."""
+    for name, value in extra.items():
+        if name in CONSUMED:
+            continue
+        note = NOTES.get(name) or "agentstream has no such setting; it is ignored (see docs/migrating-from-faust.md)"
+        log_once(f"setting:{name}", "app %s: Faust setting %s=%r is not used: %s", app_id, name, value, note)
+
+
+def ignored(call: str, **arguments: Any) -> None:
+    """Log once per ``call`` and argument each Faust argument that was given (not None) and that
+    agentstream accepts but does not act on, e.g. ``ignored("app.timer", traced=traced)``."""
+    for name, value in arguments.items():
+        if value is None:
+            continue
+        note = ARGUMENT_NOTES.get(name, "agentstream has no such option")
+        log_once(f"{call}:{name}", "%s(%s=...) is accepted for Faust compatibility and ignored: %s", call, name, note)
+
+
+def topic_options(name: str, more: Sequence[str], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Faust-only ``app.topic`` arguments -> agentstream's (``compacting``, ``retention``, ``schema``);
+    the rest are logged once and dropped from ``kwargs``."""
+    # several names and pattern= are handled by App.topic (TopicGroup) before this is called
+    out: dict[str, Any] = {}
+    schema = kwargs.pop("schema", None)
+    if schema is not None:
+        for attr in ("key_type", "value_type", "key_serializer", "value_serializer"):
+            if getattr(schema, attr, None) is not None:
+                out[attr] = getattr(schema, attr)
+    if kwargs.pop("compacting", None):
+        out["compacted"] = True
+    config: dict[str, str] = {}
+    retention = kwargs.pop("retention", None)
+    if retention is not None:
+        config["retention.ms"] = str(int(to_seconds(retention) * 1000))
+    if config:
+        out["config"] = config
+    ignored("app.topic", **kwargs)
+    kwargs.clear()
+    return out
+
+
+def table_options(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Drop Faust-only Table arguments (each logged once); the rest go to agentstream's Table."""
+    ignored("app.Table", **{key: kwargs.pop(key) for key in TABLE_IGNORED if key in kwargs})
+    return kwargs
