@@ -8,6 +8,8 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
     packages=find_packages(include=["agentstream", "agentstream.*"]),
+    package_data={"agentstream": ["py.typed"]},  # PEP 561: the package ships its type hints
+    zip_safe=False,
     install_requires=[
         "aiokafka>=0.14,<0.15",
         "uvloop>=0.19",
@@ -24,5 +26,5 @@ setup(
         "docs": ["mkdocs-material>=9.5"],
     },
     entry_points={"console_scripts": ["agentstream=agentstream.cli:main"]},
-    classifiers=["Programming Language :: Python :: 3", "Framework :: AsyncIO"],
+    classifiers=["Programming Language :: Python :: 3", "Framework :: AsyncIO", "Typing :: Typed"],
 )

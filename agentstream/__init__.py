@@ -9,10 +9,7 @@ Declare an :class:`App`, its topics, :class:`Record` models, agents and tables; 
 are not part of ``__all__``.
 """
 
-from __future__ import annotations
-
 import importlib
-from typing import Any
 
 from ._version import __version__
 from .agents.agent import Agent
@@ -92,7 +89,7 @@ _LAZY_MODULES = {"web": ".web", "cli": ".cli", "crontab": ".crontab", "testing":
                  "serializers": ".faust.serializers"}
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """Faust's names on ``agentstream`` (``faust.StreamT``, ``faust.uuid()``...) from the compat
     package, and ``faust.web``/``faust.serializers``... imported on first use (aiohttp is heavy)."""
     if name in _faust.FAUST_ALIASES:
