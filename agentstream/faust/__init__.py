@@ -4,7 +4,7 @@ The rewrite a Faust app needs is one word per import line (docs/migrating-from-f
 ``import faust`` -> ``import agentstream as faust`` (or ``import agentstream.faust as faust``) and
 ``from faust.X import Y`` -> ``from agentstream.faust.X import Y``. This package holds Faust's
 top-level names (agentstream's classes, plus Faust's aliases ``Model``, ``StreamT``... and
-``uuid``) and its submodules (``types``, ``web``, ``cli``, ``sensors``, ``models.fields``,
+``uuid``; the exception classes are in ``faust.exceptions`` and answered here too) and its submodules (``types``, ``web``, ``cli``, ``sensors``, ``models.fields``,
 ``tables``, ``streams``, ``agents``, ``serializers``, ``windows``, ``topics``, ``channels``,
 ``events``, ``exceptions``, ``app``, ``worker``, ``utils``) hold the names Faust has there.
 
@@ -25,15 +25,6 @@ from agentstream.app import App
 from agentstream.channels import Channel
 from agentstream.credentials import GSSAPICredentials, OAuthCredentials, SASLCredentials, SSLCredentials
 from agentstream.events import Event, current_event
-from agentstream.exceptions import (
-    AgentStreamError,
-    ConfigError,
-    ImproperlyConfigured,
-    PartitionCountMismatch,
-    SerializationError,
-    TopologyError,
-    ValidationError,
-)
 from agentstream.models import Record
 from agentstream.sensors import Monitor, Sensor
 from agentstream.service import Service
@@ -44,6 +35,7 @@ from agentstream.tables.windows import HoppingWindow, SlidingWindow, TumblingWin
 from agentstream.topics import Topic, TopicGroup
 
 from . import events as _events  # noqa: F401  (installs Faust's event.message.tp)
+from . import exceptions as _exceptions
 from .models import Model
 from .types import AgentT, ChannelT, EventT, ServiceT, StreamT, TableT, TopicT
 from .utils import uuid
@@ -56,8 +48,6 @@ __all__ = [
     "App", "Record", "Stream", "Topic", "TopicGroup", "Event", "current_event", "Agent", "Channel", "Service",
     "Worker", "Sensor", "Monitor", "Signal", "SyncSignal", "Table", "GlobalTable", "SetTable", "SetGlobalTable",
     "TumblingWindow", "HoppingWindow", "SlidingWindow",
-    "AgentStreamError", "ConfigError", "ImproperlyConfigured", "PartitionCountMismatch", "SerializationError",
-    "TopologyError", "ValidationError",
     "SSLCredentials", "SASLCredentials", "GSSAPICredentials", "OAuthCredentials",
     *FAUST_ALIASES,
 ]
@@ -67,7 +57,10 @@ _SUBMODULES = ("types", "web", "cli", "sensors", "models", "tables", "streams", 
 
 
 def __getattr__(name: str) -> Any:
-    """``faust.web``, ``faust.serializers``...: this package's submodules, imported on first use."""
+    """``faust.web``, ``faust.serializers``...: this package's submodules, imported on first use;
+    the exception classes (``faust.ImproperlyConfigured``) from ``faust.exceptions``."""
     if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
+    if isinstance(getattr(_exceptions, name, None), type):
+        return getattr(_exceptions, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

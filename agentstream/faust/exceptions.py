@@ -1,6 +1,8 @@
-"""``faust.exceptions``: agentstream's exception tree under Faust's module name."""
+"""``faust.exceptions``: agentstream's exception tree under Faust's module name (Faust's
+``ImproperlyConfigured`` and ``ValidationError`` are in it)."""
 
-from agentstream.exceptions import *  # noqa: F401,F403
-from agentstream.exceptions import ImproperlyConfigured, ValidationError
+from agentstream import exceptions as _tree
+from agentstream.exceptions import *  # noqa: F401,F403  (the re-export is the point of this module)
 
-__all__ = ["ImproperlyConfigured", "ValidationError"]
+__all__ = sorted(name for name, value in vars(_tree).items()
+                 if isinstance(value, type) and issubclass(value, Exception) and value.__module__ == _tree.__name__)
