@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .exceptions import ConfigError
+from .faust_args import ignored
 
 __all__ = [
     "Secret",
@@ -95,7 +96,7 @@ class SSLCredentials(Credentials):
                  cafile: str | Path | None = None, capath: str | Path | None = None, cadata: str | None = None,
                  certfile: str | Path | None = None, keyfile: str | Path | None = None,
                  password: str | None = None, check_hostname: bool = True) -> None:
-        # purpose: accepted for Faust compatibility; a client context always verifies the server
+        ignored("SSLCredentials", purpose=purpose)  # Faust's; a client context always verifies the server
         if context is not None and not isinstance(context, ssl.SSLContext):
             raise TypeError(f"SSLCredentials(context) takes an ssl.SSLContext, got {type(context).__name__}")
         self.ssl_context = context

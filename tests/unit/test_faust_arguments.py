@@ -40,6 +40,7 @@ def _declare(app: faust.App, **faust_only: Any) -> None:
     app.Table("totals", default=int, **({"use_partitioner": True, "recovery_buffer_size": 10} if on else {}))
     faust.Service(**({"loop": object(), "beacon": object()} if on else {}))
     faust.Worker(app, **({"blocking_timeout": 5.0} if on else {}))
+    faust.SSLCredentials(**({"purpose": object()} if on else {}))
 
 
 EXPECTED = [
@@ -47,7 +48,7 @@ EXPECTED = [
     "app.page(base=", "app.page(cors_options=", "app.page(name=", "app.command(base=", "app.command(aliases=",
     "app.channel(loop=", "app.agent(supervisor_strategy=", "app.agent(help=", "app.topic(replicas=",
     "app.topic(acks=", "app.Table(use_partitioner=", "app.Table(recovery_buffer_size=", "Service(loop=",
-    "Service(beacon=", "Worker(blocking_timeout=",
+    "Service(beacon=", "Worker(blocking_timeout=", "SSLCredentials(purpose=",
 ]
 
 
