@@ -38,7 +38,7 @@ def _caller_module() -> str | None:
         return None
 
 F = TypeVar("F", bound=Callable[..., Any])
-_AGENT_TOPIC_ARGS = ("key_type", "value_type", "key_serializer", "value_serializer")  # for an agent's own topic
+_AGENT_TOPIC_ARGS = ("key_type", "value_type", "key_serializer", "value_serializer")  # make @app.agent()'s own topic
 
 __all__ = ["App"]
 
@@ -239,7 +239,8 @@ class App:
         does for an agent over one topic: each task, so each instance, reads one partition. With
         several topics a task reads partition p of each; Faust's rule that it needs concurrency=1
         is kept. Faust's other arguments (``supervisor_strategy``, ``help``...) are logged once."""
-        faust_args.ignored("app.agent", **{k: v for k, v in kwargs.items() if k not in _AGENT_TOPIC_ARGS})
+        faust_args.ignored("app.agent", **{k: v for k, v in kwargs.items()
+                                           if channel is not None or k not in _AGENT_TOPIC_ARGS})
         if isolated_partitions and concurrency != 1:
             raise TopologyError("agent(isolated_partitions=True) needs concurrency=1 (one instance per partition)")
 

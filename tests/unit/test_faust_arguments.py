@@ -36,6 +36,11 @@ def _declare(app: faust.App, **faust_only: Any) -> None:
         async for _ in stream:
             pass
 
+    @app.agent(app.topic("typed"), **({"value_type": int} if on else {}))  # the topic's types count, not these
+    async def typed(stream: faust.Stream) -> None:
+        async for _ in stream:
+            pass
+
     app.topic("other", **({"replicas": 3, "acks": True} if on else {}))
     app.Table("totals", default=int, **({"use_partitioner": True, "recovery_buffer_size": 10} if on else {}))
     faust.Service(**({"loop": object(), "beacon": object()} if on else {}))
@@ -46,7 +51,7 @@ def _declare(app: faust.App, **faust_only: Any) -> None:
 EXPECTED = [
     "app.timer(traced=", "app.timer(max_drift_correction=", "app.crontab(traced=", "app.task(traced=",
     "app.page(base=", "app.page(cors_options=", "app.page(name=", "app.command(base=", "app.command(aliases=",
-    "app.channel(loop=", "app.agent(supervisor_strategy=", "app.agent(help=", "app.topic(replicas=",
+    "app.channel(loop=", "app.agent(supervisor_strategy=", "app.agent(help=", "app.agent(value_type=", "app.topic(replicas=",
     "app.topic(acks=", "app.Table(use_partitioner=", "app.Table(recovery_buffer_size=", "Service(loop=",
     "Service(beacon=", "Worker(blocking_timeout=", "SSLCredentials(purpose=",
 ]
