@@ -92,7 +92,7 @@ _LAZY_MODULES = {"web": ".web", "cli": ".cli", "crontab": ".crontab", "testing":
 def __getattr__(name: str) -> object:
     """Faust's names on ``agentstream`` (``faust.StreamT``, ``faust.uuid()``...) from the compat
     package, and ``faust.web``/``faust.serializers``... imported on first use (aiohttp is heavy)."""
-    if name in _faust.FAUST_ALIASES:
+    if name in _faust.__all__:  # what agentstream has itself is found before __getattr__ is asked
         return getattr(_faust, name)
     if name in _LAZY_MODULES:
         return importlib.import_module(_LAZY_MODULES[name], __name__)

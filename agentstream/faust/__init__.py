@@ -41,15 +41,13 @@ from .types import AgentT, ChannelT, EventT, ServiceT, StreamT, TableT, TopicT
 from .utils import uuid
 from .worker import Worker
 
-FAUST_ALIASES = ["Model", "EventT", "StreamT", "TopicT", "ChannelT", "AgentT", "TableT", "ServiceT", "uuid"]
-"""Faust's names that agentstream's own API spells otherwise (``agentstream`` answers them too)."""
-
 __all__ = [
     "App", "Record", "Stream", "Topic", "TopicGroup", "Event", "current_event", "Agent", "Channel", "Service",
     "Worker", "Sensor", "Monitor", "Signal", "SyncSignal", "Table", "GlobalTable", "SetTable", "SetGlobalTable",
     "TumblingWindow", "HoppingWindow", "SlidingWindow",
     "SSLCredentials", "SASLCredentials", "GSSAPICredentials", "OAuthCredentials",
-    *FAUST_ALIASES,
+    # Faust's own spellings (agentstream answers them too, outside its __all__)
+    "Model", "EventT", "StreamT", "TopicT", "ChannelT", "AgentT", "TableT", "ServiceT", "uuid",
 ]
 
 _SUBMODULES = ("types", "web", "cli", "sensors", "models", "tables", "streams", "agents", "serializers", "windows",
