@@ -444,7 +444,7 @@ async def test_stop_lets_the_record_in_hand_finish_and_drops_the_buffer(stopper:
     assert finished == [0]  # no new record after stop()
     assert len(task.queue(A0)) == 0
     assert h.crashes == []  # the agent's next ask ends it quietly (WorkerStopped)
-    assert A0 not in task.committable or task.committable[A0] <= 1
+    assert task.committable == {A0: 1}  # the finished record is committable, the dropped ones are not
 
 
 async def test_stop_cancels_an_agent_that_does_not_finish_within_the_timeout() -> None:
@@ -515,5 +515,41 @@ async def test_an_instance_back_from_its_restart_backoff_waits_while_a_commit_ho
     assert busy_during_commit == [0]
     await asyncio.wait_for(back_in.wait(), 10)  # the commit done: the agent restarts
     assert len(runs) == 2
+    await task.stop(1.0)
+    assert h.crashes == []
+
+
+async def test_a_commit_runs_while_the_agent_waits_for_records_and_holds_the_next_record_back() -> None:
+    """Under exactly_once an instance waiting for records is outside the gate (a commit need not
+    wait for traffic), and a record that arrives during the commit waits for it."""
+    seen: list[int] = []
+
+    async def agent(stream: agentstream.Stream) -> None:
+        async for v in stream:
+            seen.append(v)
+
+    h = Harness(agent)
+    task = await h.build()
+    gate = CommitGate()
+    task.gate = gate
+    task.add(A0, values(A0, 1))
+    task.start()
+    await until(lambda: seen == [1], "first record handled")
+    release = asyncio.Event()
+    holding = asyncio.Event()
+
+    async def commit() -> None:
+        async with gate.closed():
+            holding.set()
+            await release.wait()
+
+    committing = asyncio.ensure_future(commit())
+    await asyncio.wait_for(holding.wait(), 10)  # not blocked by the idle agent
+    task.add(A0, values(A0, 2, start=1))
+    await ticks()
+    assert seen == [1]  # taken from the buffer, but not handled inside the commit
+    release.set()
+    await asyncio.wait_for(committing, 10)
+    await until(lambda: seen == [1, 2], "the record handled after the commit")
     await task.stop(1.0)
     assert h.crashes == []
