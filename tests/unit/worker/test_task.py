@@ -7,15 +7,17 @@ adds them (``task.add``), so no consumer or broker is involved.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any, Awaitable, Callable
 
 import pytest
 from aiokafka.structs import ConsumerRecord
 
 import agentstream
-from agentstream.exceptions import StopProcessing
+from agentstream.exceptions import AgentError, StopProcessing
 from agentstream.lifecycle import IllegalTransition, TaskState
-from agentstream.transport.base import TP
+from agentstream.transport.base import TP, TopicSpec
+from agentstream.transport.memory import MemoryTransport
 from agentstream.worker.eos import CommitGate
 from agentstream.worker.errors import ErrorPolicy
 from agentstream.worker.partition_group import RecordQueue
@@ -54,8 +56,8 @@ class Harness:
                  concurrency: int = 1, max_task_idle: float = 0.0, buffer_max_records: int = 100,
                  lagging: Callable[[RecordQueue], bool | None] = lambda q: False, restart_max: int = 10,
                  restart_backoff: float = 0.001, **settings: Any) -> None:
-        self.app = agentstream.App("tasktest", broker="memory://task-unit", store="memory://", web_enabled=False,
-                                   **settings)
+        self.app = agentstream.App("tasktest", broker=f"memory://task-{uuid.uuid4().hex[:8]}", store="memory://",
+                                   web_enabled=False, **settings)
         sources = [self.app.topic(name, value_type=int) for name in topics]
         self.agent = self.app.agent(sources, concurrency=concurrency)(fun)
         self.crashes: list[BaseException] = []
@@ -65,12 +67,16 @@ class Harness:
                            restart_max=restart_max, restart_backoff=restart_backoff)
         self.task: StreamTask | None = None
 
-    async def build(self) -> StreamTask:
+    async def build(self, gated: bool = False) -> StreamTask:
+        """``gated``: give the task an exactly_once commit gate, which sends every record through
+        the task's async path (``next_event``) instead of its synchronous fast path (``poll_event``)."""
         await self.app.discover()
         st = self.app.topology().subtopologies[0]
         tps = [TP(name, 0) for name in st.source_topics]
         self.task = StreamTask(TaskId(st.id, 0), st, tps, errors=self.errors, on_drained=self._drained,
                                **self.kwargs)  # type: ignore[arg-type]
+        if gated:
+            self.task.gate = CommitGate()
         return self.task
 
     def _drained(self, tp: TP) -> None:
@@ -89,14 +95,16 @@ async def stopper() -> Any:
 # -- choice of the next record ------------------------------------------------------------------
 
 
-async def test_records_reach_the_agent_lowest_head_timestamp_first_across_inputs(stopper: list[StreamTask]) -> None:
+@pytest.mark.parametrize("gated", [False, True], ids=["fast-path", "gated"])
+async def test_records_reach_the_agent_lowest_head_timestamp_first_across_inputs(
+        stopper: list[StreamTask], gated: bool) -> None:
     seen: list[tuple[str, int]] = []
 
     async def agent(stream: agentstream.Stream) -> None:
         async for event in stream.events():
             seen.append((event.topic, event.value))
 
-    task = await Harness(agent, ("a", "b")).build()
+    task = await Harness(agent, ("a", "b")).build(gated)
     stopper.append(task)
     task.add(A0, values(A0, 10, 30, 50, ts=[10, 30, 50]))
     task.add(B0, values(B0, 20, 40, ts=[20, 40]))
@@ -159,7 +167,9 @@ async def test_an_empty_input_without_lag_is_not_waited_for(stopper: list[Stream
 # -- depth-first and committable offsets ----------------------------------------------------------
 
 
-async def test_depth_first_the_next_record_is_taken_only_when_the_agent_asks_for_it(stopper: list[StreamTask]) -> None:
+@pytest.mark.parametrize("gated", [False, True], ids=["fast-path", "gated"])
+async def test_depth_first_the_next_record_is_taken_only_when_the_agent_asks_for_it(
+        stopper: list[StreamTask], gated: bool) -> None:
     release = asyncio.Event()
     seen: list[int] = []
 
@@ -169,7 +179,7 @@ async def test_depth_first_the_next_record_is_taken_only_when_the_agent_asks_for
             if v == 0:
                 await release.wait()
 
-    task = await Harness(agent).build()
+    task = await Harness(agent).build(gated)
     stopper.append(task)
     task.add(A0, values(A0, 0, 1, 2))
     task.start()
@@ -182,8 +192,9 @@ async def test_depth_first_the_next_record_is_taken_only_when_the_agent_asks_for
     await until(lambda: seen == [0, 1, 2], "all records")
 
 
+@pytest.mark.parametrize("gated", [False, True], ids=["fast-path", "gated"])
 async def test_committable_offset_is_last_handled_plus_one_never_the_record_in_hand(
-        stopper: list[StreamTask]) -> None:
+        stopper: list[StreamTask], gated: bool) -> None:
     release = asyncio.Event()
     seen: list[int] = []
 
@@ -193,7 +204,7 @@ async def test_committable_offset_is_last_handled_plus_one_never_the_record_in_h
             if v == 2:
                 await release.wait()
 
-    task = await Harness(agent).build()
+    task = await Harness(agent).build(gated)
     stopper.append(task)
     task.add(A0, values(A0, 0, 1, 2, 3, start=40))
     task.start()
@@ -289,7 +300,9 @@ async def test_a_queue_that_is_not_paused_is_never_reported_drained(stopper: lis
 # -- bad records: the app's policy, per record --------------------------------------------------------
 
 
-async def test_an_undecodable_record_is_skipped_and_committed_past_under_skip(stopper: list[StreamTask]) -> None:
+@pytest.mark.parametrize("gated", [False, True], ids=["fast-path", "gated"])
+async def test_an_undecodable_record_is_skipped_and_committed_past_under_skip(
+        stopper: list[StreamTask], gated: bool) -> None:
     seen: list[int] = []
 
     async def agent(stream: agentstream.Stream) -> None:
@@ -297,7 +310,7 @@ async def test_an_undecodable_record_is_skipped_and_committed_past_under_skip(st
             seen.append(v)
 
     h = Harness(agent, on_decode_error="skip")
-    task = await h.build()
+    task = await h.build(gated)
     stopper.append(task)
     task.add(A0, [rec(A0, 0, b"1"), rec(A0, 1, b"{not json"), rec(A0, 2, b"3")])
     task.start()
@@ -326,7 +339,9 @@ async def test_an_undecodable_record_stops_the_task_uncommitted_under_stop(stopp
     assert task.committable.get(A0) == 1  # never past the bad record
 
 
-async def test_an_agent_error_on_a_record_skips_that_record_and_the_agent_goes_on(stopper: list[StreamTask]) -> None:
+@pytest.mark.parametrize("gated", [False, True], ids=["fast-path", "gated"])
+async def test_an_agent_error_on_a_record_skips_that_record_and_the_agent_goes_on(
+        stopper: list[StreamTask], gated: bool) -> None:
     seen: list[int] = []
 
     async def agent(stream: agentstream.Stream) -> None:
@@ -336,7 +351,7 @@ async def test_an_agent_error_on_a_record_skips_that_record_and_the_agent_goes_o
             seen.append(v)
 
     h = Harness(agent, on_agent_error="skip")
-    task = await h.build()
+    task = await h.build(gated)
     stopper.append(task)
     task.add(A0, values(A0, 1, 2, 3))
     task.start()
@@ -383,6 +398,55 @@ async def test_an_agent_failing_before_any_record_is_restarted_then_stops_after_
     assert isinstance(h.crashes[0], RuntimeError)
     assert len(calls) == 3  # the first run and restart_max restarts
 
+
+
+async def test_a_dead_lettered_record_is_copied_with_the_error_and_committed_past(stopper: list[StreamTask]) -> None:
+    seen: list[int] = []
+
+    async def agent(stream: agentstream.Stream) -> None:
+        async for v in stream:
+            if v == 2:
+                raise ValueError("two is not allowed")
+            seen.append(v)
+
+    h = Harness(agent, on_agent_error="dead-letter", on_decode_error="dead-letter")
+    transport = h.app.transport
+    assert isinstance(transport, MemoryTransport)
+    await transport.ensure_topics([TopicSpec(h.app.settings.dead_letter_topic, 1)])
+    task = await h.build()
+    stopper.append(task)
+    task.add(A0, [rec(A0, 0, b"1"), rec(A0, 1, b"{bad"), rec(A0, 2, b"2"), rec(A0, 3, b"3")])
+    task.start()
+    await until(lambda: task.committable.get(A0) == 4, "committed past both bad records")
+    assert seen == [1, 3]
+    letters = transport.read_topic(h.app.settings.dead_letter_topic)
+    assert [m.value for m in letters] == [b"{bad", b"2"]
+    headers = [dict(m.headers) for m in letters]
+    assert [hd["agentstream-source"] for hd in headers] == [b"a[0]@1", b"a[0]@2"]
+    assert [hd["agentstream-error-stage"] for hd in headers] == [b"decode", b"agent"]
+    assert b"two is not allowed" in headers[1]["agentstream-error"]
+    await h.app.stop_clients()
+
+
+async def test_an_agent_that_changes_its_stream_operations_between_runs_is_stopped_with_the_reason(
+        stopper: list[StreamTask]) -> None:
+    """The topology is found once (discovery); an agent that then builds another split point would
+    send records to a sub-topology that does not exist."""
+    discovered = [False]
+
+    async def agent(stream: agentstream.Stream) -> None:
+        name = "later" if discovered[0] else "first"
+        async for _ in stream.group_by(lambda v: v, name=name):
+            pass
+
+    h = Harness(agent, on_agent_error="stop")
+    task = await h.build()
+    discovered[0] = True
+    stopper.append(task)
+    task.start()
+    await until(lambda: bool(h.crashes), "the task stopped")
+    assert isinstance(h.crashes[0], (AgentError, StopProcessing))
+    assert "same stream operations" in str(h.crashes[0]) or "same stream operations" in str(h.crashes[0].__cause__)
 
 # -- lifecycle --------------------------------------------------------------------------------------
 
