@@ -297,3 +297,24 @@ async def test_changelog_records_of_a_partition_go_to_that_changelog_partition(e
     assert env.changelog_records(3) == [(key_in(3).encode(), 2)]
     assert env.transport.end_offsets([TP(env.changelog, 1), TP(env.changelog, 2)]) == {
         TP(env.changelog, 1): 0, TP(env.changelog, 2): 0}
+
+
+# -- global tables ---------------------------------------------------------------------------------------
+
+
+async def test_global_tables_are_restored_whole_at_start_and_followed_through_rebalances(env: Env) -> None:
+    glob = env.app.GlobalTable("config", default=int)
+    await env.transport.ensure_topics([glob.changelog_topic.spec()])
+    producer = await env.app.start_producer()
+    for p in range(PARTITIONS):
+        await producer.send(glob.changelog_topic.name, key_in(p).encode(), glob.value_codec.dumps(p), partition=p)
+    manager = await env.manager()
+    assert sorted(glob.parts) == list(range(PARTITIONS))  # every partition, before any assignment
+    assert all(part.state is PartitionState.ACTIVE for part in glob.parts.values())
+    assert [glob[key_in(p)] for p in range(PARTITIONS)] == list(range(PARTITIONS))
+    await manager.on_assigned(Assignment(active=[0]))
+    await manager.on_revoked()
+    assert all(part.state is PartitionState.ACTIVE for part in glob.parts.values())  # not suspended
+    await manager.on_assigned(Assignment(active=[1]))
+    await producer.send(glob.changelog_topic.name, key_in(3).encode(), glob.value_codec.dumps(33), partition=3)
+    await until(lambda: glob[key_in(3)] == 33, "the global table follows its changelog")
