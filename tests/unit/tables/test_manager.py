@@ -1,0 +1,320 @@
+"""The table manager on its own: what an assignment, a revoke and the commit steps do to the
+worker's table partitions (RocksDB stores in a temporary data dir, the changelog on ``memory://``).
+
+Built as the worker builds it: ``TableManager(app, worker)`` plus the runtime's ``tables`` slot,
+which table writes use to queue their changelog records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable
+
+import pytest
+
+import agentstream
+from agentstream.lifecycle import PartitionState
+from agentstream.runtime import runtime_for
+from agentstream.tables.manager import CHECKPOINT_FILE, TableManager
+from agentstream.tables.partition import TableNotActive
+from agentstream.tables.store import read_checkpoint
+from agentstream.transport.base import TP
+from agentstream.transport.memory import MemoryTransport
+from agentstream.transport.partitioner import default_partition
+from agentstream.worker.assignor import Assignment
+
+PARTITIONS = 4
+
+
+class FakeWorker:
+    """What the manager needs of its worker: fault points (tests only), here a spy on restore."""
+
+    def __init__(self) -> None:
+        self.faults: Any = None
+
+
+class MidRestore:
+    """Fault points that run ``probe`` each time the restorer passes its ``mid_restore`` point."""
+
+    def __init__(self, probe: Callable[[], None]) -> None:
+        self.probe = probe
+        self.hits = 0
+
+    def check(self, point: str) -> None:
+        if point == "mid_restore":
+            self.hits += 1
+            self.probe()
+
+
+def key_in(partition: int, n: int = 0) -> str:
+    """The ``n``-th key of the form ``k<i>`` that the default partitioner puts in ``partition``."""
+    found = [k for k in (f"k{i}" for i in range(1000)) if default_partition(k.encode(), PARTITIONS) == partition]
+    return found[n]
+
+
+async def until(pred: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not pred():
+        assert loop.time() < deadline, f"timed out waiting for: {what}"
+        await asyncio.sleep(0.005)
+
+
+class Env:
+    def __init__(self, tmp_path: Path) -> None:
+        self.app = agentstream.App(f"tm{uuid.uuid4().hex[:6]}", broker=f"memory://tm-{uuid.uuid4().hex[:6]}",
+                                   store="rocksdb://", data_dir=str(tmp_path), web_enabled=False,
+                                   topic_partitions=PARTITIONS, commit_interval=0.05)
+        self.table = self.app.Table("counts", default=int)
+        self.transport = self.app.transport
+        assert isinstance(self.transport, MemoryTransport)
+        self.changelog = self.table.changelog_topic.name
+        self.managers: list[TableManager] = []
+
+    async def manager(self, worker: FakeWorker | None = None) -> TableManager:
+        """A started manager, reachable by table writes (as the worker makes it, after the producer)."""
+        await self.app.start_producer()
+        manager = TableManager(self.app, worker or FakeWorker())  # type: ignore[arg-type]
+        runtime_for(self.app).tables = manager
+        await manager.start()
+        self.managers.append(manager)
+        return manager
+
+    async def stop(self, manager: TableManager) -> None:
+        self.managers.remove(manager)
+        await manager.stop()
+
+    async def write_changelog(self, partition: int, items: list[tuple[str, int | None]]) -> None:
+        producer = await self.app.start_producer()
+        for key, value in items:
+            raw = None if value is None else self.table.value_codec.dumps(value)
+            await producer.send(self.changelog, key.encode(), raw, partition=partition)
+
+    def changelog_records(self, partition: int) -> list[tuple[bytes, Any]]:
+        return [(m.key, None if m.value is None else self.table.value_codec.loads(m.value))
+                for m in self.transport.read_topic(self.changelog) if m.partition == partition]
+
+    def checkpoint_path(self, partition: int) -> Path:
+        return Path(self.app.settings.data_dir) / self.app.id / "tables" / "counts" / str(partition) / CHECKPOINT_FILE
+
+    def state(self, partition: int) -> PartitionState:
+        return self.table.parts[partition].state
+
+
+@pytest.fixture
+async def env(tmp_path: Path) -> AsyncIterator[Env]:
+    e = Env(tmp_path)
+    await e.transport.ensure_topics([e.table.changelog_topic.spec()])
+    yield e
+    for manager in list(e.managers):
+        await manager.stop()
+    await e.app.stop_clients()
+
+
+async def commit(env: Env, manager: TableManager) -> None:
+    """The table steps of an at_least_once commit, in the commit unit's order."""
+    await manager.settle_callbacks()
+    await manager.flush()
+    await env.app.producer.flush()
+    manager.checkpoint()
+
+
+# -- assignment -------------------------------------------------------------------------------------
+
+
+async def test_an_assignment_opens_active_partitions_for_writes_and_standbys_for_reads(env: Env) -> None:
+    manager = await env.manager()
+    await manager.on_assigned(Assignment(active=[0, 1, 9], standby=[2]))  # 9: the table has no such partition
+    assert sorted(env.table.parts) == [0, 1, 2]
+    assert env.state(0) is env.state(1) is PartitionState.ACTIVE
+    assert env.state(2) is PartitionState.STANDBY
+    env.table[key_in(0)] = 1
+    env.table[key_in(1)] = 2
+    with pytest.raises(TableNotActive, match="partition 2 is a standby"):
+        env.table[key_in(2)] = 3
+    assert env.table[key_in(0)] == 1
+
+
+async def test_active_partitions_are_restored_from_the_changelog_before_the_assignment_returns(env: Env) -> None:
+    a, b, gone = key_in(0, 0), key_in(0, 1), key_in(0, 2)
+    await env.write_changelog(0, [(a, 1), (b, 5), (a, 2), (gone, 7), (gone, None)])
+    await env.write_changelog(3, [(key_in(3), 4)])
+    manager = await env.manager()
+    await manager.on_assigned(Assignment(active=[0]))
+    assert env.table[a] == 2 and env.table[b] == 5
+    assert gone not in env.table
+    assert manager.restored_records == 5  # partition 3 is not ours: not restored
+    assert read_checkpoint(env.checkpoint_path(0)) == 5  # restore ends with a checkpoint
+
+
+async def test_a_partition_takes_no_writes_while_it_restores(env: Env) -> None:
+    a = key_in(0)
+    await env.write_changelog(0, [(a, 1), (a, 2)])
+    refused: list[tuple[PartitionState, str]] = []
+
+    def write_now() -> None:
+        try:
+            env.table[a] = 100
+        except TableNotActive as exc:
+            refused.append((env.state(0), str(exc)))
+
+    worker = FakeWorker()
+    worker.faults = spy = MidRestore(write_now)
+    manager = await env.manager(worker)
+    await manager.on_assigned(Assignment(active=[0]))
+    assert spy.hits >= 1
+    assert refused and refused[0][0] is PartitionState.RESTORING
+    assert env.table[a] == 2  # the write during restore did not land
+    env.table[a] = 3  # restored: writes go through
+    assert env.table[a] == 3
+
+
+async def test_a_standby_follows_the_changelog(env: Env) -> None:
+    a = key_in(2)
+    manager = await env.manager()
+    await manager.on_assigned(Assignment(active=[0], standby=[2]))
+    await env.write_changelog(2, [(a, 41), (a, 42)])
+    await until(lambda: env.table.get(a) == 42, "the standby caught up with the changelog")
+    assert env.state(2) is PartitionState.STANDBY
+
+
+# -- revoke -------------------------------------------------------------------------------------------
+
+
+async def test_revoke_suspends_active_partitions_and_the_next_assignment_closes_what_it_lacks(env: Env) -> None:
+    manager = await env.manager()
+    await manager.on_assigned(Assignment(active=[0, 1]))
+    zero = env.table.parts[0]
+    await manager.on_revoked()
+    assert env.state(0) is env.state(1) is PartitionState.STANDBY
+    with pytest.raises(TableNotActive):
+        env.table[key_in(1)] = 1  # a revoked partition takes no writes
+    await manager.on_assigned(Assignment(active=[1]))
+    assert sorted(env.table.parts) == [1]
+    assert zero.state is PartitionState.CLOSED
+    assert env.state(1) is PartitionState.ACTIVE
+
+
+async def test_revoke_after_a_failed_commit_drops_uncommitted_writes_and_the_partition_restores(env: Env) -> None:
+    a = key_in(0)
+    await env.write_changelog(0, [(a, 1)])
+    manager = await env.manager()
+    await manager.on_assigned(Assignment(active=[0]))
+    env.table[a] = 5  # never committed: the commit failed
+    await manager.on_revoked(dirty=True)
+    assert not manager.dirty()
+    assert env.table[a] == 1  # the standby shows the changelog's value, not the lost write
+    await manager.on_assigned(Assignment(active=[0]))
+    assert env.table[a] == 1
+
+
+async def test_stop_closes_every_partition(env: Env) -> None:
+    manager = await env.manager()
+    await manager.on_assigned(Assignment(active=[0], standby=[1]))
+    parts = dict(env.table.parts)
+    await env.stop(manager)
+    assert env.table.parts == {}
+    assert all(p.state is PartitionState.CLOSED for p in parts.values())
+
+
+# -- commit steps -----------------------------------------------------------------------------------------
+
+
+async def test_a_commit_sends_the_changelog_then_writes_the_store_and_the_checkpoint(env: Env) -> None:
+    a, b = key_in(0, 0), key_in(0, 1)
+    manager = await env.manager()
+    await manager.on_assigned(Assignment(active=[0]))
+    env.table[a] = 1
+    env.table[b] = 2
+    env.table[a] = 3
+    assert manager.dirty()
+    assert env.changelog_records(0) == []  # writes wait in the cache until the commit
+    assert not env.checkpoint_path(0).exists()
+    part = env.table.parts[0]
+    await manager.flush()
+    assert sorted(env.changelog_records(0)) == sorted([(a.encode(), 3), (b.encode(), 2)])
+    assert part.store.get(a.encode()) is None  # the store only takes values after the producer flush
+    await env.app.producer.flush()
+    manager.checkpoint()
+    assert part.store.get(a.encode()) == env.table.value_codec.dumps(3)
+    assert read_checkpoint(env.checkpoint_path(0)) == 2  # the changelog offset the store is consistent with
+    assert not manager.dirty()
+
+
+async def test_after_a_restart_only_the_changelog_past_the_checkpoint_is_replayed(env: Env) -> None:
+    a, b = key_in(0, 0), key_in(0, 1)
+    manager = await env.manager()
+    await manager.on_assigned(Assignment(active=[0]))
+    env.table[a] = 1
+    env.table[b] = 2
+    await commit(env, manager)
+    await env.stop(manager)
+    await env.write_changelog(0, [(a, 10)])  # written after our checkpoint (another owner, say)
+    manager = await env.manager()
+    await manager.on_assigned(Assignment(active=[0]))
+    assert manager.restored_records == 1
+    assert env.table[a] == 10 and env.table[b] == 2
+
+
+async def test_discard_after_a_failed_commit_leaves_the_committed_values(env: Env) -> None:
+    a = key_in(0)
+    manager = await env.manager()
+    await manager.on_assigned(Assignment(active=[0]))
+    env.table[a] = 1
+    await commit(env, manager)
+    env.table[a] = 2
+    await manager.flush()  # sent, but the producer flush failed: the commit is abandoned
+    manager.discard(None)
+    assert not manager.dirty()
+    assert env.table[a] == 1
+    manager.checkpoint()
+    assert read_checkpoint(env.checkpoint_path(0)) == 1  # not past what the store holds
+
+
+async def test_a_store_without_its_checkpoint_is_wiped_and_restored_from_scratch(env: Env) -> None:
+    a = key_in(0)
+    manager = await env.manager()
+    await manager.on_assigned(Assignment(active=[0]))
+    env.table[a] = 1
+    await commit(env, manager)
+    await env.stop(manager)
+    env.checkpoint_path(0).unlink()  # the store without its checkpoint cannot be trusted
+    manager = await env.manager()
+    await manager.on_assigned(Assignment(active=[0]))
+    assert manager.restored_records == 1  # wiped and replayed from the start
+    assert env.table[a] == 1
+
+
+async def test_changelog_records_of_a_partition_go_to_that_changelog_partition(env: Env) -> None:
+    manager = await env.manager()
+    await manager.on_assigned(Assignment(active=[0, 3]))
+    env.table[key_in(0)] = 1
+    env.table[key_in(3)] = 2
+    await commit(env, manager)
+    assert env.changelog_records(0) == [(key_in(0).encode(), 1)]
+    assert env.changelog_records(3) == [(key_in(3).encode(), 2)]
+    assert env.transport.end_offsets([TP(env.changelog, 1), TP(env.changelog, 2)]) == {
+        TP(env.changelog, 1): 0, TP(env.changelog, 2): 0}
+
+
+# -- global tables ---------------------------------------------------------------------------------------
+
+
+async def test_global_tables_are_restored_whole_at_start_and_followed_through_rebalances(env: Env) -> None:
+    glob = env.app.GlobalTable("config", default=int)
+    await env.transport.ensure_topics([glob.changelog_topic.spec()])
+    producer = await env.app.start_producer()
+    for p in range(PARTITIONS):
+        await producer.send(glob.changelog_topic.name, key_in(p).encode(), glob.value_codec.dumps(p), partition=p)
+    manager = await env.manager()
+    assert sorted(glob.parts) == list(range(PARTITIONS))  # every partition, before any assignment
+    assert all(part.state is PartitionState.ACTIVE for part in glob.parts.values())
+    assert [glob[key_in(p)] for p in range(PARTITIONS)] == list(range(PARTITIONS))
+    await manager.on_assigned(Assignment(active=[0]))
+    await manager.on_revoked()
+    assert all(part.state is PartitionState.ACTIVE for part in glob.parts.values())  # not suspended
+    await manager.on_assigned(Assignment(active=[1]))
+    await producer.send(glob.changelog_topic.name, key_in(3).encode(), glob.value_codec.dumps(33), partition=3)
+    await until(lambda: glob[key_in(3)] == 33, "the global table follows its changelog")
