@@ -1,6 +1,7 @@
 """What lets a Faust app run with ``import agentstream as faust``: settings translation, the
 Faust-only arguments of ``app.topic``/``app.Table``, and the runners behind ``@app.crontab``,
-``@app.service``, ``@app.task(on_leader=True)``, ``@app.table_route`` and ``faust.Worker``.
+``@app.service``, ``@app.task(on_leader=True)`` and ``faust.Worker`` (``@app.table_route`` is a core
+feature: :mod:`agentstream.routes`).
 
 Kept apart from :mod:`agentstream.app` so the App stays a registry; every Faust option that
 agentstream does not act on is logged ONCE at INFO with what agentstream does instead, so a
@@ -10,14 +11,12 @@ migrated app says what changed instead of silently behaving differently.
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
 import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 from . import crontab as _cron
-from .exceptions import TopologyError
 
 if TYPE_CHECKING:
     from .types import AppT as App  # the App's interface: app.py imports this module
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentstream.faust")
 
-__all__ = ["translate_settings", "log_unknown_settings", "topic_options", "drop_deferred_logs", "table_options", "table_route",
+__all__ = ["translate_settings", "log_unknown_settings", "topic_options", "drop_deferred_logs", "table_options",
            "service_runner", "crontab_runner", "leader_task"]  # faust.Worker: agentstream.faust_worker
 
 # Faust setting -> agentstream setting (durations in seconds, like both)
@@ -215,32 +214,6 @@ def service_runner(service: Any) -> Callable[[], Awaitable[None]]:
 
     run.__name__ = f"service {getattr(service, '__name__', type(service).__name__)}"
     return run
-
-
-# -- table_route ---------------------------------------------------------------------------------------------------
-def table_route(table: Any, shard_param: str | None = None, *, query_param: str | None = None,
-                match_info: str | None = None, exact_key: str | None = None) -> Callable[[Any], Any]:
-    """Faust's ``@app.table_route``: run the view on the worker owning the key's table partition.
-
-    The key comes from the URL (``match_info``), the query string (``query_param``/``shard_param``)
-    or is ``exact_key``; a worker that does not own its partition forwards the request (same
-    method, path, query and body) to the owner it learned in the last rebalance.
-    """
-    param = query_param or shard_param
-    if exact_key is None and match_info is None and param is None:
-        raise TopologyError("table_route needs match_info=, query_param= (or shard_param=) or exact_key=")
-
-    def _decorate(fun: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fun)
-        async def route(view: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
-            # The web server calling this view does the routing (agentstream.web.routing): the web
-            # layer sits above the App that declares the route.
-            return await view.web.route_to_owner(table, (exact_key, match_info, param), fun, view, request,
-                                                 *args, **kwargs)
-
-        return route
-
-    return _decorate
 
 
 # -- event.message.tp ----------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ class Worker:
     def execute_from_commandline(self) -> None:
         """Run until SIGTERM/SIGINT; exits the process with the worker's exit code."""
         from .cli import _run, setup_logging  # imported on use, as before: a script may never run it
-        from . import web as _web  # noqa: F401  (installs the web server the worker starts)
+        from .web import run_worker
         from .worker.worker import Worker as _Worker
 
         if self.changes:
@@ -46,6 +46,6 @@ class Worker:
         flush_deferred_logs()  # the Faust-setting notices, once, at worker start
 
         async def _go() -> int:
-            return await _Worker(self.app, install_signal_handlers=True).run()
+            return await run_worker(_Worker(self.app, install_signal_handlers=True))
 
         raise SystemExit(int(_run(_go())))
