@@ -402,13 +402,12 @@ async def test_a_host_this_machine_cannot_bind_is_reported_as_web_host() -> None
     app = agentstream.App(f"host-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1,
                           web_host="192.0.2.1")  # TEST-NET-1: a valid address no local interface has
     app.topic("src")
+    from agentstream.web import run_worker
+
     worker = Worker(app, web_port=0)
-    try:
-        with pytest.raises(ConfigError) as info:
-            await worker.start()
-        assert info.value.setting == "web_host"
-    finally:
-        await worker.stop()
+    with pytest.raises(ConfigError) as info:
+        await run_worker(worker)
+    assert info.value.setting == "web_host"
 
 
 def test_guarded_server_on_uvloop() -> None:
