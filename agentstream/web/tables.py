@@ -3,7 +3,9 @@
 A key lives in partition ``murmur2(key bytes) % partitions`` (Kafka's default partitioner, with
 the table's key codec), exactly where a key-partitioned stream writes it. The owner serves it
 from its local store; any other worker forwards the request to the owner it learned from the
-last rebalance (or answers 307 to it), so a client can ask any worker.
+last rebalance (through :mod:`agentstream.web.forward`, as ``@app.table_route`` pages do) or
+answers 307 to it, so a client can ask any worker. Tables are read through their public face
+(:mod:`agentstream.tables.query`), never their partitions' caches or stores.
 """
 
 from __future__ import annotations
