@@ -8,7 +8,7 @@ import asyncio
 import logging
 from typing import Any, Awaitable, Callable, Sequence, TypeVar, Union
 
-from . import codecs, faust_args
+from . import codecs, faust_args, routes
 from .agents.agent import Agent, AgentFun
 from .agents.replies import ReplyConsumer
 from .background import crontab_runner, leader_task, service_runner
@@ -355,17 +355,13 @@ class App:
                     match_info: str | None = None, exact_key: str | None = None) -> Callable[[F], F]:
         """Like :meth:`table_route`, for a topic: the page runs on the worker that owns the key's
         partition of ``topic`` (others forward the request there)."""
-        from .faust_compat import table_route
-
-        return table_route(topic, shard_param, query_param=query_param, match_info=match_info, exact_key=exact_key)
+        return routes.table_route(topic, shard_param, query_param=query_param, match_info=match_info, exact_key=exact_key)
 
     def table_route(self, table: Any, shard_param: str | None = None, *, query_param: str | None = None,
                     match_info: str | None = None, exact_key: str | None = None) -> Callable[[F], F]:
         """Decorate a page handler so it runs on the worker owning the key's partition of ``table``
         (others forward the request there)."""
-        from .faust_compat import table_route
-
-        return table_route(table, shard_param, query_param=query_param, match_info=match_info, exact_key=exact_key)
+        return routes.table_route(table, shard_param, query_param=query_param, match_info=match_info, exact_key=exact_key)
 
     def page(self, path: str, *, base: Any = None, cors_options: Any = None,
              name: str | None = None) -> Callable[[F], F]:

@@ -205,7 +205,7 @@ def _setting_options(fun: Callable[..., Any]) -> Callable[..., Any]:
 @click.pass_context
 def worker(ctx: click.Context, /, without_web: bool, logfile: str | None, **settings: Any) -> int:
     """Run a worker: join the group and process the assigned partitions."""
-    from . import web as _web  # noqa: F401  (installs the web server the worker starts)
+    from .web import run_worker
     from .worker.worker import Worker
 
     changes = {name: value for name, value in settings.items() if value is not None}
@@ -216,7 +216,7 @@ def worker(ctx: click.Context, /, without_web: bool, logfile: str | None, **sett
         app.settings = app.settings.replace(**changes)
 
     async def _go() -> int:
-        return await Worker(app, install_signal_handlers=True).run()
+        return await run_worker(Worker(app, install_signal_handlers=True))
 
     # A worker allocates a few short-lived objects per record: move what start-up created out
     # of the collector's way and collect the young generation less often.

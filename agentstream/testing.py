@@ -181,16 +181,18 @@ class AppHarness:
         self.app = app
         self.settings = settings
         self.worker: Any = None
+        self.web: Any = None  # the app's web server (agentstream.web.Web) while it runs
         self._saved: tuple[Any, Any] | None = None
 
     async def __aenter__(self) -> "AppHarness":
-        from . import web as _web  # noqa: F401  (installs the web server the worker starts)
+        from .web import serve
         from .worker.worker import Worker
 
         self._saved = _use_memory(self.app, f"app-test-{uuid.uuid4().hex[:8]}")
         changes = {"commit_interval": 0.05, "web_port": 0, **self.settings}  # web: a free port (web_enabled=False: none)
         self.app.settings = self.app.settings.replace(**changes)
         self.worker = Worker(self.app)
+        self.web = serve(self.worker)  # beside the worker, as the CLI runs it (None: web_enabled=False)
         await self.worker.start()
         await asyncio.wait_for(self.worker.assigned.wait(), 10)
         return self

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 from agentstream.background import service_runner
 from agentstream.cli import main
 from agentstream.faust_args import ignored
+from agentstream.web.runner import serve
 from agentstream.worker.worker import Worker as _RuntimeWorker
 
 __all__ = ["Worker"]
@@ -46,6 +47,11 @@ class Worker(_RuntimeWorker):
         self.loglevel = logging.getLevelName(loglevel) if isinstance(loglevel, int) else loglevel
         self.logfile = logfile
         super().__init__(app, install_signal_handlers=install_signal_handlers)
+
+    async def run(self) -> int:
+        """Run with the web server the settings ask for beside it (as the CLI does), until stopped."""
+        serve(self)
+        return await super().run()
 
     def execute_from_commandline(self) -> NoReturn:
         """Run until SIGTERM/SIGINT; exits the process with the worker's exit code."""

@@ -49,6 +49,7 @@ from aiokafka.structs import ConsumerRecord
 
 from ..events import Event
 from ..tables.store import MemoryStore
+from ..tables.query import live_entries
 from ..tables.table import TableNotReady, TablePartition
 from .core import result_event
 
@@ -143,16 +144,9 @@ class _Buffers:
 
 
 def _raw_entries(part: TablePartition) -> Iterator[tuple[bytes, bytes]]:
-    """Every live ``(key, value bytes)`` of the partition: cache over pending writes over the store."""
-    overlay: dict[bytes, Any] = dict(part.pending)
-    for _, k, v in part.cache.entries():
-        overlay[k] = v
-    for k, raw in part.store.items():
-        if k not in overlay:
-            yield k, raw
-    for k, v in overlay.items():
-        if v is not None:
-            yield k, v
+    """Every live ``(key, value bytes)`` of the partition (the join writes bytes, so cached values are bytes too)."""
+    for k, v, _ in live_entries(part, reserved=True):
+        yield k, v
 
 
 class StreamStreamJoin:

@@ -30,6 +30,7 @@ from ..runtime import current_runtime, current_task, runtime_for
 from ..transport.partitioner import default_partition
 from ..naming import changelog_topic_name, faust_naming
 from .partition import TableNotReady, TablePartition
+from .query import live_entries
 
 if TYPE_CHECKING:
     from ..types import AppT as App  # the App's interface: app.py imports this module
@@ -383,18 +384,8 @@ class Table:
             return
         kloads, vloads = self.key_codec.loads, self.value_codec.loads
         for part in list(self.parts.values()):
-            overlay: dict[bytes, Any] = {}
-            for k, raw in part.pending.items():
-                overlay[k] = None if raw is None else vloads(raw)
-            for _, k, v in part.cache.entries():
-                overlay[k] = v
-            for k, raw in part.store.items():
-                if k in overlay:
-                    continue
-                yield kloads(k), vloads(raw)
-            for k, v in overlay.items():
-                if v is not None:
-                    yield kloads(k), v
+            for k, v, decoded in live_entries(part):
+                yield kloads(k), v if decoded else vloads(v)
 
     def keys(self) -> Iterator[Any]:
         return (k for k, _ in self.items())

@@ -56,13 +56,14 @@ from ..exceptions import AgentStreamError, SerializationError, TopologyError
 from .windows import (HoppingWindow, TumblingWindow, faust_window_key, parse_faust_window_key, parse_window_key,
                       window_key)
 from . import table as _table
+from .query import STREAM_TIME_KEY, live_entries
 
 if TYPE_CHECKING:
     from .table import Table, TablePartition
 
 log = logging.getLogger(__name__)
 
-__all__ = ["WindowSet", "WindowedTable", "WindowTimeError", "Seconds", "WindowCloseCallback"]
+__all__ = ["WindowSet", "WindowedTable", "WindowTimeError", "Seconds", "WindowCloseCallback", "STREAM_TIME_KEY"]
 
 WindowRange = tuple[float, float]
 WindowCloseCallback = Callable[[Any, Any], Union[None, Awaitable[None]]]
@@ -72,8 +73,6 @@ TimeSource = Callable[[Event | None], float]
 LATE_WARNING_EVERY = 10.0
 """Seconds between WARNING lines summarising dropped late records (each drop is logged at DEBUG)."""
 
-STREAM_TIME_KEY = b"\xff\xff\xff\xffagentstream.stream-time"
-"""Reserved store key: a 2**32-1 length prefix no window key can have, so it sorts last."""
 
 
 class WindowTimeError(AgentStreamError):
@@ -206,23 +205,6 @@ class _PartWindows:
         self.known: set[bytes] = set()
 
 
-def _raw_entries(part: "TablePartition") -> Iterator[tuple[bytes, Any, bool]]:
-    """``(key, value, decoded)`` of every entry, cache over pending writes over the store.
-
-    ``decoded`` says ``value`` is a Python value (from the cache) rather than stored bytes;
-    deleted keys are left out.
-    """
-    overlay: dict[bytes, tuple[Any, bool]] = {k: (raw, False) for k, raw in part.pending.items()}
-    for _, k, v in part.cache.entries():
-        overlay[k] = (v, True)
-    for k, raw in part.store.items():
-        if k not in overlay:
-            yield k, raw, False
-    for k, (v, decoded) in overlay.items():
-        if v is not None:
-            yield k, v, decoded
-
-
 class _WindowState:
     """What every view of one windowed table shares: window, grace, callback, partition indexes."""
 
@@ -272,7 +254,7 @@ class _WindowState:
             return pw
         pw = _PartWindows(part)
         starts: list[tuple[int, bytes]] = []
-        for k, value, decoded in _raw_entries(part):
+        for k, value, decoded in live_entries(part, reserved=True):
             if k == STREAM_TIME_KEY:
                 pw.stream_ms = value.ms if decoded else int(value)
                 continue
@@ -463,7 +445,7 @@ class _WindowState:
     def items(self) -> Iterator[tuple[tuple[Any, WindowRange], Any]]:
         kloads, vloads = self.table.key_codec.loads, self.table.value_codec.loads
         for part in list(self.table.parts.values()):
-            for k, value, decoded in _raw_entries(part):
+            for k, value, decoded in live_entries(part):
                 try:
                     kb, start = self.parse_window_key(k)
                 except ValueError:

@@ -1,15 +1,13 @@
 """The worker's web server: interactive table queries, metadata, live status, Prometheus metrics
-and app pages (``@app.page("/path")`` with a function or a :class:`View` subclass)."""
+and app pages (``@app.page("/path")`` with a function or a :class:`View` subclass).
+
+It runs beside a worker: :func:`run_worker` (or :func:`serve` before ``worker.start()``) attaches it."""
 
 from __future__ import annotations
 
 from .responses import error_response, json_response
+from .runner import run_worker, serve
 from .server import Web
 from .views import View
 
-from ..worker import worker as _worker
-
-__all__ = ["Web", "View", "json_response", "error_response"]
-
-# A worker whose settings enable the web server starts this one (the worker does not import web/).
-_worker.upper.web_server = Web
+__all__ = ["Web", "View", "json_response", "error_response", "serve", "run_worker"]

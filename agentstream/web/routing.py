@@ -1,62 +1,73 @@
-"""``@app.table_route`` at request time: run the view on the worker owning the key's table partition,
-else forward the request (same method, path, query and body) to the owner learned in the last
-rebalance. The decorator (:func:`agentstream.faust_compat.table_route`) only says where the key is;
-the web server calls this, so the App never imports the web layer."""
+"""``@app.table_route`` at request time: run the page handler on the worker owning the key's
+partition, else forward the request (same method, path, query and body) to the owner learned in
+the last rebalance, through the one forwarder (:mod:`agentstream.web.forward`). The declaration
+(:mod:`agentstream.routes`) only says where the key is; views call :func:`routed` when they
+dispatch to a marked handler, so the App never imports the web layer."""
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any, Callable
+import logging
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-import aiohttp
 from aiohttp import web
 
+from ..routes import TableRoute
+from ..tables.query import encode_key, key_partition
+from ..tables.table import Table
+from ..transport.partitioner import default_partition
+from .forward import FORWARDED_HEADER, RETRY_AFTER, valid_owner
 from .responses import error_response
-from .tables import key_partition
 
-__all__ = ["ROUTED_HEADER", "route_to_owner"]
+if TYPE_CHECKING:
+    from .server_types import WebT as Web  # server.py imports this module
 
-ROUTED_HEADER = "X-Agentstream-Routed-By"
+log = logging.getLogger("agentstream.web")
 
-
-async def route_to_owner(server: Any, table: Any, where: tuple[str | None, str | None, str | None],
-                         fun: Callable[..., Any], view: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
-    """``where``: (exact_key, match_info, query_param) as given to ``table_route``."""
-    exact_key, match_info, param = where
-    if exact_key is not None:
-        key: Any = exact_key
-    elif match_info is not None:
-        key = request.match_info[match_info]
-    else:
-        assert param is not None
-        if param not in request.query:
-            return error_response(400, f"missing query parameter {param!r}", f"pass ?{param}=<key>")
-        key = request.query[param]
-    dumps = getattr(table, "_key_dumps", None) or table.key_codec.dumps  # a table or (topic_route) a topic
-    p = key_partition(table, dumps(key))
-    assignment = server.assignment()
-    if getattr(table, "is_global", False) or p in assignment.active or request.headers.get(ROUTED_HEADER):
-        return await fun(view, request, *args, **kwargs)
-    owner = assignment.owners.get(p)
-    if not owner or owner == server.address:
-        return error_response(503, f"the owner of table {table.name!r} partition {p} is unknown "
-                              "(no assignment yet, or the group is rebalancing)", "retry in a second",
-                              headers={"Retry-After": "1"})
-    return await _forward(request, owner, server.address, web)
+__all__ = ["routed", "route_partition"]
 
 
-async def _forward(request: Any, owner: str, me: str, web: Any) -> Any:
-    body = await request.read()
-    headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "content-length")}
-    headers[ROUTED_HEADER] = me
+def route_partition(route: TableRoute, key: Any) -> int:
+    """The partition of ``key`` in the route's table (its key codec and partitioner) or topic."""
+    source = route.source
+    if not isinstance(source, Table) and isinstance(getattr(source, "table", None), Table):
+        source = source.table  # a WindowedTable: its keys are the table's
+    if isinstance(source, Table):
+        return key_partition(source, encode_key(source, key))
+    raw = source.key_codec.dumps(key)
+    return default_partition(raw if raw is not None else b"", source.partitions)
+
+
+def _key(route: TableRoute, request: web.Request) -> Any:
+    if route.exact_key is not None:
+        return route.exact_key
+    if route.match_info is not None:
+        return request.match_info[route.match_info]
+    assert route.query_param is not None
+    return request.query.get(route.query_param)
+
+
+async def routed(server: "Web", route: TableRoute, request: web.Request,
+                 handle: Callable[[], Awaitable[Any]]) -> Any:
+    """``handle()`` here when this worker owns the key's partition (or the table is global, or the
+    request was forwarded already), else the owner's answer."""
+    key = _key(route, request)
+    if key is None:
+        return error_response(400, f"missing query parameter {route.query_param!r}", f"pass ?{route.query_param}=<key>")
+    name = getattr(route.source, "name", "?")
     try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
-            async with session.request(request.method, f"http://{owner}{request.rel_url.raw_path_qs}",
-                                       data=body or None, headers=headers, allow_redirects=False) as resp:
-                data = await resp.read()
-                return web.Response(body=data, status=resp.status,
-                                    headers={"Content-Type": resp.headers.get("Content-Type", "application/json"),
-                                             "X-Agentstream-Served-By": owner})
-    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-        return error_response(503, f"forwarding to the key's owner {owner} failed: {type(exc).__name__}: {exc}",
-                              "retry later; the group rebalances when a worker dies", headers={"Retry-After": "1"})
+        p = route_partition(route, key)
+    except Exception as exc:
+        return error_response(400, f"key {key!r} cannot be encoded for {name!r}: {exc}",
+                              "pass a key the table's key type accepts")
+    assignment = server.assignment()
+    if getattr(route.source, "is_global", False) or p in assignment.active or request.headers.get(FORWARDED_HEADER):
+        return await handle()
+    owner = valid_owner(assignment.owners.get(p))
+    if owner is None or owner == server.address:
+        if assignment.owners.get(p) and owner is None:
+            log.warning("not forwarding to %r (owner of %s[%d] in the group metadata): not a host:port",
+                        assignment.owners.get(p), name, p)
+        return error_response(503, f"the owner of {name!r} partition {p} is unknown "
+                              "(no assignment yet, or the group is rebalancing)", "retry in a second",
+                              headers=RETRY_AFTER, partition=p)
+    return await server.forwarder.forward(request, owner, f"{name!r} partition {p}")

@@ -1,8 +1,10 @@
 """The worker's web server (aiohttp): interactive table queries, metadata, status, metrics and the
 app's own pages.
 
-The worker binds it before joining the group (port 0 picks a free port), because the address
-it advertises in the group's user data is how other workers route table queries here. Every
+It runs beside a worker (:func:`agentstream.web.runner.serve` attaches it; the worker starts it
+after the producer and before joining the group, port 0 picking a free port), because the address
+it advertises in the group's user data is how other workers route table queries here. It reads
+the worker's published status snapshot and the tables' public face only. Every
 request runs behind a guard: bad input gets a 4xx JSON error, a handler bug a logged 500; the
 server never takes the worker down.
 """
@@ -23,7 +25,7 @@ from ..exceptions import ConfigError
 from ..worker.assignor import Assignment
 from .limits import GuardedSite, Limits, install_log_filter
 from .responses import error_response, json_response
-from .routing import route_to_owner
+from .forward import Forwarder
 from .stats import Stats
 from .status_page import render_status_page
 from .tables import TableViews
@@ -68,7 +70,8 @@ class Web:
         self.redirect = bool(extra.get("web_redirect", False) if redirect is None else redirect)
         self.forward_timeout = float(extra.get("web_forward_timeout", 5.0))
         self.advertised_host = str(extra.get("web_advertised_host") or self._advertised(host))
-        self.stats = Stats(app, worker, history=int(extra.get("web_history", 300)))
+        self.stats = Stats(app, worker, address=lambda: self.address, history=int(extra.get("web_history", 300)))
+        self.forwarder = Forwarder(self)
         self.tables = TableViews(self)
         s = app.settings
         self.limits = Limits(max_connections=s.web_max_connections, header_timeout=s.web_header_timeout,
@@ -92,13 +95,9 @@ class Web:
     def url(self) -> str:
         return f"{self.scheme}://{self.address}"
 
-    async def route_to_owner(self, table: Any, where: tuple[str | None, str | None, str | None],
-                             fun: Callable[..., Any], view: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
-        """What an ``@app.table_route`` view does when called: see :mod:`agentstream.web.routing`."""
-        return await route_to_owner(self, table, where, fun, view, request, *args, **kwargs)
-
     def assignment(self) -> Assignment:
-        return self.worker.assignor.assignment
+        """The partition owners learned in the last rebalance (where keys are forwarded)."""
+        return self.worker.assignment
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def build(self) -> web.Application:
@@ -165,7 +164,7 @@ class Web:
             self._sampler.cancel()
             await asyncio.gather(self._sampler, return_exceptions=True)
             self._sampler = None
-        await self.tables.close()
+        await self.forwarder.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -235,14 +234,13 @@ class Web:
 
     async def readyz(self, request: web.Request) -> web.Response:
         """Ready: partitions assigned, every active table partition restored, not crashed."""
-        worker = self.worker
+        st = await self.worker.status(lag=False)
         problems: list[str] = []
-        if worker.crashed is not None:
+        if st.crashed is not None:
             problems.append("the worker crashed")
-        if not worker.assigned.is_set():
+        if not st.running:
             problems.append("no partitions assigned yet (joining the group or rebalancing)")
-        not_ready = sorted(f"{t.name}[{p}]" for t in self.app.tables.values() for p, part in t.parts.items()
-                           if (part.active or t.is_global) and not part.ready)
+        not_ready = list(st.restore.not_ready)
         if not_ready:
             problems.append(f"restoring {len(not_ready)} table partition(s)")
         body = {"ready": not problems, "problems": problems, "restoring": not_ready[:50]}
@@ -250,21 +248,21 @@ class Web:
                              headers=None if not problems else {"Retry-After": "1"})
 
     async def metadata(self, request: web.Request) -> web.Response:
-        a = self.assignment()
+        st = await self.worker.status(lag=False)
+        a = st.assignment
         workers: dict[str, list[int]] = {}
-        for p, owner in sorted(a.owners.items()):
+        for p, owner in a.owners:
             workers.setdefault(owner, []).append(p)
         return json_response({
-            "app": self.app.id,
+            "app": st.app,
             "worker": self.address,
             "generation": a.generation,
-            "leader": self.worker.assignor.is_leader,
-            "active": a.active,
-            "standby": a.standby,
-            "partitions": {str(p): owner for p, owner in sorted(a.owners.items())},
+            "leader": a.leader,
+            "active": list(a.active),
+            "standby": list(a.standby),
+            "partitions": {str(p): owner for p, owner in a.owners},
             "workers": workers,
-            "tables": {name: {"partitions": t.partitions, "changelog": t.changelog_topic.name}
-                       for name, t in sorted(self.app.tables.items())},
+            "tables": {t.name: {"partitions": t.partitions, "changelog": t.changelog} for t in st.tables},
         })
 
     async def status(self, request: web.Request) -> web.Response:

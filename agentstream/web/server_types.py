@@ -7,6 +7,7 @@ from typing import Protocol
 
 from ..types import AppT
 from ..worker.assignor import Assignment
+from .forward import Forwarder
 
 __all__ = ["WebT"]
 
@@ -18,6 +19,7 @@ class WebT(Protocol):
     forward_timeout: float
     token: bytes | None
     scheme: str
+    forwarder: Forwarder
 
     @property
     def app(self) -> AppT: ...

@@ -1,9 +1,8 @@
 """Live numbers of one worker for ``/status`` and ``/metrics``, plus a one-per-second history.
 
-Task counters restart with every rebalance (tasks are rebuilt), so per-agent totals are kept
-here: each reading adds what every task processed since the previous reading (tasks are
-tracked weakly, by object). The history is a fixed-size ring buffer of samples, enough for the
-status page's plots without any storage.
+Everything here is read from the worker's published status snapshot
+(:class:`agentstream.worker.status.WorkerStatus`), never from its internals. The history is a
+fixed-size ring buffer of samples, enough for the status page's plots without any storage.
 """
 
 from __future__ import annotations
@@ -12,16 +11,15 @@ import asyncio
 import logging
 import os
 import time
-import weakref
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
+from ..tables.query import count_keys
 from ..transport.base import TP
-from .tables import part_size, refresh_count
+from ..worker.status import WorkerStatus
 
 if TYPE_CHECKING:
     from ..app import App
-    from ..worker.task import StreamTask
     from ..worker.worker import Worker
 
 log = logging.getLogger("agentstream.web")
@@ -34,94 +32,31 @@ def tp_name(tp: TP) -> str:
 
 
 class Stats:
-    """Reads the worker's counters; :meth:`run` samples them into :attr:`samples` every ``interval``."""
+    """Reads the worker's status; :meth:`run` samples it into :attr:`samples` every ``interval``."""
 
-    def __init__(self, app: "App", worker: "Worker", *, history: int = 300, interval: float = 1.0) -> None:
+    def __init__(self, app: "App", worker: "Worker", *, address: Callable[[], str], history: int = 300,
+                 interval: float = 1.0) -> None:
         self.app = app
         self.worker = worker
+        self.address = address
         self.interval = interval
         self.samples: deque[dict[str, Any]] = deque(maxlen=max(1, history))
         self.started = time.time()
-        self._seen: weakref.WeakKeyDictionary["StreamTask", int] = weakref.WeakKeyDictionary()
-        self._totals: dict[str, int] = {a.name: 0 for a in app.agents}
         self._last: tuple[float, dict[str, int]] | None = None
 
-    # -- readings ---------------------------------------------------------------------------------
-    def agent_totals(self) -> dict[str, int]:
-        """Records handled per agent since the worker started (monotonic, across rebalances)."""
-        for task in list(self.worker.tasks.values()):
-            seen = self._seen.get(task, 0)
-            if task.processed != seen:
-                name = task.agent.name
-                self._totals[name] = self._totals.get(name, 0) + task.processed - seen
-                self._seen[task] = task.processed
-        return dict(self._totals)
-
-    async def positions(self) -> dict[TP, tuple[int | None, int | None]]:
-        """Per assigned source partition: (high watermark from the last fetch, processed position).
-
-        The position is the next offset to handle: from the tasks' handled offsets, else the
-        head of their buffer, else the last commit, else the consumer's fetch position.
-        """
-        worker, consumer = self.worker, self.worker.consumer
-        if consumer is None:
-            return {}
-        routes = worker.fetcher.routes if worker.fetcher is not None else {}
-        out: dict[TP, tuple[int | None, int | None]] = {}
-        for tp in sorted(consumer.assignment()):
-            tasks = routes.get(tp, [])
-            handled = [o for o in (t.committable.get(tp) for t in tasks) if o is not None]
-            pos: int | None = min(handled) if handled else None
-            if pos is None:
-                heads = [t.group.queues[tp].messages[0].offset for t in tasks
-                         if tp in t.group.queues and t.group.queues[tp].messages]
-                pos = min(heads) if heads else worker.committed_offsets.get(tp)
-            if pos is None:
-                try:
-                    pos = await asyncio.wait_for(consumer.position(tp), 0.2)
-                except (asyncio.TimeoutError, Exception):
-                    pos = None
-            out[tp] = (consumer.highwater(tp), pos)
-        return out
-
-    async def lag(self) -> dict[TP, int | None]:
-        """Records not yet handled per partition (None until both ends are known)."""
-        return {tp: (None if hw is None or pos is None else max(0, hw - pos))
-                for tp, (hw, pos) in (await self.positions()).items()}
-
-    def restore(self) -> dict[str, Any]:
-        manager = self.worker.tables
-        active = [part for table in self.app.tables.values() for part in table.parts.values()
-                  if part.active or table.is_global]
-        ready = sum(1 for part in active if part.ready)
-        return {
-            "restoring": bool(manager is not None and manager.restoring),
-            "restored_records": manager.restored_records if manager is not None else 0,
-            "parts_active": len(active),
-            "parts_ready": ready,
-            "ready_pct": 100.0 if not active else round(100.0 * ready / len(active), 1),
-            "not_ready": sorted(f"{p.table.name}[{p.partition}]" for p in active if not p.ready),
-        }
-
-    def tables(self) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        for name, table in sorted(self.app.tables.items()):
-            parts = {}
-            for p, part in sorted(table.parts.items()):
-                parts[str(p)] = {"keys": part_size(part), "active": part.active, "ready": part.ready,
-                                 "changelog_offset": part.changelog_offset}
-            out[name] = {
-                "partitions": table.partitions,
-                "local_keys": sum(v["keys"] for v in parts.values() if v["active"] or table.is_global),
-                "parts": parts,
-            }
-        return out
+    async def _count_keys(self) -> None:
+        """Exact key counts of persistent partitions, in slices, only after they changed."""
+        for table in list(self.app.tables.values()):
+            for part in list(table.parts.values()):
+                await count_keys(part)
 
     # -- sampling ---------------------------------------------------------------------------------------
     async def sample(self) -> dict[str, Any]:
         """Take one sample now and append it to the history."""
+        await self._count_keys()
+        status = await self.worker.status()
         now = time.time()
-        totals = self.agent_totals()
+        totals = dict(status.agents)
         if self._last is None:
             rates = {a: 0.0 for a in totals}
         else:
@@ -129,17 +64,13 @@ class Stats:
             dt = max(now - then, 1e-3)
             rates = {a: round((n - before.get(a, 0)) / dt, 2) for a, n in totals.items()}
         self._last = (now, totals)
-        for table in list(self.app.tables.values()):  # exact key counts, in slices, only after changes
-            for part in list(table.parts.values()):
-                await refresh_count(part)
-        restore = self.restore()
         sample = {
             "t": round(now, 3),
             "rates": rates,
-            "lag": {tp_name(tp): n for tp, n in (await self.lag()).items()},
-            "restored_records": restore["restored_records"],
-            "ready_pct": restore["ready_pct"],
-            "tables": {name: t["local_keys"] for name, t in self.tables().items()},
+            "lag": {tp_name(p.tp): p.lag for p in status.partitions},
+            "restored_records": status.restore.restored_records,
+            "ready_pct": status.restore.ready_pct,
+            "tables": {t.name: t.local_keys for t in status.tables},
         }
         self.samples.append(sample)
         return sample
@@ -176,37 +107,32 @@ class Stats:
 
     # -- views ---------------------------------------------------------------------------------------------
     async def status(self, *, history: bool) -> dict[str, Any]:
-        worker = self.worker
-        a = worker.assignor.assignment
-        totals = self.agent_totals()
+        st = await self.worker.status()
+        a = st.assignment
         rates = self.samples[-1]["rates"] if self.samples else {}
-        errors = worker.errors
-        positions = await self.positions()
         out: dict[str, Any] = {
-            "app": self.app.id,
+            "app": st.app,
             "worker": {
-                "address": self.worker.web.address if self.worker.web is not None else None,
+                "address": self.address(),
                 "pid": os.getpid(),
                 "uptime": round(time.time() - self.started, 1),
-                "started": worker.started.is_set(),
-                "running": worker.assigned.is_set(),
-                "crashed": None if worker.crashed is None else repr(worker.crashed),
-                "commits": worker.commits,
-                "seconds_since_commit": round(time.monotonic() - worker.last_commit, 2),
+                "state": st.state,
+                "started": st.started,
+                "running": st.running,
+                "crashed": st.crashed,
+                "commits": st.commits,
+                "seconds_since_commit": st.seconds_since_commit,
             },
-            "assignment": {"generation": a.generation, "active": a.active, "standby": a.standby,
-                           "leader": worker.assignor.is_leader,
-                           "owners": {str(p): h for p, h in sorted(a.owners.items())}},
-            "agents": {name: {"processed": n, "records_per_s": rates.get(name, 0.0)} for name, n in totals.items()},
-            "tasks": [{"id": str(t.id), "agent": t.agent.name, "processed": t.processed,
-                       "partitions": [tp_name(tp) for tp in t.partitions]} for t in worker.tasks.values()],
-            "lag": {tp_name(tp): {"highwater": hw, "position": pos,
-                                  "lag": None if hw is None or pos is None else max(0, hw - pos)}
-                    for tp, (hw, pos) in positions.items()},
-            "tables": self.tables(),
-            "restore": self.restore(),
-            "errors": {"decode": errors.decode_errors, "agent": errors.agent_errors,
-                       "dead_lettered": errors.dead_lettered},
+            "assignment": {"generation": a.generation, "active": list(a.active), "standby": list(a.standby),
+                           "leader": a.leader, "owners": {str(p): h for p, h in a.owners}},
+            "agents": {name: {"processed": n, "records_per_s": rates.get(name, 0.0)} for name, n in st.agents},
+            "tasks": [{"id": t.id, "agent": t.agent, "processed": t.processed,
+                       "partitions": [tp_name(tp) for tp in t.partitions]} for t in st.tasks],
+            "lag": {tp_name(p.tp): {"highwater": p.highwater, "position": p.position, "lag": p.lag}
+                    for p in st.partitions},
+            "tables": tables_json(st),
+            "restore": restore_json(st),
+            "errors": {"decode": st.errors.decode, "agent": st.errors.agent, "dead_lettered": st.errors.dead_lettered},
             "samples": len(self.samples),
         }
         if history:
@@ -215,54 +141,65 @@ class Stats:
 
     async def prometheus(self) -> str:
         """Prometheus text exposition format 0.0.4."""
-        worker = self.worker
+        st = await self.worker.status()
         m = _Metrics()
         m.family("agentstream_records_processed_total", "counter",
                  "Records handled per agent since the worker started.")
-        for agent, n in sorted(self.agent_totals().items()):
+        for agent, n in st.agents:
             m.sample("agentstream_records_processed_total", n, agent=agent)
         m.family("agentstream_task_records_processed", "gauge",
                  "Records handled per task since its assignment (tasks restart at each rebalance).")
-        for t in worker.tasks.values():
-            m.sample("agentstream_task_records_processed", t.processed, task=str(t.id), agent=t.agent.name)
-        positions = await self.positions()
+        for t in st.tasks:
+            m.sample("agentstream_task_records_processed", t.processed, task=t.id, agent=t.agent)
         m.family("agentstream_consumer_highwater", "gauge", "Partition end offset seen in the last fetch.")
-        for tp, (hw, _) in positions.items():
-            if hw is not None:
-                m.sample("agentstream_consumer_highwater", hw, topic=tp.topic, partition=tp.partition)
+        for p in st.partitions:
+            if p.highwater is not None:
+                m.sample("agentstream_consumer_highwater", p.highwater, topic=p.tp.topic, partition=p.tp.partition)
         m.family("agentstream_consumer_lag", "gauge", "Records not yet handled: high watermark minus position.")
-        for tp, (hw, pos) in positions.items():
-            if hw is not None and pos is not None:
-                m.sample("agentstream_consumer_lag", max(0, hw - pos), topic=tp.topic, partition=tp.partition)
+        for p in st.partitions:
+            if p.lag is not None:
+                m.sample("agentstream_consumer_lag", p.lag, topic=p.tp.topic, partition=p.tp.partition)
         m.family("agentstream_table_keys", "gauge", "Keys per local table partition (RocksDB: an estimate).")
         m.family("agentstream_table_partition_ready", "gauge", "1 when the table partition is restored and serving.")
-        for name, table in sorted(self.app.tables.items()):
-            for p, part in sorted(table.parts.items()):
+        for table in st.tables:
+            for part in table.parts:
                 role = "active" if part.active or table.is_global else "standby"
-                m.sample("agentstream_table_keys", part_size(part), table=name, partition=p, role=role)
-                m.sample("agentstream_table_partition_ready", int(part.ready), table=name, partition=p, role=role)
-        restore = self.restore()
+                m.sample("agentstream_table_keys", part.keys, table=table.name, partition=part.partition, role=role)
+                m.sample("agentstream_table_partition_ready", int(part.ready), table=table.name,
+                         partition=part.partition, role=role)
         m.family("agentstream_table_restored_records_total", "counter", "Changelog records replayed into stores.")
-        m.sample("agentstream_table_restored_records_total", restore["restored_records"])
+        m.sample("agentstream_table_restored_records_total", st.restore.restored_records)
         m.family("agentstream_table_restoring", "gauge", "1 while tables are being restored.")
-        m.sample("agentstream_table_restoring", int(restore["restoring"]))
+        m.sample("agentstream_table_restoring", int(st.restore.restoring))
         m.family("agentstream_commits_total", "counter", "Commits (tables, producer, offsets) done.")
-        m.sample("agentstream_commits_total", worker.commits)
-        errors = worker.errors
+        m.sample("agentstream_commits_total", st.commits)
         for metric, value, help_ in (
-            ("agentstream_decode_errors_total", errors.decode_errors, "Records that failed to decode."),
-            ("agentstream_agent_errors_total", errors.agent_errors, "Agent exceptions while handling a record."),
-            ("agentstream_dead_lettered_total", errors.dead_lettered, "Records copied to the dead-letter topic."),
+            ("agentstream_decode_errors_total", st.errors.decode, "Records that failed to decode."),
+            ("agentstream_agent_errors_total", st.errors.agent, "Agent exceptions while handling a record."),
+            ("agentstream_dead_lettered_total", st.errors.dead_lettered, "Records copied to the dead-letter topic."),
         ):
             m.family(metric, "counter", help_)
             m.sample(metric, value)
-        a = worker.assignor.assignment
+        a = st.assignment
         m.family("agentstream_assigned_partitions", "gauge", "Partition numbers this worker owns, by role.")
         m.sample("agentstream_assigned_partitions", len(a.active), role="active")
         m.sample("agentstream_assigned_partitions", len(a.standby), role="standby")
         m.family("agentstream_rebalances_total", "counter", "Assignments received.")
         m.sample("agentstream_rebalances_total", a.generation)
         return m.render()
+
+
+def tables_json(st: WorkerStatus) -> dict[str, dict[str, Any]]:
+    return {t.name: {"partitions": t.partitions, "local_keys": t.local_keys,
+                     "parts": {str(p.partition): {"keys": p.keys, "active": p.active, "ready": p.ready,
+                                                  "changelog_offset": p.changelog_offset} for p in t.parts}}
+            for t in st.tables}
+
+
+def restore_json(st: WorkerStatus) -> dict[str, Any]:
+    r = st.restore
+    return {"restoring": r.restoring, "restored_records": r.restored_records, "parts_active": r.parts_active,
+            "parts_ready": r.parts_ready, "ready_pct": r.ready_pct, "not_ready": list(r.not_ready)}
 
 
 def _escape(value: object) -> str:

@@ -3,79 +3,38 @@
 A key lives in partition ``murmur2(key bytes) % partitions`` (Kafka's default partitioner, with
 the table's key codec), exactly where a key-partitioned stream writes it. The owner serves it
 from its local store; any other worker forwards the request to the owner it learned from the
-last rebalance (or answers 307 to it), so a client can ask any worker.
+last rebalance (through :mod:`agentstream.web.forward`, as ``@app.table_route`` pages do) or
+answers 307 to it, so a client can ask any worker. Tables are read through their public face
+(:mod:`agentstream.tables.query`), never their partitions' caches or stores.
 """
 
 from __future__ import annotations
 
-import asyncio
-import ipaddress
 import logging
-import re
-import struct
 import time
-import weakref
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Iterator
 
-import aiohttp
 import orjson
 from aiohttp import web
 
 from ..exceptions import StoreError
-from ..tables.windows import parse_window_key, window_key
+from ..tables import query
 from ..transport.partitioner import default_partition
+from .forward import FORWARDED_HEADER, RETRY_AFTER, valid_owner
 from .responses import error_response, json_response
 
 if TYPE_CHECKING:
-    from ..tables.table import Table, TablePartition
+    from ..tables.table import Table
     from .server_types import WebT as Web  # server.py imports this module
 
 log = logging.getLogger("agentstream.web")
 
-__all__ = ["TableViews", "parse_key", "key_partition", "part_size", "MAX_KEY_BYTES"]
+__all__ = ["TableViews", "parse_key", "MAX_KEY_BYTES"]
 
 MAX_KEY_BYTES = 1024
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
-FORWARDED_HEADER = "X-Agentstream-Forwarded-By"
-RETRY_AFTER = {"Retry-After": "1"}
-_STREAM_TIME_KEY = b"\xff\xff\xff\xffagentstream.stream-time"  # windowed.STREAM_TIME_KEY (never a window key)
 MAX_EPOCH_SECONDS = 253402300799.0  # 9999-12-31T23:59:59Z: later "window" times are not timestamps
-MAX_FORWARDED_BYTES = 4 * 1024 * 1024
-SLICE_SECONDS = 0.002  # a scan gives the loop back after this long
-_HOST_LABELS = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*$")
-T = TypeVar("T")
-
-
-def valid_owner(address: object) -> str | None:
-    """``host:port`` when ``address`` (from another member's group metadata) is exactly a host name,
-    IPv4 or [IPv6] address and a port in 1..65535, else None. Anything else (a path, a query,
-    user info, a scheme) could make this worker fetch an arbitrary URL for a client."""
-    if not isinstance(address, str) or len(address) > 300:
-        return None
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536 or port != str(int(port)):
-        return None
-    if host.startswith("[") and host.endswith("]"):
-        try:
-            return address if ipaddress.ip_address(host[1:-1]).version == 6 else None
-        except ValueError:
-            return None
-    return address if _HOST_LABELS.match(host) else None
-
-
-async def sliced(items: Iterable[T], budget: float = SLICE_SECONDS) -> AsyncIterator[T]:
-    """Iterate ``items``, yielding to the event loop whenever ``budget`` seconds have passed, so a
-    long scan never stalls processing for more than a couple of milliseconds."""
-    clock = time.perf_counter
-    deadline = clock() + budget
-    n = 0
-    for item in items:
-        yield item
-        n += 1
-        if n & 63 == 0 and clock() >= deadline:
-            await asyncio.sleep(0)
-            deadline = clock() + budget
 
 
 def parse_key(text: str) -> Any:
@@ -86,101 +45,11 @@ def parse_key(text: str) -> Any:
         return text
 
 
-def key_partition(table: "Table", key_bytes: bytes) -> int:
-    """The table partition a key belongs to (the default partitioner, like a keyed send)."""
-    return default_partition(key_bytes, table.partitions)
-
-
-def _overlay(part: "TablePartition") -> dict[bytes, tuple[Any, bool]]:
-    """Unwritten changes of a partition: key -> (value or raw bytes or None=deleted, decoded?)."""
-    overlay: dict[bytes, tuple[Any, bool]] = {k: (raw, False) for k, raw in part.pending.items()}
-    for _, k, v in part.cache.entries():
-        overlay[k] = (v, True)
-    return overlay
-
-
-def part_entries(part: "TablePartition") -> Iterator[tuple[bytes, Any, bool]]:
-    """``(key bytes, value, decoded)`` of every live entry: cache over pending writes over the store."""
-    overlay = _overlay(part)
-    for k, raw in part.store.items():
-        if k not in overlay:
-            yield k, raw, False
-    for k, (v, decoded) in overlay.items():
-        if v is not None:
-            yield k, v, decoded
-
-
-COUNT_INTERVAL = 10.0  # a changing partition is recounted at most this often
-_counts: "weakref.WeakKeyDictionary[Any, tuple[Any, int, float]]" = weakref.WeakKeyDictionary()  # store -> (version, n, when)
-
-
-def _version(part: "TablePartition") -> Any:
-    """Changes when the partition's contents may have changed (changelog position, unflushed writes)."""
-    return (part.changelog_offset, len(part.pending), len(part.cache))
-
-
-def part_size(part: "TablePartition") -> int:
-    """Keys in a partition, including unwritten changes, without scanning (never blocks).
-
-    Memory stores count exactly. RocksDB's own count is an estimate that counts overwritten keys
-    again, so persistent partitions report the last exact count taken by :func:`refresh_count`
-    (the status sampler keeps it current by scanning in slices, only after the partition
-    changed), falling back to the estimate until the first count is done.
-    """
-    store = part.store
-    if getattr(store, "persistent", False):
-        try:
-            cached = _counts.get(store)
-        except TypeError:
-            cached = None
-        if cached is not None:
-            return cached[1]
-    return _estimate(part)
-
-
-def _estimate(part: "TablePartition") -> int:
-    store = part.store
-    n = len(store)
-    for k, (v, _) in _overlay(part).items():
-        in_store = k in store
-        if v is not None and not in_store:
-            n += 1
-        elif v is None and in_store:
-            n -= 1
-    if part.table._windowed is not None and part.get_bytes(_STREAM_TIME_KEY)[0]:
-        n -= 1
-    return max(n, 0)
-
-
-async def refresh_count(part: "TablePartition") -> None:
-    """Count a persistent partition's keys exactly, in slices, if it changed since the last count."""
-    store = part.store
-    if not getattr(store, "persistent", False):
-        return
-    version = _version(part)
-    try:
-        cached = _counts.get(store)
-    except TypeError:
-        return
-    if cached is not None and (cached[0] == version or time.monotonic() - cached[2] < COUNT_INTERVAL):
-        return
-    n = 0
-    try:
-        async for k, _, _ in sliced(part_entries(part)):
-            if k != _STREAM_TIME_KEY:
-                n += 1
-    except StoreError:
-        return  # closed or wiped mid-count (rebalance): count again next time
-    _counts[store] = (version, n, time.monotonic())
-
-
-def _window_info(table: "Table") -> dict[str, Any] | None:
-    state = table._windowed
-    if state is None:
+def _window_json(table: "Table") -> dict[str, Any] | None:
+    info = query.window_info(table)
+    if info is None:
         return None
-    w = state.window
-    kind = "tumbling" if w.step == w.size else "hopping"
-    return {"kind": kind, "size": w.size, "step": w.step, "expires": w.expires, "grace": state.grace}
+    return {"kind": info.kind, "size": info.size, "step": info.step, "expires": info.expires, "grace": info.grace}
 
 
 class TableViews:
@@ -189,12 +58,6 @@ class TableViews:
     def __init__(self, server: "Web") -> None:
         self.server = server
         self.app = server.app
-        self._session: aiohttp.ClientSession | None = None
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
 
     def _tables(self) -> dict[str, "Table"]:
         return self.app.tables
@@ -208,17 +71,17 @@ class TableViews:
     async def list_tables(self, request: web.Request) -> web.Response:
         out = []
         for name, table in sorted(self._tables().items()):
-            local = sorted(p for p, part in table.parts.items() if part.active or table.is_global)
+            local = query.local_partitions(table)
             out.append({
                 "name": name,
                 "kind": type(table).__name__,
                 "partitions": table.partitions,
                 "changelog": table.changelog_topic.name,
                 "store": table.store_url or self.app.settings.store,
-                "windowed": _window_info(table),
-                "local_partitions": local,
-                "standby_partitions": sorted(p for p, part in table.parts.items() if not part.active),
-                "local_keys": sum(part_size(table.parts[p]) for p in local if p in table.parts),
+                "windowed": _window_json(table),
+                "local_partitions": [part.partition for part in local],
+                "standby_partitions": query.standby_partitions(table),
+                "local_keys": sum(query.key_count(part) for part in local),
                 "help": table.help,
             })
         return json_response({"tables": out})
@@ -238,15 +101,12 @@ class TableViews:
         if offset < 0 or not 1 <= limit <= MAX_LIMIT:
             return error_response(400, f"bad page offset={offset} limit={limit}",
                                   f"offset >= 0 and 1 <= limit <= {MAX_LIMIT}")
-        parts = [table.parts[p] for p in sorted(table.parts) if table.parts[p].active or table.is_global]
-        windowed = table._windowed is not None
-        kloads, vloads = table.key_codec.loads, table.value_codec.loads
+        parts = query.local_partitions(table)
 
         def entries() -> Iterator[tuple[int, bytes, Any, bool]]:
             for part in parts:
-                for k, v, decoded in part_entries(part):
-                    if k != _STREAM_TIME_KEY:
-                        yield part.partition, k, v, decoded
+                for k, v, decoded in query.live_entries(part):
+                    yield part.partition, k, v, decoded
 
         # Page through the stores in slices: a deep offset over a large table costs time, but
         # never holds the event loop for more than a few milliseconds at once.
@@ -254,7 +114,7 @@ class TableViews:
         seen = 0
         more = False
         try:
-            async for p, k, v, decoded in sliced(entries()):
+            async for p, k, v, decoded in query.sliced(entries()):
                 seen += 1
                 if seen <= offset:
                     continue
@@ -263,13 +123,11 @@ class TableViews:
                     break
                 item: dict[str, Any] = {"partition": p}
                 try:
-                    if windowed:
-                        kb, start = parse_window_key(k)
-                        item["key"] = kloads(kb)
-                        item["window"] = list(table._windowed.window_range(start))
-                    else:
-                        item["key"] = kloads(k)
-                    item["value"] = v if decoded else vloads(v)
+                    key, window, value = query.decode_entry(table, k, v, decoded)
+                    item["key"] = key
+                    if window is not None:
+                        item["window"] = list(window)
+                    item["value"] = value
                 except Exception as exc:  # one undecodable entry must not fail the whole page
                     item["key"] = k.decode("utf-8", "backslashreplace")
                     item["error"] = f"cannot decode: {type(exc).__name__}"
@@ -282,7 +140,7 @@ class TableViews:
             "table": name,
             "offset": offset,
             "limit": limit,
-            "total": max(sum(part_size(part) for part in parts), end + int(more)),
+            "total": max(sum(query.key_count(part) for part in parts), end + int(more)),
             "next_offset": end if more else None,
             "partitions": [part.partition for part in parts],
             "restoring": [part.partition for part in parts if not part.ready],
@@ -300,9 +158,12 @@ class TableViews:
         sends raw UTF-8, the table's default codec is JSON) the key is in the partition of the
         topic's encoding. Those come next: every co-partitioned topic's key codec.
         """
-        out = [key_partition(table, kb)]
+        out = [query.key_partition(table, kb)]
         if table.is_global:
             return out
+        plain = default_partition(kb, table.partitions)  # differs in Faust's format (keys hashed as text)
+        if plain not in out:
+            out.append(plain)
         changelogs = {t.changelog_topic.name for t in self.app.tables.values()}
         seen: list[Any] = [table.key_codec]
         for topic in self.app.topics.values():
@@ -330,14 +191,14 @@ class TableViews:
                                   "table keys in URLs are limited to 1 KiB; use a shorter key")
         key = parse_key(text)
         try:
-            kb = table._key_dumps(key)
+            kb = query.encode_key(table, key)
         except Exception as exc:
             return error_response(400, f"key {text!r} (parsed as {type(key).__name__}) cannot be encoded with the "
                                   f"table's key codec: {exc}",
                                   'keys are JSON when they parse ("abc", 42), else plain text; '
                                   "pass a key the table's key type accepts")
         window = request.query.get("window")
-        if table._windowed is None:
+        if query.window_info(table) is None:
             if window is not None:
                 return error_response(400, f"table {name!r} is not windowed; ?window= does not apply",
                                       f"drop the window parameter: /tables/{name}/{text}")
@@ -441,27 +302,25 @@ class TableViews:
                 "retry after the Retry-After seconds", headers=RETRY_AFTER, partition=partition)
         body: dict[str, Any] = {"table": table.name, "key": key, "partition": partition,
                                 "served_by": self.server.address}
-        lookup = kb
+        found_window: tuple[float, float] | None = None
         if window is not None:
-            state = table._windowed
             if window == "current":
-                stream_ms = state.windows(part).stream_ms
-                if stream_ms is None:
+                stream_time = query.stream_time(table, part)
+                if stream_time is None:
                     return None  # nothing counted in this partition yet
-                at = stream_ms / 1000
+                at = stream_time
             else:
                 at = time.time() if window == "now" else float(window)
             try:
                 if not 0 <= at <= MAX_EPOCH_SECONDS:
                     raise ValueError(f"time {at!r} is outside 0..{MAX_EPOCH_SECONDS:.0f}")
-                start, end = state.window.current(at)
-                lookup = window_key(kb, start)
-            except (ValueError, OverflowError, struct.error) as exc:
+                found_window = query.window_at(table, at)
+            except (ValueError, OverflowError) as exc:
                 return error_response(409 if window == "current" else 400,
                                       f"no window of table {table.name!r} at {window} ({at!r} s): {exc}",
                                       "ask for an explicit ?window=<epoch seconds>", partition=partition)
-            body["window"] = [start, end]
-        found, value = part.get_bytes(lookup)
+            body["window"] = list(found_window)
+        found, value = query.get(table, part, kb, found_window)
         if not found:
             return None
         body["value"] = value
@@ -473,40 +332,5 @@ class TableViews:
         url = request.rel_url.update_query(partition=",".join(map(str, partitions)))
         if "redirect" in url.query:
             url = url.without_query_params("redirect")
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.server.forward_timeout))
-        headers = {FORWARDED_HEADER: self.server.address, "Accept": "application/json"}
-        if self.server.token is not None:  # the owner is a worker of the same app: same token
-            headers["Authorization"] = "Bearer " + self.server.token.decode()
-        try:
-            async with self._session.get(f"{self.server.scheme}://{owner}{url.raw_path_qs}", allow_redirects=False,
-                                         headers=headers) as resp:
-                body = await resp.content.read(MAX_FORWARDED_BYTES + 1)
-                status = resp.status
-                json_answer = resp.content_type == "application/json"
-            problem = None
-            if len(body) > MAX_FORWARDED_BYTES:
-                problem = f"more than {MAX_FORWARDED_BYTES} bytes"
-            elif not json_answer or not 200 <= status < 600 or 300 <= status < 400:
-                problem = f"HTTP {status} with content type {resp.content_type!r}"
-            else:
-                try:
-                    orjson.loads(body)
-                except orjson.JSONDecodeError:
-                    problem = "a body that is not JSON"
-            if problem is not None:
-                log.warning("owner %s of %s%s answered %s; not passed on", owner, table.name, partitions, problem)
-                return error_response(502, f"the owner of table {table.name!r} partitions {partitions} ({owner}) "
-                                      f"answered {problem}", "only JSON answers of workers are passed on",
-                                      owner=owner)
-            out_headers = {"X-Agentstream-Served-By": owner}
-            if status == 503:
-                out_headers.update(RETRY_AFTER)
-            return web.Response(body=body, status=status, headers=out_headers, content_type="application/json")
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as exc:
-            log.warning("forwarding %s to %s (owner of %s%s) failed: %r", request.path, owner, table.name,
-                        partitions, exc)
-            return error_response(503, f"the owner of table {table.name!r} partitions {partitions} ({owner}) is not "
-                                  f"reachable: {type(exc).__name__}: {exc}",
-                                  "retry later; the group rebalances when a worker dies",
-                                  headers=RETRY_AFTER, partitions=partitions, owner=owner)
+        return await self.server.forwarder.forward(request, owner, f"table {table.name!r} partitions {partitions}",
+                                                   url=url, json_only=True, partitions=partitions)

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from aiohttp import web
 
+from ..routes import mark, route_of
 from .responses import error_response, json_response
+from .routing import routed
 
 if TYPE_CHECKING:
     from ..app import App
@@ -52,7 +54,10 @@ class View:
             allowed = [m.upper() for m in METHODS if callable(getattr(self, m, None))]
             return error_response(405, f"{request.method} is not allowed on {request.path}",
                                   f"use one of {', '.join(allowed) or '(none)'}", headers={"Allow": ", ".join(allowed)})
-        return as_response(await handler(request, **request.match_info))
+        route = route_of(handler)
+        if route is None:
+            return as_response(await handler(request, **request.match_info))
+        return as_response(await routed(self.web, route, request, lambda: handler(request, **request.match_info)))
 
     # -- response helpers (Faust's names) --------------------------------------------------------
     def json(self, data: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -86,5 +91,8 @@ def view_class(handler: Any) -> type[View]:
     async def call(self: View, request: web.Request, **params: Any) -> Any:
         return await handler(self, request, **params)
 
+    route = route_of(handler)
+    if route is not None:  # @app.table_route on the function: its View's methods are routed alike
+        mark(call, route)
     attrs: dict[str, Any] = {m: call for m in METHODS}
     return type(getattr(handler, "__name__", "PageView"), (View,), attrs)

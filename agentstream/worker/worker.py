@@ -16,19 +16,20 @@ import inspect
 import logging
 import signal
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import runtime
 from ..exceptions import CommitFailed, StopProcessing
 from ..lifecycle import WORKER_TRANSITIONS, StateMachine, WorkerState
 from ..transport.base import TP, Consumer, TopicSpec
 from ..naming import group_protocol_name
-from .assignor import PartitionNumberAssignor
+from .assignor import Assignment, PartitionNumberAssignor
 from .commit import AtLeastOnceCommit, CommitUnit, ExactlyOnceCommit
 from .eos import CommitGate, ExactlyOnce
 from .errors import ErrorPolicy
 from .fetcher import Fetcher
 from .partition_group import RecordQueue
+from .status import WorkerStatus, snapshot
 from .task import StreamTask, TaskId
 from . import hooks
 from ..topology import Topology, adopt_partition_counts, autodiscover, resolve_patterns
@@ -38,18 +39,21 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentstream.worker")
 
-__all__ = ["Worker", "format_partitions"]
+__all__ = ["Worker", "Server", "format_partitions"]
 
 
-class _Upper:
-    """Installed by a layer above this module at import: ``web_server`` (the class
-    :class:`agentstream.web.Web`) by :mod:`agentstream.web`, which the processes that run workers
-    (the CLI, faust.Worker, the test harness) import. So the worker never imports the web layer."""
+class Server(Protocol):
+    """A server started beside the worker (the web server, :func:`agentstream.web.serve`): bound
+    after the producer and before the group is joined, since ``address`` is what the worker
+    advertises in the group (how other workers route table queries here); stopped in reverse."""
 
-    web_server: Callable[..., Any] | None = None
+    @property
+    def address(self) -> str: ...
 
+    async def start(self) -> None: ...
 
-upper = _Upper()
+    async def stop(self) -> None: ...
+
 
 STEP_MIN = 2.0  # seconds each shutdown step gets at least, whatever is left of shutdown_timeout
 
@@ -82,7 +86,7 @@ class Worker:
         self.fetcher: Fetcher[StreamTask] | None = None
         self.tasks: dict[TaskId, StreamTask] = {}
         self.tables: Any = None  # TableManager, set in start() when the app declares tables
-        self.web: Any = None  # agentstream.web.Web, set in start() unless web_enabled is off
+        self.servers: list[Server] = []  # started beside the worker (see serve())
         self.web_port = web_port if web_port is not None else self.settings.web_port
         self._background: list[asyncio.Task[Any]] = []
         self._fetch_task: asyncio.Task[None] | None = None
@@ -97,6 +101,14 @@ class Worker:
         self.assigned = asyncio.Event()  # set after each assignment's tasks are running
         self.commits = 0
         self.last_commit = time.monotonic()
+        self._retired: dict[str, int] = {}  # records handled per agent by tasks already discarded
+
+    def serve(self, server: Server) -> None:
+        """Start ``server`` with this worker (after the producer, before tables and the group) and
+        advertise its address in the group; it stops before the producer closes."""
+        if self.lifecycle.state is not WorkerState.STARTING or self.started.is_set():
+            raise RuntimeError("attach servers to a worker before starting it")
+        self.servers.append(server)
 
     # -- lifecycle ---------------------------------------------------------------------------------
     async def run(self) -> int:
@@ -125,8 +137,32 @@ class Worker:
 
     @property
     def committed_offsets(self) -> dict[TP, int]:
-        """The offsets this worker last committed, per partition (status pages read this)."""
+        """The offsets this worker last committed, per partition."""
         return self.committer.committed if self.committer is not None else {}
+
+    @property
+    def assignment(self) -> Assignment:
+        """What this worker was given in the last rebalance (partition owners by address)."""
+        return self.assignor.assignment
+
+    def agent_totals(self) -> dict[str, int]:
+        """Records handled per agent since the worker started (monotonic across rebalances)."""
+        totals = dict.fromkeys((a.name for a in self.app.agents), 0)
+        totals.update(self._retired)
+        for task in list(self.tasks.values()):
+            name = task.agent.name
+            totals[name] = totals.get(name, 0) + task.processed
+        return totals
+
+    async def status(self, *, lag: bool = True) -> WorkerStatus:
+        """This worker's published status: an immutable snapshot (:mod:`agentstream.worker.status`);
+        ``lag=False`` skips the per-partition positions (cheaper: probes, metadata)."""
+        return await snapshot(self, now=time.monotonic(), lag=lag)
+
+    def _retire(self, tasks: list[StreamTask]) -> None:
+        """Keep the counts of tasks about to be discarded (a rebalance rebuilds them)."""
+        for task in tasks:
+            self._retired[task.agent.name] = self._retired.get(task.agent.name, 0) + task.processed
 
     @property
     def stopping(self) -> bool:
@@ -165,15 +201,13 @@ class Worker:
             log.info("processing_guarantee=exactly_once: one transactional producer per task")
         log.info("topology of %s:\n%s", app.id, self.topology.describe())
         await app.start_producer()
-        web_server = upper.web_server
-        if s.web_enabled and web_server is None:
-            log.warning("web_enabled is on, but agentstream.web is not imported: no web server. The CLI, "
-                        "faust.Worker and the test harness import it; import it before starting a Worker "
-                        "yourself, or set web_enabled=False")
-        elif s.web_enabled and web_server is not None:  # bound before joining: the group learns the port
-            self.web = web_server(app, self, host=s.web_host, port=self.web_port)
-            await self.web.start()
-            self.assignor.host = self.web.address
+        if s.web_enabled and not self.servers:
+            log.warning("web_enabled is on, but no web server is attached to this worker: run it with "
+                        "agentstream.web.run_worker(worker) (what the CLI does), or set web_enabled=False")
+        for server in self.servers:  # bound before joining: the group learns the address
+            await server.start()
+        if self.servers:
+            self.assignor.host = self.servers[0].address
         if app.tables:
             from ..tables.manager import TableManager
 
@@ -281,14 +315,14 @@ class Worker:
         if self._fetch_task is not None and self.fetcher is not None:
             await self.fetcher.stop(self._fetch_task)
             self.fetcher.set_routes({})
+        self._retire(tasks)
         self.tasks.clear()
         if self.consumer is not None:
             await self._bounded(self.consumer.stop(), "leaving the group", tail)
         if self.tables is not None:
             await self.tables.stop()  # only committed values stay in the stores
-        if self.web is not None:
-            await self._bounded(self.web.stop(), "stopping the web server", tail)
-            self.web = None
+        for server in reversed(self.servers):
+            await self._bounded(server.stop(), f"stopping {type(server).__name__}", tail)
         await self._bounded(self.app.stop_clients(), "closing the producer", tail)
         runtime.unbind(self.app, self)
         self.lifecycle.to(WorkerState.DEAD)
@@ -327,6 +361,7 @@ class Worker:
             self.fetcher.set_routes({})
         if self.eos is not None:  # eager rebalance: the next owner (maybe us) starts a new producer
             await self.eos.close_tasks(tasks)
+        self._retire(tasks)
         self.tasks.clear()
         if self.tables is not None:
             await self.tables.on_revoked(dirty=any(t.dirty is not None for t in tasks))

@@ -104,6 +104,7 @@ def test_worker_flags_old_and_faust_spellings(tmp_path: Path, monkeypatch: pytes
             return 0
 
     monkeypatch.setattr("agentstream.worker.worker.Worker", FakeWorker)
+    monkeypatch.setattr("agentstream.web.runner.serve", lambda worker: None)  # no web server beside the fake
     monkeypatch.setattr("gc.freeze", lambda: None)
     assert main(["worker", "--datadir", str(tmp_path / "d"), "--web-bind", "127.0.0.9", "--web-port", "7001",
                  "--commit-interval", "0.25", "--no-web-enabled", "--table-standby-replicas", "1"], app=app) == 0
@@ -134,6 +135,7 @@ def test_faust_notices_are_printed_by_the_worker_only(command: str, app_dir: Pat
             return 0
 
     monkeypatch.setattr("agentstream.worker.worker.Worker", FakeWorker)
+    monkeypatch.setattr("agentstream.web.runner.serve", lambda worker: None)  # no web server beside the fake
     monkeypatch.setattr("gc.freeze", lambda: None)
     name = f"cliapp_notice_{command}"
     (app_dir / f"{name}.py").write_text(textwrap.dedent(f"""

@@ -114,7 +114,7 @@ async def test_web_view_and_table_route_in_process() -> None:
     async with AppHarness(app, web_enabled=True) as h:
         await h.send("faust-sentences", {"text": "hello hello world"})
         await h.wait_idle()
-        url = h.worker.web.url
+        url = h.web.url
         async with aiohttp.ClientSession() as session:
             async with session.get(f"{url}/count/hello/") as resp:
                 assert resp.status == 200, await resp.text()

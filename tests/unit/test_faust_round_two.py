@@ -533,6 +533,6 @@ async def test_topic_route_serves_the_keys_partition_owner() -> None:
 
     async with AppHarness(app) as h:
         async with aiohttp.ClientSession() as session:
-            async with session.get(f"http://{h.worker.web.address}/orders/ann/") as resp:
+            async with session.get(f"http://{h.web.address}/orders/ann/") as resp:
                 assert resp.status == 200
                 assert await resp.json() == {"user": "ann"}

@@ -138,4 +138,4 @@ def test_upper_layers_install_their_entry_points_on_package_import() -> None:
     assert table.upper.join_tables.__module__ == "agentstream.joins"
     assert agent.upper.test_context.__module__ == "agentstream.testing"
     assert app.upper.main.__module__ == "agentstream.cli"
-    assert worker.upper.web_server is agentstream.web.Web
+    assert not hasattr(worker, "upper")  # the web server runs beside the worker (agentstream.web.serve)

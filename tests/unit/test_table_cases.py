@@ -67,9 +67,9 @@ async def test_case1_reads_outside_the_agent_find_what_the_agent_wrote() -> None
             await __import__("asyncio").sleep(0.02)
         assert seen_by_timer[-1] == 2
         async with aiohttp.ClientSession() as s:
-            async with s.get(h.worker.web.url + "/count/hello") as r:
+            async with s.get(h.web.url + "/count/hello") as r:
                 assert await r.json() == {"word": "hello", "count": 2, "known": True}
-            async with s.get(h.worker.web.url + "/tables/word_counts/hello") as r:
+            async with s.get(h.web.url + "/tables/word_counts/hello") as r:
                 assert (await r.json())["value"] == 2
 
 

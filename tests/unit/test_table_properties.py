@@ -143,7 +143,7 @@ def test_agent_writes_read_back_from_agent_timer_web_and_harness(case: tuple[str
             assert {k: probe.table[k] for k in data} == data  # test code, outside any agent
             assert h.table("state") == data
             async with aiohttp.ClientSession() as s:
-                async with s.get(h.worker.web.url + "/tables/state?limit=1000") as r:
+                async with s.get(h.web.url + "/tables/state?limit=1000") as r:
                     body = await r.json()
             web_values = [revive(item["value"]) for item in body["items"]]
             assert _same_multiset(web_values, list(data.values()))

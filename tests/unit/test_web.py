@@ -3,6 +3,7 @@ whole app run by AppHarness (which binds the web server on a free port)."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import re
 import socket
@@ -17,7 +18,7 @@ import agentstream
 from agentstream.exceptions import ConfigError
 from agentstream.testing import AppHarness
 from agentstream.transport.partitioner import default_partition
-from agentstream.web import View
+from agentstream.web import View, run_worker
 
 pytestmark = pytest.mark.asyncio
 
@@ -51,14 +52,14 @@ async def wordcount() -> AsyncIterator[AppHarness]:
 
 
 def url(h: AppHarness, path: str) -> str:
-    return h.worker.web.url + path  # type: ignore[no-any-return]
+    return h.web.url + path  # type: ignore[no-any-return]
 
 
 # -- lookups ---------------------------------------------------------------------------------------
 
 
 async def test_harness_binds_a_free_port_and_advertises_it(wordcount: AppHarness) -> None:
-    web_ = wordcount.worker.web
+    web_ = wordcount.web
     assert web_ is not None and web_.port != 0
     assert wordcount.worker.assignor.host == f"127.0.0.1:{web_.port}"
     status, body, _ = await get(url(wordcount, "/metadata"))
@@ -194,7 +195,7 @@ async def test_metrics_in_prometheus_text_format(wordcount: AppHarness) -> None:
 
 
 async def test_status_json_history_and_html(wordcount: AppHarness) -> None:
-    stats = wordcount.worker.web.stats
+    stats = wordcount.web.stats
     await stats.sample()
     await stats.sample()
     status, body, _ = await get(url(wordcount, "/status?history=1"))
@@ -267,7 +268,7 @@ async def test_remote_keys_are_forwarded_or_redirected(wordcount: AppHarness) ->
         assert headers["X-Agentstream-Served-By"] == owner
         [req] = stub.requests
         assert req.query["partition"] == str(p)
-        assert req.headers["X-Agentstream-Forwarded-By"] == wordcount.worker.web.address
+        assert req.headers["X-Agentstream-Forwarded-By"] == wordcount.web.address
 
         status, _, headers = await get(url(wordcount, "/tables/word_counts/hello?redirect=1"))
         assert status == 307
@@ -370,7 +371,7 @@ async def test_without_web_no_server_is_started() -> None:
     from apps.wordcount import app
 
     async with AppHarness(app, web_enabled=False) as h:
-        assert h.worker.web is None
+        assert h.web is None
         assert h.worker.assignor.host.endswith(":0")  # what settings said; nothing listens
 
 
@@ -385,11 +386,89 @@ async def test_a_taken_explicit_port_fails_with_a_config_error() -> None:
         sock.listen()
         port = sock.getsockname()[1]
         worker = Worker(app, web_port=port)
-        try:
-            with pytest.raises(ConfigError, match="cannot listen"):
-                await worker.start()
-        finally:
-            await worker.stop()
+        with pytest.raises(ConfigError, match="cannot listen") as info:
+            await run_worker(worker)  # the runner the CLI and faust.Worker use
+        assert info.value.setting == "web_port"
+        assert worker.consumer is None  # bound before joining: a failed bind never joins the group
+        assert worker.state.value == "dead"
+
+
+async def test_the_web_server_starts_after_the_producer_and_before_tables_and_the_group() -> None:
+    """Start order producer -> web -> tables -> consumer; stop in reverse (the web server stops
+    after the consumer left the group and the tables closed, before the producer)."""
+    from agentstream.web import serve
+    from agentstream.worker.worker import Worker
+
+    app = agentstream.App(f"order-{uuid.uuid4().hex[:6]}", broker=f"memory://order-{uuid.uuid4().hex[:6]}",
+                          topic_partitions=1, web_port=0, store="memory://")
+    src = app.topic("src")
+    app.Table("t")
+
+    @app.agent(src)
+    async def read(stream: agentstream.Stream) -> None:
+        async for _ in stream:
+            pass
+
+    worker = Worker(app)
+    web_ = serve(worker)
+    assert web_ is not None
+    seen: list[str] = []
+
+    def spy(obj: Any, name: str, label: str) -> None:
+        original = getattr(obj, name)
+
+        async def wrapped(*args: Any, **kwargs: Any) -> Any:
+            seen.append(label)
+            return await original(*args, **kwargs)
+
+        setattr(obj, name, wrapped)
+
+    spy(app, "start_producer", "producer")
+    spy(app, "stop_clients", "producer stop")
+    spy(web_, "start", "web")
+    spy(web_, "stop", "web stop")
+    original_consumer = app.transport.consumer
+
+    def consumer(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("group_id"):  # the group's consumer (restore consumers join no group)
+            seen.append("consumer")
+            assert worker.assignor.host == web_.address  # the group learns the bound address
+        return original_consumer(*args, **kwargs)
+
+    app.transport.consumer = consumer  # type: ignore[method-assign]
+    import agentstream.tables.manager as m
+
+    class Manager(m.TableManager):
+        async def start(self) -> None:
+            seen.append("tables")
+            await super().start()
+
+        async def stop(self) -> None:
+            seen.append("tables stop")
+            await super().stop()
+
+    saved, m.TableManager = m.TableManager, Manager
+    try:
+        await worker.start()
+        await asyncio.wait_for(worker.assigned.wait(), 10)
+        await worker.stop()
+    finally:
+        m.TableManager = saved
+    assert seen == ["producer", "web", "tables", "consumer", "tables stop", "web stop", "producer stop"], seen
+
+
+async def test_a_hand_built_worker_without_a_web_server_says_how_to_get_one(caplog: pytest.LogCaptureFixture) -> None:
+    from agentstream.worker.worker import Worker
+
+    app = agentstream.App(f"bare-{uuid.uuid4().hex[:6]}", broker=f"memory://bare-{uuid.uuid4().hex[:6]}",
+                          topic_partitions=1)
+    app.topic("src")
+    worker = Worker(app)
+    try:
+        await worker.start()
+    finally:
+        await worker.stop()
+    assert any("run_worker" in r.getMessage() and "web_enabled=False" in r.getMessage() for r in caplog.records)
 
 
 # -- windowed tables ---------------------------------------------------------------------------------
@@ -434,7 +513,7 @@ async def test_windowed_lookup_by_window() -> None:
 async def test_key_count_of_a_rocksdb_partition_is_exact_despite_overwrites(tmp_path: Any) -> None:
     from agentstream.tables.store import store_for
     from agentstream.tables.partition import TablePartition
-    from agentstream.web import tables as web_tables
+    from agentstream.tables import query as web_tables
 
     app = agentstream.App(f"count-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
     table = app.Table("t", default=int)
@@ -445,19 +524,19 @@ async def test_key_count_of_a_rocksdb_partition_is_exact_despite_overwrites(tmp_
         for round_ in range(20):  # overwrites make RocksDB's own estimate count keys again
             store.write_batch((f"k{i}".encode(), str(round_).encode()) for i in range(50))
             store.flush()
-        assert web_tables.part_size(part) > 50  # RocksDB's estimate until the first exact count
-        await web_tables.refresh_count(part)  # the sampler's sliced count
-        assert web_tables.part_size(part) == 50
+        assert web_tables.key_count(part) > 50  # RocksDB's estimate until the first exact count
+        await web_tables.count_keys(part)  # the sampler's sliced count
+        assert web_tables.key_count(part) == 50
         part.set(b"new", 1)  # unwritten: in the cache only
         part.set(b"k0", None)  # a delete in the cache
         web_tables._counts.clear()
-        await web_tables.refresh_count(part)
-        assert web_tables.part_size(part) == 50  # +1 new, -1 deleted
+        await web_tables.count_keys(part)
+        assert web_tables.key_count(part) == 50  # +1 new, -1 deleted
         part.set(b"new2", 1)
-        await web_tables.refresh_count(part)
-        assert web_tables.part_size(part) == 50  # recounted at most every COUNT_INTERVAL seconds
+        await web_tables.count_keys(part)
+        assert web_tables.key_count(part) == 50  # recounted at most every COUNT_INTERVAL seconds
         web_tables._counts.clear()
-        await web_tables.refresh_count(part)
-        assert web_tables.part_size(part) == 51
+        await web_tables.count_keys(part)
+        assert web_tables.key_count(part) == 51
     finally:
         store.close()

@@ -61,7 +61,7 @@ async def _closed_by_server(reader: asyncio.StreamReader, limit: float) -> bool:
 # -- item 2: partial headers, trickling clients, connection cap ------------------------------------
 
 async def test_partial_header_client_is_dropped(guarded: AppHarness) -> None:
-    port = guarded.worker.web.port
+    port = guarded.web.port
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(b"GET /tables HTTP/1.1\r\nHost: x\r\n")  # and never the blank line
     await writer.drain()
@@ -70,7 +70,7 @@ async def test_partial_header_client_is_dropped(guarded: AppHarness) -> None:
 
 
 async def test_trickling_header_client_is_dropped(guarded: AppHarness) -> None:
-    port = guarded.worker.web.port
+    port = guarded.web.port
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(b"GET /tables HTTP/1.1\r\n")
     closed = False
@@ -90,7 +90,7 @@ async def test_trickling_header_client_is_dropped(guarded: AppHarness) -> None:
 
 
 async def test_slow_body_is_dropped_but_complete_requests_are_served(guarded: AppHarness) -> None:
-    port = guarded.worker.web.port
+    port = guarded.web.port
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(b"POST /tables HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nabc")
     await writer.drain()
@@ -105,7 +105,7 @@ async def test_slow_body_is_dropped_but_complete_requests_are_served(guarded: Ap
 
 
 async def test_many_idle_connections_are_capped(guarded: AppHarness) -> None:
-    web_ = guarded.worker.web
+    web_ = guarded.web
     conns = [await asyncio.open_connection("127.0.0.1", web_.port) for _ in range(60)]
     await asyncio.sleep(0.2)
     assert web_.limits.open <= 20
@@ -282,13 +282,13 @@ async def test_deep_key_listing_yields_to_the_loop(tmp_path: Any) -> None:
         # relative, not absolute: the scan gave the loop back all along, so no single stall is a
         # large part of the request (a synchronous scan is one stall of nearly all of it)
         assert max(gaps) < took / 4, (max(gaps), took, len(gaps))
-        from agentstream.web.tables import part_size
+        from agentstream.tables.query import key_count as part_size
 
         gaps.clear()
         stop.clear()
         t = asyncio.ensure_future(ticker())
         began = time.perf_counter()
-        await h.worker.web.stats.sample()
+        await h.web.stats.sample()
         took = time.perf_counter() - began
         stop.set()
         await t
@@ -319,7 +319,7 @@ async def test_huge_and_negative_windows_are_4xx() -> None:
 
 async def test_malformed_requests_log_one_line_not_tracebacks(guarded: AppHarness,
                                                              caplog: pytest.LogCaptureFixture) -> None:
-    port = guarded.worker.web.port
+    port = guarded.web.port
     with caplog.at_level(logging.DEBUG):
         for junk in (b"GARBAGE\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n", b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03",
                      b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: -5\r\n\r\n", b"G\x00T / HTTP/1.1\r\n\r\n") * 4:
@@ -366,7 +366,7 @@ def _random_request(rnd: random.Random) -> tuple[str, dict[str, str]]:
 
 async def test_fuzzed_requests_get_json_4xx_never_500_and_processing_goes_on(guarded: AppHarness) -> None:
     rnd = random.Random(15)
-    base = guarded.worker.web.url
+    base = guarded.web.url
     async with aiohttp.ClientSession() as s:
         for _ in range(400):
             target, headers = _random_request(rnd)
@@ -402,13 +402,12 @@ async def test_a_host_this_machine_cannot_bind_is_reported_as_web_host() -> None
     app = agentstream.App(f"host-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1,
                           web_host="192.0.2.1")  # TEST-NET-1: a valid address no local interface has
     app.topic("src")
+    from agentstream.web import run_worker
+
     worker = Worker(app, web_port=0)
-    try:
-        with pytest.raises(ConfigError) as info:
-            await worker.start()
-        assert info.value.setting == "web_host"
-    finally:
-        await worker.stop()
+    with pytest.raises(ConfigError) as info:
+        await run_worker(worker)
+    assert info.value.setting == "web_host"
 
 
 def test_guarded_server_on_uvloop() -> None:
@@ -419,7 +418,7 @@ def test_guarded_server_on_uvloop() -> None:
         async with await _harness(web_header_timeout=0.5, web_max_connections=5) as h:
             status, body, _ = await get(url(h, "/livez"))
             assert (status, body) == (200, {"status": "alive"})
-            reader, writer = await asyncio.open_connection("127.0.0.1", h.worker.web.port)
+            reader, writer = await asyncio.open_connection("127.0.0.1", h.web.port)
             writer.write(b"GET / HTTP/1.1\r\n")
             await writer.drain()
             assert await _closed_by_server(reader, 15.0)

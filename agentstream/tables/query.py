@@ -1,0 +1,234 @@
+"""Reading table partitions as they stand: what ``Table.items()``, windowed tables and the web's
+interactive queries share.
+
+A partition's live contents are its write-back cache over the changelog writes not yet in the
+store over the store itself; :func:`live_entries` is the one place that merge is written. The
+rest reads a table through its public face (local partitions, key encoding and partition, window
+geometry, key counts) so a reader above the tables layer never touches a partition's cache,
+pending writes or store, nor a window state's internals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import time
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Iterator, Protocol, TypeVar
+
+from ..exceptions import StoreError
+
+if TYPE_CHECKING:
+    from .partition import TablePartition
+
+
+class QueryableTable(Protocol):
+    """What this module reads of :class:`agentstream.tables.table.Table` (which imports it)."""
+
+    name: str
+    is_global: bool
+    key_codec: Any
+    value_codec: Any
+    _windowed: Any
+
+    @property
+    def parts(self) -> dict[int, "TablePartition"]: ...
+
+    def _key_dumps(self, key: Any) -> bytes: ...
+
+    def _home_partition(self, key_bytes: bytes) -> int: ...
+
+__all__ = ["STREAM_TIME_KEY", "WindowInfo", "live_entries", "local_partitions", "standby_partitions", "encode_key",
+           "key_partition", "window_info", "decode_entry", "stream_time", "window_at", "get", "key_count",
+           "count_keys", "sliced"]
+
+STREAM_TIME_KEY = b"\xff\xff\xff\xffagentstream.stream-time"
+"""Reserved store key of a windowed partition's stream time: a 2**32-1 length prefix no window key
+can have, so it sorts last. :func:`live_entries` leaves it out unless asked."""
+
+SLICE_SECONDS = 0.002  # a scan gives the loop back after this long
+COUNT_INTERVAL = 10.0  # a changing persistent partition is recounted at most this often
+T = TypeVar("T")
+WindowRange = tuple[float, float]
+
+
+def live_entries(part: "TablePartition", *, reserved: bool = False) -> Iterator[tuple[bytes, Any, bool]]:
+    """``(key bytes, value, decoded)`` of every live entry: cache over pending writes over the store.
+
+    ``decoded`` says ``value`` is a Python value (from the cache) rather than stored bytes;
+    deleted keys are left out, and so is the stream-time entry unless ``reserved``.
+    """
+    overlay: dict[bytes, tuple[Any, bool]] = {k: (raw, False) for k, raw in part.pending.items()}
+    for _, k, v in part.cache.entries():
+        overlay[k] = (v, True)
+    for k, raw in part.store.items():
+        if k not in overlay and (reserved or k != STREAM_TIME_KEY):
+            yield k, raw, False
+    for k, (v, decoded) in overlay.items():
+        if v is not None and (reserved or k != STREAM_TIME_KEY):
+            yield k, v, decoded
+
+
+# -- the table's public face -----------------------------------------------------------------------
+def local_partitions(table: QueryableTable) -> list["TablePartition"]:
+    """The partitions this worker serves ``table`` from (active ones; every one of a global table)."""
+    parts = table.parts
+    return [parts[p] for p in sorted(parts) if parts[p].active or table.is_global]
+
+
+def standby_partitions(table: QueryableTable) -> list[int]:
+    """The partition numbers this worker holds as a standby replica only."""
+    return sorted(p for p, part in table.parts.items() if not part.active and not table.is_global)
+
+
+def encode_key(table: QueryableTable, key: Any) -> bytes:
+    """The key's store bytes (the table's key codec); raises what the codec raises."""
+    return table._key_dumps(key)
+
+
+def key_partition(table: QueryableTable, key_bytes: bytes) -> int:
+    """The partition the key's bytes belong to (where ``table[key]`` reads and writes)."""
+    return table._home_partition(key_bytes)
+
+
+@dataclass(frozen=True)
+class WindowInfo:
+    """A windowed table's geometry, in seconds."""
+
+    kind: str  # "tumbling" or "hopping"
+    size: float
+    step: float
+    expires: float
+    grace: float
+
+
+def window_info(table: QueryableTable) -> WindowInfo | None:
+    """The table's windows, or None when it is not windowed."""
+    state = table._windowed
+    if state is None:
+        return None
+    w = state.window
+    return WindowInfo("tumbling" if w.step == w.size else "hopping", w.size, w.step, w.expires, state.grace)
+
+
+def decode_entry(table: QueryableTable, key_bytes: bytes, value: Any, decoded: bool) -> tuple[Any, WindowRange | None, Any]:
+    """``(key, window range or None, value)`` of an entry from :func:`live_entries`; raises when
+    the bytes do not decode with the table's codecs."""
+    state = table._windowed
+    if state is None:
+        key, window = table.key_codec.loads(key_bytes), None
+    else:
+        kb, start = state.parse_window_key(key_bytes)
+        key, window = table.key_codec.loads(kb), state.window_range(start)
+    return key, window, value if decoded else table.value_codec.loads(value)
+
+
+def stream_time(table: QueryableTable, part: "TablePartition") -> float | None:
+    """A windowed table partition's stream time in epoch seconds (None before its first write)."""
+    state = table._windowed
+    if state is None:
+        return None
+    ms = state.windows(part).stream_ms
+    return None if ms is None else ms / 1000
+
+
+def window_at(table: QueryableTable, at: float) -> WindowRange:
+    """The window a read at time ``at`` (epoch seconds) looks in; raises ValueError/OverflowError
+    for times no window key can hold."""
+    state = table._windowed
+    if state is None:
+        raise ValueError(f"table {table.name!r} is not windowed")
+    start, end = state.window.current(at)
+    try:
+        state.window_key(b"", start)  # a time the key format cannot hold fails here, not at the store
+    except struct.error as exc:
+        raise ValueError(str(exc)) from exc
+    return start, end
+
+
+def get(table: QueryableTable, part: "TablePartition", key_bytes: bytes, window: WindowRange | None = None) -> tuple[bool, Any]:
+    """``(found, value)`` of a key (of one window of a windowed table) in a local partition."""
+    if window is not None:
+        key_bytes = table._windowed.window_key(key_bytes, window[0])
+    return part.get_bytes(key_bytes)
+
+
+# -- key counts ----------------------------------------------------------------------------------------
+_counts: "weakref.WeakKeyDictionary[Any, tuple[Any, int, float]]" = weakref.WeakKeyDictionary()  # store -> (version, n, when)
+
+
+def _version(part: "TablePartition") -> Any:
+    """Changes when the partition's contents may have changed (changelog position, unflushed writes)."""
+    return (part.changelog_offset, len(part.pending), len(part.cache))
+
+
+def key_count(part: "TablePartition") -> int:
+    """Keys in a partition, unflushed writes included, without scanning (never blocks).
+
+    Memory stores count exactly. RocksDB's own count is an estimate that counts overwritten keys
+    again, so persistent partitions report the last exact count taken by :func:`count_keys`,
+    falling back to the estimate until the first count is done.
+    """
+    store = part.store
+    if getattr(store, "persistent", False):
+        try:
+            cached = _counts.get(store)
+        except TypeError:
+            cached = None
+        if cached is not None:
+            return cached[1]
+    return _estimate(part)
+
+
+def _estimate(part: "TablePartition") -> int:
+    store = part.store
+    n = len(store)
+    overlay: dict[bytes, bool] = {k: raw is not None for k, raw in part.pending.items()}
+    for _, k, v in part.cache.entries():
+        overlay[k] = v is not None
+    for k, live in overlay.items():
+        in_store = k in store
+        if live and not in_store:
+            n += 1
+        elif not live and in_store:
+            n -= 1
+    if part.table._windowed is not None and part.get_bytes(STREAM_TIME_KEY)[0]:
+        n -= 1
+    return max(n, 0)
+
+
+async def count_keys(part: "TablePartition") -> None:
+    """Count a persistent partition's keys exactly, in slices, if it changed since the last count
+    (at most every ``COUNT_INTERVAL`` seconds); :func:`key_count` reports it afterwards."""
+    store = part.store
+    if not getattr(store, "persistent", False):
+        return
+    version = _version(part)
+    try:
+        cached = _counts.get(store)
+    except TypeError:
+        return
+    if cached is not None and (cached[0] == version or time.monotonic() - cached[2] < COUNT_INTERVAL):
+        return
+    n = 0
+    try:
+        async for _ in sliced(live_entries(part)):
+            n += 1
+    except StoreError:
+        return  # closed or wiped mid-count (rebalance): count again next time
+    _counts[store] = (version, n, time.monotonic())
+
+
+async def sliced(items: Iterable[T], budget: float = SLICE_SECONDS) -> AsyncIterator[T]:
+    """Iterate ``items``, yielding to the event loop whenever ``budget`` seconds have passed, so a
+    long scan never stalls processing for more than a couple of milliseconds."""
+    clock = time.perf_counter
+    deadline = clock() + budget
+    n = 0
+    for item in items:
+        yield item
+        n += 1
+        if n & 63 == 0 and clock() >= deadline:
+            await asyncio.sleep(0)
+            deadline = clock() + budget

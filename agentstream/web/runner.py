@@ -1,0 +1,36 @@
+"""Running a worker with its web server beside it: what the CLI's ``worker`` command, ``faust.Worker``
+and the test harness do, and what a script building its own :class:`~agentstream.worker.worker.Worker`
+calls (``await run_worker(Worker(app))``) to get the web server its settings ask for.
+
+The worker never constructs the web server (it sits below the web layer); it starts the servers
+attached to it at the right step: producer -> web -> tables -> consumer -> agents, stopping in
+reverse, so the group learns this worker's web address before it joins.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .server import Web
+
+if TYPE_CHECKING:
+    from ..worker.worker import Worker
+
+__all__ = ["serve", "run_worker"]
+
+
+def serve(worker: "Worker") -> Web | None:
+    """Attach the web server the worker's settings ask for (None with ``web_enabled=False``);
+    call before the worker starts. A port that cannot be bound fails the start, naming ``web_port``."""
+    s = worker.settings
+    if not s.web_enabled:
+        return None
+    web = Web(worker.app, worker, host=s.web_host, port=worker.web_port)
+    worker.serve(web)
+    return web
+
+
+async def run_worker(worker: "Worker") -> int:
+    """``worker.run()`` with its web server: runs until stopped, returns the exit code."""
+    serve(worker)
+    return await worker.run()
