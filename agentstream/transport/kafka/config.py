@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-__all__ = ["PRODUCER_KEYS", "CONSUMER_KEYS", "pick", "describe"]
+from ...exceptions import TransportError
+
+__all__ = ["PRODUCER_KEYS", "CONSUMER_KEYS", "pick", "describe", "started"]
 
 PRODUCER_KEYS = frozenset(
     {
@@ -60,3 +62,10 @@ def describe(exc: BaseException) -> str:
     """``Kind: text`` of an exception, for one-line error messages."""
     text, kind = str(exc), type(exc).__name__
     return text if text.startswith(kind) else f"{kind}: {text}" if text else kind
+
+
+def started(client: Any, what: str) -> Any:
+    """``client`` (aiokafka's) if the wrapper started it; else the error that says to start it."""
+    if client is None:
+        raise TransportError(f"{what} is not started; call await {what}.start() first")
+    return client

@@ -10,7 +10,7 @@ from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unuse
 from ...exceptions import CommitFailed, TransportError
 from ..base import TP, Assignor, Message, RebalanceListener
 from .assignor import AssignorAdapter
-from .config import CONSUMER_KEYS, describe, pick
+from .config import CONSUMER_KEYS, describe, pick, started
 from .security import start_client
 
 __all__ = ["KafkaConsumer"]
@@ -110,9 +110,7 @@ class KafkaConsumer:
             await consumer.stop()
 
     def _require(self) -> Any:
-        if self._consumer is None:
-            raise TransportError("consumer is not started; call await consumer.start() first")
-        return self._consumer
+        return started(self._consumer, "consumer")
 
     def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
         if self.group_id is None:

@@ -15,16 +15,16 @@ few dict reads and one C-level append.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped,unused-ignore]
 from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unused-ignore]
 
 from ...exceptions import ProducerError, TransactionsUnsupported, TransportError
-from ..base import TP, Delivery
+from ..base import TP, Delivery, Headers
 from .accumulator import Accumulator
 from .batches import OpenBatch, RecordDelivery
-from .config import PRODUCER_KEYS, describe, pick
+from .config import PRODUCER_KEYS, describe, pick, started
 from .partitioning import Partitioning
 from .security import start_client
 from .sender import Sender
@@ -96,20 +96,12 @@ class KafkaProducer:
             await producer.stop()
 
     def _require(self) -> Any:
-        if self._producer is None:
-            raise TransportError("producer is not started; call await producer.start() first")
-        return self._producer
+        return started(self._producer, "producer")
 
-    async def send(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        *,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: Sequence[tuple[str, bytes]] | None = None,
-    ) -> Delivery:
+    async def send(self, topic: str, key: bytes | None, value: bytes | None, *, partition: int | None = None,
+                   timestamp_ms: int | None = None, headers: Headers | None = None) -> Delivery:
+        """:class:`~agentstream.transport.base.SendOptions` spelled out: keyword-only parameters
+        cost a third of ``**options`` per call, and changelog writes come through here."""
         route = self._routes.get(topic)  # one lookup per record for all the per-topic state
         if route is None:
             await self._learn_topic(topic)
@@ -138,18 +130,12 @@ class KafkaProducer:
         await self._hand_over(batch)
         return RecordDelivery(batch, meta)
 
-    def send_now(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: Sequence[tuple[str, bytes]] | None = None,
-    ) -> Delivery | None:
+    def send_now(self, topic: str, key: bytes | None, value: bytes | None, partition: int | None,
+                 timestamp_ms: int | None, headers: Headers | None) -> Delivery | None:
         """:meth:`send`'s common case without a coroutine: a keyed (or explicitly placed) record
         whose partition's open batch has room. None: nothing was appended, call :meth:`send`
-        (first send to the topic, keyless, no open batch or a full one). ``Topic.send_raw`` tries this first: one coroutine less per record."""
+        (first send to the topic, keyless, no open batch or a full one). ``Topic.send_raw`` tries
+        this first: one coroutine less per record. Every argument positional: the cheapest call."""
         route = self._routes.get(topic)
         if route is None:
             return None
@@ -173,12 +159,7 @@ class KafkaProducer:
 
     async def _learn_topic(self, topic: str) -> int:
         """First send to a topic: wait for its metadata once; later sends never await it."""
-        producer = self._require()
-        try:
-            partitions = await producer.partitions_for(topic)
-        except kafka_errors.KafkaError as exc:
-            raise ProducerError(f"could not send to {topic}: no metadata ({describe(exc)})") from exc
-        count = len(partitions)
+        count = await self._metadata(topic, ProducerError, f"could not send to {topic}: no metadata")
         memo = self._partitioning.learn(topic, count)
         self._sender.learn(topic, count)
         self._routes[topic] = (count, memo, self._batches.topic(topic))
@@ -213,11 +194,14 @@ class KafkaProducer:
         self._batches.raise_failure()
 
     async def partitions_for(self, topic: str) -> int:
-        producer = self._require()
+        return await self._metadata(topic, TransportError, f"no metadata for topic {topic!r}")
+
+    async def _metadata(self, topic: str, error: type[TransportError], what: str) -> int:
+        """The topic's partition count from aiokafka's metadata; ``error(what: cause)`` if it has none."""
         try:
-            partitions = await producer.partitions_for(topic)
+            partitions = await self._require().partitions_for(topic)
         except kafka_errors.KafkaError as exc:
-            raise TransportError(f"no metadata for topic {topic!r}: {describe(exc)}") from exc
+            raise error(f"{what}: {describe(exc)}") from exc
         return len(partitions)
 
     # -- transactions (:mod:`.transactions`) ------------------------------------------------------
