@@ -726,7 +726,7 @@ class MemoryTransport:
         for group in broker.groups.values():  # Kafka rebalances when a subscribed topic appears
             if any(created.intersection(m._topics) for m in group.members):
                 group.request_rebalance()
-        return {name: len(t.partitions) for name, t in broker.topics.items()}
+        return {spec.name: len(broker.topics[spec.name].partitions) for spec in specs}  # as kafka://: the asked ones
 
     async def partition_count(self, topic: str) -> int | None:
         t = self._broker.topics.get(topic)

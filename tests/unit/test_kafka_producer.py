@@ -3,7 +3,8 @@
 What must hold (issue 13, defects 1 and 3): a batch that fails, is cancelled or never gets
 queued is never appended to again, and every later ``flush()`` raises until the producer is
 stopped (or its transaction aborted), so no commit after any flush can pass its records. The
-same on the real broker: tests/integration/test_kafka_transport.py.
+same on the real broker: tests/integration/test_transport_contract.py (a failed delivery)
+and tests/integration/test_kafka_transport.py (a send cancelled while its batch waits).
 """
 
 from __future__ import annotations

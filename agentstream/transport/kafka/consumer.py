@@ -142,10 +142,16 @@ class KafkaConsumer:
         return batch
 
     def pause(self, *partitions: TP) -> None:
-        self._require().pause(*partitions)
+        try:
+            self._require().pause(*partitions)
+        except kafka_errors.KafkaError as exc:  # e.g. a partition not assigned (any more)
+            raise TransportError(f"cannot pause {partitions}: {describe(exc)}") from exc
 
     def resume(self, *partitions: TP) -> None:
-        self._require().resume(*partitions)
+        try:
+            self._require().resume(*partitions)
+        except kafka_errors.KafkaError as exc:
+            raise TransportError(f"cannot resume {partitions}: {describe(exc)}") from exc
 
     def seek(self, partition: TP, offset: int) -> None:
         try:
