@@ -485,6 +485,7 @@ class MemoryConsumer:
         self._assigned: set[TP] = set()
         self._paused: set[TP] = set()
         self._positions: dict[TP, int] = {}
+        self._fetched: set[TP] = set()  # answered by a fetch since assigned: highwater() is known
         self._blocked = False  # no fetching while a rebalance is in flight for this member
         self._error: Exception | None = None
         self._rr = 0
@@ -519,6 +520,7 @@ class MemoryConsumer:
             return
         self._stopped = True
         self._assigned.clear()
+        self._fetched.clear()
         self._positions.clear()
         group = self._group()
         if group is not None and self in group.members:
@@ -537,6 +539,7 @@ class MemoryConsumer:
             self._error = exc
         finally:
             self._assigned.clear()
+            self._fetched.clear()
             self._positions.clear()
             self._paused.clear()
 
@@ -558,6 +561,7 @@ class MemoryConsumer:
         if self._topics:
             raise TransportError("assign() cannot be mixed with subscribe() on one consumer; use a second consumer")
         self._assigned = set(partitions)
+        self._fetched.clear()  # a new assignment: ends unknown until fetched, as on Kafka
         self._positions = {tp: p for tp, p in self._positions.items() if tp in self._assigned}
         self._paused &= self._assigned
         self._broker.wake()
@@ -598,6 +602,7 @@ class MemoryConsumer:
             if tp.topic not in self._broker.topics:
                 continue
             part = self._broker.partition(tp)
+            self._fetched.add(tp)
             pos = self._resolve(tp, part)
             recs = part.records[pos : min(self._end(part), pos + limit)]
             self._positions[tp] = pos + len(recs)  # aborted records are skipped, not returned
@@ -652,6 +657,9 @@ class MemoryConsumer:
         return self._resolve(partition, self._broker.partition(partition))
 
     def highwater(self, partition: TP) -> int | None:
+        """As Kafka's: known from the first fetch that asked for the partition since it was assigned."""
+        if partition not in self._fetched:
+            return None
         try:
             return self._end(self._broker.partition(partition))
         except TransportError:

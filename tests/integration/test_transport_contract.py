@@ -274,6 +274,7 @@ async def test_pause_resume_seek_position_and_the_high_watermark(env: Env) -> No
         await producer.flush()
 
         consumer.assign([p0, p1])
+        assert consumer.highwater(p0) is None  # known from a fetch, not before
         for call in (consumer.pause, consumer.resume):
             with pytest.raises(TransportError):
                 call(TP(topic, 2))  # not assigned
