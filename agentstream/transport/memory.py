@@ -740,6 +740,13 @@ class MemoryTransport:
         t = self._broker.topics.get(topic)
         return len(t.partitions) if t is not None else None
 
+    async def list_topics(self) -> list[str]:
+        return sorted(self._broker.topics)
+
+    async def group_members(self, group_id: str) -> list[str]:
+        group = self._broker.groups.get(group_id)
+        return [m.member_id for m in group.members] if group is not None else []
+
     async def close(self) -> None:
         return None  # the broker outlives its clients, like a real one
 

@@ -18,37 +18,12 @@ from agentstream.transport.base import Message, TopicSpec
 from agentstream.transport.kafka import KafkaConsumer, KafkaTransport, parse_kafka_url
 from tests.support.fault_proxy import proxied_dev_broker
 
-# Short group timeouts: a new group's first join on tansu takes about half the session timeout.
-GROUP: dict[str, Any] = dict(session_timeout_ms=6000, heartbeat_interval_ms=500, rebalance_timeout_ms=6000, fetch_max_wait_ms=100)
 _ids = itertools.count()
 
 
 def name(prefix: str) -> str:
     """Unique topic/group names: the broker is shared by the whole session."""
     return f"{prefix}-{next(_ids)}-{id(object()):x}"
-
-
-class RecordingListener:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, set[TP]]] = []
-
-    async def on_partitions_revoked(self, revoked: set[TP]) -> None:
-        self.events.append(("revoked", set(revoked)))
-
-    async def on_partitions_assigned(self, assigned: set[TP]) -> None:
-        self.events.append(("assigned", set(assigned)))
-
-
-async def group_members(broker: DevBroker, group: str) -> list[str]:
-    from aiokafka.admin import AIOKafkaAdminClient  # type: ignore[import-untyped,unused-ignore]
-
-    admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap)
-    await admin.start()
-    try:
-        (response,) = await admin.describe_consumer_groups([group])
-        return [m[0] for g in response.groups for m in g[5]]
-    finally:
-        await admin.close()
 
 
 async def drain(consumer: KafkaConsumer, count: int, timeout: float = 20.0) -> list[Message]:
@@ -95,24 +70,6 @@ async def test_two_workers_creating_one_topic_at_once_both_succeed(broker: DevBr
     finally:
         await t.close()
         await t2.close()
-
-
-@pytest.mark.asyncio
-async def test_a_stopped_member_leaves_its_group_even_at_generation_zero(broker: DevBroker) -> None:
-    """tansu's first generation is 0, where aiokafka skips LeaveGroup; the adapter makes it leave,
-    so the next member's join does not wait a session timeout for it."""
-    t = KafkaTransport(broker.url)
-    topic, group = name("leave"), name("g")
-    await t.ensure_topics([TopicSpec(topic, 1)])
-    consumer = t.consumer(group_id=group, **GROUP)
-    consumer.subscribe([topic], RecordingListener())
-    try:
-        await consumer.start()  # returns once the first assignment arrived
-        assert consumer.assignment() == {TP(topic, 0)}
-    finally:
-        await consumer.stop()
-        await t.close()
-    assert await group_members(broker, group) == []
 
 
 async def test_concurrent_senders_keep_partition_order_and_offsets(broker: DevBroker) -> None:

@@ -180,6 +180,7 @@ async def test_ensure_topics_creates_counts_and_refuses_a_mismatch(env: Env) -> 
         await t.ensure_topics([TopicSpec(a, 5)])
     assert (err.value.topic, err.value.existing, err.value.wanted) == (a, 3, 5)
     assert await t.ensure_topics([]) == {}
+    assert {a, c} <= set(await t.list_topics())
 
 
 # -- producing and fetching ----------------------------------------------------------------------------
@@ -360,6 +361,17 @@ async def test_two_members_split_the_partitions_with_revoke_and_assign_callbacks
         # b left: a gets everything back.
         await poll_until(a, lambda: a.assignment() == everything)
         assert la.events[-1] == ("assigned", everything)
+
+
+async def test_group_members_lists_the_running_members_only(env: Env) -> None:
+    topic, group = await topic_with(env, 1), name("g")
+    assert await env.transport.group_members(group) == []
+    consumer = env.transport.consumer(group_id=group, **GROUP)
+    consumer.subscribe([topic], RecordingListener())
+    async with started(consumer):
+        await poll_until(consumer, lambda: consumer.assignment() == {TP(topic, 0)})
+        assert len(await env.transport.group_members(group)) == 1
+    assert await env.transport.group_members(group) == []  # a stopped member leaves its group
 
 
 async def test_a_custom_assignor_runs_on_the_leader_with_each_member_s_user_data(env: Env) -> None:

@@ -113,6 +113,29 @@ class TopicAdmin:
     async def partition_count(self, topic: str) -> int | None:
         return (await self._describe_topics([topic])).get(topic)
 
+    async def list_topics(self) -> list[str]:
+        admin = await self.client()
+        try:
+            return sorted(await admin.list_topics())
+        except kafka_errors.KafkaError as exc:
+            raise TransportError(f"cannot list the topics: {describe(exc)}") from exc
+
+    async def group_members(self, group_id: str) -> list[str]:
+        """DescribeGroups: the member ids of a group that is neither Dead nor Empty."""
+        admin = await self.client()
+        try:
+            described = await admin.describe_consumer_groups([group_id])
+        except kafka_errors.KafkaError as exc:
+            raise TransportError(f"cannot describe consumer group {group_id!r}: {describe(exc)}") from exc
+        members: list[str] = []
+        for response in described:
+            for group in getattr(response, "groups", []):
+                # (error_code, group_id, state, protocol_type, protocol, members[, ...])
+                if group[1] != group_id or group[2] in ("Dead", "Empty"):
+                    continue
+                members.extend(str(member[0]) for member in group[5])  # member ids
+        return members
+
     async def close(self) -> None:
         admin, self._admin = self._admin, None
         if admin is not None:

@@ -34,10 +34,11 @@ class KafkaTransport:
     async def partition_count(self, topic: str) -> int | None:
         return await self._admin.partition_count(topic)
 
-    async def _get_admin(self) -> Any:
-        """aiokafka's admin client, for the callers that still need more than ensure_topics and
-        partition_count (``commands.live_group_members``, ``topology._existing_topics``)."""
-        return await self._admin.client()
+    async def list_topics(self) -> list[str]:
+        return await self._admin.list_topics()
+
+    async def group_members(self, group_id: str) -> list[str]:
+        return await self._admin.group_members(group_id)
 
     async def close(self) -> None:
         await self._admin.close()
