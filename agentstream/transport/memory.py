@@ -679,7 +679,9 @@ class MemoryConsumer:
 
     async def committed(self, partition: TP) -> int | None:
         group = self._group()
-        offset: int | None = group.committed.get(partition) if group is not None else None
+        if group is None:  # as Kafka: offsets belong to a group
+            raise TransportError("committed() needs a consumer created with a group_id")
+        offset: int | None = group.committed.get(partition)
         return offset
 
 

@@ -300,6 +300,10 @@ async def test_pause_resume_seek_position_and_the_high_watermark(env: Env) -> No
         await producer.flush()
         assert [r.value for r in await drain(consumer, 1)] == [b"a5"]
         assert consumer.highwater(p0) == 6
+        with pytest.raises(TransportError, match="group"):  # offsets belong to a group
+            await consumer.commit({p0: 6})
+        with pytest.raises(TransportError, match="group"):
+            await consumer.committed(p0)
     with pytest.raises(TransportError):
         await consumer.getmany(timeout_ms=0)  # stopped
 
