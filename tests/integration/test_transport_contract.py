@@ -304,6 +304,8 @@ async def test_pause_resume_seek_position_and_the_high_watermark(env: Env) -> No
             await consumer.commit({p0: 6})
         with pytest.raises(TransportError, match="group"):
             await consumer.committed(p0)
+        with pytest.raises(TransportError, match="group"):
+            consumer.subscribe([topic], RecordingListener())
     with pytest.raises(TransportError):
         await consumer.getmany(timeout_ms=0)  # stopped
 
