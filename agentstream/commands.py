@@ -174,22 +174,8 @@ def held_store_locks(root: Path) -> list[Path]:
 
 
 async def live_group_members(app: "App") -> list[str]:
-    """The members of the app's consumer group (DescribeGroups through the admin client);
-    empty for ``memory://`` (no other process can share it)."""
-    get_admin = getattr(app.transport, "_get_admin", None)
-    if get_admin is None:
-        return []
-    admin = await get_admin()
-    described = await admin.describe_consumer_groups([app.id])
-    members: list[str] = []
-    for response in described:
-        for group in getattr(response, "groups", []):
-            # (error_code, group_id, state, protocol_type, protocol, members[, ...])
-            group_id, state, group_members = group[1], group[2], group[5]
-            if group_id != app.id or state in ("Dead", "Empty"):
-                continue
-            members.extend(str(member[0]) for member in group_members)  # member ids
-    return members
+    """The members of the app's consumer group (DescribeGroups on ``kafka://``)."""
+    return await app.transport.group_members(app.id)
 
 
 def check_not_running(app: "App", root: Path) -> None:

@@ -236,16 +236,9 @@ async def autodiscover(app: "App") -> None:
 
 
 async def _existing_topics(transport: Any) -> list[str]:
-    """Names of the topics on the broker (for patterns). The transports have no public call for
-    this yet: the memory transport's broker and the Kafka transport's admin client are asked."""
-    broker = getattr(transport, "_broker", None)
-    if broker is not None and hasattr(broker, "topics"):
-        return sorted(broker.topics)
-    get_admin = getattr(transport, "_get_admin", None)
-    if get_admin is None:
-        raise TopologyError(f"topic patterns are not supported by the {type(transport).__name__} transport")
-    admin = await get_admin()
-    return sorted(await admin.list_topics())
+    """Names of the topics on the broker (for patterns)."""
+    names: list[str] = await transport.list_topics()
+    return names
 
 
 async def resolve_patterns(app: "App", transport: Any) -> None:

@@ -17,7 +17,7 @@ import logging
 import random
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence, TypeAlias, Unpack
 from urllib.parse import urlsplit
 
 from aiokafka.structs import ConsumerRecord, RecordMetadata  # type: ignore[import-untyped, unused-ignore]
@@ -30,7 +30,7 @@ from agentstream.exceptions import (
     ProducerFenced,
     TransportError,
 )
-from agentstream.transport.base import TP, Assignor, MemberInfo, RebalanceListener, TopicSpec
+from agentstream.transport.base import TP, Assignor, MemberInfo, RebalanceListener, SendOptions, TopicSpec
 from agentstream.transport.partitioner import default_partition
 
 __all__ = ["MemoryTransport", "MemoryProducer", "MemoryConsumer", "MemoryFaults", "FAULT_KINDS", "Record"]
@@ -415,16 +415,9 @@ class MemoryProducer:
         self._stopped = True
         self._failure = None
 
-    async def send(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        *,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: Sequence[tuple[str, bytes]] | None = None,
-    ) -> asyncio.Future[RecordMetadata]:
+    async def send(self, topic: str, key: bytes | None, value: bytes | None,
+                   **options: Unpack[SendOptions]) -> asyncio.Future[RecordMetadata]:
+        partition = options.get("partition")
         if not self._started or self._stopped:
             raise TransportError("memory producer is not running: call start() before send() and not after stop()")
         txn = self._check_txn(in_txn=True) if self.transactional_id is not None else None
@@ -443,7 +436,8 @@ class MemoryProducer:
             for kind in ("send_fail", "send_cancel"):
                 if faults.take(kind):
                     return self._fail(fut, kind, TP(topic, partition), txn)
-        meta = self._broker.append(TP(topic, partition), key, value, timestamp_ms, headers or (), txn)
+        meta = self._broker.append(TP(topic, partition), key, value, options.get("timestamp_ms"),
+                                   options.get("headers") or (), txn)
         fut.set_result(meta)
         return fut
 
@@ -491,6 +485,7 @@ class MemoryConsumer:
         self._assigned: set[TP] = set()
         self._paused: set[TP] = set()
         self._positions: dict[TP, int] = {}
+        self._fetched: set[TP] = set()  # answered by a fetch since assigned: highwater() is known
         self._blocked = False  # no fetching while a rebalance is in flight for this member
         self._error: Exception | None = None
         self._rr = 0
@@ -525,6 +520,7 @@ class MemoryConsumer:
             return
         self._stopped = True
         self._assigned.clear()
+        self._fetched.clear()
         self._positions.clear()
         group = self._group()
         if group is not None and self in group.members:
@@ -543,6 +539,7 @@ class MemoryConsumer:
             self._error = exc
         finally:
             self._assigned.clear()
+            self._fetched.clear()
             self._positions.clear()
             self._paused.clear()
 
@@ -564,6 +561,7 @@ class MemoryConsumer:
         if self._topics:
             raise TransportError("assign() cannot be mixed with subscribe() on one consumer; use a second consumer")
         self._assigned = set(partitions)
+        self._fetched.clear()  # a new assignment: ends unknown until fetched, as on Kafka
         self._positions = {tp: p for tp, p in self._positions.items() if tp in self._assigned}
         self._paused &= self._assigned
         self._broker.wake()
@@ -604,6 +602,7 @@ class MemoryConsumer:
             if tp.topic not in self._broker.topics:
                 continue
             part = self._broker.partition(tp)
+            self._fetched.add(tp)
             pos = self._resolve(tp, part)
             recs = part.records[pos : min(self._end(part), pos + limit)]
             self._positions[tp] = pos + len(recs)  # aborted records are skipped, not returned
@@ -658,6 +657,9 @@ class MemoryConsumer:
         return self._resolve(partition, self._broker.partition(partition))
 
     def highwater(self, partition: TP) -> int | None:
+        """As Kafka's: known from the first fetch that asked for the partition since it was assigned."""
+        if partition not in self._fetched:
+            return None
         try:
             return self._end(self._broker.partition(partition))
         except TransportError:
@@ -677,7 +679,9 @@ class MemoryConsumer:
 
     async def committed(self, partition: TP) -> int | None:
         group = self._group()
-        offset: int | None = group.committed.get(partition) if group is not None else None
+        if group is None:  # as Kafka: offsets belong to a group
+            raise TransportError("committed() needs a consumer created with a group_id")
+        offset: int | None = group.committed.get(partition)
         return offset
 
 
@@ -732,11 +736,18 @@ class MemoryTransport:
         for group in broker.groups.values():  # Kafka rebalances when a subscribed topic appears
             if any(created.intersection(m._topics) for m in group.members):
                 group.request_rebalance()
-        return {name: len(t.partitions) for name, t in broker.topics.items()}
+        return {spec.name: len(broker.topics[spec.name].partitions) for spec in specs}  # as kafka://: the asked ones
 
     async def partition_count(self, topic: str) -> int | None:
         t = self._broker.topics.get(topic)
         return len(t.partitions) if t is not None else None
+
+    async def list_topics(self) -> list[str]:
+        return sorted(self._broker.topics)
+
+    async def group_members(self, group_id: str) -> list[str]:
+        group = self._broker.groups.get(group_id)
+        return [m.member_id for m in group.members] if group is not None else []
 
     async def close(self) -> None:
         return None  # the broker outlives its clients, like a real one

@@ -3,7 +3,8 @@
 What must hold (issue 13, defects 1 and 3): a batch that fails, is cancelled or never gets
 queued is never appended to again, and every later ``flush()`` raises until the producer is
 stopped (or its transaction aborted), so no commit after any flush can pass its records. The
-same on the real broker: tests/integration/test_kafka_transport.py.
+same on the real broker: tests/integration/test_transport_contract.py (a failed delivery)
+and tests/integration/test_kafka_transport.py (a send cancelled while its batch waits).
 """
 
 from __future__ import annotations
@@ -70,6 +71,9 @@ class FakeAioProducer:
     async def flush(self) -> None:
         self.deliver_all()
 
+    async def start(self) -> None:
+        pass
+
     async def stop(self) -> None:
         pass
 
@@ -78,9 +82,9 @@ class FakeAioProducer:
 
 
 async def producer(**settings: Any) -> tuple[KafkaProducer, FakeAioProducer]:
-    p = KafkaProducer(["127.0.0.1:1"], settings)
     fake = FakeAioProducer()
-    p._producer, p._loop = fake, asyncio.get_running_loop()  # started, on the stand-in
+    p = KafkaProducer(["127.0.0.1:1"], settings, client_factory=lambda **config: fake)
+    await p.start()  # on the stand-in
     return p, fake
 
 
@@ -106,7 +110,7 @@ async def test_a_send_cancelled_while_queueing_fails_every_later_flush_and_later
     assert fake.delivered_values() == [b"%d" % i for i in range(10) if i != 5]
 
     await p.stop()  # a new life of the producer starts clean
-    p._producer = fake
+    await p.start()
     await p.send("t", b"k", b"10", partition=0)
     await p.flush()
 
@@ -124,7 +128,7 @@ async def test_a_batch_refused_by_the_broker_fails_every_later_flush_until_stop(
         with pytest.raises(ProducerError, match=r"delivery to t\[0\] failed: OSError: broker went away"):
             await p.flush()
     await p.stop()
-    p._producer = fake
+    await p.start()
     await p.flush()
 
 
