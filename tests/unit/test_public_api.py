@@ -24,7 +24,7 @@ EXPORTED = {
     "Topic": "agentstream.topics:Topic",
     "TopicGroup": "agentstream.topics:TopicGroup",
     "Channel": "agentstream.channels:Channel",
-    "Record": "agentstream.models:Record",
+    "Record": "agentstream.models.record:Record",
     "Stream": "agentstream.streams:Stream",
     "Event": "agentstream.events:Event",
     "current_event": "agentstream.events:current_event",
