@@ -23,7 +23,7 @@ from .exceptions import AgentStreamError
 if TYPE_CHECKING:
     from .types import AppT as App  # the App's interface: app.py imports this module
 
-__all__ = ["option", "argument", "AppCommand", "Command", "register", "run_command", "StillRunning"]
+__all__ = ["option", "argument", "AppCommand", "Command", "register", "run_command", "StillRunning", "print_rows"]
 
 option = click.option
 argument = click.argument
@@ -98,6 +98,20 @@ def run_command(app: "App", name: str, fun: Callable[..., Any], takes_self: bool
 
 
 # -- built-in Faust verbs whose logic lives here ----------------------------------------------------------------------
+def print_rows(rows: list[dict[str, Any]], as_json: bool, line: Callable[[dict[str, Any]], str], *,
+               empty: str | None = None, document: Any = None) -> int:
+    """How every listing verb prints: ``--json`` one document (``document``, else the rows), else a
+    text line per row (``empty`` when there are none)."""
+    if as_json:
+        click.echo(orjson.dumps(rows if document is None else document).decode())
+        return 0
+    if not rows and empty is not None:
+        click.echo(empty)
+    for row in rows:
+        click.echo(line(row))
+    return 0
+
+
 def app_models(app: "App") -> list[type]:
     """The Record models the app's modules define (agentstream's own excluded)."""
     from .models import registry
@@ -107,19 +121,12 @@ def app_models(app: "App") -> list[type]:
 
 def print_models(app: "App", as_json: bool = False) -> int:
     """``agentstream -A app models``: namespace and first docstring line of every model."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for m in app_models(app):
         doc = (m.__doc__ or "").strip().splitlines()
         summary = doc[0] if doc and not doc[0].startswith(m.__name__ + "(") else ""
         rows.append({"namespace": m._options.namespace, "name": m.__name__, "doc": summary})  # type: ignore[attr-defined]
-    if as_json:
-        click.echo(orjson.dumps(rows).decode())
-        return 0
-    if not rows:
-        click.echo("(no models)")
-    for row in rows:
-        click.echo(f"{row['namespace']}\t{row['doc']}")
-    return 0
+    return print_rows(rows, as_json, lambda row: f"{row['namespace']}\t{row['doc']}", empty="(no models)")
 
 
 def print_model(app: "App", name: str) -> int:

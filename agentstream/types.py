@@ -10,14 +10,48 @@ objects of the layers above (topics, tables, agents), which this module cannot n
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Protocol, Sequence
+from typing import Any, Awaitable, Callable, Protocol, Sequence, TypedDict, Unpack
 
 from .codecs import Codec
 from .runtime import FaultPoints
 from .settings import Settings
 from .transport.base import Producer, Transport
 
-__all__ = ["AppT", "AssignmentT", "WorkerT"]
+__all__ = ["AppT", "AssignmentT", "WorkerT", "TopicOptions", "TopicDeclaration"]
+
+
+class TopicOptions(TypedDict, total=False):
+    """The arguments a topic is declared with, listed once: :meth:`App.topic` takes them and hands
+    them to :class:`Topic`. Left out: no types (raw or the app's serializers), ``topic_partitions``
+    partitions, not internal, not compacted, no extra config."""
+
+    key_type: Any
+    value_type: Any
+    partitions: int | None
+    key_serializer: str | None
+    value_serializer: str | None
+    internal: bool
+    compacted: bool
+    config: dict[str, str] | None
+
+
+class TopicDeclaration(TopicOptions, total=False):
+    """What ``app.topic`` takes besides a topic's own options: ``pattern`` (the existing topics whose
+    names match, as one source) and Faust's arguments, which
+    :func:`agentstream.faust_args.topic_options` translates (``schema``, ``compacting``,
+    ``retention``) or logs once as ignored (the rest)."""
+
+    pattern: str | None
+    schema: Any
+    compacting: bool | None
+    retention: Any
+    deleting: bool | None
+    replicas: int | None
+    acks: bool
+    maxsize: int | None
+    allow_empty: bool
+    has_prefix: bool
+    loop: Any
 
 
 class AppT(Protocol):
@@ -57,7 +91,7 @@ class AppT(Protocol):
 
     def consumer_settings(self) -> dict[str, Any]: ...
 
-    def topic(self, name: str, *more: str, **kwargs: Any) -> Any: ...
+    def topic(self, name: str = "", *more: str, **options: Unpack[TopicDeclaration]) -> Any: ...
 
     def agent(self, *args: Any, **kwargs: Any) -> Any: ...
 
