@@ -1,11 +1,12 @@
 """What lower layers use of the objects above them, as Protocols (Faust's ``faust.types``).
 
-Topics, tables, agents and the topology hold a reference to their :class:`~agentstream.app.App`
-and the table manager to its worker, but they must not import ``app.py`` or ``worker/``: those
-import them (imports point down the layers; tests/unit/test_import_graph.py and the import-linter
-contracts in pyproject.toml check it). They annotate with these Protocols instead, and mypy checks
-that the real ``App``/``Worker`` satisfy them wherever one is passed in. Members typed ``Any`` return
-objects of the layers above (topics, tables, agents), which this module cannot name either.
+Topics, tables, agents and the topology hold a reference to their :class:`~agentstream.app.App`,
+but they must not import ``app.py``: it imports them (imports point down the layers;
+tests/unit/test_import_graph.py and the import-linter contracts in pyproject.toml check it). They
+annotate with these Protocols instead, and mypy checks that the real ``App`` satisfies them wherever
+one is passed in. Members typed ``Any`` return objects of the layers above (topics, tables,
+agents), which this module cannot name either. :class:`TopicOptions` lists a topic's arguments
+once, for ``app.topic`` and :class:`~agentstream.topics.Topic`.
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ from __future__ import annotations
 from typing import Any, Awaitable, Callable, Protocol, Sequence, TypedDict, Unpack
 
 from .codecs import Codec
-from .runtime import FaultPoints
 from .settings import Settings
 from .transport.base import Producer, Transport
 
-__all__ = ["AppT", "AssignmentT", "WorkerT", "TopicOptions", "TopicDeclaration"]
+__all__ = ["AppT", "AssignmentT", "TopicOptions", "TopicDeclaration"]
 
 
 class TopicOptions(TypedDict, total=False):
@@ -124,10 +124,3 @@ class AssignmentT(Protocol):
 
     @property
     def standby(self) -> Sequence[int]: ...
-
-
-class WorkerT(Protocol):
-    """What the table manager needs of its worker: the crash points tests inject (else None)."""
-
-    @property
-    def faults(self) -> FaultPoints | None: ...
