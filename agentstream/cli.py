@@ -23,7 +23,8 @@ import orjson
 
 from . import app as _app, faust_args
 from ._version import __version__
-from .commands import argument, option, print_rows  # Faust's ``faust.cli.option``/``argument`` (click's) for @app.command
+from .commands import print_rows, then_stop_clients
+from .commands import argument, option  # Faust's ``faust.cli.option``/``argument`` (click's) for @app.command
 from .app_loader import load_app  # re-exported: exporter and tests load apps by the -A spec too
 from .exceptions import AgentStreamError, ConfigError
 from .settings_help import FLAG_ALIASES, setting_fields, setting_help
@@ -269,16 +270,13 @@ def send(ctx: click.Context, topic: str, value: str | None, key: str | None, par
     chosen = target
 
     async def _go() -> int:
-        try:
-            for _ in range(repeat):
-                fut = await chosen.send(key=key, value=parsed, partition=partition)
-                md = await fut
-                click.echo(orjson.dumps({"topic": md.topic, "partition": md.partition, "offset": md.offset}).decode())
-        finally:
-            await app.stop_clients()
+        for _ in range(repeat):
+            fut = await chosen.send(key=key, value=parsed, partition=partition)
+            md = await fut
+            click.echo(orjson.dumps({"topic": md.topic, "partition": md.partition, "offset": md.offset}).decode())
         return 0
 
-    return int(_run(_go()))
+    return int(_run(then_stop_clients(app, _go())))
 
 
 # -- listings ---------------------------------------------------------------------------------------------------------

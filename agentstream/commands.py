@@ -13,7 +13,7 @@ import asyncio
 import fcntl
 import inspect
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
 import click
 import orjson
@@ -23,7 +23,10 @@ from .exceptions import AgentStreamError
 if TYPE_CHECKING:
     from .types import AppT as App  # the App's interface: app.py imports this module
 
-__all__ = ["option", "argument", "AppCommand", "Command", "register", "run_command", "StillRunning", "print_rows"]
+__all__ = ["option", "argument", "AppCommand", "Command", "register", "run_command", "StillRunning", "print_rows",
+           "then_stop_clients"]
+
+_T = TypeVar("_T")
 
 option = click.option
 argument = click.argument
@@ -85,16 +88,16 @@ def run_command(app: "App", name: str, fun: Callable[..., Any], takes_self: bool
     call_args = (AppCommand(app, name),) if takes_self else ()
     result = fun(*call_args, **kwargs)
     if inspect.isawaitable(result):
-        awaitable = result
-
-        async def _go() -> Any:
-            try:
-                return await awaitable
-            finally:
-                await app.stop_clients()
-
-        result = asyncio.run(_go())
+        result = asyncio.run(then_stop_clients(app, result))
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+async def then_stop_clients(app: "App", awaitable: Awaitable[_T]) -> _T:
+    """Await ``awaitable``, then stop the app's clients: how every command's event loop ends."""
+    try:
+        return await awaitable
+    finally:
+        await app.stop_clients()
 
 
 # -- built-in Faust verbs whose logic lives here ----------------------------------------------------------------------
@@ -207,14 +210,8 @@ def check_not_running(app: "App", root: Path) -> None:
         raise StillRunning(f"store lock held: {locks[0]} (a worker of {app.id!r} is running on this data dir). "
                            "Stop every worker of the app, then run reset again")
 
-    async def _members() -> list[str]:
-        try:
-            return await live_group_members(app)
-        finally:
-            await app.stop_clients()
-
     try:
-        members = asyncio.run(_members())
+        members = asyncio.run(then_stop_clients(app, live_group_members(app)))
     except AgentStreamError as exc:  # no broker: no remote member can use these local stores
         click.echo(f"note: could not ask the broker for the group's members ({exc}); "
                    "checked the local store locks only", err=True)
@@ -271,9 +268,8 @@ def reset_app(app: "App", *, offsets: bool, yes: bool) -> int:
                 await consumer.commit({tp: 0 for tp in tps})
             finally:
                 await consumer.stop()
-                await app.stop_clients()
 
-        asyncio.run(_rewind())
+        asyncio.run(then_stop_clients(app, _rewind()))
         click.echo(f"rewound group {app.id!r} on {len(topics)} topics (offset 0 = the earliest still kept)")
     return 0
 
