@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Protocol
 
 from ..exceptions import StoreCorrupt, StoreError, StoreUnavailable
-from ..transport.base import TP, Consumer, Delivery
+from ..transport.base import TP, Consumer
 from .store import destroy_store, store_for
 from ..lifecycle import PartitionState
 from .partition import TablePartition
@@ -23,13 +23,13 @@ from .restore import Restorer, changelog_entries
 from .table import Table
 
 if TYPE_CHECKING:
-    from ..runtime import FaultPoints, Runtime
+    from ..runtime import FaultPoints, Runtime, TaskSender  # TaskSender: what sends a record
     from ..settings import Settings
     from ..types import AssignmentT as Assignment
 
 log = logging.getLogger("agentstream.tables")
 
-__all__ = ["TableManager", "Restorer", "ConsumerFactory", "ChangelogSender"]
+__all__ = ["TableManager", "Restorer", "ConsumerFactory"]
 
 CHECKPOINT_FILE = "agentstream.checkpoint"
 RESTORE_MAX_POLL_RECORDS = 10_000  # restore and standby reads want big batches, not the agents' poll size
@@ -42,27 +42,20 @@ class ConsumerFactory(Protocol):
     def __call__(self, *, max_poll_records: int) -> Consumer: ...
 
 
-class ChangelogSender(Protocol):
-    """Where the changelog records of a commit go: the worker's producer, or (exactly_once) a task's
-    transactional one."""
-
-    async def send(self, topic: str, key: bytes | None, value: bytes | None, *,
-                   partition: int | None = None) -> Delivery: ...
-
-
 class TableManager:
     """Owns every :class:`TablePartition` of the worker and the table steps of a commit.
 
     Its collaborators are passed in, never looked up on an App (Quix's Checkpoint takes its producer,
     consumer and state manager the same way): the ``tables`` it serves, the app's ``settings`` (data dir,
     store, cache size, guarantee, restore timeout), ``consumers`` for its restore and standby reads, the
-    started ``producer`` its changelog records go through, the worker's ``runtime`` (where the table
+    started ``producer`` its changelog records go through (exactly_once: each task's own, given to
+    :meth:`flush`), the worker's ``runtime`` (where the table
     partitions live and where table writes find this manager once it is started) and, in tests only,
     the worker's ``faults``.
     """
 
     def __init__(self, tables: Iterable[Table], *, settings: "Settings", consumers: ConsumerFactory,
-                 producer: ChangelogSender, runtime: "Runtime", faults: "FaultPoints | None" = None) -> None:
+                 producer: "TaskSender", runtime: "Runtime", faults: "FaultPoints | None" = None) -> None:
         self.tables: list[Table] = list(tables)
         self.settings = settings
         self.consumers = consumers
@@ -283,7 +276,7 @@ class TableManager:
         parts = [p for t in self.tables for p in self._held(t).values()]
         return parts if writer is None else [p for p in parts if p.writer == writer]
 
-    async def flush(self, writer: Any = None, producer: ChangelogSender | None = None) -> None:
+    async def flush(self, writer: Any = None, producer: "TaskSender | None" = None) -> None:
         """Commit step 1: caches -> changelog records (sent; delivery awaited by the producer flush).
 
         exactly_once: only task ``writer``'s partitions, through its transactional ``producer``.
