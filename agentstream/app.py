@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Awaitable, Callable, Sequence, TypeVar, Union
+from typing import Any, Awaitable, Callable, Sequence, TypeVar, Union, Unpack
 
 from . import codecs, faust_args, routes
 from .agents.agent import Agent, AgentFun
@@ -22,6 +22,7 @@ from .runtime import runtime_for
 from .settings import Settings
 from .streams import SplitPoint
 from .topics import Topic
+from .types import TopicDeclaration, TopicOptions
 from .transport import get_transport
 from .transport.base import Producer, Transport
 
@@ -166,44 +167,30 @@ class App:
         return self.settings
 
     # -- declarations --------------------------------------------------------------------------
-    def topic(
-        self,
-        name: str = "",
-        *more: str,
-        key_type: Any = None,
-        value_type: Any = None,
-        partitions: int | None = None,
-        key_serializer: str | None = None,
-        value_serializer: str | None = None,
-        internal: bool = False,
-        compacted: bool = False,
-        config: dict[str, str] | None = None,
-        **faust: Any,
-    ) -> Topic:
-        """Declare a topic (created with ``partitions`` or ``topic_partitions`` when missing).
+    def topic(self, name: str = "", *more: str, **options: Unpack[TopicDeclaration]) -> Topic:
+        """Declare a topic (created with ``partitions`` or ``topic_partitions`` when missing); its
+        options are :class:`~agentstream.topics.TopicOptions`.
 
         Faust's other arguments (``compacting``, ``retention``, ``schema``, ``replicas``...) are
         translated or accepted and logged once by :func:`agentstream.faust_args.topic_options`.
         ``app.topic("a", "b")`` stands for several topics and ``app.topic(pattern="^a-.*")`` for the
         existing topics whose names match when the worker starts; an agent over either reads them all."""
-        pattern = faust.pop("pattern", None)
+        given: dict[str, Any] = dict(options)
+        pattern = given.pop("pattern", None)
         if more or pattern is not None:
             from .topics import TopicGroup
 
             names = (name, *more) if name else tuple(more)
-            group_kwargs = dict(key_type=key_type, value_type=value_type, partitions=partitions,
-                                key_serializer=key_serializer, value_serializer=value_serializer,
-                                compacted=compacted, config=config, **faust)
-            members = [self.topic(n, **group_kwargs) for n in names] if pattern is None else []
-            return TopicGroup(self, names, members, pattern=pattern, options=group_kwargs)
+            members = [self.topic(n, **given) for n in names] if pattern is None else []
+            return TopicGroup(self, names, members, pattern=pattern, options=given)
+        faust = {key: given.pop(key) for key in list(given) if key not in TopicOptions.__optional_keys__}
         if faust:
             extra = faust_args.topic_options(name, more, faust)
-            key_type = extra.get("key_type", key_type)
-            value_type = extra.get("value_type", value_type)
-            key_serializer = extra.get("key_serializer", key_serializer)
-            value_serializer = extra.get("value_serializer", value_serializer)
-            compacted = compacted or bool(extra.get("compacted"))
-            config = {**extra.get("config", {}), **(config or {})} or None
+            given.update({key: extra[key] for key in ("key_type", "value_type", "key_serializer",
+                                                      "value_serializer") if key in extra})
+            given["compacted"] = bool(given.get("compacted")) or bool(extra.get("compacted"))
+            given["config"] = {**extra.get("config", {}), **(given.get("config") or {})} or None
+        key_type, value_type, partitions = given.get("key_type"), given.get("value_type"), given.get("partitions")
         existing = self.topics.get(name)
         if existing is not None and (key_type is not None or value_type is not None or partitions is not None):
             if (existing.key_type, existing.value_type) != (key_type, value_type) or (
@@ -215,11 +202,7 @@ class App:
                 )
         if existing is not None:
             return existing
-        topic = Topic(
-            self, name, key_type=key_type, value_type=value_type, partitions=partitions,
-            key_serializer=key_serializer, value_serializer=value_serializer, internal=internal,
-            compacted=compacted, config=config,
-        )
+        topic = Topic(self, name, **given)
         self.topics[name] = topic
         return topic
 

@@ -23,6 +23,7 @@ import orjson
 
 from . import app as _app, faust_args
 from ._version import __version__
+from .commands import print_rows, then_stop_clients
 from .commands import argument, option  # Faust's ``faust.cli.option``/``argument`` (click's) for @app.command
 from .app_loader import load_app  # re-exported: exporter and tests load apps by the -A spec too
 from .exceptions import AgentStreamError, ConfigError
@@ -269,16 +270,13 @@ def send(ctx: click.Context, topic: str, value: str | None, key: str | None, par
     chosen = target
 
     async def _go() -> int:
-        try:
-            for _ in range(repeat):
-                fut = await chosen.send(key=key, value=parsed, partition=partition)
-                md = await fut
-                click.echo(orjson.dumps({"topic": md.topic, "partition": md.partition, "offset": md.offset}).decode())
-        finally:
-            await app.stop_clients()
+        for _ in range(repeat):
+            fut = await chosen.send(key=key, value=parsed, partition=partition)
+            md = await fut
+            click.echo(orjson.dumps({"topic": md.topic, "partition": md.partition, "offset": md.offset}).decode())
         return 0
 
-    return int(_run(_go()))
+    return int(_run(then_stop_clients(app, _go())))
 
 
 # -- listings ---------------------------------------------------------------------------------------------------------
@@ -305,13 +303,12 @@ def agents(ctx: click.Context, as_json: bool) -> int:
     rows: list[dict[str, Any]] = [{"name": a.name, "topics": [t.name for t in a.topics],
                                    "concurrency": a.concurrency, "sinks": [s.name for s in a.splits]}
                                   for a in app.agents]
-    if as_json:
-        click.echo(orjson.dumps({"agents": rows, "topology": app.topology().describe()}).decode())
-        return 0
-    for r in rows:
-        click.echo(f"{r['name']}: topics={','.join(r['topics'])} concurrency={r['concurrency']} "
-                   f"splits={','.join(r['sinks']) or '-'}")
-    click.echo(app.topology().describe())
+    topology = app.topology().describe()
+    print_rows(rows, as_json, lambda r: f"{r['name']}: topics={','.join(r['topics'])} concurrency={r['concurrency']} "
+                                        f"splits={','.join(r['sinks']) or '-'}",
+               document={"agents": rows, "topology": topology})
+    if not as_json:
+        click.echo(topology)
     return 0
 
 
@@ -327,12 +324,7 @@ def topics(ctx: click.Context, as_json: bool) -> int:
             for name, topic in sorted(app.topics.items()) if name not in changelogs]
     rows += [{"name": t.changelog_topic.name, "partitions": t.changelog_topic.partitions, "kind": "changelog"}
              for t in app.tables.values()]
-    if as_json:
-        click.echo(orjson.dumps(rows).decode())
-        return 0
-    for r in rows:
-        click.echo(f"{r['name']}\tpartitions={r['partitions']}\t{r['kind']}")
-    return 0
+    return print_rows(rows, as_json, lambda r: f"{r['name']}\tpartitions={r['partitions']}\t{r['kind']}")
 
 
 @cli.command()
@@ -351,21 +343,18 @@ def tables(ctx: click.Context, as_json: bool) -> int:
                       "expires": w.expires, "grace": state.grace}
         rows.append({"name": name, "kind": type(table).__name__, "store": table.store_url or app.settings.store,
                      "partitions": table.partitions, "changelog": table.changelog_topic.name, "window": window})
-    if as_json:
-        click.echo(orjson.dumps(rows).decode())
-        return 0
-    if not rows:
-        click.echo("(no tables)")
-    for r in rows:
-        w = r["window"]
-        if w is None:
-            windowing = "-"
-        else:
-            kind = "tumbling" if w["kind"] == "tumbling" else f"hopping step={w['step']:g}s"
-            windowing = f"{kind} size={w['size']:g}s expires={w['expires']:g}s grace={w['grace']:g}s"
-        click.echo(f"{r['name']}\tkind={r['kind']}\tstore={r['store']}\tpartitions={r['partitions']}\t"
-                   f"changelog={r['changelog']}\twindow={windowing}")
-    return 0
+    return print_rows(rows, as_json, _table_line, empty="(no tables)")
+
+
+def _table_line(r: dict[str, Any]) -> str:
+    w = r["window"]
+    if w is None:
+        windowing = "-"
+    else:
+        kind = "tumbling" if w["kind"] == "tumbling" else f"hopping step={w['step']:g}s"
+        windowing = f"{kind} size={w['size']:g}s expires={w['expires']:g}s grace={w['grace']:g}s"
+    return (f"{r['name']}\tkind={r['kind']}\tstore={r['store']}\tpartitions={r['partitions']}\t"
+            f"changelog={r['changelog']}\twindow={windowing}")
 
 
 @cli.command()

@@ -13,7 +13,7 @@ import asyncio
 import fcntl
 import inspect
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
 import click
 import orjson
@@ -23,7 +23,10 @@ from .exceptions import AgentStreamError
 if TYPE_CHECKING:
     from .types import AppT as App  # the App's interface: app.py imports this module
 
-__all__ = ["option", "argument", "AppCommand", "Command", "register", "run_command", "StillRunning"]
+__all__ = ["option", "argument", "AppCommand", "Command", "register", "run_command", "StillRunning", "print_rows",
+           "then_stop_clients"]
+
+_T = TypeVar("_T")
 
 option = click.option
 argument = click.argument
@@ -85,19 +88,33 @@ def run_command(app: "App", name: str, fun: Callable[..., Any], takes_self: bool
     call_args = (AppCommand(app, name),) if takes_self else ()
     result = fun(*call_args, **kwargs)
     if inspect.isawaitable(result):
-        awaitable = result
-
-        async def _go() -> Any:
-            try:
-                return await awaitable
-            finally:
-                await app.stop_clients()
-
-        result = asyncio.run(_go())
+        result = asyncio.run(then_stop_clients(app, result))
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
 
 
+async def then_stop_clients(app: "App", awaitable: Awaitable[_T]) -> _T:
+    """Await ``awaitable``, then stop the app's clients: how every command's event loop ends."""
+    try:
+        return await awaitable
+    finally:
+        await app.stop_clients()
+
+
 # -- built-in Faust verbs whose logic lives here ----------------------------------------------------------------------
+def print_rows(rows: list[dict[str, Any]], as_json: bool, line: Callable[[dict[str, Any]], str], *,
+               empty: str | None = None, document: Any = None) -> int:
+    """How every listing verb prints: ``--json`` one document (``document``, else the rows), else a
+    text line per row (``empty`` when there are none)."""
+    if as_json:
+        click.echo(orjson.dumps(rows if document is None else document).decode())
+        return 0
+    if not rows and empty is not None:
+        click.echo(empty)
+    for row in rows:
+        click.echo(line(row))
+    return 0
+
+
 def app_models(app: "App") -> list[type]:
     """The Record models the app's modules define (agentstream's own excluded)."""
     from .models import registry
@@ -107,19 +124,12 @@ def app_models(app: "App") -> list[type]:
 
 def print_models(app: "App", as_json: bool = False) -> int:
     """``agentstream -A app models``: namespace and first docstring line of every model."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for m in app_models(app):
         doc = (m.__doc__ or "").strip().splitlines()
         summary = doc[0] if doc and not doc[0].startswith(m.__name__ + "(") else ""
         rows.append({"namespace": m._options.namespace, "name": m.__name__, "doc": summary})  # type: ignore[attr-defined]
-    if as_json:
-        click.echo(orjson.dumps(rows).decode())
-        return 0
-    if not rows:
-        click.echo("(no models)")
-    for row in rows:
-        click.echo(f"{row['namespace']}\t{row['doc']}")
-    return 0
+    return print_rows(rows, as_json, lambda row: f"{row['namespace']}\t{row['doc']}", empty="(no models)")
 
 
 def print_model(app: "App", name: str) -> int:
@@ -186,14 +196,8 @@ def check_not_running(app: "App", root: Path) -> None:
         raise StillRunning(f"store lock held: {locks[0]} (a worker of {app.id!r} is running on this data dir). "
                            "Stop every worker of the app, then run reset again")
 
-    async def _members() -> list[str]:
-        try:
-            return await live_group_members(app)
-        finally:
-            await app.stop_clients()
-
     try:
-        members = asyncio.run(_members())
+        members = asyncio.run(then_stop_clients(app, live_group_members(app)))
     except AgentStreamError as exc:  # no broker: no remote member can use these local stores
         click.echo(f"note: could not ask the broker for the group's members ({exc}); "
                    "checked the local store locks only", err=True)
@@ -250,9 +254,8 @@ def reset_app(app: "App", *, offsets: bool, yes: bool) -> int:
                 await consumer.commit({tp: 0 for tp in tps})
             finally:
                 await consumer.stop()
-                await app.stop_clients()
 
-        asyncio.run(_rewind())
+        asyncio.run(then_stop_clients(app, _rewind()))
         click.echo(f"rewound group {app.id!r} on {len(topics)} topics (offset 0 = the earliest still kept)")
     return 0
 

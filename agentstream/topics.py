@@ -14,37 +14,29 @@ from .transport.base import Delivery, TopicSpec
 from .runtime import current_task
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from .types import AppT as App  # the App's interface: app.py imports this module
+    from .types import TopicOptions
 
 __all__ = ["Topic", "TopicGroup"]
-
 
 
 class Topic:
     """A Kafka topic as the app sees it (Faust's ``app.topic(...)``)."""
 
-    def __init__(
-        self,
-        app: "App",
-        name: str,
-        *,
-        key_type: Any = None,
-        value_type: Any = None,
-        partitions: int | None = None,
-        key_serializer: str | None = None,
-        value_serializer: str | None = None,
-        internal: bool = False,
-        compacted: bool = False,
-        config: dict[str, str] | None = None,
-    ) -> None:
+    def __init__(self, app: "App", name: str, **options: Unpack[TopicOptions]) -> None:
+        key_type, key_serializer = options.get("key_type"), options.get("key_serializer")
+        value_type, value_serializer = options.get("value_type"), options.get("value_serializer")
+        internal = options.get("internal", False)
         self.app = app
         self.name = name
         self.key_type = key_type
         self.value_type = value_type
-        self._partitions = partitions
+        self._partitions = options.get("partitions")
         self.internal = internal
-        self.compacted = compacted
-        self.config = dict(config or {})
+        self.compacted = options.get("compacted", False)
+        self.config = dict(options.get("config") or {})
         self.key_serializer = key_serializer
         self.value_serializer = value_serializer
         self.key_codec = codecs.side_codec(key_type, key_serializer, app.key_serializer)

@@ -1,23 +1,57 @@
 """What lower layers use of the objects above them, as Protocols (Faust's ``faust.types``).
 
-Topics, tables, agents and the topology hold a reference to their :class:`~agentstream.app.App`
-and the table manager to its worker, but they must not import ``app.py`` or ``worker/``: those
-import them (imports point down the layers; tests/unit/test_import_graph.py and the import-linter
-contracts in pyproject.toml check it). They annotate with these Protocols instead, and mypy checks
-that the real ``App``/``Worker`` satisfy them wherever one is passed in. Members typed ``Any`` return
-objects of the layers above (topics, tables, agents), which this module cannot name either.
+Topics, tables, agents and the topology hold a reference to their :class:`~agentstream.app.App`,
+but they must not import ``app.py``: it imports them (imports point down the layers;
+tests/unit/test_import_graph.py and the import-linter contracts in pyproject.toml check it). They
+annotate with these Protocols instead, and mypy checks that the real ``App`` satisfies them wherever
+one is passed in. Members typed ``Any`` return objects of the layers above (topics, tables,
+agents), which this module cannot name either. :class:`TopicOptions` lists a topic's arguments
+once, for ``app.topic`` and :class:`~agentstream.topics.Topic`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Protocol, Sequence
+from typing import Any, Awaitable, Callable, Protocol, Sequence, TypedDict, Unpack
 
 from .codecs import Codec
-from .runtime import FaultPoints
 from .settings import Settings
 from .transport.base import Producer, Transport
 
-__all__ = ["AppT", "AssignmentT", "WorkerT"]
+__all__ = ["AppT", "AssignmentT", "TopicOptions", "TopicDeclaration"]
+
+
+class TopicOptions(TypedDict, total=False):
+    """The arguments a topic is declared with, listed once: :meth:`App.topic` takes them and hands
+    them to :class:`Topic`. Left out: no types (raw or the app's serializers), ``topic_partitions``
+    partitions, not internal, not compacted, no extra config."""
+
+    key_type: Any
+    value_type: Any
+    partitions: int | None
+    key_serializer: str | None
+    value_serializer: str | None
+    internal: bool
+    compacted: bool
+    config: dict[str, str] | None
+
+
+class TopicDeclaration(TopicOptions, total=False):
+    """What ``app.topic`` takes besides a topic's own options: ``pattern`` (the existing topics whose
+    names match, as one source) and Faust's arguments, which
+    :func:`agentstream.faust_args.topic_options` translates (``schema``, ``compacting``,
+    ``retention``) or logs once as ignored (the rest)."""
+
+    pattern: str | None
+    schema: Any
+    compacting: bool | None
+    retention: Any
+    deleting: bool | None
+    replicas: int | None
+    acks: bool
+    maxsize: int | None
+    allow_empty: bool
+    has_prefix: bool
+    loop: Any
 
 
 class AppT(Protocol):
@@ -57,7 +91,7 @@ class AppT(Protocol):
 
     def consumer_settings(self) -> dict[str, Any]: ...
 
-    def topic(self, name: str, *more: str, **kwargs: Any) -> Any: ...
+    def topic(self, name: str = "", *more: str, **options: Unpack[TopicDeclaration]) -> Any: ...
 
     def agent(self, *args: Any, **kwargs: Any) -> Any: ...
 
@@ -90,10 +124,3 @@ class AssignmentT(Protocol):
 
     @property
     def standby(self) -> Sequence[int]: ...
-
-
-class WorkerT(Protocol):
-    """What the table manager needs of its worker: the crash points tests inject (else None)."""
-
-    @property
-    def faults(self) -> FaultPoints | None: ...

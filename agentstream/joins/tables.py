@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from ..events import Event
 from ..exceptions import TopologyError
+from ..tables.rows import Rows
 from ..tables.table import TableNotReady
 from ..transport.partitioner import default_partition
 
@@ -165,7 +166,7 @@ class GlobalTableJoin:
         return [Event(event.key, (event.value, value), event.message, event.tp)]
 
 
-class JoinedTable:
+class JoinedTable(Rows):
     """``table_a.join(table_b)``: ``view[key] == (a_value, b_value)``, read-only, always current.
 
     Inner: keys in both tables; left: keys of ``a`` (``b_value`` None when missing); outer: keys
@@ -223,21 +224,6 @@ class JoinedTable:
             for k, rv in right.items():
                 if k not in left:
                     yield k, (None, rv)
-
-    def keys(self) -> Iterator[Any]:
-        return (k for k, _ in self.items())
-
-    def values(self) -> Iterator[tuple[Any, Any]]:
-        return (v for _, v in self.items())
-
-    def as_dict(self) -> dict[Any, tuple[Any, Any]]:
-        return dict(self.items())
-
-    def __iter__(self) -> Iterator[Any]:
-        return self.keys()
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self.items())
 
     def __repr__(self) -> str:
         return f"<JoinedTable {self.left.name} {self.kind} join {self.right.name}>"

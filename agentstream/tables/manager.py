@@ -12,40 +12,59 @@ import asyncio
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, cast
+from typing import TYPE_CHECKING, Any, Iterable, Protocol
 
 from ..exceptions import StoreCorrupt, StoreError, StoreUnavailable
 from ..transport.base import TP, Consumer
 from .store import destroy_store, store_for
 from ..lifecycle import PartitionState
-from ..runtime import runtime_for
 from .partition import TablePartition
 from .restore import Restorer, changelog_entries
 from .table import Table
 
 if TYPE_CHECKING:
-    from ..types import AppT as App  # the App's interface: app.py imports this module
-    from ..runtime import FaultPoints
+    from ..runtime import FaultPoints, Runtime, TaskSender  # TaskSender: what sends a record
+    from ..settings import Settings
     from ..types import AssignmentT as Assignment
-    from ..types import WorkerT as Worker
 
 log = logging.getLogger("agentstream.tables")
 
-__all__ = ["TableManager", "Restorer"]
+__all__ = ["TableManager", "Restorer", "ConsumerFactory"]
 
 CHECKPOINT_FILE = "agentstream.checkpoint"
+RESTORE_MAX_POLL_RECORDS = 10_000  # restore and standby reads want big batches, not the agents' poll size
+
+
+class ConsumerFactory(Protocol):
+    """Makes a consumer outside the group (restore and standby reads): the app's consumer settings,
+    with the manager's poll size; e.g. ``functools.partial(transport.consumer, group_id=None, **settings)``."""
+
+    def __call__(self, *, max_poll_records: int) -> Consumer: ...
 
 
 class TableManager:
-    """Owns every :class:`TablePartition` of the worker and the table steps of a commit."""
+    """Owns every :class:`TablePartition` of the worker and the table steps of a commit.
 
-    def __init__(self, app: "App", worker: "Worker") -> None:
-        self.app = app
-        self.worker = worker
-        self.tables: list[Table] = list(app.tables.values())
-        self.root = Path(app.settings.data_dir) / app.id / "tables"
-        self.store_url = app.settings.store
-        self.cache_size = app.settings.table_cache_size
+    Its collaborators are passed in, never looked up on an App (Quix's Checkpoint takes its producer,
+    consumer and state manager the same way): the ``tables`` it serves, the app's ``settings`` (data dir,
+    store, cache size, guarantee, restore timeout), ``consumers`` for its restore and standby reads, the
+    started ``producer`` its changelog records go through (exactly_once: each task's own, given to
+    :meth:`flush`), the worker's ``runtime`` (where the table
+    partitions live and where table writes find this manager once it is started) and, in tests only,
+    the worker's ``faults``.
+    """
+
+    def __init__(self, tables: Iterable[Table], *, settings: "Settings", consumers: ConsumerFactory,
+                 producer: "TaskSender", runtime: "Runtime", faults: "FaultPoints | None" = None) -> None:
+        self.tables: list[Table] = list(tables)
+        self.settings = settings
+        self.consumers = consumers
+        self.producer = producer
+        self.runtime = runtime
+        self.faults = faults
+        self.root = Path(settings.data_dir) / settings.id / "tables"
+        self.store_url = settings.store
+        self.cache_size = settings.table_cache_size
         self._sends: list[tuple[TablePartition, list[tuple[bytes, bytes | None]]]] = []
         self._restore_consumer: Consumer | None = None
         self._follow_consumer: Consumer | None = None
@@ -53,16 +72,14 @@ class TableManager:
         self._followed: dict[TP, TablePartition] = {}
         self.restored_records = 0
         self.restoring = False
-        # This worker's partitions, kept in its runtime (bound by the worker before it makes the
-        # manager); held here so every step reaches them whatever task it runs in.
-        self.runtime = runtime_for(app)
-        self.eos = app.settings.processing_guarantee == "exactly_once"
+        self.eos = settings.processing_guarantee == "exactly_once"
         for table in self.tables:
             table.eos = self.eos and not table.is_global
 
     # -- store partitions ------------------------------------------------------------------------
     def _held(self, table: Table) -> dict[int, TablePartition]:
-        return cast(dict[int, TablePartition], self.runtime.table_partitions(table.name))
+        parts: dict[int, TablePartition] = self.runtime.table_partitions(table.name)
+        return parts
 
     def _open(self, table: Table, partition: int) -> TablePartition:
         part = self._held(table).get(partition)
@@ -99,12 +116,13 @@ class TableManager:
             part.close()
 
     def _consumer(self) -> Consumer:
-        settings = dict(self.app.consumer_settings())
-        settings["max_poll_records"] = 10_000
-        return self.app.transport.consumer(group_id=None, **settings)
+        return self.consumers(max_poll_records=RESTORE_MAX_POLL_RECORDS)
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
+        """Open and restore the global tables, then take table writes: from here on they find this
+        manager in the runtime and queue their changelog records with it."""
+        self.runtime.tables = self
         self._restore_consumer = self._consumer()
         await self._restore_consumer.start()
         self._follow_consumer = self._consumer()
@@ -144,6 +162,8 @@ class TableManager:
                     self._close(table, p)
                 except Exception as exc:  # rocksdict raises bare Exception from close()
                     failed = failed or self._unwritable(part.store.path, "close", exc)
+        if self.runtime.tables is self:
+            self.runtime.tables = None
         if failed is not None:
             raise failed
 
@@ -151,8 +171,8 @@ class TableManager:
         assert self._restore_consumer is not None
         self.restoring = True
         try:
-            n = await Restorer(self._restore_consumer, label, cast(Any, self.worker.faults),
-                               self.app.settings.restore_timeout).run(parts)
+            n = await Restorer(self._restore_consumer, label, self.faults,
+                               self.settings.restore_timeout).run(parts)
         finally:
             self.restoring = False
             self._restore_consumer.assign([])
@@ -227,7 +247,7 @@ class TableManager:
                 part = parts[tp]
                 part.store.write_batch(changelog_entries(part, messages))  # skips null-key/undecodable records
                 part.changelog_offset = messages[-1].offset + 1
-            if time.monotonic() - last_checkpoint > self.app.settings.commit_interval:
+            if time.monotonic() - last_checkpoint > self.settings.commit_interval:
                 for part in parts.values():
                     if not part.active:
                         part.checkpoint()
@@ -256,7 +276,7 @@ class TableManager:
         parts = [p for t in self.tables for p in self._held(t).values()]
         return parts if writer is None else [p for p in parts if p.writer == writer]
 
-    async def flush(self, writer: Any = None, producer: Any = None) -> None:
+    async def flush(self, writer: Any = None, producer: "TaskSender | None" = None) -> None:
         """Commit step 1: caches -> changelog records (sent; delivery awaited by the producer flush).
 
         exactly_once: only task ``writer``'s partitions, through its transactional ``producer``.
@@ -269,7 +289,7 @@ class TableManager:
             sends = [s for s in self._sends if s[0].writer == writer]
             self._sends = [s for s in self._sends if s[0].writer != writer]
         if producer is None:
-            producer = self.app.producer
+            producer = self.producer
         for part, items in sends:
             topic = part.table.changelog_topic.name
             for key, value in items:
@@ -292,7 +312,7 @@ class TableManager:
     def _unwritable(self, path: Path, op: str, exc: BaseException) -> StoreUnavailable:
         """A read-only or full data dir: say which flag to fix, and that nothing is lost."""
         return StoreUnavailable(
-            path, f"cannot {op} the store ({exc}). Fix: make the data dir {self.app.settings.data_dir} "
+            path, f"cannot {op} the store ({exc}). Fix: make the data dir {self.settings.data_dir} "
             "(--data-dir) writable and give it free space, then restart the worker; nothing is lost: offsets "
             "are committed only after the changelog has the values, and restore replays it",
         )

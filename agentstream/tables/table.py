@@ -26,6 +26,7 @@ from .. import codecs
 from ..events import current_event
 from ..exceptions import SerializationError, TopologyError
 from ..models import Record
+from .rows import Rows
 from ..runtime import current_runtime, current_task, runtime_for
 from ..transport.partitioner import default_partition
 from ..naming import changelog_topic_name, faust_naming
@@ -60,7 +61,7 @@ class _Upper:
 
 upper = _Upper()
 
-class Table:
+class Table(Rows):
     """``app.Table(name, default=int)``: a partitioned, changelog-backed dict (Faust's Table)."""
 
     is_global = False
@@ -387,12 +388,6 @@ class Table:
             for k, v, decoded in live_entries(part):
                 yield kloads(k), v if decoded else vloads(v)
 
-    def keys(self) -> Iterator[Any]:
-        return (k for k, _ in self.items())
-
-    def values(self) -> Iterator[Any]:
-        return (v for _, v in self.items())
-
     def as_ansitable(self, *, key: str = "k", value: str = "v", sort: bool = False, sortkey: Any = None,
                      title: Any = None, **kwargs: Any) -> str:
         """Faust's ``table.as_ansitable()``: this worker's rows as a text table (for logs and CLIs)."""
@@ -408,15 +403,6 @@ class Table:
         out += [f"| {k:<{wk}} | {v:<{wv}} |" for k, v in rows]
         out.append(line)
         return "\n".join(out)
-
-    def as_dict(self) -> dict[Any, Any]:
-        return dict(self.items())
-
-    def __iter__(self) -> Iterator[Any]:
-        return self.keys()
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self.items())
 
     def __repr__(self) -> str:
         return f"<Table {self.name} partitions={self.partitions}>"

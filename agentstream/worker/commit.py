@@ -38,8 +38,9 @@ from ..transport.base import TP
 from .eos import CommitGate, TaskTransaction
 
 
-class StreamTask(Protocol):
-    """What the commit unit needs of a task (agentstream.worker.task.StreamTask)."""
+class CommittableTask(Protocol):
+    """A task as the commit unit sees it (agentstream.worker.task.StreamTask): its committable
+    offsets, transaction, commit gate, and whether a failed step left it dirty."""
 
     dirty: BaseException | None
     committable: dict[TP, int]
@@ -67,7 +68,7 @@ class CommitUnit(ABC):
         self.committed: dict[TP, int] = {}  # last offsets committed per partition (no re-commits)
 
     # -- the sequence (once) -------------------------------------------------------------------
-    async def commit(self, tasks: Sequence[StreamTask], *, final: bool = False) -> bool:
+    async def commit(self, tasks: Sequence[CommittableTask], *, final: bool = False) -> bool:
         """Commit every clean task; True when something was committed. Raises the first failure
         after every batch ran (the failed batches' tasks are dirty)."""
         clean = [t for t in tasks if t.dirty is None]
@@ -81,7 +82,7 @@ class CommitUnit(ABC):
             raise failed
         return any(r is True for r in results)
 
-    async def _commit_batch(self, tasks: list[StreamTask], final: bool) -> bool:
+    async def _commit_batch(self, tasks: list[CommittableTask], final: bool) -> bool:
         tables = self._tables()
         async with AsyncExitStack() as stack:
             await self.hold(tasks, stack)
@@ -122,7 +123,7 @@ class CommitUnit(ABC):
             log.debug("committed %s", offsets)
             return True
 
-    def _dirty(self, tasks: list[StreamTask], tables: Any, step: str, exc: BaseException) -> None:
+    def _dirty(self, tasks: list[CommittableTask], tables: Any, step: str, exc: BaseException) -> None:
         for task in tasks:
             if task.dirty is None:
                 task.dirty = exc
@@ -135,32 +136,32 @@ class CommitUnit(ABC):
     # -- the steps -----------------------------------------------------------------------------
     offsets_retriable = False
 
-    def batches(self, tasks: list[StreamTask]) -> list[list[StreamTask]]:
+    def batches(self, tasks: list[CommittableTask]) -> list[list[CommittableTask]]:
         return [tasks]
 
-    async def hold(self, tasks: list[StreamTask], stack: AsyncExitStack) -> None:
+    async def hold(self, tasks: list[CommittableTask], stack: AsyncExitStack) -> None:
         """Keep records from being cut in half by the commit (exactly_once)."""
 
     @abstractmethod
-    def offsets(self, tasks: list[StreamTask]) -> dict[TP, int]: ...
+    def offsets(self, tasks: list[CommittableTask]) -> dict[TP, int]: ...
 
-    def has_writes(self, tasks: list[StreamTask], tables: Any) -> bool:
+    def has_writes(self, tasks: list[CommittableTask], tables: Any) -> bool:
         return tables is not None and tables.dirty()
 
     @abstractmethod
-    async def flush_caches(self, tasks: list[StreamTask], tables: Any) -> None: ...
+    async def flush_caches(self, tasks: list[CommittableTask], tables: Any) -> None: ...
 
     @abstractmethod
-    async def deliver(self, tasks: list[StreamTask], offsets: dict[TP, int]) -> None: ...
+    async def deliver(self, tasks: list[CommittableTask], offsets: dict[TP, int]) -> None: ...
 
     @abstractmethod
     async def commit_offsets(self, offsets: dict[TP, int]) -> None: ...
 
     @abstractmethod
-    def checkpoint(self, tasks: list[StreamTask], tables: Any) -> None: ...
+    def checkpoint(self, tasks: list[CommittableTask], tables: Any) -> None: ...
 
     @abstractmethod
-    def discard(self, tasks: list[StreamTask], tables: Any) -> None:
+    def discard(self, tasks: list[CommittableTask], tables: Any) -> None:
         """A failed step: drop what may not have reached the changelog."""
 
 
@@ -170,13 +171,13 @@ class AtLeastOnceCommit(CommitUnit):
     offsets_retriable = True
 
     def __init__(self, *, tables: Callable[[], Any], faults: FaultPoints | None, producer: Callable[[], Any],
-                 consumer: Callable[[], Any], routes: Callable[[], Mapping[TP, Sequence[StreamTask]]]) -> None:
+                 consumer: Callable[[], Any], routes: Callable[[], Mapping[TP, Sequence[CommittableTask]]]) -> None:
         super().__init__(tables=tables, faults=faults)
         self._producer = producer
         self._consumer = consumer
         self._routes = routes
 
-    def offsets(self, tasks: list[StreamTask]) -> dict[TP, int]:
+    def offsets(self, tasks: list[CommittableTask]) -> dict[TP, int]:
         """Per partition, the lowest offset any task reading it has not fully handled; a partition
         read by a dirty task (or one without an offset yet) is not committed at all."""
         offsets: dict[TP, int] = {}
@@ -198,10 +199,10 @@ class AtLeastOnceCommit(CommitUnit):
         committed = self.committed
         return {tp: off for tp, off in offsets.items() if tp not in blocked and committed.get(tp) != off}
 
-    async def flush_caches(self, tasks: list[StreamTask], tables: Any) -> None:
+    async def flush_caches(self, tasks: list[CommittableTask], tables: Any) -> None:
         await tables.flush()
 
-    async def deliver(self, tasks: list[StreamTask], offsets: dict[TP, int]) -> None:
+    async def deliver(self, tasks: list[CommittableTask], offsets: dict[TP, int]) -> None:
         await self._producer().flush()
 
     async def commit_offsets(self, offsets: dict[TP, int]) -> None:
@@ -209,10 +210,10 @@ class AtLeastOnceCommit(CommitUnit):
         if offsets and consumer is not None:
             await consumer.commit(offsets)
 
-    def checkpoint(self, tasks: list[StreamTask], tables: Any) -> None:
+    def checkpoint(self, tasks: list[CommittableTask], tables: Any) -> None:
         tables.checkpoint()
 
-    def discard(self, tasks: list[StreamTask], tables: Any) -> None:
+    def discard(self, tasks: list[CommittableTask], tables: Any) -> None:
         # The shared producer carried every partition's changelog: none of them is known delivered.
         if tables is not None:
             tables.discard(writer=None)
@@ -221,27 +222,27 @@ class AtLeastOnceCommit(CommitUnit):
 class ExactlyOnceCommit(CommitUnit):
     """One transaction per task: changelogs, sinks and offsets commit or abort together."""
 
-    def batches(self, tasks: list[StreamTask]) -> list[list[StreamTask]]:
+    def batches(self, tasks: list[CommittableTask]) -> list[list[CommittableTask]]:
         return [[t] for t in tasks if t.txn is not None]
 
-    async def hold(self, tasks: list[StreamTask], stack: AsyncExitStack) -> None:
+    async def hold(self, tasks: list[CommittableTask], stack: AsyncExitStack) -> None:
         for task in tasks:
             assert task.gate is not None
             await stack.enter_async_context(task.gate.closed())
 
-    def offsets(self, tasks: list[StreamTask]) -> dict[TP, int]:
+    def offsets(self, tasks: list[CommittableTask]) -> dict[TP, int]:
         committed = self.committed
         return {tp: off for t in tasks for tp, off in t.committable.items() if committed.get(tp) != off}
 
-    def has_writes(self, tasks: list[StreamTask], tables: Any) -> bool:
+    def has_writes(self, tasks: list[CommittableTask], tables: Any) -> bool:
         return any(t.txn is not None and t.txn.in_transaction for t in tasks) or (
             tables is not None and any(tables.dirty(writer=t.id) for t in tasks))
 
-    async def flush_caches(self, tasks: list[StreamTask], tables: Any) -> None:
+    async def flush_caches(self, tasks: list[CommittableTask], tables: Any) -> None:
         for task in tasks:
             await tables.flush(writer=task.id, producer=task.txn)
 
-    async def deliver(self, tasks: list[StreamTask], offsets: dict[TP, int]) -> None:
+    async def deliver(self, tasks: list[CommittableTask], offsets: dict[TP, int]) -> None:
         (task,) = tasks
         assert task.txn is not None
         await task.txn.commit(offsets)
@@ -249,11 +250,11 @@ class ExactlyOnceCommit(CommitUnit):
     async def commit_offsets(self, offsets: dict[TP, int]) -> None:
         """Already in the committed transaction."""
 
-    def checkpoint(self, tasks: list[StreamTask], tables: Any) -> None:
+    def checkpoint(self, tasks: list[CommittableTask], tables: Any) -> None:
         for task in tasks:
             tables.checkpoint(writer=task.id)  # the stores get committed values only
 
-    def discard(self, tasks: list[StreamTask], tables: Any) -> None:
+    def discard(self, tasks: list[CommittableTask], tables: Any) -> None:
         for task in tasks:
             if tables is not None:
                 tables.discard(writer=task.id)

@@ -32,8 +32,9 @@ from ..transport.base import TP, Delivery, Producer, SendOptions
 
 
 
-class StreamTask(Protocol):
-    """What the producers' set-up needs of a task (agentstream.worker.task.StreamTask)."""
+class TransactionalTask(Protocol):
+    """A task as the producers' set-up sees it (agentstream.worker.task.StreamTask): an id that
+    names its transactional producer, and the slot that producer's transaction goes in."""
 
     txn: "TaskTransaction | None"
 
@@ -194,12 +195,12 @@ class ExactlyOnce:
                 pass
 
     # -- task producers ---------------------------------------------------------------------------------
-    async def start_tasks(self, tasks: Iterable[StreamTask]) -> None:
+    async def start_tasks(self, tasks: Iterable[TransactionalTask]) -> None:
         """Create and start each task's producer (before restoring: this fences the previous owner,
         whose open transaction would otherwise hold back read_committed readers of the changelog)."""
         pending = [t for t in tasks if t.txn is None]
 
-        async def one(task: StreamTask) -> None:
+        async def one(task: TransactionalTask) -> None:
             producer = self.app.transport.producer(transactional_id=transactional_id(self.app.id, task.id),
                                                    **self.app.producer_settings())
             txn = TaskTransaction(producer, self.app.id)
@@ -208,7 +209,7 @@ class ExactlyOnce:
 
         await asyncio.gather(*(one(t) for t in pending))
 
-    async def close_tasks(self, tasks: Iterable[StreamTask]) -> None:
+    async def close_tasks(self, tasks: Iterable[TransactionalTask]) -> None:
         closing = [t for t in tasks if t.txn is not None]
         for task in closing:
             assert task.txn is not None

@@ -10,24 +10,13 @@ from __future__ import annotations
 
 import logging
 import traceback
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
 from ..events import Event
 from ..exceptions import StopProcessing
+from ..runtime import RunningTask  # what the policy names and sends through: a task's id, agent, transaction
 from ..transport.base import Message
 
-
-class StreamTask(Protocol):
-    """What the policy names and sends through (agentstream.worker.task.StreamTask)."""
-
-    @property
-    def id(self) -> Any: ...
-
-    @property
-    def agent(self) -> Any: ...
-
-    @property
-    def txn(self) -> Any: ...
 
 log = logging.getLogger("agentstream.errors")
 
@@ -50,14 +39,14 @@ class ErrorPolicy:
         self.agent_errors = 0
         self.dead_lettered = 0
 
-    async def decode_failed(self, task: StreamTask, message: Message, exc: Exception) -> None:
+    async def decode_failed(self, task: RunningTask, message: Message, exc: Exception) -> None:
         self.decode_errors += 1
         policy = self.on_decode_error
         log.error("cannot decode record %s for agent %s (task %s): %s: %s; policy on_decode_error=%s",
                   _where(message), task.agent.name, task.id, type(exc).__name__, exc, policy)
         await self._apply(policy, message, exc, "decode", task)
 
-    async def agent_failed(self, task: StreamTask, event: Event | None, exc: Exception) -> None:
+    async def agent_failed(self, task: RunningTask, event: Event | None, exc: Exception) -> None:
         self.agent_errors += 1
         policy = self.on_agent_error
         where = _where(event.message) if event is not None else "(no record in hand)"
@@ -70,7 +59,7 @@ class ErrorPolicy:
             return
         await self._apply(policy, event.message, exc, "agent", task)
 
-    async def _apply(self, policy: str, message: Message, exc: Exception, stage: str, task: StreamTask) -> None:
+    async def _apply(self, policy: str, message: Message, exc: Exception, stage: str, task: RunningTask) -> None:
         if policy == "stop":
             raise StopProcessing(
                 f"record {_where(message)} failed ({stage}: {exc!r}) and the policy is 'stop'; "
@@ -88,6 +77,6 @@ class ErrorPolicy:
                                 timestamp_ms=message.timestamp, headers=headers)
             self.dead_lettered += 1
 
-    def task_crashed(self, task: StreamTask, exc: BaseException) -> None:
+    def task_crashed(self, task: RunningTask, exc: BaseException) -> None:
         log.critical("task %s (agent %s) stopped: %s", task.id, task.agent.name, exc)
         self._on_crash(exc)

@@ -18,15 +18,16 @@ from ..transport.base import TP, Consumer, Message
 from .partition_group import RecordQueue
 
 
-class StreamTask(Protocol):
-    """What the fetcher needs of a task (agentstream.worker.task.StreamTask)."""
+class QueuedTask(Protocol):
+    """A task as the fetcher sees it (agentstream.worker.task.StreamTask): the bounded queues it
+    routes each partition's records into."""
 
     def add(self, tp: TP, messages: list[Message]) -> int: ...
 
     def queue(self, tp: TP) -> RecordQueue: ...
 
 
-T = TypeVar("T", bound=StreamTask)
+T = TypeVar("T", bound=QueuedTask)
 
 log = logging.getLogger(__name__)
 

@@ -211,9 +211,10 @@ class Worker:
         if app.tables:
             from ..tables.manager import TableManager
 
-            self.tables = TableManager(app, self)
-            rt.tables = self.tables
-            await self.tables.start()
+            self.tables = TableManager(
+                app.tables.values(), settings=s, runtime=rt, producer=app.producer, faults=self.faults,
+                consumers=lambda **poll: transport.consumer(group_id=None, **{**app.consumer_settings(), **poll}))
+            await self.tables.start()  # table writes find it in the runtime from here on
         if not self.topology.source_topics:  # channel agents only: no group to join, no consumer to leave open
             await self._start_without_consumer()
             return

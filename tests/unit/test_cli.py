@@ -41,6 +41,31 @@ def test_listings_print_json(command: str, capsys: pytest.CaptureFixture[str]) -
     assert expected in text, text
 
 
+@pytest.mark.parametrize("command,lines", [
+    ("agents", ["split_sentences: topics=sentences concurrency=1 splits=-",
+                "count_words: topics=wordcount-words concurrency=1 splits=-",
+                "sub-topology 0: sentences -> agent split_sentences (stage 0)"]),
+    ("tables", ["word_counts\tkind=Table\tstore=rocksdb://\tpartitions=4\t"
+                "changelog=wordcount-word_counts-changelog\twindow=-"]),
+    ("topics", ["sentences\tpartitions=4\ttopic", "wordcount-words\tpartitions=4\tinternal",
+                "wordcount-word_counts-changelog\tpartitions=4\tchangelog"]),
+])
+def test_listings_print_a_line_per_row(command: str, lines: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["-A", "apps.wordcount", command]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert all(line in out for line in lines), out
+
+
+@pytest.mark.parametrize("command,empty", [("tables", "(no tables)"), ("topics", None)])
+def test_empty_listings_say_so(command: str, empty: str | None, capsys: pytest.CaptureFixture[str]) -> None:
+    app = App("cli-empty", broker="memory://")
+    assert main([command], app=app) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == ([empty] if empty else [])
+    assert main([command, "--json"], app=app) == 0
+    assert orjson.loads(capsys.readouterr().out) == []
+
+
 def test_invalid_json_is_named_with_its_column(capsys: pytest.CaptureFixture[str]) -> None:
     app = App("cli-json", broker="memory://")
     assert main(["send", "orders", '{"id":"o4"'], app=app) == 2

@@ -1,14 +1,16 @@
 """The table manager on its own: what an assignment, a revoke and the commit steps do to the
 worker's table partitions (RocksDB stores in a temporary data dir, the changelog on ``memory://``).
 
-Built as the worker builds it: ``TableManager(app, worker)`` plus the runtime's ``tables`` slot,
-which table writes use to queue their changelog records.
+Built from its collaborators as the worker builds it: the app's tables and settings, a consumer
+factory, the started producer, the app's runtime (where table writes find the started manager) and
+optional fault points.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
@@ -26,13 +28,6 @@ from agentstream.transport.partitioner import default_partition
 from agentstream.worker.assignor import Assignment
 
 PARTITIONS = 4
-
-
-class FakeWorker:
-    """What the manager needs of its worker: fault points (tests only), here a spy on restore."""
-
-    def __init__(self) -> None:
-        self.faults: Any = None
 
 
 class MidRestore:
@@ -73,11 +68,11 @@ class Env:
         self.changelog = self.table.changelog_topic.name
         self.managers: list[TableManager] = []
 
-    async def manager(self, worker: FakeWorker | None = None) -> TableManager:
-        """A started manager, reachable by table writes (as the worker makes it, after the producer)."""
-        await self.app.start_producer()
-        manager = TableManager(self.app, worker or FakeWorker())  # type: ignore[arg-type]
-        runtime_for(self.app).tables = manager
+    async def manager(self, faults: MidRestore | None = None) -> TableManager:
+        """A started manager (as the worker makes it, after the producer)."""
+        manager = TableManager(self.app.tables.values(), settings=self.app.settings, runtime=runtime_for(self.app),
+                               consumers=partial(self.transport.consumer, group_id=None),
+                               producer=await self.app.start_producer(), faults=faults)
         await manager.start()
         self.managers.append(manager)
         return manager
@@ -160,9 +155,8 @@ async def test_a_partition_takes_no_writes_while_it_restores(env: Env) -> None:
         except TableNotActive as exc:
             refused.append((env.state(0), str(exc)))
 
-    worker = FakeWorker()
-    worker.faults = spy = MidRestore(write_now)
-    manager = await env.manager(worker)
+    spy = MidRestore(write_now)
+    manager = await env.manager(spy)
     await manager.on_assigned(Assignment(active=[0]))
     assert spy.hits >= 1
     assert refused and refused[0][0] is PartitionState.RESTORING
@@ -318,3 +312,19 @@ async def test_global_tables_are_restored_whole_at_start_and_followed_through_re
     await manager.on_assigned(Assignment(active=[1]))
     await producer.send(glob.changelog_topic.name, key_in(3).encode(), glob.value_codec.dumps(33), partition=3)
     await until(lambda: glob[key_in(3)] == 33, "the global table follows its changelog")
+
+
+# -- registration ----------------------------------------------------------------------------------------
+
+
+async def test_table_writes_reach_the_manager_only_between_its_start_and_its_stop(env: Env) -> None:
+    runtime = runtime_for(env.app)
+    assert runtime.tables is None
+    manager = await env.manager()
+    assert runtime.tables is manager  # started: table writes queue their changelog records with it
+    await manager.on_assigned(Assignment(active=[0]))
+    env.table[key_in(0)] = 1
+    await commit(env, manager)
+    assert env.changelog_records(0) == [(key_in(0).encode(), 1)]
+    await env.stop(manager)
+    assert runtime.tables is None  # a stopped manager takes nothing more
