@@ -26,7 +26,7 @@ input is waited for):
 
 Consequently the results are exactly a nested-loop join over the non-late records, plus the
 unmatched records whose ``t + 2W + G`` is below the final stream time: deterministic for
-replayed input whenever the task order is (tests/unit/test_joins_stream_stream.py checks it
+replayed input whenever the task order is (tests/unit/joins/test_joins_stream_stream.py checks it
 against such a reference, with late and out-of-order input).
 
 Both sides live in one internal table, ``<app>-<agent>-join-<topic>`` (changelog topic

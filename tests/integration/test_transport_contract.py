@@ -3,7 +3,7 @@
 The memory transport is the test harness's broker, so every behaviour here must hold on it exactly
 as on the real broker (tansu, started by tests/integration/conftest.py), or tests written against
 it prove nothing. Behaviours only one side has (injected faults, tansu's quirks, the producer's
-batching under a slow broker) stay in tests/unit/test_memory_transport.py and
+batching under a slow broker) stay in tests/unit/transport/test_memory_transport.py and
 tests/integration/test_kafka_transport.py.
 
 Bounded in time: short group timeouts (a new group's first join on tansu takes about half the

@@ -399,7 +399,7 @@ async def test_autodiscover_imports_listed_packages(tmp_path: Path, monkeypatch:
     (pkg / "sub" / "__init__.py").write_text("")
     (pkg / "sub" / "agents.py").write_text(
         textwrap.dedent("""
-        from tests.unit.test_faust_round_two import DISCOVER_APP as app
+        from tests.unit.faust.test_faust_round_two import DISCOVER_APP as app
 
         @app.agent(app.topic("discovered"))
         async def found(stream):

@@ -14,7 +14,7 @@ import pytest
 
 import agentstream as faust
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.asyncio
