@@ -110,47 +110,48 @@ class Stream:
         return self
 
     async def __anext__(self) -> Any:
-        # _advance() inlined: this runs once per record.
-        pending = self._pending
-        if pending:
-            ack = self._input.ack
-            for done in pending:
-                ack(done)
-            pending.clear()
-        event: Event | None
-        if self._processors:
-            event = await self._pull()
-        else:
-            poll = self._poll
-            event = None if poll is None else poll()
-            if event is None:
-                event = await self._input.next_event()
-            self.current_event = event
-            set_current_event(event)
-        assert event is not None  # no timeout given: the input waits for a record
-        pending.append(event)
+        event = self._ready()  # the per-record path: no coroutine below this one when a record is ready
+        if event is None:
+            event = await self._wait_next()
         return event.value
 
     async def _advance(self) -> Event:
         """The per-record path: ack what was handed out last, pull the next record."""
+        event = self._ready()
+        if event is None:
+            event = await self._wait_next()
+        return event
+
+    def _ready(self) -> Event | None:
+        """Ack what was handed out last; then the next record if the task has one ready now
+        (None: ask :meth:`_wait_next`). The new record becomes the current event and is in hand."""
         pending = self._pending
         if pending:
             ack = self._input.ack
             for done in pending:
                 ack(done)
             pending.clear()
+        poll = self._poll
+        if poll is None or self._processors:
+            return None
+        event = poll()
+        if event is not None:
+            self.current_event = event
+            set_current_event(event)
+            pending.append(event)
+        return event
+
+    async def _wait_next(self) -> Event:
+        """The next record when none was ready (or the stream has processors): waits for it."""
         event: Event | None
         if self._processors:
             event = await self._pull()
         else:
-            poll = self._poll
-            event = None if poll is None else poll()
-            if event is None:
-                event = await self._input.next_event()
+            event = await self._input.next_event()
             self.current_event = event
             set_current_event(event)
         assert event is not None  # no timeout given: the input waits for a record
-        pending.append(event)
+        self._pending.append(event)
         return event
 
     def ack_pending(self) -> None:
