@@ -1,7 +1,7 @@
 """Broker credentials with Faust's names and shapes: ``SSLCredentials``, ``SASLCredentials``,
 ``GSSAPICredentials`` and ``OAuthCredentials``, passed as ``App(..., broker_credentials=...)``.
 
-They only describe what to present to the broker; :mod:`agentstream.transport.kafka_security`
+They only describe what to present to the broker; :mod:`agentstream.transport.kafka.security`
 turns them into client arguments. Secrets never appear in a repr, a log line or an error
 message: :class:`Secret` holds them and prints as ``'***'``.
 """

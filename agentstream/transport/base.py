@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generator, Mapping, NamedTuple, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Generator, Mapping, NamedTuple, Protocol, Sequence, TypedDict, Unpack
 
 from aiokafka.structs import ConsumerRecord, RecordMetadata, TopicPartition
 
@@ -23,6 +23,8 @@ __all__ = [
     "Assignor",
     "MemberInfo",
     "Delivery",
+    "Headers",
+    "SendOptions",
     "Producer",
     "Consumer",
     "Transport",
@@ -110,21 +112,25 @@ class Delivery(Protocol):
     def __await__(self) -> Generator[Any, None, RecordMetadata]: ...
 
 
+Headers = Sequence[tuple[str, bytes]]
+"""A record's headers: (name, value) pairs, in order, names may repeat."""
+
+
+class SendOptions(TypedDict, total=False):
+    """The optional per-record arguments of :meth:`Producer.send`, declared once: wrappers take
+    and forward them as ``**options`` (the Kafka producer spells them out, see its ``send``)."""
+
+    partition: int | None  # None: by key (Kafka's default partitioner), keyless records spread
+    timestamp_ms: int | None  # None: the broker's time
+    headers: Headers | None
+
+
 class Producer(Protocol):
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...
 
-    async def send(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        *,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: Sequence[tuple[str, bytes]] | None = None,
-    ) -> Delivery:
+    async def send(self, topic: str, key: bytes | None, value: bytes | None, **options: Unpack[SendOptions]) -> Delivery:
         """Append to the send buffer and return the delivery future (await it only to wait for the broker)."""
         ...
 

@@ -17,7 +17,7 @@ import logging
 import random
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence, TypeAlias, Unpack
 from urllib.parse import urlsplit
 
 from aiokafka.structs import ConsumerRecord, RecordMetadata  # type: ignore[import-untyped, unused-ignore]
@@ -30,7 +30,7 @@ from agentstream.exceptions import (
     ProducerFenced,
     TransportError,
 )
-from agentstream.transport.base import TP, Assignor, MemberInfo, RebalanceListener, TopicSpec
+from agentstream.transport.base import TP, Assignor, MemberInfo, RebalanceListener, SendOptions, TopicSpec
 from agentstream.transport.partitioner import default_partition
 
 __all__ = ["MemoryTransport", "MemoryProducer", "MemoryConsumer", "MemoryFaults", "FAULT_KINDS", "Record"]
@@ -415,16 +415,9 @@ class MemoryProducer:
         self._stopped = True
         self._failure = None
 
-    async def send(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        *,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: Sequence[tuple[str, bytes]] | None = None,
-    ) -> asyncio.Future[RecordMetadata]:
+    async def send(self, topic: str, key: bytes | None, value: bytes | None,
+                   **options: Unpack[SendOptions]) -> asyncio.Future[RecordMetadata]:
+        partition = options.get("partition")
         if not self._started or self._stopped:
             raise TransportError("memory producer is not running: call start() before send() and not after stop()")
         txn = self._check_txn(in_txn=True) if self.transactional_id is not None else None
@@ -443,7 +436,8 @@ class MemoryProducer:
             for kind in ("send_fail", "send_cancel"):
                 if faults.take(kind):
                     return self._fail(fut, kind, TP(topic, partition), txn)
-        meta = self._broker.append(TP(topic, partition), key, value, timestamp_ms, headers or (), txn)
+        meta = self._broker.append(TP(topic, partition), key, value, options.get("timestamp_ms"),
+                                   options.get("headers") or (), txn)
         fut.set_result(meta)
         return fut
 

@@ -24,11 +24,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Iterable, Mapping, Protocol, Sequence
+from typing import Any, AsyncIterator, Iterable, Mapping, Protocol, Unpack
 
 from ..exceptions import TopologyError, TransactionsUnsupported, TransportError
 from ..runtime import current_task
-from ..transport.base import TP, Delivery, Producer
+from ..transport.base import TP, Delivery, Producer, SendOptions
 
 
 
@@ -108,22 +108,12 @@ class TaskTransaction:
         """InitProducerId: fences any older producer of this task and aborts its open transaction."""
         await self.producer.start()
 
-    async def send(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        *,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: Sequence[tuple[str, bytes]] | None = None,
-    ) -> Delivery:
+    async def send(self, topic: str, key: bytes | None, value: bytes | None, **options: Unpack[SendOptions]) -> Delivery:
         if not self.in_transaction:
             await self.producer.begin_transaction()
             self.in_transaction = True
         self.sent += 1
-        return await self.producer.send(topic, key, value, partition=partition, timestamp_ms=timestamp_ms,
-                                        headers=headers)
+        return await self.producer.send(topic, key, value, **options)
 
     async def flush(self) -> None:
         await self.producer.flush()

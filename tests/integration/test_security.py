@@ -233,7 +233,7 @@ def test_oauthbearer_and_mutual_tls_clients(tmp_path: Path) -> None:
                 await app.transport.close()
 
         asyncio.run(run(TOKEN))
-        from agentstream.transport.kafka_security import BrokerAuthError
+        from agentstream.transport.kafka.security import BrokerAuthError
 
         with pytest.raises(BrokerAuthError, match="OAUTHBEARER"):
             asyncio.run(run("wrong-token"))

@@ -70,6 +70,9 @@ class FakeAioProducer:
     async def flush(self) -> None:
         self.deliver_all()
 
+    async def start(self) -> None:
+        pass
+
     async def stop(self) -> None:
         pass
 
@@ -78,9 +81,9 @@ class FakeAioProducer:
 
 
 async def producer(**settings: Any) -> tuple[KafkaProducer, FakeAioProducer]:
-    p = KafkaProducer(["127.0.0.1:1"], settings)
     fake = FakeAioProducer()
-    p._producer, p._loop = fake, asyncio.get_running_loop()  # started, on the stand-in
+    p = KafkaProducer(["127.0.0.1:1"], settings, client_factory=lambda **config: fake)
+    await p.start()  # on the stand-in
     return p, fake
 
 
@@ -106,7 +109,7 @@ async def test_a_send_cancelled_while_queueing_fails_every_later_flush_and_later
     assert fake.delivered_values() == [b"%d" % i for i in range(10) if i != 5]
 
     await p.stop()  # a new life of the producer starts clean
-    p._producer = fake
+    await p.start()
     await p.send("t", b"k", b"10", partition=0)
     await p.flush()
 
@@ -124,7 +127,7 @@ async def test_a_batch_refused_by_the_broker_fails_every_later_flush_until_stop(
         with pytest.raises(ProducerError, match=r"delivery to t\[0\] failed: OSError: broker went away"):
             await p.flush()
     await p.stop()
-    p._producer = fake
+    await p.start()
     await p.flush()
 
 

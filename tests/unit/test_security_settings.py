@@ -103,7 +103,7 @@ def test_unknown_agentstream_variable_is_named_with_the_closest_match(caplog: py
 # -- item 10: TLS and SASL settings ----------------------------------------------------------------------
 
 def test_sasl_settings_from_the_environment_become_client_arguments() -> None:
-    from agentstream.transport.kafka_security import client_security
+    from agentstream.transport.kafka.security import client_security
 
     s = Settings.build("a", {}, environ={"AGENTSTREAM_BROKER_SASL_MECHANISM": "scram-sha-512",
                                           "AGENTSTREAM_BROKER_SASL_USERNAME": "u",
@@ -129,7 +129,7 @@ def test_secrets_are_redacted_everywhere() -> None:
 
 def test_faust_credential_objects() -> None:
     from agentstream import GSSAPICredentials, OAuthCredentials, SASLCredentials, SSLCredentials
-    from agentstream.transport.kafka_security import client_security
+    from agentstream.transport.kafka.security import client_security
 
     ctx = ssl.create_default_context()
     kw = client_security(Settings.build("a", {"broker_credentials": SASLCredentials(

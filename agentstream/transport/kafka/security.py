@@ -16,8 +16,8 @@ from typing import Any, Awaitable, Callable
 from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unused-ignore]
 from aiokafka.abc import AbstractTokenProvider  # type: ignore[import-untyped,unused-ignore]
 
-from ..credentials import BrokerSecurity, broker_security, reveal
-from ..exceptions import ConfigError
+from ...credentials import BrokerSecurity, broker_security, reveal
+from ...exceptions import ConfigError
 
 __all__ = ["client_security", "security_kwargs", "start_client", "BrokerAuthError", "StaticTokenProvider"]
 

@@ -1,0 +1,277 @@
+"""The :class:`Record` base class: subclasses become dataclasses whose decoder, checks and JSON
+encoding are prepared once per class (:mod:`.decoders`, :mod:`.validation`, :mod:`.encoding`);
+see :mod:`agentstream.models` for an example."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Self, dataclass_transform
+
+import orjson
+
+from ..exceptions import ValidationError
+from .converters import Converter, converter, register_nested
+from .decoders import FieldSpec, compile_decoder
+from .encoding import JSONRecord, json_dumps
+from .errors import FieldError, show
+from .options import FAUST_KEY, FAUST_ONLY_OPTIONS, RecordOptions
+from .validation import checker
+
+__all__ = ["FieldDescriptor", "Record", "registry", "lookup_model", "type_hints"]
+
+_ROOT = "__root__"
+registry: dict[str, type["Record"]] = {}
+"""Every non-abstract Record subclass by namespace (``module.Qualname`` unless ``namespace=``)."""
+
+
+class FieldDescriptor:
+    """``Model.field`` on the class: names a field for ``group_by`` and ``relative_to_field``."""
+
+    __slots__ = ("field", "model", "default")
+
+    def __init__(self, field: str, model: type, default: Any) -> None:
+        self.field = field
+        self.model = model
+        self.default = default
+
+    def getattr(self, obj: Any) -> Any:
+        """The field's value on a record (or the key of a mapping)."""
+        return obj[self.field] if isinstance(obj, dict) else getattr(obj, self.field)
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return self
+        return self.getattr(obj)  # pragma: no cover - instances hold their values in __dict__
+
+    def __repr__(self) -> str:
+        return f"<FieldDescriptor {self.model.__name__}.{self.field}>"
+
+
+@dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))
+class Record(JSONRecord):
+    """Base class for typed records; subclasses become dataclasses with generated methods.
+
+    Fields come from class annotations (parents first, as with dataclasses).  ``loads`` /
+    ``from_data`` coerce input by annotation and raise :class:`ValidationError` naming the field
+    path; ``dumps`` produces compact JSON via orjson.
+    """
+
+    _options: ClassVar[RecordOptions] = RecordOptions()
+    _decoder: ClassVar[Callable[[Any], Any] | None] = None
+    _field_checks: ClassVar[tuple[tuple[str, Converter], ...] | None] = None
+    _definition_locals: ClassVar[dict[str, Any]] = {}
+    _has_post_init: ClassVar[bool] = False
+
+    def __init_subclass__(
+        cls,
+        *,
+        serializer: str | None = None,
+        include_metadata: bool | None = None,
+        isodates: bool | None = None,
+        validation: bool | None = None,
+        namespace: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        abstract = bool(kwargs.pop("abstract", False))
+        for name in FAUST_ONLY_OPTIONS & set(kwargs):  # accepted so Faust models import unchanged
+            kwargs.pop(name)
+        super().__init_subclass__(**kwargs)
+        parent = cls._options
+        cls._options = RecordOptions(
+            serializer=serializer if serializer is not None else parent.serializer,
+            include_metadata=parent.include_metadata if include_metadata is None else include_metadata,
+            isodates=parent.isodates if isodates is None else isodates,
+            validation=parent.validation if validation is None else validation,
+            namespace=namespace or f"{cls.__module__}.{cls.__qualname__}",
+        )
+        cls._definition_locals = _caller_locals()
+        for name in cls.__dict__.get("__annotations__", {}):
+            if name not in cls.__dict__ and isinstance(getattr(cls, name, None), FieldDescriptor):
+                setattr(cls, name, dataclasses.field())  # redeclared without a default: required
+        dataclass(cls)  # modifies cls in place; eq+repr generated
+        cls.__hash__ = _record_hash  # type: ignore[method-assign,assignment]  # by field values, as Faust's records
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            # Class access gives a descriptor (``Order.customer`` for group_by); instances keep
+            # their values in __dict__, which wins over this non-data descriptor.
+            setattr(cls, f.name, FieldDescriptor(f.name, cls, f.default))
+        cls._has_post_init = hasattr(cls, "__post_init__")
+        if not abstract:
+            registry[cls._options.namespace] = cls  # for __faust.ns (polymorphic) decoding
+        cls._decoder = None
+        cls._field_checks = None
+        if cls._options.validation:
+            dc_init = cls.__dict__["__init__"]
+
+            def __init__(self: Record, *args: Any, **kw: Any) -> None:
+                dc_init(self, *args, **kw)
+                type(self)._check_types(self)
+
+            __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+            __init__.__doc__ = dc_init.__doc__
+            setattr(cls, "__init__", __init__)
+        try:
+            cls._resolve()
+        except NameError:
+            pass  # forward reference to a class defined later: resolved on first decode
+
+    # -- class-level precomputation -----------------------------------------------------------
+
+    @classmethod
+    def _resolve(cls) -> Callable[[Any], Any]:
+        """Build (once) the decoder and validation checks from the resolved annotations."""
+        decoder = cls.__dict__.get("_decoder")
+        if decoder is not None:
+            return typing.cast("Callable[[Any], Any]", decoder)
+        hints = type_hints(cls)
+        specs: list[FieldSpec] = []
+        checks: list[tuple[str, Converter]] = []
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            tp = hints.get(f.name, Any)
+            factory = None if f.default_factory is dataclasses.MISSING else f.default_factory
+            specs.append(FieldSpec(f.name, converter(tp), f.default, factory))
+            check = checker(tp)
+            if check is not None:
+                checks.append((f.name, check))
+        cls._field_checks = tuple(checks)
+        cls._decoder = compile_decoder(cls, specs, cls._has_post_init)
+        return cls._decoder
+
+    @classmethod
+    def _get_decoder(cls) -> Callable[[Any], Any]:
+        """The class's decoder, resolving deferred forward references on first use."""
+        decoder = cls.__dict__.get("_decoder")
+        if decoder is not None:
+            return typing.cast("Callable[[Any], Any]", decoder)
+        try:
+            return cls._resolve()
+        except NameError as exc:
+            raise FieldError(f"cannot resolve the annotations of {cls.__name__}: {exc}") from exc
+
+    @classmethod
+    def _check_types(cls, obj: Record) -> None:
+        """``validation=True``: reject constructor values whose type does not match the field."""
+        checks = cls.__dict__.get("_field_checks")
+        if checks is None:
+            try:
+                cls._get_decoder()
+            except FieldError as exc:
+                raise ValidationError(cls.__name__, _ROOT, exc.problem) from exc
+            checks = cls._field_checks or ()
+        values = obj.__dict__
+        for name, check in checks:
+            try:
+                check(values[name])
+            except FieldError as exc:
+                exc.path.append(name)
+                raise ValidationError(cls.__name__, exc.location, exc.problem) from None
+
+    # -- decoding -------------------------------------------------------------------------------
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Self:
+        """Build an instance from a dict (e.g. decoded JSON), coercing values by annotation.
+
+        Unknown keys are ignored.  Raises :class:`ValidationError` naming the field path.
+        """
+        try:
+            return typing.cast(Self, (cls.__dict__.get("_decoder") or cls._get_decoder())(data))
+        except FieldError as exc:
+            raise ValidationError(cls.__name__, exc.location or _ROOT, exc.problem) from None
+
+    @classmethod
+    def loads(cls, data: bytes | bytearray | memoryview | str) -> Self:
+        """Decode JSON bytes into an instance (see :meth:`from_data`)."""
+        try:
+            decoded = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            problem = f"invalid JSON ({exc}); data starts {show(data[:40])}"
+            raise ValidationError(cls.__name__, _ROOT, problem) from exc
+        try:
+            return typing.cast(Self, (cls.__dict__.get("_decoder") or cls._get_decoder())(decoded))
+        except FieldError as exc:
+            raise ValidationError(cls.__name__, exc.location or _ROOT, exc.problem) from None
+
+    # -- encoding -------------------------------------------------------------------------------
+
+    def dumps(self) -> bytes:
+        """Compact JSON bytes: datetimes as ISO 8601, Decimals as strings, enums as values."""
+        return json_dumps(self)
+
+    @classmethod
+    def from_faust(cls, data: Mapping[str, Any]) -> "Record":
+        """Decode a dict into the model its ``__faust.ns`` names, if that is ``cls`` or a subclass
+        (Faust's polymorphic records); otherwise into ``cls``."""
+        return (lookup_model(data, cls) or cls).from_data(data)
+
+    def asdict(self) -> dict[str, Any]:
+        """Field values as a dict; nested records (also inside lists/dicts) become dicts too."""
+        return {name: _plain(value) for name, value in self.__dict__.items()}
+
+    def to_representation(self) -> dict[str, Any]:
+        """Faust name for :meth:`asdict`."""
+        return self.asdict()
+
+
+def _record_hash(self: Record) -> int:
+    """Records hash by their field values (as Faust's do), so a Record can be a table or dict key;
+    a record with a list field is unhashable, like a tuple holding a list."""
+    return hash((type(self), tuple(self.__dict__.values())))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.asdict()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
+    return value
+
+
+def _caller_locals() -> dict[str, Any]:
+    """Locals of the scope defining the class, so ``from __future__ import annotations`` works
+    for records that reference other records defined in the same function (tests, notebooks)."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_name == "__init_subclass__":
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None or frame.f_locals is frame.f_globals:
+        return {}
+    return dict(frame.f_locals)
+
+
+def type_hints(cls: type[Record]) -> dict[str, Any]:
+    """The class's resolved annotations, forward references to records of its defining scope included."""
+    localns = dict(cls._definition_locals)
+    localns.setdefault(cls.__name__, cls)
+    return typing.get_type_hints(cls, localns=localns)
+
+
+def lookup_model(data: Any, base: type | None = None) -> type[Record] | None:
+    """The Record class named by a payload's ``__faust: {"ns": ...}`` blob, if registered (and a
+    subclass of ``base`` when given)."""
+    if type(data) is not dict:
+        return None
+    blob = data.get(FAUST_KEY)
+    ns = blob.get("ns") if isinstance(blob, dict) else None
+    model = registry.get(ns) if isinstance(ns, str) else None
+    if model is None or (base is not None and not issubclass(model, base)):
+        return None
+    return model
+
+
+def _nested_converter(tp: type[Record]) -> Converter:
+    """Decode a nested record; looks the decoder up at call time so self-references work."""
+
+    def convert(v: Any) -> Any:
+        return (tp.__dict__.get("_decoder") or tp._get_decoder())(v)
+
+    return convert
+
+
+register_nested(Record, _nested_converter)

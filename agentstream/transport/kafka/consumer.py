@@ -1,0 +1,204 @@
+"""The ``kafka://`` consumer: AIOKafkaConsumer without auto-commit, errors as TransportError."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener  # type: ignore[import-untyped,unused-ignore]
+from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unused-ignore]
+
+from ...exceptions import CommitFailed, TransportError
+from ..base import TP, Assignor, Message, RebalanceListener
+from .assignor import AssignorAdapter
+from .config import CONSUMER_KEYS, describe, pick, started
+from .security import start_client
+
+__all__ = ["KafkaConsumer"]
+
+
+class _ListenerAdapter(ConsumerRebalanceListener):  # type: ignore[misc]
+    """aiokafka awaits these; note it logs and swallows exceptions raised by the listener."""
+
+    def __init__(self, listener: RebalanceListener) -> None:
+        self.listener = listener
+
+    async def on_partitions_revoked(self, revoked: Iterable[TP]) -> None:
+        await self.listener.on_partitions_revoked(set(revoked))
+
+    async def on_partitions_assigned(self, assigned: Iterable[TP]) -> None:
+        await self.listener.on_partitions_assigned(set(assigned))
+
+
+def _leave_group_at_generation_zero(consumer: Any) -> None:
+    """Make a stopping member send LeaveGroup even when its group generation is 0.
+
+    aiokafka only leaves when ``generation > 0`` (Kafka numbers generations from 1), but tansu
+    hands out generation 0 to a fresh group's first members. Without this, such a member stays
+    in the group after ``stop()`` and the next join stalls for a whole session timeout waiting
+    for it. LeaveGroup carries no generation, so claiming 1 at close time is harmless.
+    """
+    coordinator = getattr(consumer, "_coordinator", None)
+    original = getattr(coordinator, "_maybe_leave_group", None)
+    if coordinator is None or original is None:
+        return
+
+    async def maybe_leave_group() -> None:
+        if coordinator.generation == 0 and coordinator.member_id:
+            coordinator.generation = 1
+        await original()
+
+    coordinator._maybe_leave_group = maybe_leave_group
+
+
+class KafkaConsumer:
+    """AIOKafkaConsumer without auto-commit; the worker commits explicitly after flushing.
+
+    aiokafka needs a running loop to construct its client, so the consumer is built in
+    :meth:`start`; ``subscribe``/``assign`` called before that are applied at start.
+    Note: with a subscription, ``start()`` returns only once the first assignment arrived.
+    """
+
+    def __init__(
+        self,
+        bootstrap: list[str],
+        group_id: str | None,
+        assignor: Assignor | None,
+        settings: Mapping[str, Any],
+        security: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._bootstrap = bootstrap
+        self._security = dict(security or {})
+        self.group_id = group_id
+        self._config: dict[str, Any] = {"auto_offset_reset": "earliest"}
+        self._config.update(pick(settings, CONSUMER_KEYS))
+        self._read_committed = self._config.get("isolation_level") == "read_committed"
+        self._assignor = AssignorAdapter(assignor) if assignor is not None else None
+        self._consumer: Any = None
+        self._subscription: tuple[list[str], _ListenerAdapter] | None = None
+        self._manual: list[TP] | None = None
+
+    async def start(self) -> None:
+        if self._consumer is not None:
+            return
+        config = dict(self._config)
+        if self._assignor is not None:
+            config["partition_assignment_strategy"] = (self._assignor,)
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self._bootstrap, group_id=self.group_id, enable_auto_commit=False, **config,
+            **self._security,
+        )
+        if self._subscription is not None:
+            topics, listener = self._subscription
+            consumer.subscribe(topics, listener=listener)
+        elif self._manual is not None:
+            consumer.assign(self._manual)
+        self._consumer = consumer
+        try:
+            await start_client(consumer.start, consumer.stop, self._security, "consumer", ",".join(self._bootstrap))
+        except kafka_errors.KafkaError as exc:
+            self._consumer = None
+            await consumer.stop()
+            raise TransportError(
+                f"consumer (group {self.group_id!r}) could not start against {','.join(self._bootstrap)}: "
+                f"{describe(exc)}. Fix: check the broker URL and that the broker is running"
+            ) from exc
+        _leave_group_at_generation_zero(consumer)
+
+    async def stop(self) -> None:
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            await consumer.stop()
+
+    def _require(self) -> Any:
+        return started(self._consumer, "consumer")
+
+    def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
+        if self.group_id is None:
+            raise TransportError("subscribe() needs a consumer group; create the consumer with group_id=...")
+        adapter = _ListenerAdapter(listener)
+        self._subscription, self._manual = (list(topics), adapter), None
+        if self._consumer is not None:
+            self._consumer.subscribe(list(topics), listener=adapter)
+
+    def assign(self, partitions: Sequence[TP]) -> None:
+        self._manual, self._subscription = list(partitions), None
+        if self._consumer is not None:
+            self._consumer.assign(list(partitions))
+
+    def assignment(self) -> set[TP]:
+        if self._consumer is None:
+            return set(self._manual or ())
+        return set(self._consumer.assignment())
+
+    async def getmany(
+        self, *partitions: TP, timeout_ms: int = 0, max_records: int | None = None
+    ) -> dict[TP, list[Message]]:
+        try:
+            batch: dict[TP, list[Message]] = await self._require().getmany(
+                *partitions, timeout_ms=timeout_ms, max_records=max_records
+            )
+        except kafka_errors.KafkaError as exc:
+            raise TransportError(f"fetch failed (group {self.group_id!r}): {describe(exc)}") from exc
+        return batch
+
+    def pause(self, *partitions: TP) -> None:
+        self._require().pause(*partitions)
+
+    def resume(self, *partitions: TP) -> None:
+        self._require().resume(*partitions)
+
+    def seek(self, partition: TP, offset: int) -> None:
+        try:
+            self._require().seek(partition, offset)
+        except (kafka_errors.KafkaError, ValueError) as exc:
+            raise TransportError(f"cannot seek {partition} to {offset}: {describe(exc)}") from exc
+
+    async def seek_to_beginning(self, *partitions: TP) -> None:
+        try:
+            await self._require().seek_to_beginning(*partitions)
+        except kafka_errors.KafkaError as exc:
+            raise TransportError(f"cannot seek to beginning of {partitions}: {describe(exc)}") from exc
+
+    async def position(self, partition: TP) -> int:
+        try:
+            pos: int = await self._require().position(partition)
+        except kafka_errors.KafkaError as exc:
+            raise TransportError(f"no position for {partition}: {describe(exc)}") from exc
+        return pos
+
+    def highwater(self, partition: TP) -> int | None:
+        consumer = self._consumer
+        if consumer is None:
+            return None
+        try:
+            # read_committed: the last stable offset is as far as this consumer will ever get.
+            hw: int | None = (consumer.last_stable_offset(partition) if self._read_committed
+                              else consumer.highwater(partition))
+        except kafka_errors.KafkaError:
+            return None  # not assigned
+        return hw
+
+    async def commit(self, offsets: Mapping[TP, int]) -> None:
+        if not offsets:
+            return
+        try:
+            await self._require().commit(dict(offsets))
+        except kafka_errors.CommitFailedError as exc:
+            raise CommitFailed(
+                f"commit of {len(offsets)} offsets failed because group {self.group_id!r} rebalanced "
+                "(these partitions may now belong to another member); they will be re-processed"
+            ) from exc
+        except kafka_errors.IllegalOperation as exc:
+            raise TransportError("commit() needs a consumer group; this consumer has group_id=None") from exc
+        except kafka_errors.KafkaError as exc:
+            raise CommitFailed(f"commit failed (group {self.group_id!r}): {describe(exc)}") from exc
+
+    async def committed(self, partition: TP) -> int | None:
+        try:
+            offset: int | None = await self._require().committed(partition)
+        except kafka_errors.IllegalOperation as exc:
+            raise TransportError("committed() needs a consumer group; this consumer has group_id=None") from exc
+        except kafka_errors.KafkaError as exc:
+            raise TransportError(f"cannot read committed offset of {partition}: {describe(exc)}") from exc
+        return offset
+

@@ -1,0 +1,227 @@
+"""The ``kafka://`` producer: a facade over its parts, as aiokafka's producer is over its
+accumulator, sender and transaction manager.
+
+- :mod:`.partitioning`: which partition a record without one goes to (key memo, sticky);
+- :mod:`.accumulator` and :mod:`.batches`: the open batch per partition, deliveries, and the
+  sticky failure every later flush raises;
+- :mod:`.sender`: hand-over of batches to aiokafka's accumulator, in order, with back-pressure;
+- :mod:`.transactions`: the transaction calls and their errors.
+
+The facade keeps one route table (topic -> partition count, key memo, open batches) whose
+entries are the parts' own dicts, so a record's way through :meth:`KafkaProducer.send_now` is a
+few dict reads and one C-level append.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable, Mapping
+
+from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped,unused-ignore]
+from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unused-ignore]
+
+from ...exceptions import ProducerError, TransactionsUnsupported, TransportError
+from ..base import TP, Delivery, Headers
+from .accumulator import Accumulator
+from .batches import OpenBatch, RecordDelivery
+from .config import PRODUCER_KEYS, describe, pick, started
+from .partitioning import Partitioning
+from .security import start_client
+from .sender import Sender
+from .transactions import run_transaction_call
+
+__all__ = ["KafkaProducer"]
+
+_NO_HEADERS: list[tuple[str, bytes]] = []  # read-only: the batch builder only iterates it
+
+
+class KafkaProducer:
+    """AIOKafkaProducer with acks=all, framework-side batch filling, and flush() that reports failures.
+
+    Records are appended to one open batch per partition (:mod:`.batches`). A batch is
+    handed to aiokafka as soon as it is opened, and filled until aiokafka's sender takes it or it
+    is full, exactly like ``AIOKafkaProducer.send`` fills its batches, so ``linger_ms`` and
+    ``max_batch_size`` keep their meaning.
+
+    Failures are sticky (:mod:`.accumulator`): every ``flush()`` after a failed, cancelled or
+    unqueued batch raises until the producer is stopped (or, for a transactional producer, the
+    transaction is aborted, which discards the failed records with it).
+
+    ``client_factory`` builds aiokafka's producer at :meth:`start` (a seam for tests that script it).
+    """
+
+    def __init__(self, bootstrap: list[str], settings: Mapping[str, Any],
+                 security: Mapping[str, Any] | None = None,
+                 client_factory: Callable[..., Any] = AIOKafkaProducer) -> None:
+        self._bootstrap = bootstrap
+        self._config: dict[str, Any] = {"acks": "all", "linger_ms": 5}
+        self._config.update(pick(settings, PRODUCER_KEYS))
+        self._security = dict(security or {})
+        self._client_factory = client_factory
+        self._producer: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._partitioning = Partitioning()
+        self._sticky = self._partitioning.sticky
+        self._batches = Accumulator()
+        self._sender = Sender(float(self._config.get("request_timeout_ms", 40_000)) / 1000.0)
+        # topic -> (partition count, key -> partition memo, open batches): the parts' own objects
+        self._routes: dict[str, tuple[int, dict[bytes, int], dict[int, OpenBatch]]] = {}
+        self.transactional_id: str | None = self._config.get("transactional_id")
+
+    async def start(self) -> None:
+        if self._producer is not None:
+            return
+        producer = self._client_factory(bootstrap_servers=self._bootstrap, **self._config, **self._security)
+        try:
+            await start_client(producer.start, producer.stop, self._security, "producer", ",".join(self._bootstrap))
+        except kafka_errors.KafkaError as exc:
+            await producer.stop()
+            if self.transactional_id is not None and not isinstance(exc, kafka_errors.KafkaConnectionError):
+                # InitProducerId failed: the broker has no transaction coordinator (tansu answers
+                # UnknownError at once). Say which setting needs it instead of degrading silently.
+                raise TransactionsUnsupported(
+                    ",".join(self._bootstrap), f"InitProducerId for {self.transactional_id!r}: {describe(exc)}"
+                ) from exc
+            raise TransportError(
+                f"producer could not connect to {','.join(self._bootstrap)}: {describe(exc)}. "
+                "Fix: check the broker URL and that the broker is running"
+            ) from exc
+        self._producer = producer
+        self._loop = asyncio.get_running_loop()
+
+    async def stop(self) -> None:
+        producer, self._producer = self._producer, None
+        self._batches.reset()
+        if producer is not None:
+            await producer.stop()
+
+    def _require(self) -> Any:
+        return started(self._producer, "producer")
+
+    async def send(self, topic: str, key: bytes | None, value: bytes | None, *, partition: int | None = None,
+                   timestamp_ms: int | None = None, headers: Headers | None = None) -> Delivery:
+        """:class:`~agentstream.transport.base.SendOptions` spelled out: keyword-only parameters
+        cost a third of ``**options`` per call, and changelog writes come through here."""
+        route = self._routes.get(topic)  # one lookup per record for all the per-topic state
+        if route is None:
+            await self._learn_topic(topic)
+            route = self._routes[topic]
+        count, memo, open_batches = route
+        if partition is None:
+            if key is not None:
+                partition = memo.get(key)
+                if partition is None:
+                    partition = self._partitioning.hash_partition(topic, key, count)
+            else:
+                partition = self._sticky.get(topic)
+                if partition is None:
+                    partition = self._partitioning.sticky_partition(topic, count)
+        elif not 0 <= partition < count:
+            raise ProducerError(f"could not send to {topic}[{partition}]: the topic has partitions 0..{count - 1}")
+        hdrs = list(headers) if headers else _NO_HEADERS
+        batch = open_batches.get(partition)
+        if batch is not None:
+            meta = batch.builder.append(timestamp=timestamp_ms, key=key, value=value, headers=hdrs)
+            if meta is not None:
+                return RecordDelivery(batch, meta)
+        # No open batch, or it is full or already taken by the sender: open the next one.
+        batch = self._new_batch(topic, partition)
+        meta = batch.builder.append(timestamp=timestamp_ms, key=key, value=value, headers=hdrs)  # a first record always fits
+        await self._hand_over(batch)
+        return RecordDelivery(batch, meta)
+
+    def send_now(self, topic: str, key: bytes | None, value: bytes | None, partition: int | None,
+                 timestamp_ms: int | None, headers: Headers | None) -> Delivery | None:
+        """:meth:`send`'s common case without a coroutine: a keyed (or explicitly placed) record
+        whose partition's open batch has room. None: nothing was appended, call :meth:`send`
+        (first send to the topic, keyless, no open batch or a full one). ``Topic.send_raw`` tries
+        this first: one coroutine less per record. Every argument positional: the cheapest call."""
+        route = self._routes.get(topic)
+        if route is None:
+            return None
+        count, memo, open_batches = route
+        if partition is None:
+            if key is None:
+                return None
+            partition = memo.get(key)
+            if partition is None:  # a new key: hash it here (distinct keys must not pay send() as well)
+                partition = self._partitioning.hash_partition(topic, key, count)
+        elif not 0 <= partition < count:
+            return None  # send() raises the error
+        batch = open_batches.get(partition)
+        if batch is None:
+            return None
+        meta = batch.builder.append(timestamp=timestamp_ms, key=key, value=value,
+                                    headers=list(headers) if headers else _NO_HEADERS)
+        if meta is None:
+            return None
+        return RecordDelivery(batch, meta)
+
+    async def _learn_topic(self, topic: str) -> int:
+        """First send to a topic: wait for its metadata once; later sends never await it."""
+        count = await self._metadata(topic, ProducerError, f"could not send to {topic}: no metadata")
+        memo = self._partitioning.learn(topic, count)
+        self._sender.learn(topic, count)
+        self._routes[topic] = (count, memo, self._batches.topic(topic))
+        return count
+
+    def _new_batch(self, topic: str, partition: int) -> OpenBatch:
+        assert self._loop is not None
+        batch = self._batches.new_batch(topic, partition, self._require().create_batch(), self._loop)
+        self._partitioning.batch_opened(topic, partition)
+        return batch
+
+    async def _hand_over(self, batch: OpenBatch) -> None:
+        """Queue an open batch in aiokafka's accumulator (:mod:`.sender`); a flush waits for it."""
+        self._batches.sent.append(batch)
+        await self._sender.hand_over(self._producer, batch)
+
+    async def flush(self) -> None:
+        """Wait for every batch handed over so far; raise the producer's failure if it has one.
+
+        The failure is raised by *every* flush until :meth:`stop` (or an aborted transaction):
+        handing it over once would let the next commit pass the lost records.
+        """
+        producer = self._require()
+        waiting = self._batches.take_sent()
+        try:
+            await producer.flush()
+        except kafka_errors.KafkaError as exc:
+            raise ProducerError(f"flush failed: {describe(exc)}") from exc
+        unresolved = [b.delivered for b in waiting if not b.delivered.done()]
+        if unresolved:
+            await asyncio.wait(unresolved)
+        self._batches.raise_failure()
+
+    async def partitions_for(self, topic: str) -> int:
+        return await self._metadata(topic, TransportError, f"no metadata for topic {topic!r}")
+
+    async def _metadata(self, topic: str, error: type[TransportError], what: str) -> int:
+        """The topic's partition count from aiokafka's metadata; ``error(what: cause)`` if it has none."""
+        try:
+            partitions = await self._require().partitions_for(topic)
+        except kafka_errors.KafkaError as exc:
+            raise error(f"{what}: {describe(exc)}") from exc
+        return len(partitions)
+
+    # -- transactions (:mod:`.transactions`) ------------------------------------------------------
+    async def begin_transaction(self) -> None:
+        await run_transaction_call(self.transactional_id, "begin_transaction", self._require().begin_transaction())
+
+    async def send_offsets_to_transaction(self, offsets: Mapping[TP, int], group_id: str) -> None:
+        if offsets:
+            await run_transaction_call(self.transactional_id, "send_offsets_to_transaction",
+                                       self._require().send_offsets_to_transaction(dict(offsets), group_id))
+
+    async def commit_transaction(self) -> None:
+        await run_transaction_call(self.transactional_id, "commit_transaction", self._require().commit_transaction())
+
+    async def abort_transaction(self) -> None:
+        # Aborted with the transaction (failed records included): later records start new batches,
+        # and once the abort succeeded, a failure of its batches no longer fails flushes.
+        batches = self._batches
+        failure = batches.failure
+        batches.reset()
+        batches.failure = failure
+        await run_transaction_call(self.transactional_id, "abort_transaction", self._require().abort_transaction())
+        batches.failure = None

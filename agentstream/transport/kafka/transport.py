@@ -1,0 +1,46 @@
+"""``KafkaTransport``: the :class:`~agentstream.transport.base.Transport` for one ``kafka://`` URL."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from ..base import Assignor, TopicSpec
+from .admin import TopicAdmin
+from .consumer import KafkaConsumer
+from .producer import KafkaProducer
+from .url import parse_kafka_url
+
+__all__ = ["KafkaTransport"]
+
+
+class KafkaTransport:
+    """Producers, consumers and topic admin for one ``kafka://`` URL."""
+
+    def __init__(self, url: str, *, request_timeout_ms: int = 30000, security: Mapping[str, Any] | None = None) -> None:
+        self.url = url
+        self.security = dict(security or {})  # aiokafka TLS/SASL arguments (.security)
+        self.bootstrap: list[str] = parse_kafka_url(url)
+        self._admin = TopicAdmin(url, self.bootstrap, request_timeout_ms, self.security)
+
+    def producer(self, **settings: Any) -> KafkaProducer:
+        return KafkaProducer(self.bootstrap, settings, self.security)
+
+    def consumer(self, *, group_id: str | None, assignor: Assignor | None = None, **settings: Any) -> KafkaConsumer:
+        return KafkaConsumer(self.bootstrap, group_id, assignor, settings, self.security)
+
+    async def ensure_topics(self, specs: Sequence[TopicSpec]) -> dict[str, int]:
+        return await self._admin.ensure_topics(specs)
+
+    async def partition_count(self, topic: str) -> int | None:
+        return await self._admin.partition_count(topic)
+
+    async def _get_admin(self) -> Any:
+        """aiokafka's admin client, for the callers that still need more than ensure_topics and
+        partition_count (``commands.live_group_members``, ``topology._existing_topics``)."""
+        return await self._admin.client()
+
+    async def close(self) -> None:
+        await self._admin.close()
+
+    def __repr__(self) -> str:
+        return f"<KafkaTransport {self.url}>"
