@@ -88,6 +88,7 @@ class Stream:
         self.current_event: Event | None = None
         # A task's synchronous fast path (StreamTask.poll_event): a ready record without a coroutine.
         self._poll: Callable[[], Event | None] | None = getattr(input, "poll_event", None)
+        self._ack = input.ack
         hand = streams_in_hand.get()
         if hand is not None:
             hand.append(self)
@@ -110,35 +111,29 @@ class Stream:
         return self
 
     async def __anext__(self) -> Any:
-        event = self._ready()  # the per-record path: no coroutine below this one when a record is ready
-        if event is None:
-            event = await self._wait_next()
-        return event.value
-
-    async def _advance(self) -> Event:
-        """The per-record path: ack what was handed out last, pull the next record."""
-        event = self._ready()
-        if event is None:
-            event = await self._wait_next()
-        return event
-
-    def _ready(self) -> Event | None:
-        """Ack what was handed out last; then the next record if the task has one ready now
-        (None: ask :meth:`_wait_next`). The new record becomes the current event and is in hand."""
+        """The per-record path, the only copy of it: ack what was handed out last, then take
+        the next record (without a coroutine below this one when the task has it ready)."""
         pending = self._pending
         if pending:
-            ack = self._input.ack
+            ack = self._ack
             for done in pending:
                 ack(done)
             pending.clear()
         poll = self._poll
-        if poll is None or self._processors:
-            return None
-        event = poll()
-        if event is not None:
-            self.current_event = event
-            set_current_event(event)
-            pending.append(event)
+        if poll is not None and not self._processors:
+            event = poll()
+            if event is not None:
+                self.current_event = event
+                set_current_event(event)
+                pending.append(event)
+                return event.value
+        return (await self._wait_next()).value
+
+    async def _advance(self) -> Event:
+        """:meth:`__anext__` giving the event (``events()``, ``items()``): it is the current event."""
+        await self.__anext__()
+        event = self.current_event
+        assert event is not None
         return event
 
     async def _wait_next(self) -> Event:
@@ -157,7 +152,7 @@ class Stream:
     def ack_pending(self) -> None:
         """Acknowledge what was handed out last; called when the agent asks for more."""
         if self._pending:
-            ack = self._input.ack
+            ack = self._ack
             for event in self._pending:
                 ack(event)
             self._pending.clear()
