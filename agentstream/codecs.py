@@ -555,7 +555,9 @@ def _json_exact(type_: type) -> Callable[[bytes], Any]:
     return decode
 
 
-_JSON_EXACT: dict[type, Callable[[bytes], Any]] = {t: _json_exact(t) for t in (str, int, float)}
+# Declared types whose converter returns a payload of exactly that type as it is (a bare dict:
+# an equal copy), so the direct decoder may skip it.
+_JSON_EXACT: dict[type, Callable[[bytes], Any]] = {t: _json_exact(t) for t in (str, int, float, dict)}
 
 
 def direct_decoder(codec: Codec) -> Callable[[bytes], Any]:

@@ -122,16 +122,19 @@ class Topic:
         """
         # Everything per record is inlined (encode, the current event's timestamp, the producer's
         # synchronous append): one coroutine frame per send. send_raw() is the general path.
-        if key is None:
-            kb = None
-        else:
-            enc: Callable[[Any], bytes] | None = self._key_enc.get(type(key))
-            kb = self._key_codec.dumps(key) if enc is None else enc(key)
-        if value is None:
-            vb = None
-        else:
-            enc = self._value_enc.get(type(value))
-            vb = self._value_codec.dumps(value) if enc is None else enc(value)
+        try:
+            if key is None:
+                kb = None
+            else:
+                enc: Callable[[Any], bytes] | None = self._key_enc.get(type(key))
+                kb = self._key_codec.dumps(key) if enc is None else enc(key)
+            if value is None:
+                vb = None
+            else:
+                enc = self._value_enc.get(type(value))
+                vb = self._value_codec.dumps(value) if enc is None else enc(value)
+        except Exception:  # e.g. an int past orjson's 64 bits: the codecs' own result, or their error
+            kb, vb = self.encode(key, value)
         if timestamp is None and headers is None:
             app = self.app
             if app._producer_started and not (app.sensors._sensors or app.on_produce_message.receivers):
