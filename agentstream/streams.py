@@ -348,6 +348,9 @@ class Stream:
 class _NoAckStream(Stream):
     """A stream whose records stay in hand until ``stream.ack(event)``."""
 
+    async def __anext__(self) -> Any:
+        return (await self._advance()).value  # never Stream.__anext__'s ack of the last record
+
     async def _advance(self) -> Event:
         event = await self._pull() if self._processors else await self._input.next_event()
         assert event is not None
@@ -468,7 +471,9 @@ class _Events:
         return self
 
     async def __anext__(self) -> Event:
-        return await self._stream._advance()
+        stream = self._stream
+        await stream.__anext__()  # not _advance(): one coroutine less per record
+        return stream.current_event  # type: ignore[return-value]  # set by __anext__
 
 
 class _Items:
@@ -483,7 +488,9 @@ class _Items:
         return self
 
     async def __anext__(self) -> tuple[Any, Any]:
-        event = await self._stream._advance()
+        stream = self._stream
+        await stream.__anext__()  # not _advance(): one coroutine less per record
+        event: Event = stream.current_event  # type: ignore[assignment]  # set by __anext__
         return event.key, event.value
 
 
