@@ -23,6 +23,16 @@ __all__ = ["Topic", "TopicGroup"]
 class Topic:
     """A Kafka topic as the app sees it (Faust's ``app.topic(...)``)."""
 
+    # Each codec with the C call that encodes common exact types the way it would (str -> UTF-8
+    # for raw keys, orjson for JSON scalars): send() dispatches on the value's type with one dict
+    # lookup instead of two or three Python frames.
+    key_codec = codecs.CodecSlot()
+    value_codec = codecs.CodecSlot()
+    _key_codec: codecs.Codec
+    _key_codec_enc: dict[type, Callable[[Any], bytes]]
+    _value_codec: codecs.Codec
+    _value_codec_enc: dict[type, Callable[[Any], bytes]]
+
     def __init__(
         self,
         app: "App",
@@ -51,27 +61,6 @@ class Topic:
         if key_type is None and key_serializer is None and internal:
             self.key_codec = codecs.UntypedKeyCodec()  # repartition topics: raw keys, read back as text
         self.value_codec = codecs.side_codec(value_type, value_serializer, app.value_serializer)
-
-    # The codecs are chosen once per topic, with the C call that encodes each common exact type
-    # the way the codec would (str -> UTF-8 for raw keys, orjson for JSON scalars): send() then
-    # dispatches on the value's type with one dict lookup instead of two or three Python frames.
-    @property
-    def key_codec(self) -> codecs.Codec:
-        return self._key_codec
-
-    @key_codec.setter
-    def key_codec(self, codec: codecs.Codec) -> None:
-        self._key_codec = codec
-        self._key_enc = codecs.direct_encoders(codec)
-
-    @property
-    def value_codec(self) -> codecs.Codec:
-        return self._value_codec
-
-    @value_codec.setter
-    def value_codec(self, codec: codecs.Codec) -> None:
-        self._value_codec = codec
-        self._value_enc = codecs.direct_encoders(codec)
 
     @property
     def partitions(self) -> int:
@@ -103,8 +92,8 @@ class Topic:
         return TopicSpec(self.name, self.partitions, self.compacted, self.config)
 
     def encode(self, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
-        kb = None if key is None else self.key_codec.dumps(key)
-        vb = None if value is None else self.value_codec.dumps(value)
+        kb = None if key is None else self._key_codec.dumps(key)
+        vb = None if value is None else self._value_codec.dumps(value)
         return kb, vb
 
     async def send(
@@ -126,12 +115,12 @@ class Topic:
             if key is None:
                 kb = None
             else:
-                enc: Callable[[Any], bytes] | None = self._key_enc.get(type(key))
+                enc: Callable[[Any], bytes] | None = self._key_codec_enc.get(type(key))
                 kb = self._key_codec.dumps(key) if enc is None else enc(key)
             if value is None:
                 vb = None
             else:
-                enc = self._value_enc.get(type(value))
+                enc = self._value_codec_enc.get(type(value))
                 vb = self._value_codec.dumps(value) if enc is None else enc(value)
         except Exception:  # e.g. an int past orjson's 64 bits: the codecs' own result, or their error
             kb, vb = self.encode(key, value)

@@ -59,11 +59,24 @@ class _Upper:
 
 upper = _Upper()
 
+class _KeyCodecSlot(codecs.CodecSlot):
+    """``table.key_codec``: also its ``dumps`` (the read path calls it) and a fresh key memo."""
+
+    def __set__(self, obj: object, codec: codecs.Codec) -> None:
+        super().__set__(obj, codec)
+        obj._key_codec_dumps = codec.dumps  # type: ignore[attr-defined]
+        obj._last_key = _NO_KEY  # type: ignore[attr-defined]
+
+
 class Table:
     """``app.Table(name, default=int)``: a partitioned, changelog-backed dict (Faust's Table)."""
 
     is_global = False
+    key_codec = _KeyCodecSlot()
     value_codec: codecs.Codec
+    _key_codec: codecs.Codec
+    _key_codec_enc: dict[type, Callable[[Any], bytes]]
+    _key_codec_dumps: Callable[[Any], bytes | None]
     _windowed: Any = None  # the shared window state once tumbling()/hopping() was called
     source_topic: "Topic | None" = None  # set by from_topic(): the table mirrors this topic
     eos = False  # set by the TableManager under processing_guarantee='exactly_once'
@@ -117,25 +130,13 @@ class Table:
         self._homes: dict[bytes, int] = {}
         self._warned: set[tuple[str, str]] = set()  # (kind, agent/topic): each problem is told once
 
-    @property
-    def key_codec(self) -> codecs.Codec:
-        return self._key_codec
-
-    @key_codec.setter
-    def key_codec(self, codec: codecs.Codec) -> None:
-        """The codec, its ``dumps`` and the C call it amounts to for common key types: chosen once."""
-        self._key_codec = codec
-        self._key_codec_dumps = codec.dumps
-        self._key_enc = codecs.direct_encoders(codec)
-        self._last_key = _NO_KEY
-
     def _key_dumps(self, key: Any) -> bytes:
         # A read-modify-write (``t[k] = t[k] + 1``) encodes the same key twice in a row: remember
         # the last one (the dict API checks it inline). Only for immutable key types, so a
         # mutated key is never served stale.
         if key is self._last_key:
             return self._last_kb
-        enc = self._key_enc.get(type(key))
+        enc = self._key_codec_enc.get(type(key))
         if enc is not None:  # str or bytes of a raw key codec: no check below applies to them
             kb = enc(key)
             self._last_key, self._last_kb = key, kb
@@ -149,7 +150,7 @@ class Table:
         if encoded is None:
             raise KeyError("a table key cannot be None")
         kb = encoded
-        if self.key_type is None and type(key) not in _UNTYPED_KEYS and type(self.key_codec) is codecs.UntypedKeyCodec:
+        if self.key_type is None and type(key) not in _UNTYPED_KEYS and type(self._key_codec) is codecs.UntypedKeyCodec:
             self._untyped_key(key)
         if type(key) in _IMMUTABLE_KEYS:
             self._last_key, self._last_kb = key, kb
