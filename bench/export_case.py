@@ -103,8 +103,12 @@ async def raw_side(expect: int) -> dict[str, Any]:
 
     bootstrap = os.environ["BENCH_BOOTSTRAP"]
     ranges = await changelog_ranges(bootstrap, TOPIC)  # the ends, as the export takes them (untimed)
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                max_partition_fetch_bytes=8 * 1024 * 1024, fetch_max_bytes=64 * 1024 * 1024)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        max_partition_fetch_bytes=8 * 1024 * 1024,
+        fetch_max_bytes=64 * 1024 * 1024,
+    )
     await consumer.start()
     batches_out: list[Any] = []
     n_records = 0
@@ -148,10 +152,17 @@ def to_arrow(partition: int, messages: Any) -> Any:
         tombstones.append(v is None)
     n = len(offsets)
     return pa.RecordBatch.from_arrays(
-        [pa.array(keys, pa.string()), pa.array(values, pa.int64()), pa.array(offsets, pa.int64()),
-         pa.array(timestamps, pa.timestamp("us", tz="UTC")), pa.array(raw_keys, pa.binary()),
-         pa.array(tombstones, pa.bool_()), pa.array([partition] * n, pa.int32())],
-        names=["key", "value", "offset", "timestamp", "raw_key", "tombstone", "partition"])
+        [
+            pa.array(keys, pa.string()),
+            pa.array(values, pa.int64()),
+            pa.array(offsets, pa.int64()),
+            pa.array(timestamps, pa.timestamp("us", tz="UTC")),
+            pa.array(raw_keys, pa.binary()),
+            pa.array(tombstones, pa.bool_()),
+            pa.array([partition] * n, pa.int32()),
+        ],
+        names=["key", "value", "offset", "timestamp", "raw_key", "tombstone", "partition"],
+    )
 
 
 def export_side(expect: int, master: str, out: Path) -> dict[str, Any]:
@@ -164,8 +175,10 @@ def export_side(expect: int, master: str, out: Path) -> dict[str, Any]:
     spark = spark_session(master, conf={"spark.sql.shuffle.partitions": PARTITIONS * 2})
     spark.sparkContext.setLogLevel("ERROR")
     # Warm-up (untimed): Python workers started, data source and Parquet writer code loaded.
-    warm = [PartitionRange(r.partition, r.start, min(r.end, r.start + 10))
-            for r in snapshot_ranges(os.environ["BENCH_BOOTSTRAP"], TOPIC)]
+    warm = [
+        PartitionRange(r.partition, r.start, min(r.end, r.start + 10))
+        for r in snapshot_ranges(os.environ["BENCH_BOOTSTRAP"], TOPIC)
+    ]
     read_changelog(spark, app, table, latest=False, ranges=warm).write.mode("overwrite").parquet(str(out / "warm"))
 
     cpu0, t0 = tree_cpu_seconds(), time.perf_counter()
@@ -180,9 +193,15 @@ def export_side(expect: int, master: str, out: Path) -> dict[str, Any]:
     rss = tree_peak_rss_mb()
     spark.stop()
     return {
-        "records": rows_all, "seconds": seconds, "records_per_s": expect / seconds, "cpu_s": cpu,
-        "latest_seconds": latest_seconds, "latest_records_per_s": expect / latest_seconds,
-        "latest_rows": rows_latest, "peak_rss_mb": rss, "master": master,
+        "records": rows_all,
+        "seconds": seconds,
+        "records_per_s": expect / seconds,
+        "cpu_s": cpu,
+        "latest_seconds": latest_seconds,
+        "latest_records_per_s": expect / latest_seconds,
+        "latest_rows": rows_latest,
+        "peak_rss_mb": rss,
+        "master": master,
         "correct": rows_all == expect and rows_latest == max(1, expect // 2),
     }
 
@@ -195,8 +214,9 @@ def case_export(case: Any, n: int) -> dict[str, Any]:
     t = time.perf_counter()
     asyncio.run(load(case.broker.bootstrap, n))
     print(f"[bench] export: loaded {n} changelog records in {time.perf_counter() - t:.1f}s", flush=True)
-    a = case.run("agentstream", ["bench.export_case", "export", "--expect", str(n),
-                                 "--out", str(case.scratch / "export")])
+    a = case.run(
+        "agentstream", ["bench.export_case", "export", "--expect", str(n), "--out", str(case.scratch / "export")]
+    )
     r = case.run("raw", ["bench.export_case", "raw", "--expect", str(n)])
     return {"agentstream": a, "raw": r}
 
@@ -213,21 +233,32 @@ def run_standalone(n: int, master: str) -> dict[str, Any]:
             os.environ["BENCH_EXPORT_MASTER"] = master
             detail = case_export(case, n)
     a, r = detail["agentstream"], detail["raw"]
-    row = {"case": "export", "n": n, "unit": "changelog records/s", "master": master,
-           "export_records_per_s": round(a["records_per_s"], 1),
-           "export_latest_records_per_s": round(a["latest_records_per_s"], 1),
-           "raw_records_per_s": round(r["records_per_s"], 1),
-           "ratio": round(a["records_per_s"] / r["records_per_s"], 3),
-           "export_cpu_s": round(a["cpu_s"], 1), "raw_cpu_s": round(r["cpu_s"], 1),
-           "export_peak_rss_mb": round(a["peak_rss_mb"], 1), "raw_peak_rss_mb": round(r["peak_rss_mb"], 1),
-           "correct": bool(a["correct"] and r["correct"]), "machine": machine(), "detail": detail}
+    row = {
+        "case": "export",
+        "n": n,
+        "unit": "changelog records/s",
+        "master": master,
+        "export_records_per_s": round(a["records_per_s"], 1),
+        "export_latest_records_per_s": round(a["latest_records_per_s"], 1),
+        "raw_records_per_s": round(r["records_per_s"], 1),
+        "ratio": round(a["records_per_s"] / r["records_per_s"], 3),
+        "export_cpu_s": round(a["cpu_s"], 1),
+        "raw_cpu_s": round(r["cpu_s"], 1),
+        "export_peak_rss_mb": round(a["peak_rss_mb"], 1),
+        "raw_peak_rss_mb": round(r["peak_rss_mb"], 1),
+        "correct": bool(a["correct"] and r["correct"]),
+        "machine": machine(),
+        "detail": detail,
+    }
     out = ARTIFACTS / "export.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(row, indent=2) + "\n")
-    print(f"export n={n} ({master}): spark all-versions {a['records_per_s']:,.0f} records/s "
-          f"({a['seconds']:.1f}s), latest {a['latest_records_per_s']:,.0f} records/s ({a['latest_seconds']:.1f}s); "
-          f"raw aiokafka -> Arrow {r['records_per_s']:,.0f} records/s ({r['seconds']:.1f}s); "
-          f"ratio {row['ratio']:.2f}; correct={row['correct']}; wrote {out}")
+    print(
+        f"export n={n} ({master}): spark all-versions {a['records_per_s']:,.0f} records/s "
+        f"({a['seconds']:.1f}s), latest {a['latest_records_per_s']:,.0f} records/s ({a['latest_seconds']:.1f}s); "
+        f"raw aiokafka -> Arrow {r['records_per_s']:,.0f} records/s ({r['seconds']:.1f}s); "
+        f"ratio {row['ratio']:.2f}; correct={row['correct']}; wrote {out}"
+    )
     return row
 
 

@@ -29,8 +29,14 @@ WORD = re.compile(r"\W+")
 
 async def run(args: argparse.Namespace) -> dict:
     bootstrap = os.environ["BENCH_BOOTSTRAP"]
-    consumer = AIOKafkaConsumer(args.in_topic, args.words_topic, bootstrap_servers=bootstrap, group_id=args.group,
-                                max_poll_records=MAX_POLL_RECORDS, **consumer_group_kwargs())
+    consumer = AIOKafkaConsumer(
+        args.in_topic,
+        args.words_topic,
+        bootstrap_servers=bootstrap,
+        group_id=args.group,
+        max_poll_records=MAX_POLL_RECORDS,
+        **consumer_group_kwargs(),
+    )
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
     await producer.start()
     await consumer.start()

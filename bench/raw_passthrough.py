@@ -23,8 +23,13 @@ from bench.common import COMMIT_INTERVAL, MAX_POLL_RECORDS, Meter, announce, con
 
 async def run(args: argparse.Namespace) -> dict:
     bootstrap = os.environ["BENCH_BOOTSTRAP"]
-    consumer = AIOKafkaConsumer(args.in_topic, bootstrap_servers=bootstrap, group_id=args.group,
-                                max_poll_records=MAX_POLL_RECORDS, **consumer_group_kwargs())
+    consumer = AIOKafkaConsumer(
+        args.in_topic,
+        bootstrap_servers=bootstrap,
+        group_id=args.group,
+        max_poll_records=MAX_POLL_RECORDS,
+        **consumer_group_kwargs(),
+    )
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
     await producer.start()
     await consumer.start()
@@ -67,8 +72,12 @@ def main() -> int:
     p.add_argument("--out", dest="out_topic", required=True)
     p.add_argument("--group", required=True)
     p.add_argument("--expect", type=int, required=True)
-    p.add_argument("--progress", type=float, default=0.0,
-                   help="print a progress event (records handled so far) at most every that many seconds")
+    p.add_argument(
+        "--progress",
+        type=float,
+        default=0.0,
+        help="print a progress event (records handled so far) at most every that many seconds",
+    )
     report(uvloop.run(run(p.parse_args())))
     return 0
 

@@ -67,8 +67,9 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from agentstream.devbroker import DevBroker
 from bench import common
@@ -110,7 +111,7 @@ def log(msg: str) -> None:
 
 
 @contextlib.contextmanager
-def fresh_broker(case: "Case", label: str) -> Iterator[DevBroker]:
+def fresh_broker(case: Case, label: str) -> Iterator[DevBroker]:
     """A new dev broker as ``case.broker`` for the block (workers spawned in it connect to it)."""
     old = case.broker
     broker = DevBroker(log_path=case.logs / f"broker-{label}.log")
@@ -123,18 +124,34 @@ def fresh_broker(case: "Case", label: str) -> Iterator[DevBroker]:
         broker.stop()
 
 
-def spawn_workers(case: "Case", k: int, work: Workload, parts: int) -> list[common.Spawned]:
+def spawn_workers(case: Case, k: int, work: Workload, parts: int) -> list[common.Spawned]:
     """``k`` workers, each with a new data dir (every run has a fresh broker: no old tables)."""
     env = {"AGENTSTREAM_TOPIC_PARTITIONS": str(parts), **work.env}
-    return [case.spawn(f"{k}w-worker{i}", ["bench.as_runner", "worker", "--app", work.app, "--until-signal",
-                                           "--progress", str(PROGRESS_S),
-                                           "--data-dir", tempfile.mkdtemp(prefix=f"{k}w-{i}-", dir=case.scratch),
-                                           "--logfile", str(case.logs / f"{k}w-worker{i}.log")], env, profile=False)
-            for i in range(1, k + 1)]
+    return [
+        case.spawn(
+            f"{k}w-worker{i}",
+            [
+                "bench.as_runner",
+                "worker",
+                "--app",
+                work.app,
+                "--until-signal",
+                "--progress",
+                str(PROGRESS_S),
+                "--data-dir",
+                tempfile.mkdtemp(prefix=f"{k}w-{i}-", dir=case.scratch),
+                "--logfile",
+                str(case.logs / f"{k}w-worker{i}.log"),
+            ],
+            env,
+            profile=False,
+        )
+        for i in range(1, k + 1)
+    ]
 
 
 @contextlib.contextmanager
-def profiled(case: "Case", workers: list[common.Spawned]) -> Iterator[None]:
+def profiled(case: Case, workers: list[common.Spawned]) -> Iterator[None]:
     """With --profile: py-spy attached to each settled worker for the block only (the timed part,
     not start-up and group join), so samples divided by records handled compare across runs."""
     if not case.profile:
@@ -181,7 +198,9 @@ def wait_settled(workers: list[common.Spawned], parts: int, timeout: float = 180
         if got is not None and time.monotonic() - stable_since >= SETTLE_QUIET_S:
             return got
         time.sleep(0.1)
-    raise RuntimeError(f"group did not settle within {timeout:.0f}s: {[w.last('assigned', 'revoked') for w in workers]}")
+    raise RuntimeError(
+        f"group did not settle within {timeout:.0f}s: {[w.last('assigned', 'revoked') for w in workers]}"
+    )
 
 
 def wait_handled(workers: list[common.Spawned], total: int, timeout: float) -> None:
@@ -196,7 +215,7 @@ def wait_handled(workers: list[common.Spawned], total: int, timeout: float) -> N
         time.sleep(0.005)
 
 
-def run_workers(case: "Case", k: int, n: int, work: Workload, parts: int) -> dict[str, Any]:
+def run_workers(case: Case, k: int, n: int, work: Workload, parts: int) -> dict[str, Any]:
     """One run on a fresh broker: ``k`` workers join, settle, then drain the input."""
     with fresh_broker(case, f"{k}w") as broker:
         workers = spawn_workers(case, k, work, parts)
@@ -225,9 +244,18 @@ def run_workers(case: "Case", k: int, n: int, work: Workload, parts: int) -> dic
     return summarize(work.label, k, n, results, assigned, sampler, load_s, correct and counts_ok, rebalanced, counts)
 
 
-def summarize(label: str, k: int, n: int, results: list[dict[str, Any]], parts: list[list[int]],
-              sampler: common.Sampler, load_s: float, output_ok: bool, rebalanced: bool,
-              topic_partitions: dict[str, int | None]) -> dict[str, Any]:
+def summarize(
+    label: str,
+    k: int,
+    n: int,
+    results: list[dict[str, Any]],
+    parts: list[list[int]],
+    sampler: common.Sampler,
+    load_s: float,
+    output_ok: bool,
+    rebalanced: bool,
+    topic_partitions: dict[str, int | None],
+) -> dict[str, Any]:
     t0 = min(r["t0_monotonic"] for r in results)
     t1 = max(r["t_end_monotonic"] for r in results)
     seconds = t1 - t0
@@ -238,7 +266,10 @@ def summarize(label: str, k: int, n: int, results: list[dict[str, Any]], parts: 
     handled = [r["processed"] for r in results]
     cpu_s = sum(r["cpu_s"] for r in results)
     out = {
-        "workers": k, "records": n, "seconds": seconds, "records_per_s": n / seconds,
+        "workers": k,
+        "records": n,
+        "seconds": seconds,
+        "records_per_s": n / seconds,
         "cpu_s": cpu_s,
         "worker_cpu_s": [round(r["cpu_s"], 2) for r in results],
         "worker_cpu_pct": [round(100 * r["cpu_s"] / seconds, 1) for r in results],
@@ -249,7 +280,9 @@ def summarize(label: str, k: int, n: int, results: list[dict[str, Any]], parts: 
         "machine_busy_cores": round(busy, 2) if busy is not None else None,
         "peak_rss_mb": max(r["peak_rss_mb"] for r in results),
         "total_peak_rss_mb": sum(r["peak_rss_mb"] for r in results),
-        "partitions": parts, "topic_partitions": topic_partitions, "rebalanced_during_run": rebalanced,
+        "partitions": parts,
+        "topic_partitions": topic_partitions,
+        "rebalanced_during_run": rebalanced,
         "load_s": round(load_s, 2),
         "handled": handled,
         # the busiest worker's share of the records (word count: Zipf-distributed words, unequal partitions)
@@ -257,16 +290,18 @@ def summarize(label: str, k: int, n: int, results: list[dict[str, Any]], parts: 
         "correct": output_ok and not rebalanced,
         "per_worker": results,
     }
-    log(f"{label}: {k} worker(s): {out['records_per_s']:.0f} records/s over {seconds:.1f}s; worker CPU "
+    log(
+        f"{label}: {k} worker(s): {out['records_per_s']:.0f} records/s over {seconds:.1f}s; worker CPU "
         f"{out['worker_cpu_s']} s ({out['worker_cpu_pct']} %), broker {out['broker_cpu_pct']} %, machine "
-        f"{out['machine_busy_cores']} cores busy; handled {handled}; correct={out['correct']}")
+        f"{out['machine_busy_cores']} cores busy; handled {handled}; correct={out['correct']}"
+    )
     return out
 
 
-def compare(work: Workload, n: int, parts: int, unit: str, extra: dict[str, Any]) -> Callable[["Case"], dict[str, Any]]:
+def compare(work: Workload, n: int, parts: int, unit: str, extra: dict[str, Any]) -> Callable[[Case], dict[str, Any]]:
     """Run ``work`` with 1 worker, then 2; the :mod:`bench.run` detail (``raw`` = the 1-worker run)."""
 
-    def run(case: "Case") -> dict[str, Any]:
+    def run(case: Case) -> dict[str, Any]:
         pairs = []
         for _ in range(repeats()):  # 1 worker, 2 workers, 1, 2, ...: machine noise hits both alike
             one = run_workers(case, 1, n, work, parts)
@@ -276,28 +311,34 @@ def compare(work: Workload, n: int, parts: int, unit: str, extra: dict[str, Any]
         speedup, one, two = pairs[len(pairs) // 2]  # the median pair (the upper one of an even count)
         ideal = 1 / two["max_share"]  # the most 2 workers can gain when the busiest one has that share
         cpu_growth = two["cpu_s"] / one["cpu_s"]
-        row = {"ratio_is": f"speedup: 2 workers / 1 worker, {unit} (raw_* = the 1-worker run)",
-               "partitions_per_topic": parts,
-               "speedup": round(speedup, 3), "ideal_speedup": round(ideal, 3), "max_share": two["max_share"],
-               "speedups": [round(x[0], 3) for x in pairs],  # every pair of --scale-repeat, sorted
-               "one_worker_records_per_s": round(one["records_per_s"], 1),
-               "two_workers_records_per_s": round(two["records_per_s"], 1),
-               "cpu_s": {"1": round(one["cpu_s"], 2), "2": two["worker_cpu_s"]},
-               "cpu_s_2_over_1": round(cpu_growth, 3),
-               "broker_cpu_pct": {"1": one["broker_cpu_pct"], "2": two["broker_cpu_pct"]},
-               "machine_busy_cores": {"1": one["machine_busy_cores"], "2": two["machine_busy_cores"]},
-               "summary": (f"{parts} partitions{f', median of {len(pairs)} pairs' if len(pairs) > 1 else ''}: 1 worker {one['records_per_s']:,.0f}/s -> 2 workers "
-                           f"{two['records_per_s']:,.0f}/s, speedup {speedup:.2f} (at most {ideal:.2f}: the busiest "
-                           f"worker handled {100 * two['max_share']:.0f} % of the records); CPU-s "
-                           f"{one['cpu_s']:.1f} -> {two['worker_cpu_s']} (x{cpu_growth:.2f}); broker CPU "
-                           f"{one['broker_cpu_pct']} -> {two['broker_cpu_pct']} %, machine busy "
-                           f"{one['machine_busy_cores']} -> {two['machine_busy_cores']} of 2 cores")}
+        row = {
+            "ratio_is": f"speedup: 2 workers / 1 worker, {unit} (raw_* = the 1-worker run)",
+            "partitions_per_topic": parts,
+            "speedup": round(speedup, 3),
+            "ideal_speedup": round(ideal, 3),
+            "max_share": two["max_share"],
+            "speedups": [round(x[0], 3) for x in pairs],  # every pair of --scale-repeat, sorted
+            "one_worker_records_per_s": round(one["records_per_s"], 1),
+            "two_workers_records_per_s": round(two["records_per_s"], 1),
+            "cpu_s": {"1": round(one["cpu_s"], 2), "2": two["worker_cpu_s"]},
+            "cpu_s_2_over_1": round(cpu_growth, 3),
+            "broker_cpu_pct": {"1": one["broker_cpu_pct"], "2": two["broker_cpu_pct"]},
+            "machine_busy_cores": {"1": one["machine_busy_cores"], "2": two["machine_busy_cores"]},
+            "summary": (
+                f"{parts} partitions{f', median of {len(pairs)} pairs' if len(pairs) > 1 else ''}: 1 worker {one['records_per_s']:,.0f}/s -> 2 workers "
+                f"{two['records_per_s']:,.0f}/s, speedup {speedup:.2f} (at most {ideal:.2f}: the busiest "
+                f"worker handled {100 * two['max_share']:.0f} % of the records); CPU-s "
+                f"{one['cpu_s']:.1f} -> {two['worker_cpu_s']} (x{cpu_growth:.2f}); broker CPU "
+                f"{one['broker_cpu_pct']} -> {two['broker_cpu_pct']} %, machine busy "
+                f"{one['machine_busy_cores']} -> {two['machine_busy_cores']} of 2 cores"
+            ),
+        }
         return {**extra, "partitions": parts, "agentstream": two, "raw": one, "row": row}
 
     return run
 
 
-def case_scale_wordcount(case: "Case", n: int) -> dict[str, Any]:
+def case_scale_wordcount(case: Case, n: int) -> dict[str, Any]:
     """A :mod:`bench.run` case: ``n`` sentences through apps/wordcount.py, 1 worker then 2."""
     parts = partitions()
     texts = common.sentences(n)
@@ -307,14 +348,18 @@ def case_scale_wordcount(case: "Case", n: int) -> dict[str, Any]:
     def check(bootstrap: str, parts: int) -> bool:
         return asyncio.run(common.final_counts(bootstrap, "word-counts", partitions=parts)) == expected
 
-    work = Workload("scale-wordcount", "apps.wordcount",
-                    ["sentences", "wordcount-words", "wordcount-word_counts-changelog", "word-counts"],
-                    total=n + words, load=lambda bootstrap, parts: common.load_sentences(bootstrap, texts, parts),
-                    check=check)
+    work = Workload(
+        "scale-wordcount",
+        "apps.wordcount",
+        ["sentences", "wordcount-words", "wordcount-word_counts-changelog", "word-counts"],
+        total=n + words,
+        load=lambda bootstrap, parts: common.load_sentences(bootstrap, texts, parts),
+        check=check,
+    )
     return compare(work, n, parts, "sentences/s", {"words": words})(case)
 
 
-def case_scale_passthrough(case: "Case", n: int) -> dict[str, Any]:
+def case_scale_passthrough(case: Case, n: int) -> dict[str, Any]:
     """A :mod:`bench.run` case: ``n`` records (distinct keys) through bench/apps/passthrough.py, 1 worker then 2."""
     parts = partitions()
     records = common.passthrough_records(n)
@@ -324,7 +369,13 @@ def case_scale_passthrough(case: "Case", n: int) -> dict[str, Any]:
     def check(bootstrap: str, parts: int) -> bool:
         return asyncio.run(common.read_checksum(bootstrap, dst, partitions=parts)) == expected
 
-    work = Workload("scale-passthrough", "bench.apps.passthrough", [src, dst], total=n,
-                    load=lambda bootstrap, parts: common.load_topic(bootstrap, src, records, partitions=parts),
-                    check=check, env={"BENCH_IN": src, "BENCH_OUT": dst, "BENCH_APP_ID": "bench-scale-passthrough"})
+    work = Workload(
+        "scale-passthrough",
+        "bench.apps.passthrough",
+        [src, dst],
+        total=n,
+        load=lambda bootstrap, parts: common.load_topic(bootstrap, src, records, partitions=parts),
+        check=check,
+        env={"BENCH_IN": src, "BENCH_OUT": dst, "BENCH_APP_ID": "bench-scale-passthrough"},
+    )
     return compare(work, n, parts, "records/s", {})(case)

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import orjson
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -55,9 +56,13 @@ def _spec_from(options: Any) -> TableSpec:
     if not topic:
         raise ExportError("the agentstream_changelog source needs option 'topic' (or 'spec')")
     size = options.get("window.size.ms")
-    return TableSpec(table=topic, topic=topic, key={"codec": "json", "type": "text"},
-                     value={"codec": "json_text", "type": "json"},
-                     window_size_ms=None if size is None else int(size))
+    return TableSpec(
+        table=topic,
+        topic=topic,
+        key={"codec": "json", "type": "text"},
+        value={"codec": "json_text", "type": "json"},
+        window_size_ms=None if size is None else int(size),
+    )
 
 
 class ChangelogDataSource(DataSource):  # type: ignore[misc]
@@ -70,7 +75,7 @@ class ChangelogDataSource(DataSource):  # type: ignore[misc]
     def schema(self) -> StructType:
         return _spec_from(self.options).spark_schema()
 
-    def reader(self, schema: StructType) -> "ChangelogReader":
+    def reader(self, schema: StructType) -> ChangelogReader:
         return ChangelogReader(dict(self.options), schema)
 
 
@@ -126,9 +131,12 @@ class _PartitionReader:
 
         async def start() -> Any:
             consumer = AIOKafkaConsumer(
-                bootstrap_servers=self.reader.bootstrap.split(","), enable_auto_commit=False,
-                isolation_level="read_committed", fetch_max_wait_ms=100,
-                max_partition_fetch_bytes=8 * 1024 * 1024, fetch_max_bytes=64 * 1024 * 1024,
+                bootstrap_servers=self.reader.bootstrap.split(","),
+                enable_auto_commit=False,
+                isolation_level="read_committed",
+                fetch_max_wait_ms=100,
+                max_partition_fetch_bytes=8 * 1024 * 1024,
+                fetch_max_bytes=64 * 1024 * 1024,
             )
             await consumer.start()
             consumer.assign([tp])
@@ -155,7 +163,8 @@ class _PartitionReader:
                     elif now - last_progress > self.reader.idle_timeout:
                         raise ExportError(
                             f"{tp.topic}[{part.partition}]: no progress for {self.reader.idle_timeout:.0f}s at offset "
-                            f"{position} (reading up to {part.end})")
+                            f"{position} (reading up to {part.end})"
+                        )
                     if len(rows) >= BATCH_ROWS or (position >= part.end and len(rows)):
                         yield self._batch(rows)
                         rows = _Columns()
@@ -164,13 +173,13 @@ class _PartitionReader:
         finally:
             loop.close()
 
-    def _add(self, rows: "_Columns", messages: Any) -> None:
+    def _add(self, rows: _Columns, messages: Any) -> None:
         if self.window_ms is None:
             self._add_bulk(rows, messages)
         else:
             self._add_rows(rows, messages)
 
-    def _add_bulk(self, rows: "_Columns", messages: Any) -> None:
+    def _add_bulk(self, rows: _Columns, messages: Any) -> None:
         """A plain (not windowed) changelog: decode a whole fetched batch column by column
         (``map`` and comprehensions instead of six appends per row); a record that fails to
         decode sends the batch through :meth:`_add_rows`, which names it."""
@@ -195,7 +204,7 @@ class _PartitionReader:
         rows.raw_key.extend(raw_keys)
         rows.tombstone.extend([v is None for v in raw_values])
 
-    def _add_rows(self, rows: "_Columns", messages: Any) -> None:
+    def _add_rows(self, rows: _Columns, messages: Any) -> None:
         end, p = self.part.end, self.part.partition
         decode_key, decode_value, window_ms = self.decode_key, self.decode_value, self.window_ms
         for m in messages:
@@ -219,20 +228,27 @@ class _PartitionReader:
                 v = m.value
                 rows.value.append(None if v is None else decode_value(v))
             except Exception as exc:
-                raise ExportError(f"{self.reader.topic}[{p}] offset {offset}: cannot decode the record "
-                                  f"(key {raw[:60]!r}): {exc!r}") from exc
+                raise ExportError(
+                    f"{self.reader.topic}[{p}] offset {offset}: cannot decode the record (key {raw[:60]!r}): {exc!r}"
+                ) from exc
             rows.offset.append(offset)
             rows.timestamp.append(m.timestamp * 1000 if m.timestamp is not None and m.timestamp >= 0 else None)
             rows.raw_key.append(raw)
             rows.tombstone.append(m.value is None)
 
-    def _batch(self, rows: "_Columns") -> Any:
+    def _batch(self, rows: _Columns) -> Any:
         pa, schema = self.pa, self.arrow_schema
         n = len(rows)
         columns: dict[str, Any] = {
-            "key": rows.key, "value": rows.value, "offset": rows.offset, "timestamp": rows.timestamp,
-            "raw_key": rows.raw_key, "tombstone": rows.tombstone, "partition": [self.part.partition] * n,
-            "window_start": rows.window_start, "window_end": rows.window_end,
+            "key": rows.key,
+            "value": rows.value,
+            "offset": rows.offset,
+            "timestamp": rows.timestamp,
+            "raw_key": rows.raw_key,
+            "tombstone": rows.tombstone,
+            "partition": [self.part.partition] * n,
+            "window_start": rows.window_start,
+            "window_end": rows.window_end,
         }
         arrays = [pa.array(columns[f.name], type=f.type) for f in schema]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)

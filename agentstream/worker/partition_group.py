@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Any, Callable, Iterable, Union
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..transport.base import TP, Message
 
@@ -82,7 +83,7 @@ class PartitionGroup:
     def buffered(self) -> int:
         return sum(len(q) for q in self._order)
 
-    def next(self) -> Union[Message, Wait, None]:
+    def next(self) -> Message | Wait | None:
         """The next record, a :class:`Wait` in seconds, or None when nothing is buffered."""
         single = self._single
         if single is not None:

@@ -17,8 +17,16 @@ from agentstream import codecs
 from agentstream.exceptions import SerializationError, ValueDecodeError
 from agentstream.testing import AppHarness
 
-ENCODING = [codecs.RawCodec(), codecs.UntypedKeyCodec(), codecs.TypedRawCodec(str), codecs.TypedRawCodec(int),
-            codecs.StrCodec(), codecs.JSONCodec(), codecs.JSONCodec(int), codecs.JSONCodec(str)]
+ENCODING = [
+    codecs.RawCodec(),
+    codecs.UntypedKeyCodec(),
+    codecs.TypedRawCodec(str),
+    codecs.TypedRawCodec(int),
+    codecs.StrCodec(),
+    codecs.JSONCodec(),
+    codecs.JSONCodec(int),
+    codecs.JSONCodec(str),
+]
 scalars = st.one_of(st.text(), st.binary(), st.integers(), st.floats(allow_nan=True), st.booleans())
 
 
@@ -45,10 +53,21 @@ def test_a_codec_subclass_gets_no_direct_encoder_or_decoder() -> None:
     assert codecs.direct_decoder(shouting).__self__ is shouting  # type: ignore[attr-defined]
 
 
-DECODING = [codecs.TypedRawCodec(str), codecs.StrCodec(), codecs.RawCodec(), codecs.JSONCodec(str),
-            codecs.JSONCodec(int), codecs.JSONCodec(float), codecs.JSONCodec(dict), codecs.UntypedKeyCodec()]
-payloads = st.one_of(st.binary(max_size=20), st.text(max_size=20).map(str.encode),
-                     st.sampled_from([b"3", b"3.5", b'"x"', b"true", b"null", b'{"a": 1}', b"[1]", b"\xff", b"{"]))
+DECODING = [
+    codecs.TypedRawCodec(str),
+    codecs.StrCodec(),
+    codecs.RawCodec(),
+    codecs.JSONCodec(str),
+    codecs.JSONCodec(int),
+    codecs.JSONCodec(float),
+    codecs.JSONCodec(dict),
+    codecs.UntypedKeyCodec(),
+]
+payloads = st.one_of(
+    st.binary(max_size=20),
+    st.text(max_size=20).map(str.encode),
+    st.sampled_from([b"3", b"3.5", b'"x"', b"true", b"null", b'{"a": 1}', b"[1]", b"\xff", b"{"]),
+)
 
 
 @given(data=payloads)
@@ -71,7 +90,8 @@ pytestmark_async = pytest.mark.asyncio
 
 @pytestmark_async
 async def test_a_payload_the_direct_decoder_refuses_is_decoded_by_the_codec_or_reported(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     app = agentstream.App(f"direct-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
     numbers = app.topic("numbers", value_type=float)
     seen: list[Any] = []
@@ -96,7 +116,7 @@ async def test_a_payload_the_direct_decoder_refuses_is_decoded_by_the_codec_or_r
 async def test_send_encodes_what_the_codec_encodes_where_the_direct_encoder_fails() -> None:
     app = agentstream.App(f"direct-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
     counts = app.topic("counts", key_type=str, value_type=int)
-    big = 2 ** 70  # past orjson's 64-bit integers: the codec's own error, with its fix
+    big = 2**70  # past orjson's 64-bit integers: the codec's own error, with its fix
     with pytest.raises(SerializationError) as refused:
         counts.value_codec.dumps(big)
     async with AppHarness(app) as h:

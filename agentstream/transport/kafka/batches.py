@@ -11,7 +11,8 @@ partition memo) and needs delivery only per commit, so it appends to aiokafka's
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Generator, Optional
+from collections.abc import Callable, Generator
+from typing import Any
 
 from aiokafka.producer.message_accumulator import BatchBuilder  # type: ignore[import-untyped,unused-ignore]
 from aiokafka.structs import RecordMetadata, TopicPartition  # type: ignore[import-untyped,unused-ignore]
@@ -27,8 +28,13 @@ def _direct_append_fits() -> bool:
     (checked once at import; else every append goes through ``BatchBuilder.append``)."""
     try:
         probe = BatchBuilder(1024, 0)
-        return (probe._relative_offset == 0 and probe._closed is False and probe._key_serializer is None
-                and probe._value_serializer is None and callable(probe._builder.append))
+        return (
+            probe._relative_offset == 0
+            and probe._closed is False
+            and probe._key_serializer is None
+            and probe._value_serializer is None
+            and callable(probe._builder.append)
+        )
     except Exception:
         return False
 
@@ -45,8 +51,15 @@ class OpenBatch:
 
     __slots__ = ("topic", "partition", "builder", "records", "delivered", "generation", "_on_failed")
 
-    def __init__(self, topic: str, partition: int, builder: Any, loop: asyncio.AbstractEventLoop,
-                 on_failed: Optional[FailureHook] = None, generation: int = 0) -> None:
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        builder: Any,
+        loop: asyncio.AbstractEventLoop,
+        on_failed: FailureHook | None = None,
+        generation: int = 0,
+    ) -> None:
         self.topic = topic
         self.partition = partition
         self.builder = builder
@@ -59,10 +72,10 @@ class OpenBatch:
         # Resolved from aiokafka's batch future once the broker acknowledged (or refused) it.
         self.delivered: asyncio.Future[RecordMetadata] = loop.create_future()
 
-    def track(self, aiokafka_future: "asyncio.Future[Any]") -> None:
+    def track(self, aiokafka_future: asyncio.Future[Any]) -> None:
         aiokafka_future.add_done_callback(self._settle)
 
-    def _settle(self, fut: "asyncio.Future[Any]") -> None:
+    def _settle(self, fut: asyncio.Future[Any]) -> None:
         if self.delivered.done():
             return
         if fut.cancelled():
@@ -117,10 +130,17 @@ class RecordDelivery:
         batch = self._batch
         md = batch.delivered.result()
         timestamp = self._meta.timestamp if md.timestamp in (None, -1) else md.timestamp
-        return RecordMetadata(batch.topic, batch.partition, TopicPartition(batch.topic, batch.partition),
-                              md.offset + self._meta.offset, timestamp, md.timestamp_type, md.log_start_offset)
+        return RecordMetadata(
+            batch.topic,
+            batch.partition,
+            TopicPartition(batch.topic, batch.partition),
+            md.offset + self._meta.offset,
+            timestamp,
+            md.timestamp_type,
+            md.log_start_offset,
+        )
 
-    def add_done_callback(self, fn: Callable[["RecordDelivery"], Any]) -> None:
+    def add_done_callback(self, fn: Callable[[RecordDelivery], Any]) -> None:
         self._batch.delivered.add_done_callback(lambda _f: fn(self))
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
