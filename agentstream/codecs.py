@@ -19,7 +19,7 @@ import pickle
 from collections.abc import Callable, Mapping
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, overload, runtime_checkable
 from uuid import UUID
 
 import orjson
@@ -516,3 +516,91 @@ def _typed_json(type_: Any) -> Codec:
     if type_ is Any or type_ is object:
         return get("json")
     return JSONCodec(type_)
+
+
+_UTF8_TEXT: dict[type, Callable[[Any], bytes]] = {str: str.encode}
+_RAW_TEXT: dict[type, Callable[[Any], bytes]] = {str: str.encode, bytes: bytes}  # bytes(b) is b itself
+_JSON_SCALARS: dict[type, Callable[[Any], bytes]] = {t: orjson.dumps for t in (str, int, float, bool)}
+
+
+def direct_encoders(codec: Codec) -> dict[type, Callable[[Any], bytes]]:
+    """The exact types whose encoding by ``codec`` is one C call, and that call: what a topic's
+    send path uses instead of ``codec.dumps`` (same bytes; any other type goes to ``dumps``).
+
+    Only for the built-in codecs themselves (a subclass may encode differently): raw keys give
+    str as UTF-8 and bytes as they are, ``str`` gives UTF-8, JSON gives orjson's output for
+    scalars (what :func:`json_dumps` makes of them)."""
+    kind = type(codec)
+    if kind is RawCodec or kind is UntypedKeyCodec or kind is TypedRawCodec:
+        return _RAW_TEXT
+    if kind is StrCodec:
+        return _UTF8_TEXT
+    if kind is JSONCodec:
+        return _JSON_SCALARS
+    return {}
+
+
+class _NotDirect(Exception):
+    """A payload the direct decoder does not take as is: ask the codec (which may convert or raise)."""
+
+
+def _json_exact(type_: type) -> Callable[[bytes], Any]:
+    loads = orjson.loads
+
+    def decode(data: bytes) -> Any:
+        value = loads(data)
+        if type(value) is type_:
+            return value
+        raise _NotDirect
+
+    return decode
+
+
+# Declared types whose converter returns a payload of exactly that type as it is (a bare dict:
+# an equal copy), so the direct decoder may skip it.
+_JSON_EXACT: dict[type, Callable[[bytes], Any]] = {t: _json_exact(t) for t in (str, int, float, dict)}
+
+
+def direct_decoder(codec: Codec) -> Callable[[bytes], Any]:
+    """A decoder for the common case of ``codec`` in fewer Python frames (a C call where there is
+    one). It may raise for a payload ``codec.loads`` accepts (a JSON int for a float field) or
+    rejects: callers then call ``codec.loads``, whose result or error (with its message) counts.
+    Takes ``bytes`` (what the consumer gives), never None."""
+    kind = type(codec)
+    if kind is TypedRawCodec and codec.type_ is str:  # type: ignore[attr-defined]
+        return bytes.decode  # UTF-8, strict: a bad payload raises, then the codec names it
+    if kind is StrCodec:
+        return bytes.decode
+    if kind is RawCodec:
+        return bytes  # bytes(b) is b itself
+    if kind is JSONCodec:
+        type_ = codec.type_  # type: ignore[attr-defined]
+        if type_ in _JSON_EXACT:
+            return _JSON_EXACT[type_]
+    return codec.loads
+
+
+class CodecSlot:
+    """A declaration's codec attribute (``topic.key_codec``, ``table.key_codec``) that keeps the
+    codec's :func:`direct_encoders` beside it, so they are chosen once, when the codec is set,
+    however often it is set: the codec is in ``_<name>``, its encoders in ``_<name>_enc``."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attr = f"_{name}"
+        self.encoders = f"_{name}_enc"
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> CodecSlot: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> Codec: ...
+
+    def __get__(self, obj: object | None, owner: type | None = None) -> Codec | CodecSlot:
+        if obj is None:
+            return self
+        codec: Codec = getattr(obj, self.attr)
+        return codec
+
+    def __set__(self, obj: object, codec: Codec) -> None:
+        setattr(obj, self.attr, codec)
+        setattr(obj, self.encoders, direct_encoders(codec))

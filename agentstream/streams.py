@@ -90,6 +90,7 @@ class Stream:
         self.current_event: Event | None = None
         # A task's synchronous fast path (StreamTask.poll_event): a ready record without a coroutine.
         self._poll: Callable[[], Event | None] | None = getattr(input, "poll_event", None)
+        self._ack = input.ack
         hand = streams_in_hand.get()
         if hand is not None:
             hand.append(self)
@@ -112,53 +113,48 @@ class Stream:
         return self
 
     async def __anext__(self) -> Any:
-        # _advance() inlined: this runs once per record.
+        """The per-record path, the only copy of it: ack what was handed out last, then take
+        the next record (without a coroutine below this one when the task has it ready)."""
         pending = self._pending
         if pending:
-            ack = self._input.ack
+            ack = self._ack
             for done in pending:
                 ack(done)
             pending.clear()
-        event: Event | None
-        if self._processors:
-            event = await self._pull()
-        else:
-            poll = self._poll
-            event = None if poll is None else poll()
-            if event is None:
-                event = await self._input.next_event()
-            self.current_event = event
-            set_current_event(event)
-        assert event is not None  # no timeout given: the input waits for a record
-        pending.append(event)
-        return event.value
+        poll = self._poll
+        if poll is not None and not self._processors:
+            event = poll()
+            if event is not None:
+                self.current_event = event
+                set_current_event(event)
+                pending.append(event)
+                return event.value
+        return (await self._wait_next()).value
 
     async def _advance(self) -> Event:
-        """The per-record path: ack what was handed out last, pull the next record."""
-        pending = self._pending
-        if pending:
-            ack = self._input.ack
-            for done in pending:
-                ack(done)
-            pending.clear()
+        """:meth:`__anext__` giving the event (``events()``, ``items()``): it is the current event."""
+        await self.__anext__()
+        event = self.current_event
+        assert event is not None
+        return event
+
+    async def _wait_next(self) -> Event:
+        """The next record when none was ready (or the stream has processors): waits for it."""
         event: Event | None
         if self._processors:
             event = await self._pull()
         else:
-            poll = self._poll
-            event = None if poll is None else poll()
-            if event is None:
-                event = await self._input.next_event()
+            event = await self._input.next_event()
             self.current_event = event
             set_current_event(event)
         assert event is not None  # no timeout given: the input waits for a record
-        pending.append(event)
+        self._pending.append(event)
         return event
 
     def ack_pending(self) -> None:
         """Acknowledge what was handed out last; called when the agent asks for more."""
         if self._pending:
-            ack = self._input.ack
+            ack = self._ack
             for event in self._pending:
                 ack(event)
             self._pending.clear()
@@ -374,6 +370,9 @@ class Stream:
 class _NoAckStream(Stream):
     """A stream whose records stay in hand until ``stream.ack(event)``."""
 
+    async def __anext__(self) -> Any:
+        return (await self._advance()).value  # never Stream.__anext__'s ack of the last record
+
     async def _advance(self) -> Event:
         event = await self._pull() if self._processors else await self._input.next_event()
         assert event is not None
@@ -494,7 +493,9 @@ class _Events:
         return self
 
     async def __anext__(self) -> Event:
-        return await self._stream._advance()
+        stream = self._stream
+        await stream.__anext__()  # not _advance(): one coroutine less per record
+        return stream.current_event  # type: ignore[return-value]  # set by __anext__
 
 
 class _Items:
@@ -509,7 +510,9 @@ class _Items:
         return self
 
     async def __anext__(self) -> tuple[Any, Any]:
-        event = await self._stream._advance()
+        stream = self._stream
+        await stream.__anext__()  # not _advance(): one coroutine less per record
+        event: Event = stream.current_event  # type: ignore[assignment]  # set by __anext__
         return event.key, event.value
 
 

@@ -6,7 +6,7 @@ timestamp of the record being handled (event time flows downstream, as in Kafka 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import codecs
@@ -25,6 +25,16 @@ __all__ = ["Topic", "TopicGroup"]
 
 class Topic:
     """A Kafka topic as the app sees it (Faust's ``app.topic(...)``)."""
+
+    # Each codec with the C call that encodes common exact types the way it would (str -> UTF-8
+    # for raw keys, orjson for JSON scalars): send() dispatches on the value's type with one dict
+    # lookup instead of two or three Python frames.
+    key_codec = codecs.CodecSlot()
+    value_codec = codecs.CodecSlot()
+    _key_codec: codecs.Codec
+    _key_codec_enc: dict[type, Callable[[Any], bytes]]
+    _value_codec: codecs.Codec
+    _value_codec_enc: dict[type, Callable[[Any], bytes]]
 
     def __init__(self, app: App, name: str, **options: Unpack[TopicOptions]) -> None:
         key_type, key_serializer = options.get("key_type"), options.get("key_serializer")
@@ -75,8 +85,8 @@ class Topic:
         return TopicSpec(self.name, self.partitions, self.compacted, self.config)
 
     def encode(self, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
-        kb = None if key is None else self.key_codec.dumps(key)
-        vb = None if value is None else self.value_codec.dumps(value)
+        kb = None if key is None else self._key_codec.dumps(key)
+        vb = None if value is None else self._value_codec.dumps(value)
         return kb, vb
 
     async def send(
@@ -92,7 +102,34 @@ class Topic:
 
         The worker flushes the producer before it commits, so agents need not wait for delivery.
         """
-        kb, vb = self.encode(key, value)
+        # Everything per record is inlined (encode, the current event's timestamp, the producer's
+        # synchronous append): one coroutine frame per send. send_raw() is the general path.
+        try:
+            if key is None:
+                kb = None
+            else:
+                enc: Callable[[Any], bytes] | None = self._key_codec_enc.get(type(key))
+                kb = self._key_codec.dumps(key) if enc is None else enc(key)
+            if value is None:
+                vb = None
+            else:
+                enc = self._value_codec_enc.get(type(value))
+                vb = self._value_codec.dumps(value) if enc is None else enc(value)
+        except Exception:  # e.g. an int past orjson's 64 bits: the codecs' own result, or their error
+            kb, vb = self.encode(key, value)
+        if timestamp is None and headers is None:
+            app = self.app
+            if app._producer_started and not (app.sensors._sensors or app.on_produce_message.receivers):
+                task = current_task.get()
+                if task is None or task.txn is None:
+                    send_now = getattr(app._producer, "send_now", None)
+                    if send_now is not None:
+                        event = current_event()
+                        delivery: Delivery | None = send_now(
+                            self.name, kb, vb, partition, None if event is None else event.message.timestamp, None
+                        )
+                        if delivery is not None:
+                            return delivery
         return await self.send_raw(kb, vb, partition=partition, timestamp=timestamp, headers=headers)
 
     async def send_raw(

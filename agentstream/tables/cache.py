@@ -18,6 +18,7 @@ S = TypeVar("S", bound=Hashable)
 """Whatever identifies a store in the caller (a name, an index, the store object...)."""
 
 _MISS = object()
+_NOTHING: list = []  # type: ignore[type-arg]  # put()'s usual answer: shared, never mutated (callers only read it)
 MISS = _MISS
 """What :meth:`RecordCache.lookup` returns for a key it does not hold."""
 
@@ -43,12 +44,13 @@ class RecordCache(Generic[S]):
 
         With ``max_size == 0`` the write itself is returned: write-through.
         """
-        if not self.max_size:
+        max_size = self.max_size
+        if not max_size:
             return [(store_id, key, value)]
         entries = self._entries
         entries[(store_id, key)] = value
-        if len(entries) <= self.max_size:
-            return []
+        if len(entries) <= max_size:
+            return _NOTHING
         evicted: list[tuple[S, bytes, bytes | None]] = []
         while len(entries) > self.max_size:
             (sid, k), v = entries.popitem(last=False)

@@ -63,12 +63,24 @@ class _Upper:
 upper = _Upper()
 
 
+class _KeyCodecSlot(codecs.CodecSlot):
+    """``table.key_codec``: also its ``dumps`` (the read path calls it) and a fresh key memo."""
+
+    def __set__(self, obj: object, codec: codecs.Codec) -> None:
+        super().__set__(obj, codec)
+        obj._key_codec_dumps = codec.dumps  # type: ignore[attr-defined]
+        obj._last_key = _NO_KEY  # type: ignore[attr-defined]
+
+
 class Table(Rows):
     """``app.Table(name, default=int)``: a partitioned, changelog-backed dict (Faust's Table)."""
 
     is_global = False
-    key_codec: codecs.Codec
+    key_codec = _KeyCodecSlot()
     value_codec: codecs.Codec
+    _key_codec: codecs.Codec
+    _key_codec_enc: dict[type, Callable[[Any], bytes]]
+    _key_codec_dumps: Callable[[Any], bytes | None]
     _windowed: Any = None  # the shared window state once tumbling()/hopping() was called
     source_topic: Topic | None = None  # set by from_topic(): the table mirrors this topic
     eos = False  # set by the TableManager under processing_guarantee='exactly_once'
@@ -123,7 +135,6 @@ class Table(Rows):
             internal=True,
             compacted=True,
         )
-        self._key_codec_dumps = self.key_codec.dumps
         self._last_key: Any = _NO_KEY
         self._last_kb = b""
         self._homes: dict[bytes, int] = {}
@@ -131,11 +142,17 @@ class Table(Rows):
 
     def _key_dumps(self, key: Any) -> bytes:
         # A read-modify-write (``t[k] = t[k] + 1``) encodes the same key twice in a row: remember
-        # the last one. Only for immutable key types, so a mutated key is never served stale.
+        # the last one (the dict API checks it inline). Only for immutable key types, so a
+        # mutated key is never served stale.
         if key is self._last_key:
             return self._last_kb
+        enc = self._key_codec_enc.get(type(key))
+        if enc is not None:  # str or bytes of a raw key codec: no check below applies to them
+            kb = enc(key)
+            self._last_key, self._last_kb = key, kb
+            return kb
         try:
-            kb = self._key_codec_dumps(key)
+            encoded = self._key_codec_dumps(key)
         except SerializationError as exc:
             hint = (
                 (
@@ -146,9 +163,10 @@ class Table(Rows):
                 else ""
             )
             raise SerializationError(f"table {self.name!r} cannot encode key {key!r}: {exc}{hint}") from exc
-        if kb is None:
+        if encoded is None:
             raise KeyError("a table key cannot be None")
-        if self.key_type is None and type(key) not in _UNTYPED_KEYS and type(self.key_codec) is codecs.UntypedKeyCodec:
+        kb = encoded
+        if self.key_type is None and type(key) not in _UNTYPED_KEYS and type(self._key_codec) is codecs.UntypedKeyCodec:
             self._untyped_key(key)
         if type(key) in _IMMUTABLE_KEYS:
             self._last_key, self._last_kb = key, kb
@@ -204,13 +222,17 @@ class Table(Rows):
             return key_bytes
 
     def _partition_for(self, key_bytes: bytes, write: bool) -> TablePartition:
-        home = self._home_partition(key_bytes)
-        rt = current_runtime.get()  # inlined runtime_for(): this runs for every table read and write
+        home = self._homes.get(key_bytes)  # inlined _home_partition(): every table read and write
+        if home is None:
+            home = self._home_partition(key_bytes)
+        rt = current_runtime.get()  # inlined runtime_for()
         if rt is None or rt.app is not self.app:
             rt = runtime_for(self.app)
         parts: dict[int, TablePartition] = rt.partitions.get(self.name) or {}
         part = parts.get(home)
         event = current_event()
+        if part is not None and event is not None and event.message.partition == home and not self.is_global:
+            return part  # the common case: the key belongs to the partition of the record in hand
         if event is None or self.is_global:
             if part is None:
                 raise TableNotReady(
@@ -329,7 +351,7 @@ class Table(Rows):
 
     # -- dict API ---------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
-        kb = self._key_dumps(key)
+        kb = self._last_kb if key is self._last_key else self._key_dumps(key)
         found, value = self._partition_for(kb, False).get_bytes(kb)
         if found:
             return value
@@ -338,7 +360,7 @@ class Table(Rows):
         raise KeyError(key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        kb = self._key_dumps(key)
+        kb = self._last_kb if key is self._last_key else self._key_dumps(key)
         self._partition_for(kb, True).set(kb, value)
 
     def __delitem__(self, key: Any) -> None:

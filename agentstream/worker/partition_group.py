@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..transport.base import TP, Message
 
@@ -21,6 +22,10 @@ FETCH_WAIT = 1.0
 """max_task_idle=0: how long a task waits at most for the fetch of an input with known lag."""
 
 
+def _as_is(data: bytes) -> Any:
+    return data
+
+
 class Wait(float):
     """Returned by :meth:`PartitionGroup.next` when the task should wait this many seconds."""
 
@@ -28,10 +33,12 @@ class Wait(float):
 class RecordQueue:
     """The bounded buffer of one input partition of one task."""
 
-    __slots__ = ("tp", "messages", "next_offset", "paused")
+    __slots__ = ("tp", "messages", "next_offset", "paused", "decoders")
 
     def __init__(self, tp: TP) -> None:
         self.tp = tp
+        # (key, value) decoders of the topic, set by the task that owns the queue
+        self.decoders: tuple[Callable[[bytes], Any], Callable[[bytes], Any]] = (_as_is, _as_is)
         self.messages: deque[Message] = deque()
         self.next_offset: int | None = None  # offset after the last buffered record
         self.paused = False

@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from ..codecs import direct_decoder
 from ..events import Event, set_current_event
 from ..exceptions import AgentError, StopProcessing, StoreError, TopologyError, TransportError, WorkerStopped
 from ..lifecycle import TASK_TRANSITIONS, StateMachine, TaskState
@@ -94,6 +95,13 @@ class StreamTask:
         self._errors = errors
         self._on_drained = on_drained
         self._codecs = {t.name: (t.key_codec.loads, t.value_codec.loads) for t in subtopology.source_topic_objects}
+        # Codecs chosen once per input: each queue carries the direct decoders of its topic.
+        direct = {
+            t.name: (direct_decoder(t.key_codec), direct_decoder(t.value_codec))
+            for t in subtopology.source_topic_objects
+        }
+        for q in self.group.queues.values():
+            q.decoders = direct[q.tp.topic]
         self._wakeup = asyncio.Event()
         self._closed = asyncio.Event()  # set by stop(): ends a restart backoff at once
         self.lifecycle: StateMachine[TaskState] = StateMachine(TaskState.CREATED, TASK_TRANSITIONS, f"task {task_id}")
@@ -113,8 +121,8 @@ class StreamTask:
         self.gate: CommitGate | None = None
         self.txn: TaskTransaction | None = None
         self.faults: FaultPoints | None = None
-        self._fast = False  # poll_event() allowed: running, no commit gate, no fault points (set by start())
-        self._undecodable: tuple[Message, TP, Exception] | None = None  # left by poll_event() for the policy
+        self._wait: Wait | None = None  # left by _take(): how long to wait for a lagging input
+        self._undecodable: tuple[Message, TP, Exception] | None = None  # left by _take() for the policy
 
     # -- fed by the fetcher -------------------------------------------------------------------
     def add(self, tp: TP, messages: list[Message]) -> int:
@@ -151,42 +159,55 @@ class StreamTask:
     def poll_event(self) -> Event | None:
         """The next record when one is buffered and may go now, without suspending; None sends
         the caller to :meth:`next_event` (nothing ready, a wait, a record that failed to decode,
-        or exactly-once / fault points, whose gates need the async path).
+        or exactly-once / fault points, whose gates need the async path). :meth:`start` replaces
+        it with :meth:`_take` when no gate is needed."""
+        return None
 
-        The per-record fast path of a stream: no coroutine per record, the same choice, decode
-        and ack bookkeeping as :meth:`_next_event` (one record at a time: depth-first holds)."""
-        if not self._fast or self.lifecycle.state is not _RUNNING:
+    def _take(self) -> Event | None:
+        """Take the next record, do its ack bookkeeping and decode it: the one take/decode path
+        of :meth:`poll_event` (per record, no coroutine) and :meth:`_next_event`. None: nothing
+        may go now (nothing buffered, a :class:`Wait` left in ``_wait``, or a record that failed
+        to decode left in ``_undecodable`` for the error policy). One record at a time: depth-first."""
+        if self.lifecycle.state is not _RUNNING:
             return None
         group = self.group
-        single = group._single
-        if single is not None:  # inlined PartitionGroup.next() for the one-input task
-            messages = single.messages
+        q = group._single
+        if q is not None:  # inlined PartitionGroup.next() for the one-input task
+            messages = q.messages
             if not messages:
                 return None
             message: Message = messages.popleft()
-            q = single
         else:
             item = group.next()
-            if item is None or type(item) is Wait:
+            if item is None:
+                return None
+            if type(item) is Wait:
+                self._wait = item  # type: ignore[assignment]
                 return None
             message = item  # type: ignore[assignment]
-            q = group.last  # type: ignore[assignment]
+            q = group.last
+            assert q is not None
         tp = q.tp
         if q.paused and len(q.messages) <= self._low_water:
             self._on_drained(tp)
         if not self._ordered_acks:
             self._inflight[tp].append(message.offset)
-        key_loads, value_loads = self._codecs[tp.topic]
+        key_direct, value_direct = q.decoders
+        raw_key, raw_value = message.key, message.value
         try:
-            key = None if message.key is None else key_loads(message.key)
-            value = None if message.value is None else value_loads(message.value)
-        except Exception as exc:
-            self._undecodable = (message, tp, exc)  # the async path applies the error policy
-            return None
+            key = None if raw_key is None else key_direct(raw_key)
+            value = None if raw_value is None else value_direct(raw_value)
+        except Exception:
+            key_loads, value_loads = self._codecs[tp.topic]  # the codecs' own answer, or their error
+            try:
+                key = None if raw_key is None else key_loads(raw_key)
+                value = None if raw_value is None else value_loads(raw_value)
+            except Exception as exc:
+                self._undecodable = (message, tp, exc)  # the async path applies the error policy
+                return None
         return Event(key, value, message, tp)
 
     async def _next_event(self, timeout: float | None = None) -> Event | None:
-        group = self.group
         deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
         while True:
             if self.lifecycle.state is not _RUNNING:
@@ -196,39 +217,27 @@ class StreamTask:
                 self._undecodable = None
                 await self._decode_failed(*failed)
                 continue
-            item = group.next()
-            if item is None or type(item) is Wait:
-                wait = None if item is None else float(item)
-                if deadline is not None:
-                    remaining = deadline - asyncio.get_running_loop().time()
-                    if remaining <= 0:
-                        return None
-                    wait = remaining if wait is None else min(wait, remaining)
-                self._wakeup.clear()
-                if wait is None:
-                    await self._wakeup.wait()
-                else:
-                    try:
-                        await asyncio.wait_for(self._wakeup.wait(), wait)
-                    except TimeoutError:
-                        pass
+            self._wait = None
+            event = self._take()
+            if event is not None:
+                return event
+            if self._undecodable is not None:
                 continue
-            message: Message = item  # type: ignore[assignment]
-            q = group.last
-            assert q is not None
-            tp = q.tp
-            if q.paused and len(q.messages) <= self._low_water:
-                self._on_drained(tp)
-            if not self._ordered_acks:
-                self._inflight[tp].append(message.offset)
-            key_loads, value_loads = self._codecs[tp.topic]
-            try:
-                key = None if message.key is None else key_loads(message.key)
-                value = None if message.value is None else value_loads(message.value)
-            except Exception as exc:
-                await self._decode_failed(message, tp, exc)
-                continue
-            return Event(key, value, message, tp)
+            wait: float | None = self._wait
+            self._wait = None
+            if deadline is not None:
+                remaining = deadline - asyncio.get_running_loop().time()
+                if remaining <= 0:
+                    return None
+                wait = remaining if wait is None else min(wait, remaining)
+            self._wakeup.clear()
+            if wait is None:
+                await self._wakeup.wait()
+            else:
+                try:
+                    await asyncio.wait_for(self._wakeup.wait(), wait)
+                except TimeoutError:
+                    pass
 
     async def _decode_failed(self, message: Message, tp: TP, exc: Exception) -> None:
         if self.gate is not None:  # a dead letter must land in the transaction of its offset
@@ -285,7 +294,7 @@ class StreamTask:
         if self.gate is None and self.faults is None:
             # The common case needs no wrapper: streams call the inner pull directly.
             self.next_event = self._next_event  # type: ignore[method-assign]
-            self._fast = True
+            self.poll_event = self._take  # type: ignore[method-assign]
         for i in range(self.agent.concurrency):
             task = asyncio.ensure_future(self._run_instance(i))
             task.add_done_callback(self._instance_done)

@@ -14,12 +14,32 @@ import asyncio
 from collections.abc import Callable, Generator
 from typing import Any
 
+from aiokafka.producer.message_accumulator import BatchBuilder  # type: ignore[import-untyped,unused-ignore]
 from aiokafka.structs import RecordMetadata, TopicPartition  # type: ignore[import-untyped,unused-ignore]
 
 __all__ = ["OpenBatch", "RecordDelivery"]
 
 
 FailureHook = Callable[["OpenBatch", BaseException], None]
+
+
+def _direct_append_fits() -> bool:
+    """Whether this aiokafka's BatchBuilder has the parts :meth:`OpenBatch` appends through
+    (checked once at import; else every append goes through ``BatchBuilder.append``)."""
+    try:
+        probe = BatchBuilder(1024, 0)
+        return (
+            probe._relative_offset == 0
+            and probe._closed is False
+            and probe._key_serializer is None
+            and probe._value_serializer is None
+            and callable(probe._builder.append)
+        )
+    except Exception:
+        return False
+
+
+_DIRECT = _direct_append_fits()
 
 
 class OpenBatch:
@@ -29,7 +49,7 @@ class OpenBatch:
     waiter wakes up), so the producer can stop appending to it and remember the failure at once.
     """
 
-    __slots__ = ("topic", "partition", "builder", "delivered", "generation", "_on_failed")
+    __slots__ = ("topic", "partition", "builder", "records", "delivered", "generation", "_on_failed")
 
     def __init__(
         self,
@@ -43,6 +63,10 @@ class OpenBatch:
         self.topic = topic
         self.partition = partition
         self.builder = builder
+        # aiokafka's C record builder inside its BatchBuilder, for the producer's per-record
+        # append (what BatchBuilder.append does, without its two Python frames); None when the
+        # builder is another kind (tests script one): use builder.append.
+        self.records: Any = builder._builder if type(builder) is BatchBuilder and _DIRECT else None
         self.generation = generation  # the producer's generation (stop/abort start a new one)
         self._on_failed = on_failed
         # Resolved from aiokafka's batch future once the broker acknowledged (or refused) it.

@@ -173,11 +173,26 @@ class KafkaProducer:
         batch = open_batches.get(partition)
         if batch is None:
             return None
-        meta = batch.builder.append(
-            timestamp=timestamp_ms, key=key, value=value, headers=list(headers) if headers else _NO_HEADERS
-        )
-        if meta is None:
+        records = batch.records
+        if records is None:
+            meta = batch.builder.append(
+                timestamp=timestamp_ms, key=key, value=value, headers=list(headers) if headers else _NO_HEADERS
+            )
+            if meta is None:
+                return None
+            return RecordDelivery(batch, meta)
+        # BatchBuilder.append inlined (no serializers are configured, see batches._direct_append_fits)
+        builder = batch.builder
+        if builder._closed:
             return None
+        offset = builder._relative_offset
+        meta = records.append(
+            offset, timestamp_ms, key=key, value=value, headers=list(headers) if headers else _NO_HEADERS
+        )
+        if meta is None:  # full: closed, as BatchBuilder.append does; send() opens the next one
+            builder.close()
+            return None
+        builder._relative_offset = offset + 1
         return RecordDelivery(batch, meta)
 
     async def _learn_topic(self, topic: str) -> int:
