@@ -12,6 +12,10 @@ acknowledged by the broker (so visible to consumers) and its input offsets are c
 Input is loaded before the process starts, so group join and start-up are not in the interval.
 
 Cases:
+  Baselines (bench/raw_loop.py, one loop for both): raw = aiokafka's send() per record; batch =
+  aiokafka's batch API (BatchBuilder per partition, send_batch, partition memoised per key), the
+  target. passthrough and wordcount run both; latency and scale run the batch one as well.
+
   passthrough  N records (100-byte values, 8-byte keys, 4 partitions) copied unchanged to another topic.
   wordcount    N sentences of ~10 words (vocabulary of 1000) through apps/wordcount.py (the real
                app: split -> repartition by word -> count in a RocksDB table -> counts topic);
@@ -19,10 +23,11 @@ Cases:
   restore      N-key changelog (16-byte keys, JSON int values, 4 partitions) into RocksDB.
   export       N-record changelog exported to Parquet by Spark vs a raw aiokafka read into Arrow (bench/export_case.py).
   latency      (bench/latency_case.py) end-to-end latency of the pass-through workload: N records
-               paced at half of the max rate (the lower of both sides' backlog throughput,
-               measured in the case on min(N, 100 000) records), each stamped with its send time;
-               a probe consumer of the output topic reports p50/p99/max per side. The worker is
-               joined and idle before the feed starts. ratio = p99 agentstream/raw (lower is better).
+               paced at 1,000 records/s (issue 17's target; BENCH_LATENCY_RATE=R or =half: half of
+               the lowest backlog throughput, measured first), each stamped with its send time,
+               through agentstream, the raw loop and the batch-API loop; a probe consumer of the
+               output topic reports p50/p99/max per side. The worker is joined and idle before the
+               feed starts. ratio = p99 agentstream/raw (lower is better); p99_minus_* in ms.
   backlog      (bench/backlog_case.py) memory while draining an N-record pass-through backlog:
                RSS sampled every 0.25 s next to the records handled; RSS after the first
                min(100 000, N/5) records, peak/min after it, "flat" = all within +-20 %.
@@ -31,8 +36,10 @@ Cases:
                (N sentences; Zipf-skewed words) and on bench/apps/passthrough.py (N records with
                distinct keys: no skew); every topic has --scale-partitions partitions (default 8);
                workers settle in the group on empty topics before the input is loaded; also the
-               broker's and the machine's CPU. No raw side: the raw_* fields are the 1-worker run
-               and ratio = the speedup.
+               broker's, the orchestrator's and the machine's CPU (where the cores went). The
+               batch-API loop runs the same way with 1 and 2 processes (its own speedup: what the
+               machine allows a hand-written loop). raw_* = agentstream's 1-worker run, batch_* =
+               the batch loop's 2-process run; ratio = the speedup; 3 pairs, the median (--quick: 1).
 
 Cases can add headline fields to their row (percentiles, speedup...) and a one-line summary.
 A run of some of the cases keeps the other cases' rows of the results file (same size only).
@@ -68,9 +75,9 @@ ARTIFACTS = ROOT / "artifacts" / "bench"
 RESULTS = Path(__file__).resolve().parent / "results.json"
 
 FULL = {"passthrough": 500_000, "wordcount": 200_000, "restore": 1_000_000, "export": 1_000_000,
-        "latency": 400_000, "backlog": 1_000_000, "scale-wordcount": 100_000, "scale-passthrough": 500_000}
+        "latency": 20_000, "backlog": 1_000_000, "scale-wordcount": 100_000, "scale-passthrough": 500_000}
 QUICK = {"passthrough": 20_000, "wordcount": 5_000, "restore": 50_000, "export": 50_000,
-         "latency": 15_000, "backlog": 50_000, "scale-wordcount": 5_000, "scale-passthrough": 20_000}
+         "latency": 3_000, "backlog": 50_000, "scale-wordcount": 5_000, "scale-passthrough": 20_000}
 
 
 def log(msg: str) -> None:
@@ -193,7 +200,7 @@ def case_passthrough(case: Case, n: int) -> dict[str, Any]:
     r = case.run("raw", ["bench.raw_passthrough", "--in", "pt-in", "--out", "pt-out-raw", "--group", "raw-passthrough",
                          "--expect", str(n)])
     log(f"passthrough: raw {r['records_per_s']:.0f} records/s")
-    bt = case.run("batch", ["bench.raw_batch_passthrough", "--in", "pt-in", "--out", "pt-out-batch",
+    bt = case.run("batch", ["bench.raw_passthrough", "--batch", "--in", "pt-in", "--out", "pt-out-batch",
                             "--group", "batch-passthrough", "--expect", str(n)])
     log(f"passthrough: batch-API {bt['records_per_s']:.0f} records/s")
     for side, topic in ((a, "pt-out-agentstream"), (r, "pt-out-raw"), (bt, "pt-out-batch")):
@@ -227,7 +234,7 @@ def case_wordcount(case: Case, n: int) -> dict[str, Any]:
                          "--out", "raw-word-counts", "--group", "raw-wordcount", "--sentences", str(n),
                          "--words-total", str(words_total)])
     log(f"wordcount: raw {r['records_per_s']:.0f} sentences/s")
-    bt = case.run("batch", ["bench.raw_batch_wordcount", "--in", "sentences", "--words", "batch-wordcount-words",
+    bt = case.run("batch", ["bench.raw_wordcount", "--batch", "--in", "sentences", "--words", "batch-wordcount-words",
                             "--out", "batch-word-counts", "--group", "batch-wordcount", "--sentences", str(n),
                             "--words-total", str(words_total)])
     log(f"wordcount: batch-API {bt['records_per_s']:.0f} sentences/s")
@@ -403,11 +410,13 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"partitions of every topic of the scale cases (default {DEFAULT_PARTITIONS}; "
                         "env BENCH_SCALE_PARTITIONS)")
     p.add_argument("--scale-repeat", type=int, default=None,
-                   help="scale cases: run this many 1-worker/2-worker pairs and report the median (default 1; "
-                        "env BENCH_SCALE_REPEAT)")
+                   help="scale cases: run this many 1-worker/2-worker pairs and report the median (default 3, "
+                        "--quick 1; env BENCH_SCALE_REPEAT)")
     args = p.parse_args(argv)
     if args.scale_repeat is not None:
         os.environ["BENCH_SCALE_REPEAT"] = str(max(1, args.scale_repeat))
+    elif not args.quick:
+        os.environ.setdefault("BENCH_SCALE_REPEAT", "3")  # issue 17: the median of 3 pairs
     if args.scale_partitions is not None:
         if args.scale_partitions < 2:
             p.error("--scale-partitions must be >= 2 (two workers)")
