@@ -20,7 +20,8 @@ Cases:
   wordcount    N sentences of ~10 words (vocabulary of 1000) through apps/wordcount.py (the real
                app: split -> repartition by word -> count in a RocksDB table -> counts topic);
                records/s counts input sentences (each becomes ~10 repartition + ~10 output records).
-  restore      N-key changelog (16-byte keys, JSON int values, 4 partitions) into RocksDB.
+  restore      N-key changelog (16-byte keys, JSON int values, 4 partitions) into RocksDB; 3 runs per
+               side, alternating, each into fresh stores; the median of each side.
   export       N-record changelog exported to Parquet by Spark vs a raw aiokafka read into Arrow (bench/export_case.py).
   latency      (bench/latency_case.py) end-to-end latency of the pass-through workload: N records
                paced at 1,000 records/s (issue 17's target; BENCH_LATENCY_RATE=R or =half: half of
@@ -261,23 +262,43 @@ async def _restore_setup(bootstrap: str, records: list[tuple[bytes, bytes]]) -> 
     await common.load_topic(bootstrap, RESTORE_TOPIC, records, partitioner=default_partition)
 
 
+RESTORE_REPEAT = 3
+
+
 def case_restore(case: Case, n: int) -> dict[str, Any]:
+    """RESTORE_REPEAT restores per side, alternating (agentstream, raw, agentstream, ...), each
+    into fresh stores; each side's median run is its figure (every run in ``runs_records_per_s``)."""
     b = case.broker
     records = common.changelog_records(n)
     t = time.perf_counter()
     asyncio.run(_restore_setup(b.bootstrap, records))
     log(f"restore: loaded {n} changelog records in {time.perf_counter() - t:.1f}s")
     del records
-    a = case.run("agentstream", ["bench.as_runner", "restore", "--topic", RESTORE_TOPIC, "--partitions", "4",
-                                 "--expect", str(n), "--data-dir", str(case.scratch / "as"),
-                                 "--logfile", str(case.logs / "restore.log")])
-    log(f"restore: agentstream {a['records_per_s']:.0f} records/s")
-    r = case.run("raw", ["bench.raw_restore", "--topic", RESTORE_TOPIC, "--partitions", "4", "--expect", str(n),
-                         "--data-dir", str(case.scratch / "raw")])
-    log(f"restore: raw {r['records_per_s']:.0f} records/s")
-    for side in (a, r):
-        side["correct"] = side["records"] == n and side["keys"] == n
-    return {"agentstream": a, "raw": r}
+    runs: dict[str, list[dict[str, Any]]] = {"agentstream": [], "raw": []}
+    for i in range(RESTORE_REPEAT):
+        a = case.run("agentstream", ["bench.as_runner", "restore", "--topic", RESTORE_TOPIC, "--partitions", "4",
+                                     "--expect", str(n), "--data-dir", str(case.scratch / f"as{i}"),
+                                     "--logfile", str(case.logs / "restore.log")])
+        r = case.run("raw", ["bench.raw_restore", "--topic", RESTORE_TOPIC, "--partitions", "4", "--expect", str(n),
+                             "--data-dir", str(case.scratch / f"raw{i}")])
+        log(f"restore: agentstream {a['records_per_s']:.0f}, raw {r['records_per_s']:.0f} records/s "
+            f"({a['records_per_s'] / r['records_per_s']:.2f}x)")
+        runs["agentstream"].append(a)
+        runs["raw"].append(r)
+    out: dict[str, Any] = {}
+    for side, results in runs.items():
+        for res in results:
+            res["correct"] = res["records"] == n and res["keys"] == n
+        median = dict(sorted(results, key=lambda x: x["records_per_s"])[len(results) // 2])
+        median["runs_records_per_s"] = [round(x["records_per_s"], 1) for x in results]
+        median["correct"] = all(x["correct"] for x in results)
+        out[side] = median
+    pairs = [round(x["records_per_s"] / y["records_per_s"], 3) for x, y in zip(runs["agentstream"], runs["raw"])]
+    out["row"] = {"pair_ratios": pairs,
+                  "summary": f"median of {RESTORE_REPEAT} runs per side, alternating: agentstream "
+                             f"{out['agentstream']['runs_records_per_s']}, raw {out['raw']['runs_records_per_s']} "
+                             f"records/s; ratio per pair {pairs}"}
+    return out
 
 
 CASES = {"passthrough": case_passthrough, "wordcount": case_wordcount, "restore": case_restore,

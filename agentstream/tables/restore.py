@@ -16,10 +16,12 @@ record must never make a worker unable to start again.
 from __future__ import annotations
 
 import collections
+import contextlib
+import gc
 import logging
 import operator
 import time
-from typing import TYPE_CHECKING, Any, Sequence, cast
+from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
 
 import orjson
 
@@ -113,6 +115,31 @@ def _skip(part: TablePartition, m: Message, problem: str) -> None:
                 m.topic, m.partition, m.offset, part.table.name, problem, SKIPPED[m.topic], m.topic)
 
 
+_frozen = 0  # restores running with the heap frozen (several may overlap on one event loop)
+
+
+@contextlib.contextmanager
+def _heap_frozen() -> Iterator[None]:
+    """Keep the garbage collector off the heap that existed before the restore, while it runs.
+
+    A restore allocates a record object per changelog record; every so often that triggers a
+    full collection, which walks the whole heap: in a worker (app, libraries, caches) that was
+    the largest cost left against a bare rocksdict loop. ``gc.freeze()`` moves the objects that
+    exist now out of the collector's generations (they are not garbage: they are in use), so
+    collections during the restore only walk what the restore allocated; ``gc.unfreeze()``
+    puts them back when the last overlapping restore ends."""
+    global _frozen
+    if _frozen == 0:
+        gc.freeze()
+    _frozen += 1
+    try:
+        yield
+    finally:
+        _frozen -= 1
+        if _frozen == 0:
+            gc.unfreeze()
+
+
 class Restorer:
     """Replays changelog partitions into their stores until each reaches its fetch high watermark."""
 
@@ -128,6 +155,10 @@ class Restorer:
     async def run(self, parts: dict[TP, TablePartition], *, batch: int = 10_000) -> int:
         if not parts:
             return 0
+        with _heap_frozen():
+            return await self._run(parts, batch)
+
+    async def _run(self, parts: dict[TP, TablePartition], batch: int) -> int:
         consumer = self.consumer
         consumer.assign(list(parts))
         starts: dict[TP, int] = {}

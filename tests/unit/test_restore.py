@@ -229,3 +229,30 @@ def test_write_many_applies_columns_in_order_with_deletes(url: str, tmp_path: Pa
             store.write_many([b"a"], [])
     finally:
         store.close()
+
+
+def test_the_heap_is_frozen_only_while_restores_run_nested_or_failing() -> None:
+    import gc
+
+    assert gc.get_freeze_count() == 0
+    with restore._heap_frozen():
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        with restore._heap_frozen():  # an overlapping restore
+            pass
+        assert gc.get_freeze_count() >= frozen  # the first one still runs: still frozen
+    assert gc.get_freeze_count() == 0
+    with pytest.raises(RuntimeError):
+        with restore._heap_frozen():
+            raise RuntimeError("restore failed")
+    assert gc.get_freeze_count() == 0
+
+
+async def test_a_failed_restore_leaves_the_heap_unfrozen(transport: MemoryTransport, tmp_path: Path) -> None:
+    import gc
+
+    await fill(transport, [(b"k", b"1")])
+    c = SlowConsumer(await consumer(transport), empty=10**6)  # never answers: times out
+    with pytest.raises(RestoreTimeout):
+        await Restorer(c, "test", timeout=0.3).run({TP0: partition(tmp_path)})  # type: ignore[arg-type]
+    assert gc.get_freeze_count() == 0
