@@ -33,6 +33,7 @@ import orjson
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from ..tables.restore import heap_frozen
 from .offsets import ExportError, PartitionRange, snapshot_ranges
 from .schema import TableSpec, bulk_decoder, side_decoder, split_window_key
 
@@ -148,33 +149,38 @@ class _PartitionReader:
             return consumer
 
         try:
-            consumer = loop.run_until_complete(start())
-            try:
-                rows = _Columns()
-                position, last_progress = part.start, time.monotonic()
-                while position < part.end:
-                    fetched = loop.run_until_complete(consumer.getmany(tp, timeout_ms=500, max_records=BATCH_ROWS))
-                    messages = fetched.get(tp, ())
-                    before = position
-                    if messages:
-                        self._add(rows, messages)
-                        position = messages[-1].offset + 1
-                    else:  # nothing returned: control records / aborted data may still move us on
-                        position = max(position, loop.run_until_complete(consumer.position(tp)))
-                    now = time.monotonic()
-                    if position > before:
-                        last_progress = now
-                    elif now - last_progress > self.reader.idle_timeout:
-                        raise ExportError(
-                            f"{tp.topic}[{part.partition}]: no progress for {self.reader.idle_timeout:.0f}s at offset "
-                            f"{position} (reading up to {part.end})")
-                    if len(rows) >= BATCH_ROWS or (position >= part.end and len(rows)):
-                        yield self._batch(rows)
-                        rows = _Columns()
-            finally:
-                loop.run_until_complete(consumer.stop())
+            with heap_frozen():  # a record object per changelog record: see heap_frozen
+                yield from self._read(loop, start, tp)
         finally:
             loop.close()
+
+    def _read(self, loop: asyncio.AbstractEventLoop, start: Any, tp: Any) -> Iterator[Any]:
+        part = self.part
+        consumer = loop.run_until_complete(start())
+        try:
+            rows = _Columns()
+            position, last_progress = part.start, time.monotonic()
+            while position < part.end:
+                fetched = loop.run_until_complete(consumer.getmany(tp, timeout_ms=500, max_records=BATCH_ROWS))
+                messages = fetched.get(tp, ())
+                before = position
+                if messages:
+                    self._add(rows, messages)
+                    position = messages[-1].offset + 1
+                else:  # nothing returned: control records / aborted data may still move us on
+                    position = max(position, loop.run_until_complete(consumer.position(tp)))
+                now = time.monotonic()
+                if position > before:
+                    last_progress = now
+                elif now - last_progress > self.reader.idle_timeout:
+                    raise ExportError(
+                        f"{tp.topic}[{part.partition}]: no progress for {self.reader.idle_timeout:.0f}s at offset "
+                        f"{position} (reading up to {part.end})")
+                if len(rows) >= BATCH_ROWS or (position >= part.end and len(rows)):
+                    yield self._batch(rows)
+                    rows = _Columns()
+        finally:
+            loop.run_until_complete(consumer.stop())
 
     def _add(self, rows: "_Columns", messages: Any) -> None:
         if self.window_ms is None:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentstream.tables")
 
-__all__ = ["Restorer", "PROGRESS_EVERY", "SKIPPED", "changelog_columns", "changelog_entries"]
+__all__ = ["Restorer", "PROGRESS_EVERY", "SKIPPED", "changelog_columns", "changelog_entries", "heap_frozen"]
 
 PROGRESS_EVERY = 3.0  # seconds between progress lines
 POLL_MS = 200  # one fetch wait; an empty answer just means "wait", never "done"
@@ -119,7 +119,7 @@ _frozen = 0  # restores running with the heap frozen (several may overlap on one
 
 
 @contextlib.contextmanager
-def _heap_frozen() -> Iterator[None]:
+def heap_frozen() -> Iterator[None]:
     """Keep the garbage collector off the heap that existed before the restore, while it runs.
 
     A restore allocates a record object per changelog record; every so often that triggers a
@@ -155,7 +155,7 @@ class Restorer:
     async def run(self, parts: dict[TP, TablePartition], *, batch: int = 10_000) -> int:
         if not parts:
             return 0
-        with _heap_frozen():
+        with heap_frozen():
             return await self._run(parts, batch)
 
     async def _run(self, parts: dict[TP, TablePartition], batch: int) -> int:

@@ -235,15 +235,15 @@ def test_the_heap_is_frozen_only_while_restores_run_nested_or_failing() -> None:
     import gc
 
     assert gc.get_freeze_count() == 0
-    with restore._heap_frozen():
+    with restore.heap_frozen():
         frozen = gc.get_freeze_count()
         assert frozen > 0
-        with restore._heap_frozen():  # an overlapping restore
+        with restore.heap_frozen():  # an overlapping restore
             pass
         assert gc.get_freeze_count() >= frozen  # the first one still runs: still frozen
     assert gc.get_freeze_count() == 0
     with pytest.raises(RuntimeError):
-        with restore._heap_frozen():
+        with restore.heap_frozen():
             raise RuntimeError("restore failed")
     assert gc.get_freeze_count() == 0
 
