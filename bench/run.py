@@ -399,7 +399,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     print("units: passthrough records/s, wordcount input sentences/s (~10 words each), restore changelog records/s;"
           " CPU% = the working process's CPU over the timed interval (100% = one core);"
           " ratio/CPU = agentstream/raw in records per CPU-second of the working process;"
-          " scale-*: agentstream = the 2-worker run (CPU% of both workers summed), raw = the 1-worker run")
+          " scale-*: agentstream = the 2-worker run (CPU% of both workers summed), raw = the 1-worker run,"
+          " batch = the batch-API loop's 2-process run")
     batch_rows = [row for row in rows if "batch_ratio" in row]
     if batch_rows:
         print()
