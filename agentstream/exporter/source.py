@@ -33,7 +33,7 @@ import orjson
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from ..tables.restore import heap_frozen
+from ..tables.restore import bulk_gc
 from .offsets import ExportError, PartitionRange, snapshot_ranges
 from .schema import TableSpec, bulk_decoder, side_decoder, split_window_key
 
@@ -149,7 +149,7 @@ class _PartitionReader:
             return consumer
 
         try:
-            with heap_frozen():  # a record object per changelog record: see heap_frozen
+            with bulk_gc():  # a record object per changelog record: see bulk_gc
                 yield from self._read(loop, start, tp)
         finally:
             loop.close()

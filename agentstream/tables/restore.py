@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentstream.tables")
 
-__all__ = ["Restorer", "PROGRESS_EVERY", "SKIPPED", "changelog_columns", "changelog_entries", "heap_frozen"]
+__all__ = ["Restorer", "PROGRESS_EVERY", "SKIPPED", "changelog_columns", "changelog_entries", "bulk_gc"]
 
 PROGRESS_EVERY = 3.0  # seconds between progress lines
 POLL_MS = 200  # one fetch wait; an empty answer just means "wait", never "done"
@@ -115,28 +115,37 @@ def _skip(part: TablePartition, m: Message, problem: str) -> None:
                 m.topic, m.partition, m.offset, part.table.name, problem, SKIPPED[m.topic], m.topic)
 
 
-_frozen = 0  # restores running with the heap frozen (several may overlap on one event loop)
+_bulk = 0  # bulk reads running with bulk_gc (several may overlap on one event loop)
+_saved_threshold: tuple[int, int, int] | None = None
+BULK_GEN0_THRESHOLD = 50_000  # allocations between young collections during a bulk read (default 700)
 
 
 @contextlib.contextmanager
-def heap_frozen() -> Iterator[None]:
-    """Keep the garbage collector off the heap that existed before the restore, while it runs.
+def bulk_gc() -> Iterator[None]:
+    """Garbage collection for a bulk read (a restore, an export task), while it runs.
 
-    A restore allocates a record object per changelog record; every so often that triggers a
-    full collection, which walks the whole heap: in a worker (app, libraries, caches) that was
-    the largest cost left against a bare rocksdict loop. ``gc.freeze()`` moves the objects that
-    exist now out of the collector's generations (they are not garbage: they are in use), so
-    collections during the restore only walk what the restore allocated; ``gc.unfreeze()``
-    puts them back when the last overlapping restore ends."""
-    global _frozen
-    if _frozen == 0:
+    A bulk read allocates a record object per changelog record. At the default thresholds that
+    means a young collection every 700 objects and, every so often, a full collection walking the
+    whole heap: in a worker (app, libraries, caches) that was the whole gap left against a bare
+    rocksdict loop. So, while the outermost bulk read runs: the objects that exist at its start
+    are frozen (``gc.freeze()``: they are in use, not garbage), so a full collection walks only
+    what the read allocated; and the young generation is collected every
+    :data:`BULK_GEN0_THRESHOLD` allocations. Both are undone when the last overlapping read ends."""
+    global _bulk, _saved_threshold
+    if _bulk == 0:
         gc.freeze()
-    _frozen += 1
+        _saved_threshold = gc.get_threshold()
+        first, *rest = _saved_threshold
+        gc.set_threshold(max(first, BULK_GEN0_THRESHOLD), *rest)
+    _bulk += 1
     try:
         yield
     finally:
-        _frozen -= 1
-        if _frozen == 0:
+        _bulk -= 1
+        if _bulk == 0:
+            if _saved_threshold is not None:
+                gc.set_threshold(*_saved_threshold)
+                _saved_threshold = None
             gc.unfreeze()
 
 
@@ -155,7 +164,7 @@ class Restorer:
     async def run(self, parts: dict[TP, TablePartition], *, batch: int = 10_000) -> int:
         if not parts:
             return 0
-        with heap_frozen():
+        with bulk_gc():
             return await self._run(parts, batch)
 
     async def _run(self, parts: dict[TP, TablePartition], batch: int) -> int:
