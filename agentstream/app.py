@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Awaitable, Callable, Sequence, TypeVar, Union, Unpack
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar, Unpack
 
 from . import codecs, faust_args, routes
 from .agents.agent import Agent, AgentFun
@@ -22,9 +23,9 @@ from .runtime import runtime_for
 from .settings import Settings
 from .streams import SplitPoint
 from .topics import Topic
-from .types import TopicDeclaration, TopicOptions
 from .transport import get_transport
 from .transport.base import Producer, Transport
+from .types import TopicDeclaration, TopicOptions
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ def _caller_module() -> str | None:
         return str(sys._getframe(2).f_globals.get("__name__"))
     except ValueError:
         return None
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 _AGENT_TOPIC_ARGS = ("key_type", "value_type", "key_serializer", "value_serializer")  # make @app.agent()'s own topic
@@ -87,8 +89,8 @@ class App:
         self._replies: ReplyConsumer | None = None
         self._declared_in = _caller_module()  # autodiscover=True imports this module's package
         # Faust's signals (declarations: the receivers are user code; the worker sends them)
-        from .signals import app_signals
         from .sensors import Monitor, SensorDelegate
+        from .signals import app_signals
 
         for signal_name, signal in app_signals(self).items():
             setattr(self, signal_name, signal)
@@ -148,7 +150,7 @@ class App:
             return
         try:
             await asyncio.wait_for(worker._stop_requested.wait(), secs)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     @property
@@ -186,8 +188,13 @@ class App:
         faust = {key: given.pop(key) for key in list(given) if key not in TopicOptions.__optional_keys__}
         if faust:
             extra = faust_args.topic_options(name, more, faust)
-            given.update({key: extra[key] for key in ("key_type", "value_type", "key_serializer",
-                                                      "value_serializer") if key in extra})
+            given.update(
+                {
+                    key: extra[key]
+                    for key in ("key_type", "value_type", "key_serializer", "value_serializer")
+                    if key in extra
+                }
+            )
             given["compacted"] = bool(given.get("compacted")) or bool(extra.get("compacted"))
             given["config"] = {**extra.get("config", {}), **(given.get("config") or {})} or None
         key_type, value_type, partitions = given.get("key_type"), given.get("value_type"), given.get("partitions")
@@ -208,7 +215,7 @@ class App:
 
     def agent(
         self,
-        channel: Union[Topic, str, Channel, Sequence[Union[Topic, str]], None] = None,
+        channel: Topic | str | Channel | Sequence[Topic | str] | None = None,
         *,
         name: str | None = None,
         sink: Sequence[Any] | None = None,
@@ -222,8 +229,9 @@ class App:
         does for an agent over one topic: each task, so each instance, reads one partition. With
         several topics a task reads partition p of each; Faust's rule that it needs concurrency=1
         is kept. Faust's other arguments (``supervisor_strategy``, ``help``...) are logged once."""
-        faust_args.ignored("app.agent", **{k: v for k, v in kwargs.items()
-                                           if channel is not None or k not in _AGENT_TOPIC_ARGS})
+        faust_args.ignored(
+            "app.agent", **{k: v for k, v in kwargs.items() if channel is not None or k not in _AGENT_TOPIC_ARGS}
+        )
         if isolated_partitions and concurrency != 1:
             raise TopologyError("agent(isolated_partitions=True) needs concurrency=1 (one instance per partition)")
 
@@ -232,41 +240,64 @@ class App:
             if any(a.name == agent_name for a in self.agents):
                 raise TopologyError(f"two agents are named {agent_name!r}; pass name= to tell them apart")
             if isinstance(channel, Channel):  # in-memory: a worker background task, not in the topology
-                local = ChannelAgent(self, fun, channel=channel, name=agent_name, sink=list(sink or ()),
-                                     concurrency=concurrency)
+                local = ChannelAgent(
+                    self, fun, channel=channel, name=agent_name, sink=list(sink or ()), concurrency=concurrency
+                )
                 self.startup_tasks.append(local.run_instances)
                 return local
             if channel is None:  # Faust: @app.agent(key_type=..., value_type=...) makes <app>-<name>
-                topics = [self.topic(agent_topic_name(self.settings, fun, agent_name), key_type=kwargs.get("key_type"),
-                                     value_type=kwargs.get("value_type"),
-                                     key_serializer=kwargs.get("key_serializer"),
-                                     value_serializer=kwargs.get("value_serializer"))]
+                topics = [
+                    self.topic(
+                        agent_topic_name(self.settings, fun, agent_name),
+                        key_type=kwargs.get("key_type"),
+                        value_type=kwargs.get("value_type"),
+                        key_serializer=kwargs.get("key_serializer"),
+                        value_serializer=kwargs.get("value_serializer"),
+                    )
+                ]
             elif isinstance(channel, (Topic, str)):
                 topics = self._as_topics(channel)
             else:
                 topics = [t for c in channel for t in self._as_topics(c)]
-            patterns = [t for t in ([channel] if isinstance(channel, Topic) else
-                                    channel if isinstance(channel, (list, tuple)) else [])
-                        if getattr(t, "pattern", None) is not None]
-            agent = Agent(self, fun, topics=topics, name=agent_name, sink=list(sink or ()), concurrency=concurrency,
-                          patterns=patterns)
+            patterns = [
+                t
+                for t in (
+                    [channel] if isinstance(channel, Topic) else channel if isinstance(channel, (list, tuple)) else []
+                )
+                if getattr(t, "pattern", None) is not None
+            ]
+            agent = Agent(
+                self,
+                fun,
+                topics=topics,
+                name=agent_name,
+                sink=list(sink or ()),
+                concurrency=concurrency,
+                patterns=patterns,
+            )
             self.agents.append(agent)
             return agent
 
         return _decorate
 
-    def _as_topic(self, t: Union[Topic, str]) -> Topic:
+    def _as_topic(self, t: Topic | str) -> Topic:
         return self.topic(t) if isinstance(t, str) else t
 
-    def _as_topics(self, t: Union[Topic, str]) -> list[Topic]:
+    def _as_topics(self, t: Topic | str) -> list[Topic]:
         """A topic, a topic name, or a group of several names (a pattern's are found at start)."""
         members = getattr(t, "members", None)
         if members is not None:
             return list(members)
         return [self._as_topic(t)]
 
-    def timer(self, interval: Seconds, on_leader: bool = False, traced: bool | None = None,
-              name: str | None = None, max_drift_correction: float | None = None) -> Callable[[F], F]:
+    def timer(
+        self,
+        interval: Seconds,
+        on_leader: bool = False,
+        traced: bool | None = None,
+        name: str | None = None,
+        max_drift_correction: float | None = None,
+    ) -> Callable[[F], F]:
         """Run ``async def fun()`` every ``interval`` seconds (or a timedelta) while a worker runs.
 
         ``traced``/``max_drift_correction`` are Faust's: accepted and logged once."""
@@ -284,8 +315,9 @@ class App:
 
         return _decorate
 
-    def crontab(self, cron_format: str, *, timezone: Any = None, on_leader: bool = False,
-                traced: bool | None = None) -> Callable[[F], F]:
+    def crontab(
+        self, cron_format: str, *, timezone: Any = None, on_leader: bool = False, traced: bool | None = None
+    ) -> Callable[[F], F]:
         """Run ``async def fun()`` at the times of a 5-field cron expression (``timezone``: name or
         tzinfo, default UTC); see :mod:`agentstream.crontab`."""
         faust_args.ignored("app.crontab", traced=traced)
@@ -316,8 +348,15 @@ class App:
         self.startup_tasks.append(service_runner(cls))
         return cls
 
-    def channel(self, *, schema: Any = None, key_type: Any = None, value_type: Any = None,
-                maxsize: int | None = None, loop: Any = None) -> Channel:
+    def channel(
+        self,
+        *,
+        schema: Any = None,
+        key_type: Any = None,
+        value_type: Any = None,
+        maxsize: int | None = None,
+        loop: Any = None,
+    ) -> Channel:
         """An in-memory channel: ``@app.agent(channel)`` handles what ``channel.send()`` puts in
         (Faust's ``loop`` is accepted and logged once)."""
         faust_args.ignored("app.channel", loop=loop)
@@ -326,28 +365,48 @@ class App:
             value_type = value_type or getattr(schema, "value_type", None)
         return Channel(self, key_type=key_type, value_type=value_type, maxsize=maxsize)
 
-    def command(self, *options: Any, base: Any = None, name: str | None = None, help: str | None = None,
-                **kwargs: Any) -> Callable[[F], F]:
+    def command(
+        self, *options: Any, base: Any = None, name: str | None = None, help: str | None = None, **kwargs: Any
+    ) -> Callable[[F], F]:
         """A CLI command of this app: ``agentstream -A module <name> [options]`` (Faust's ``@app.command``
         with ``agentstream.cli.option``/``argument``; Faust's ``base`` and other keyword arguments are
         accepted and logged once)."""
         faust_args.ignored("app.command", base=base, **kwargs)
         return register(self, tuple(options), name, help)
 
-    def topic_route(self, topic: Any, shard_param: str | None = None, *, query_param: str | None = None,
-                    match_info: str | None = None, exact_key: str | None = None) -> Callable[[F], F]:
+    def topic_route(
+        self,
+        topic: Any,
+        shard_param: str | None = None,
+        *,
+        query_param: str | None = None,
+        match_info: str | None = None,
+        exact_key: str | None = None,
+    ) -> Callable[[F], F]:
         """Like :meth:`table_route`, for a topic: the page runs on the worker that owns the key's
         partition of ``topic`` (others forward the request there)."""
-        return routes.table_route(topic, shard_param, query_param=query_param, match_info=match_info, exact_key=exact_key)
+        return routes.table_route(
+            topic, shard_param, query_param=query_param, match_info=match_info, exact_key=exact_key
+        )
 
-    def table_route(self, table: Any, shard_param: str | None = None, *, query_param: str | None = None,
-                    match_info: str | None = None, exact_key: str | None = None) -> Callable[[F], F]:
+    def table_route(
+        self,
+        table: Any,
+        shard_param: str | None = None,
+        *,
+        query_param: str | None = None,
+        match_info: str | None = None,
+        exact_key: str | None = None,
+    ) -> Callable[[F], F]:
         """Decorate a page handler so it runs on the worker owning the key's partition of ``table``
         (others forward the request there)."""
-        return routes.table_route(table, shard_param, query_param=query_param, match_info=match_info, exact_key=exact_key)
+        return routes.table_route(
+            table, shard_param, query_param=query_param, match_info=match_info, exact_key=exact_key
+        )
 
-    def page(self, path: str, *, base: Any = None, cors_options: Any = None,
-             name: str | None = None) -> Callable[[F], F]:
+    def page(
+        self, path: str, *, base: Any = None, cors_options: Any = None, name: str | None = None
+    ) -> Callable[[F], F]:
         """Serve a view at ``path`` on every worker's web server (Faust's ``@app.page``):
         ``async def view(web, request, **path_params)`` or a :class:`agentstream.web.View` subclass.
         Faust's ``base``, ``cors_options`` and ``name`` are accepted and logged once."""

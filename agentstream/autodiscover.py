@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 __all__ = ["autodiscover_modules", "import_with_submodules"]
 
@@ -49,8 +50,11 @@ def autodiscover_modules(app: Any) -> list[str]:
         if origin is None:
             from .exceptions import ConfigError
 
-            raise ConfigError("autodiscover", "autodiscover=True needs to know the app's package",
-                              "pass origin='mypackage' to App(...), or list the modules: autodiscover=['pkg.agents']")
+            raise ConfigError(
+                "autodiscover",
+                "autodiscover=True needs to know the app's package",
+                "pass origin='mypackage' to App(...), or list the modules: autodiscover=['pkg.agents']",
+            )
         names = [origin]
     elif callable(setting):
         names = list(setting())

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from . import crontab as _cron
 
@@ -22,12 +23,12 @@ log = logging.getLogger(__name__)
 __all__ = ["leader_task", "crontab_runner", "service_runner"]
 
 
-def _is_leader(app: "App") -> bool:
+def _is_leader(app: App) -> bool:
     worker = app.worker
     return worker is not None and bool(worker.assignor.is_leader)
 
 
-async def _call(fun: Callable[..., Any], app: "App") -> None:
+async def _call(fun: Callable[..., Any], app: App) -> None:
     """``fun()`` or ``fun(app)`` (Faust passes the app to one-argument timers and tasks)."""
     args = (app,) if len(inspect.signature(fun).parameters) == 1 else ()
     res = fun(*args)
@@ -35,7 +36,7 @@ async def _call(fun: Callable[..., Any], app: "App") -> None:
         await res
 
 
-def leader_task(app: "App", fun: Callable[..., Any]) -> Callable[[], Awaitable[None]]:
+def leader_task(app: App, fun: Callable[..., Any]) -> Callable[[], Awaitable[None]]:
     """``@app.task(on_leader=True)``: runs once the first assignment made this worker the leader."""
 
     async def run() -> None:
@@ -49,8 +50,9 @@ def leader_task(app: "App", fun: Callable[..., Any]) -> Callable[[], Awaitable[N
     return run
 
 
-def crontab_runner(app: "App", fun: Callable[..., Any], schedule: _cron.CronSchedule, timezone: Any,
-                   on_leader: bool) -> Callable[[], Awaitable[None]]:
+def crontab_runner(
+    app: App, fun: Callable[..., Any], schedule: _cron.CronSchedule, timezone: Any, on_leader: bool
+) -> Callable[[], Awaitable[None]]:
     """Sleep until the next fire time, call ``fun``, repeat (a failing call is logged, not fatal)."""
     name = getattr(fun, "__qualname__", repr(fun))
 

@@ -12,7 +12,8 @@ import asyncio
 import itertools
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from aiokafka.structs import ConsumerRecord
 
@@ -30,8 +31,15 @@ __all__ = ["Channel", "ChannelAgent"]
 class Channel:
     """``app.channel(value_type=..., maxsize=...)``: ``await channel.send(value=...)``; agents iterate it."""
 
-    def __init__(self, app: "App", *, key_type: Any = None, value_type: Any = None, maxsize: int | None = None,
-                 name: str | None = None) -> None:
+    def __init__(
+        self,
+        app: App,
+        *,
+        key_type: Any = None,
+        value_type: Any = None,
+        maxsize: int | None = None,
+        name: str | None = None,
+    ) -> None:
         self.app = app
         self.key_type = key_type
         self.value_type = value_type
@@ -41,21 +49,30 @@ class Channel:
         self._offsets = itertools.count()
 
     @property
-    def queue(self) -> "asyncio.Queue[Event]":
+    def queue(self) -> asyncio.Queue[Event]:
         if self._queue is None:  # made on first use, so it belongs to the running loop
             self._queue = asyncio.Queue(self.maxsize)
         return self._queue
 
-    def _event(self, key: Any, value: Any, timestamp: float | None,
-               headers: Sequence[tuple[str, bytes]] | None) -> Event:
+    def _event(
+        self, key: Any, value: Any, timestamp: float | None, headers: Sequence[tuple[str, bytes]] | None
+    ) -> Event:
         ts = int((time.time() if timestamp is None else timestamp) * 1000)
-        message = ConsumerRecord(self.name, 0, next(self._offsets), ts, 0, key, value, None, -1, -1,
-                                 tuple(headers or ()))
+        message = ConsumerRecord(
+            self.name, 0, next(self._offsets), ts, 0, key, value, None, -1, -1, tuple(headers or ())
+        )
         return Event(key, value, message)
 
-    async def send(self, *, key: Any = None, value: Any = None, partition: int | None = None,
-                   timestamp: float | None = None, headers: Sequence[tuple[str, bytes]] | None = None,
-                   **kwargs: Any) -> Event:
+    async def send(
+        self,
+        *,
+        key: Any = None,
+        value: Any = None,
+        partition: int | None = None,
+        timestamp: float | None = None,
+        headers: Sequence[tuple[str, bytes]] | None = None,
+        **kwargs: Any,
+    ) -> Event:
         """Put a value in the channel (waits while a ``maxsize`` channel is full)."""
         event = self._event(key, value, timestamp, headers)
         await self.queue.put(event)
@@ -91,7 +108,7 @@ class _ChannelInput:
     async def next_event(self, timeout: float | None = None) -> Event | None:
         try:
             return await asyncio.wait_for(self.channel.queue.get(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return None
 
     def ack(self, event: Event) -> None:
@@ -104,8 +121,9 @@ class _ChannelInput:
 class ChannelAgent(Agent):
     """An agent over a :class:`Channel`: runs ``concurrency`` instances as worker background tasks."""
 
-    def __init__(self, app: "App", fun: AgentFun, *, channel: Channel, name: str, sink: Sequence[Any] = (),
-                 concurrency: int = 1) -> None:
+    def __init__(
+        self, app: App, fun: AgentFun, *, channel: Channel, name: str, sink: Sequence[Any] = (), concurrency: int = 1
+    ) -> None:
         if concurrency < 1:
             raise TopologyError(f"agent {name!r}: concurrency must be >= 1, got {concurrency}")
         self.app = app
@@ -129,8 +147,9 @@ class ChannelAgent(Agent):
 
     async def run_instances(self) -> None:
         """Started by the worker (a startup task): the agent's instances until the worker stops."""
-        await asyncio.gather(*(self.run(InProcessStream(_ChannelInput(self._channel)))
-                               for _ in range(self.concurrency)))
+        await asyncio.gather(
+            *(self.run(InProcessStream(_ChannelInput(self._channel))) for _ in range(self.concurrency))
+        )
 
     async def _deliver(self, value: Any, event: Event | None) -> None:
         await super()._deliver(value, None)
@@ -139,12 +158,20 @@ class ChannelAgent(Agent):
             if fut is not None and not fut.done():
                 fut.set_result(value)
 
-    async def send(self, *, key: Any = None, value: Any = None, partition: int | None = None,
-                   headers: Sequence[tuple[str, bytes]] | None = None, timestamp: float | None = None) -> Any:
+    async def send(
+        self,
+        *,
+        key: Any = None,
+        value: Any = None,
+        partition: int | None = None,
+        headers: Sequence[tuple[str, bytes]] | None = None,
+        timestamp: float | None = None,
+    ) -> Any:
         return await self._channel.send(key=key, value=value, headers=headers, timestamp=timestamp)
 
-    async def ask(self, value: Any = None, *, key: Any = None, partition: int | None = None,
-                  timeout: float | None = 30.0) -> Any:
+    async def ask(
+        self, value: Any = None, *, key: Any = None, partition: int | None = None, timeout: float | None = 30.0
+    ) -> Any:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         event = self._channel._event(key, value, None, None)
         self._asks[event.message.offset] = fut

@@ -15,17 +15,23 @@ import logging
 import re
 import sys
 import typing
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
 
-from . import app as _app, faust_args
+from . import app as _app
+from . import faust_args
 from ._version import __version__
-from .commands import print_rows, then_stop_clients
-from .commands import argument, option  # Faust's ``faust.cli.option``/``argument`` (click's) for @app.command
 from .app_loader import load_app  # re-exported: exporter and tests load apps by the -A spec too
+from .commands import (  # Faust's ``faust.cli.option``/``argument`` (click's) for @app.command
+    argument,
+    option,
+    print_rows,
+    then_stop_clients,
+)
 from .exceptions import AgentStreamError, ConfigError
 from .settings_help import FLAG_ALIASES, setting_fields, setting_help
 
@@ -49,8 +55,11 @@ class RebalanceNoise(logging.Filter):
     worker logs the rebalance itself, so those lines are demoted to DEBUG."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.name.startswith("aiokafka") and record.levelno <= logging.WARNING \
-                and REBALANCE_NOISE.search(record.getMessage()):
+        if (
+            record.name.startswith("aiokafka")
+            and record.levelno <= logging.WARNING
+            and REBALANCE_NOISE.search(record.getMessage())
+        ):
             record.levelno, record.levelname = logging.DEBUG, "DEBUG"
             return logging.getLogger().isEnabledFor(logging.DEBUG)
         return True
@@ -82,12 +91,12 @@ def _run(coro: Any) -> Any:
 class State:
     """What the group passes down: the -A spec (loaded on first use), the log level."""
 
-    def __init__(self, app: "App | None" = None) -> None:
+    def __init__(self, app: App | None = None) -> None:
         self._app = app
         self.spec: str | None = None
         self.loglevel: str | None = None
 
-    def app(self) -> "App":
+    def app(self) -> App:
         if self._app is None:
             if not self.spec:
                 raise ConfigError("app", "no app given", "pass -A package.module (e.g. -A apps.wordcount)")
@@ -99,7 +108,7 @@ def _state(ctx: click.Context) -> State:
     return ctx.ensure_object(State)
 
 
-def _begin(ctx: click.Context, level: str | None = None, logfile: str | None = None, *, worker: bool = False) -> "App":
+def _begin(ctx: click.Context, level: str | None = None, logfile: str | None = None, *, worker: bool = False) -> App:
     """Load the app and set up logging. Faust-setting notices are written once, by the worker only;
     other commands log warnings and errors unless -l says otherwise."""
     state = _state(ctx)
@@ -138,7 +147,9 @@ class AppGroup(click.Group):
             state.app()  # a broken module is reported as such, not as "no such command"
         return self._app_commands(ctx).get(cmd_name)
 
-    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
         name = click.utils.make_str(args[0]) if args else ""
         if args and not name.startswith("-") and self.get_command(ctx, name) is None:
             close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
@@ -154,8 +165,15 @@ def _set_spec(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 
 @click.group(cls=AppGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
-@click.option("-A", "--app", "app_spec", is_eager=True, expose_value=False, callback=_set_spec,
-              help="the app module, e.g. apps.wordcount or apps.wordcount:app")
+@click.option(
+    "-A",
+    "--app",
+    "app_spec",
+    is_eager=True,
+    expose_value=False,
+    callback=_set_spec,
+    help="the app module, e.g. apps.wordcount or apps.wordcount:app",
+)
 @click.option("-l", "--loglevel", default=None, help="log level: debug, info, warning, error (default: the app's)")
 @click.version_option(__version__, "--version", prog_name="agentstream", message="%(prog)s %(version)s")
 @click.pass_context
@@ -194,8 +212,15 @@ def _setting_options(fun: Callable[..., Any]) -> Callable[..., Any]:
         if ctype is bool:
             fun = click.option(f"--{dash}/--no-{dash}", f.name, default=None, help=helptext)(fun)
         else:
-            fun = click.option(f"--{dash}", *FLAG_ALIASES.get(f.name, ()), f.name, type=ctype, default=None,
-                               help=helptext, metavar=f.name.split("_")[-1].upper())(fun)
+            fun = click.option(
+                f"--{dash}",
+                *FLAG_ALIASES.get(f.name, ()),
+                f.name,
+                type=ctype,
+                default=None,
+                help=helptext,
+                metavar=f.name.split("_")[-1].upper(),
+            )(fun)
     return fun
 
 
@@ -239,8 +264,9 @@ def parse_value(raw: str | None) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         if raw.lstrip()[:1] in ("{", "[", '"'):
-            raise click.BadParameter(f"invalid JSON at column {exc.colno}: {exc.msg} (in {raw!r})",
-                                     param_hint="VALUE") from None
+            raise click.BadParameter(
+                f"invalid JSON at column {exc.colno}: {exc.msg} (in {raw!r})", param_hint="VALUE"
+            ) from None
         return raw
 
 
@@ -248,13 +274,24 @@ def parse_value(raw: str | None) -> Any:
 @click.argument("topic")
 @click.argument("value", required=False, default=None)
 @click.option("-k", "--key", default=None, help="the record's key (text)")
-@click.option("--partition", type=click.IntRange(min=0), default=None,
-              help="send to this partition instead of the key's (or round-robin)")
+@click.option(
+    "--partition",
+    type=click.IntRange(min=0),
+    default=None,
+    help="send to this partition instead of the key's (or round-robin)",
+)
 @click.option("-r", "--repeat", type=click.IntRange(min=1), default=1, help="send the record this many times")
 @click.option("-b", "--broker", default=None, help="broker URL (default: the app's)")
 @click.pass_context
-def send(ctx: click.Context, topic: str, value: str | None, key: str | None, partition: int | None, repeat: int,
-         broker: str | None) -> int:
+def send(
+    ctx: click.Context,
+    topic: str,
+    value: str | None,
+    key: str | None,
+    partition: int | None,
+    repeat: int,
+    broker: str | None,
+) -> int:
     """Send one record to a topic (or to an agent by its name). VALUE is JSON or plain text."""
     parsed = parse_value(value)
     app = _begin(ctx)
@@ -264,8 +301,11 @@ def send(ctx: click.Context, topic: str, value: str | None, key: str | None, par
     if target is None:  # Faust sends to any topic; a typo would silently make a new one, so say so
         known = sorted(set(app.topics) | {a.name for a in app.agents})
         close = difflib.get_close_matches(topic, known, n=1)
-        click.echo(f"note: {topic!r} is neither a topic nor an agent of app {app.id!r}"
-                   + (f" (did you mean {close[0]!r}?)" if close else ""), err=True)
+        click.echo(
+            f"note: {topic!r} is neither a topic nor an agent of app {app.id!r}"
+            + (f" (did you mean {close[0]!r}?)" if close else ""),
+            err=True,
+        )
         target = app.topic(topic)
     chosen = target
 
@@ -283,7 +323,7 @@ def send(ctx: click.Context, topic: str, value: str | None, key: str | None, par
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="print JSON (one document) instead of text")
 
 
-def _discover(app: "App") -> None:
+def _discover(app: App) -> None:
     async def _go() -> None:
         from .autodiscover import autodiscover_modules
 
@@ -300,13 +340,25 @@ def agents(ctx: click.Context, as_json: bool) -> int:
     """List the agents and the topology."""
     app = _begin(ctx)
     _discover(app)
-    rows: list[dict[str, Any]] = [{"name": a.name, "topics": [t.name for t in a.topics],
-                                   "concurrency": a.concurrency, "sinks": [s.name for s in a.splits]}
-                                  for a in app.agents]
+    rows: list[dict[str, Any]] = [
+        {
+            "name": a.name,
+            "topics": [t.name for t in a.topics],
+            "concurrency": a.concurrency,
+            "sinks": [s.name for s in a.splits],
+        }
+        for a in app.agents
+    ]
     topology = app.topology().describe()
-    print_rows(rows, as_json, lambda r: f"{r['name']}: topics={','.join(r['topics'])} concurrency={r['concurrency']} "
-                                        f"splits={','.join(r['sinks']) or '-'}",
-               document={"agents": rows, "topology": topology})
+    print_rows(
+        rows,
+        as_json,
+        lambda r: (
+            f"{r['name']}: topics={','.join(r['topics'])} concurrency={r['concurrency']} "
+            f"splits={','.join(r['sinks']) or '-'}"
+        ),
+        document={"agents": rows, "topology": topology},
+    )
     if not as_json:
         click.echo(topology)
     return 0
@@ -320,10 +372,15 @@ def topics(ctx: click.Context, as_json: bool) -> int:
     app = _begin(ctx)
     _discover(app)
     changelogs = {t.changelog_topic.name for t in app.tables.values()}
-    rows = [{"name": name, "partitions": topic.partitions, "kind": "internal" if topic.internal else "topic"}
-            for name, topic in sorted(app.topics.items()) if name not in changelogs]
-    rows += [{"name": t.changelog_topic.name, "partitions": t.changelog_topic.partitions, "kind": "changelog"}
-             for t in app.tables.values()]
+    rows = [
+        {"name": name, "partitions": topic.partitions, "kind": "internal" if topic.internal else "topic"}
+        for name, topic in sorted(app.topics.items())
+        if name not in changelogs
+    ]
+    rows += [
+        {"name": t.changelog_topic.name, "partitions": t.changelog_topic.partitions, "kind": "changelog"}
+        for t in app.tables.values()
+    ]
     return print_rows(rows, as_json, lambda r: f"{r['name']}\tpartitions={r['partitions']}\t{r['kind']}")
 
 
@@ -339,10 +396,23 @@ def tables(ctx: click.Context, as_json: bool) -> int:
         window: dict[str, Any] | None = None
         if state is not None:
             w = state.window
-            window = {"kind": "tumbling" if w.step == w.size else "hopping", "size": w.size, "step": w.step,
-                      "expires": w.expires, "grace": state.grace}
-        rows.append({"name": name, "kind": type(table).__name__, "store": table.store_url or app.settings.store,
-                     "partitions": table.partitions, "changelog": table.changelog_topic.name, "window": window})
+            window = {
+                "kind": "tumbling" if w.step == w.size else "hopping",
+                "size": w.size,
+                "step": w.step,
+                "expires": w.expires,
+                "grace": state.grace,
+            }
+        rows.append(
+            {
+                "name": name,
+                "kind": type(table).__name__,
+                "store": table.store_url or app.settings.store,
+                "partitions": table.partitions,
+                "changelog": table.changelog_topic.name,
+                "window": window,
+            }
+        )
     return print_rows(rows, as_json, _table_line, empty="(no tables)")
 
 
@@ -353,8 +423,10 @@ def _table_line(r: dict[str, Any]) -> str:
     else:
         kind = "tumbling" if w["kind"] == "tumbling" else f"hopping step={w['step']:g}s"
         windowing = f"{kind} size={w['size']:g}s expires={w['expires']:g}s grace={w['grace']:g}s"
-    return (f"{r['name']}\tkind={r['kind']}\tstore={r['store']}\tpartitions={r['partitions']}\t"
-            f"changelog={r['changelog']}\twindow={windowing}")
+    return (
+        f"{r['name']}\tkind={r['kind']}\tstore={r['store']}\tpartitions={r['partitions']}\t"
+        f"changelog={r['changelog']}\twindow={windowing}"
+    )
 
 
 @cli.command()
@@ -381,14 +453,27 @@ def model(ctx: click.Context, name: str) -> int:
 @cli.command()
 @click.argument("table")
 @click.option("-o", "--out", required=True, type=click.Path(), help="output directory (replaced)")
-@click.option("--format", "export_format", type=click.Choice(["parquet", "csv", "json"]), default="parquet",
-              show_default=True, help="output format")
+@click.option(
+    "--format",
+    "export_format",
+    type=click.Choice(["parquet", "csv", "json"]),
+    default="parquet",
+    show_default=True,
+    help="output format",
+)
 @click.option("--master", default=None, help="Spark master URL (default local[*])")
 @click.option("--all-versions", is_flag=True, help="every changelog record, not the latest value per key")
 @click.option("-b", "--broker", default=None, help="broker URL (default: the app's)")
 @click.pass_context
-def export(ctx: click.Context, table: str, out: str, export_format: str, master: str | None, all_versions: bool,
-           broker: str | None) -> int:
+def export(
+    ctx: click.Context,
+    table: str,
+    out: str,
+    export_format: str,
+    master: str | None,
+    all_versions: bool,
+    broker: str | None,
+) -> int:
     """Export a table (its changelog) with Spark: needs agentstream[spark] and Java 17."""
     from .exporter.spark import cli_export
 
@@ -398,8 +483,14 @@ def export(ctx: click.Context, table: str, out: str, export_format: str, master:
 
 
 @cli.command()
-@click.option("--data-dir", "--datadir", "data_dir", type=click.Path(path_type=Path), default=None,
-              help="where table stores live (default: the app's)")
+@click.option(
+    "--data-dir",
+    "--datadir",
+    "data_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="where table stores live (default: the app's)",
+)
 @click.option("--offsets", is_flag=True, help="also reset the group's offsets to the earliest")
 @click.option("-y", "--yes", is_flag=True, help="do it (without: print what would be done)")
 @click.option("-b", "--broker", default=None, help="broker URL (default: the app's)")
@@ -421,8 +512,14 @@ def reset(ctx: click.Context, data_dir: Path | None, offsets: bool, yes: bool, b
 
 
 @cli.command("clean-versions")
-@click.option("--data-dir", "--datadir", "data_dir", type=click.Path(path_type=Path), default=None,
-              help="where table stores live (default: the app's)")
+@click.option(
+    "--data-dir",
+    "--datadir",
+    "data_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="where table stores live (default: the app's)",
+)
 @click.pass_context
 def clean_versions(ctx: click.Context, data_dir: Path | None) -> int:
     """Delete the data directories of older versions of the app (Faust's ``clean-versions``):
@@ -449,8 +546,13 @@ def completion(shell: str) -> int:
 
 
 @cli.command("dev-broker")
-@click.option("--port", type=click.IntRange(1, 65535), default=9092, show_default=True,
-              help="TCP port on 127.0.0.1 the broker listens on")
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=9092,
+    show_default=True,
+    help="TCP port on 127.0.0.1 the broker listens on",
+)
 @click.pass_context
 def dev_broker(ctx: click.Context, port: int) -> int:
     """Run the local Kafka-protocol dev broker (tansu; memory only)."""
@@ -461,11 +563,15 @@ def dev_broker(ctx: click.Context, port: int) -> int:
 
 
 # -- entry point ------------------------------------------------------------------------------------------------------
-def main(argv: Sequence[str] | None = None, app: "App | None" = None) -> int:
+def main(argv: Sequence[str] | None = None, app: App | None = None) -> int:
     """Run the CLI and return its exit status (2 for usage and configuration errors)."""
     try:
-        result = cli.main(args=list(argv) if argv is not None else None, prog_name="agentstream",
-                          standalone_mode=False, obj=State(app))
+        result = cli.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="agentstream",
+            standalone_mode=False,
+            obj=State(app),
+        )
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code

@@ -301,7 +301,7 @@ class PickleCodec:
         if data is None:
             return None
         try:
-            return pickle.loads(base64.b64decode(data, validate=True))  # noqa: S301 - documented
+            return pickle.loads(base64.b64decode(data, validate=True))
         except Exception as exc:  # unpickling can raise almost anything
             raise ValueDecodeError(f"cannot unpickle payload {_preview(data)}: {exc!r}") from exc
 
@@ -434,8 +434,9 @@ class _Prepared:
     def loads(self, data: bytes | None) -> Any:
         value = self.inner.loads(data)
         if isinstance(value, (bytes, bytearray, memoryview, str)):
-            return RecordCodec(self.model).loads(value if isinstance(value, bytes) else
-                                                 value.encode() if isinstance(value, str) else bytes(value))
+            return RecordCodec(self.model).loads(
+                value if isinstance(value, bytes) else value.encode() if isinstance(value, str) else bytes(value)
+            )
         if isinstance(value, Mapping):
             try:
                 return (lookup_model(value, self.model) or self.model).from_data(value)

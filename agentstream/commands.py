@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import inspect
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import orjson
@@ -23,8 +24,17 @@ from .exceptions import AgentStreamError
 if TYPE_CHECKING:
     from .types import AppT as App  # the App's interface: app.py imports this module
 
-__all__ = ["option", "argument", "AppCommand", "Command", "register", "run_command", "StillRunning", "print_rows",
-           "then_stop_clients"]
+__all__ = [
+    "option",
+    "argument",
+    "AppCommand",
+    "Command",
+    "register",
+    "run_command",
+    "StillRunning",
+    "print_rows",
+    "then_stop_clients",
+]
 
 _T = TypeVar("_T")
 
@@ -35,7 +45,7 @@ argument = click.argument
 class AppCommand:
     """What a command's ``self`` is: the app plus Faust's output helpers."""
 
-    def __init__(self, app: "App", name: str) -> None:
+    def __init__(self, app: App, name: str) -> None:
         self.app = app
         self.name = name
 
@@ -54,7 +64,7 @@ class AppCommand:
 Command = AppCommand
 
 
-def register(app: "App", decorators: tuple[Any, ...], name: str | None, help: str | None) -> Callable[[Any], Any]:
+def register(app: App, decorators: tuple[Any, ...], name: str | None, help: str | None) -> Callable[[Any], Any]:
     """``@app.command(option(...), argument(...))``: build a click command and keep it on the app."""
 
     def _decorate(fun: Callable[..., Any]) -> Callable[..., Any]:
@@ -76,14 +86,15 @@ def register(app: "App", decorators: tuple[Any, ...], name: str | None, help: st
         def callback(**kwargs: Any) -> int:
             return run_command(app, cmd_name, fun, takes_self, kwargs)
 
-        app.commands[cmd_name] = click.Command(cmd_name, callback=callback, params=params,
-                                               help=help or doc or None, short_help=help or None)
+        app.commands[cmd_name] = click.Command(
+            cmd_name, callback=callback, params=params, help=help or doc or None, short_help=help or None
+        )
         return fun
 
     return _decorate
 
 
-def run_command(app: "App", name: str, fun: Callable[..., Any], takes_self: bool, kwargs: dict[str, Any]) -> int:
+def run_command(app: App, name: str, fun: Callable[..., Any], takes_self: bool, kwargs: dict[str, Any]) -> int:
     """Call the command; ``async`` commands run on an event loop that stops the app's clients."""
     call_args = (AppCommand(app, name),) if takes_self else ()
     result = fun(*call_args, **kwargs)
@@ -92,7 +103,7 @@ def run_command(app: "App", name: str, fun: Callable[..., Any], takes_self: bool
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
 
 
-async def then_stop_clients(app: "App", awaitable: Awaitable[_T]) -> _T:
+async def then_stop_clients(app: App, awaitable: Awaitable[_T]) -> _T:
     """Await ``awaitable``, then stop the app's clients: how every command's event loop ends."""
     try:
         return await awaitable
@@ -101,8 +112,14 @@ async def then_stop_clients(app: "App", awaitable: Awaitable[_T]) -> _T:
 
 
 # -- built-in Faust verbs whose logic lives here ----------------------------------------------------------------------
-def print_rows(rows: list[dict[str, Any]], as_json: bool, line: Callable[[dict[str, Any]], str], *,
-               empty: str | None = None, document: Any = None) -> int:
+def print_rows(
+    rows: list[dict[str, Any]],
+    as_json: bool,
+    line: Callable[[dict[str, Any]], str],
+    *,
+    empty: str | None = None,
+    document: Any = None,
+) -> int:
     """How every listing verb prints: ``--json`` one document (``document``, else the rows), else a
     text line per row (``empty`` when there are none)."""
     if as_json:
@@ -115,14 +132,14 @@ def print_rows(rows: list[dict[str, Any]], as_json: bool, line: Callable[[dict[s
     return 0
 
 
-def app_models(app: "App") -> list[type]:
+def app_models(app: App) -> list[type]:
     """The Record models the app's modules define (agentstream's own excluded)."""
     from .models import registry
 
     return [m for ns, m in sorted(registry.items()) if not m.__module__.startswith("agentstream.")]
 
 
-def print_models(app: "App", as_json: bool = False) -> int:
+def print_models(app: App, as_json: bool = False) -> int:
     """``agentstream -A app models``: namespace and first docstring line of every model."""
     rows: list[dict[str, Any]] = []
     for m in app_models(app):
@@ -132,7 +149,7 @@ def print_models(app: "App", as_json: bool = False) -> int:
     return print_rows(rows, as_json, lambda row: f"{row['namespace']}\t{row['doc']}", empty="(no models)")
 
 
-def print_model(app: "App", name: str) -> int:
+def print_model(app: App, name: str) -> int:
     """``agentstream -A app model NAME``: the model's fields with their types and defaults."""
     import dataclasses
     import typing
@@ -183,31 +200,37 @@ def held_store_locks(root: Path) -> list[Path]:
     return held
 
 
-async def live_group_members(app: "App") -> list[str]:
+async def live_group_members(app: App) -> list[str]:
     """The members of the app's consumer group (DescribeGroups on ``kafka://``)."""
     return await app.transport.group_members(app.id)
 
 
-def check_not_running(app: "App", root: Path) -> None:
+def check_not_running(app: App, root: Path) -> None:
     """Raise :class:`StillRunning` when a worker of the app is alive: reset must not pull its
     stores from under it (the worker would fail minutes later on a vanished store)."""
     locks = held_store_locks(root)
     if locks:
-        raise StillRunning(f"store lock held: {locks[0]} (a worker of {app.id!r} is running on this data dir). "
-                           "Stop every worker of the app, then run reset again")
+        raise StillRunning(
+            f"store lock held: {locks[0]} (a worker of {app.id!r} is running on this data dir). "
+            "Stop every worker of the app, then run reset again"
+        )
 
     try:
         members = asyncio.run(then_stop_clients(app, live_group_members(app)))
     except AgentStreamError as exc:  # no broker: no remote member can use these local stores
-        click.echo(f"note: could not ask the broker for the group's members ({exc}); "
-                   "checked the local store locks only", err=True)
+        click.echo(
+            f"note: could not ask the broker for the group's members ({exc}); checked the local store locks only",
+            err=True,
+        )
         return
     if members:
-        raise StillRunning(f"consumer group {app.id!r} has {len(members)} live member(s): {', '.join(members)}. "
-                           "Stop every worker of the app (their session must have ended), then run reset again")
+        raise StillRunning(
+            f"consumer group {app.id!r} has {len(members)} live member(s): {', '.join(members)}. "
+            "Stop every worker of the app (their session must have ended), then run reset again"
+        )
 
 
-def reset_app(app: "App", *, offsets: bool, yes: bool) -> int:
+def reset_app(app: App, *, offsets: bool, yes: bool) -> int:
     """``agentstream -A app reset``: delete this app's local table stores (they restore from the
     changelogs on the next start, as in Faust); with ``--offsets`` also rewind the consumer group to
     the earliest offsets of the app's source topics. Refuses without ``--yes`` (prints the plan), and
@@ -220,15 +243,20 @@ def reset_app(app: "App", *, offsets: bool, yes: bool) -> int:
     click.echo(f"local table stores: {root}{'' if root.exists() else ' (none)'}")
     topics: list[str] = []
     if offsets:
+
         async def _sources() -> list[str]:
             await app.discover()
             return sorted(app.topology().source_topics)
 
         topics = asyncio.run(_sources())
-        click.echo(f"consumer group {app.id!r}: rewind {', '.join(topics) or '(no source topics)'} to the earliest offset")
+        click.echo(
+            f"consumer group {app.id!r}: rewind {', '.join(topics) or '(no source topics)'} to the earliest offset"
+        )
         if app.tables:
-            click.echo("note: tables are restored from their changelogs, so re-processed records are counted again "
-                       "on top; delete the changelog topics too for a clean re-run")
+            click.echo(
+                "note: tables are restored from their changelogs, so re-processed records are counted again "
+                "on top; delete the changelog topics too for a clean re-run"
+            )
     if not yes:
         click.echo("nothing done: pass --yes to do it (stop every worker of the app first)")
         return 1
@@ -241,6 +269,7 @@ def reset_app(app: "App", *, offsets: bool, yes: bool) -> int:
         shutil.rmtree(root)
         click.echo(f"deleted {root}")
     if topics:
+
         async def _rewind() -> None:
             transport = app.transport
             consumer = transport.consumer(group_id=app.id, **app.consumer_settings())
@@ -260,8 +289,7 @@ def reset_app(app: "App", *, offsets: bool, yes: bool) -> int:
     return 0
 
 
-
-def clean_versions(app: Any, data_dir: "Path | None" = None) -> list["Path"]:
+def clean_versions(app: Any, data_dir: Path | None = None) -> list[Path]:
     """Remove the data directories of the app's older versions; returns what was removed.
 
     Older versions are ``<data_dir>/<id>-v<N>`` (and Faust's ``<data_dir>/<id>-data/v<N>``) with

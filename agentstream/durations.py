@@ -7,11 +7,10 @@ One conversion for every place that accepts a duration (timers, windows, joins, 
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Union
 
 __all__ = ["Seconds", "to_seconds"]
 
-Seconds = Union[float, int, timedelta]
+Seconds = float | int | timedelta
 """A duration: seconds, or a timedelta."""
 
 

@@ -7,8 +7,9 @@ agent passing them around.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextvars import ContextVar
-from typing import Any, Sequence
+from typing import Any
 
 from .transport.base import TP, Message
 

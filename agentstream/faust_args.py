@@ -17,15 +17,24 @@ instead where that helps.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any, Sequence
+from typing import Any
 
 from .durations import to_seconds
 
 log = logging.getLogger("agentstream.faust")
 
-__all__ = ["translate_settings", "log_unknown_settings", "topic_options", "table_options", "ignored", "log_once",
-           "flush_deferred_logs", "drop_deferred_logs"]
+__all__ = [
+    "translate_settings",
+    "log_unknown_settings",
+    "topic_options",
+    "table_options",
+    "ignored",
+    "log_once",
+    "flush_deferred_logs",
+    "drop_deferred_logs",
+]
 
 # Faust setting -> agentstream setting (durations in seconds, like both)
 RENAMED = {
@@ -41,8 +50,16 @@ RENAMED = {
     "producer_linger": "producer_linger",
 }
 # Options agentstream reads from App(**options) / settings.extra itself: never "unknown".
-CONSUMED = {"key_serializer", "value_serializer", "autodiscover", "origin", "web_redirect", "web_forward_timeout",
-            "web_advertised_host", "web_history"}
+CONSUMED = {
+    "key_serializer",
+    "value_serializer",
+    "autodiscover",
+    "origin",
+    "web_redirect",
+    "web_forward_timeout",
+    "web_advertised_host",
+    "web_history",
+}
 NOTES = {
     "broker_commit_every": "commits happen every commit_interval seconds (and on rebalance/stop)",
     "topic_replication_factor": "topics are created with the broker's default replication factor",
@@ -65,9 +82,21 @@ ARGUMENT_NOTES = {
     "loop": "the worker runs its own event loop (uvloop)",
     "beacon": "services are started and stopped by the worker",
 }
-TABLE_IGNORED = ("window", "changelog_topic", "recovery_buffer_size", "standby_buffer_size", "extra_topic_configs",
-                 "use_partitioner", "on_changelog_event", "synchronize_all_active_partitions", "options", "beacon",
-                 "loop", "is_global", "on_recover")
+TABLE_IGNORED = (
+    "window",
+    "changelog_topic",
+    "recovery_buffer_size",
+    "standby_buffer_size",
+    "extra_topic_configs",
+    "use_partitioner",
+    "on_changelog_event",
+    "synchronize_all_active_partitions",
+    "options",
+    "beacon",
+    "loop",
+    "is_global",
+    "on_recover",
+)
 
 _logged: set[str] = set()
 _deferred: list[tuple[str, tuple[Any, ...]]] = []

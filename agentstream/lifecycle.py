@@ -9,12 +9,21 @@ them raise :class:`IllegalTransition` at the faulty call instead.
 from __future__ import annotations
 
 import enum
-from typing import Generic, Mapping, TypeVar
+from collections.abc import Mapping
+from typing import Generic, TypeVar
 
 from .exceptions import AgentStreamError
 
-__all__ = ["IllegalTransition", "StateMachine", "WorkerState", "TaskState", "PartitionState",
-           "WORKER_TRANSITIONS", "TASK_TRANSITIONS", "PARTITION_TRANSITIONS"]
+__all__ = [
+    "IllegalTransition",
+    "StateMachine",
+    "WorkerState",
+    "TaskState",
+    "PartitionState",
+    "WORKER_TRANSITIONS",
+    "TASK_TRANSITIONS",
+    "PARTITION_TRANSITIONS",
+]
 
 
 class IllegalTransition(AgentStreamError):

@@ -17,7 +17,8 @@ repartition      ``<id>-<name>-repartition``                 ``<id>-<source>-<na
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["faust_naming", "group_protocol_name", "changelog_topic_name", "agent_topic_name", "repartition_topic_name"]
 

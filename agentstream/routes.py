@@ -9,8 +9,9 @@ the owner (:mod:`agentstream.web.routing`). The handler itself is returned uncha
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from .exceptions import TopologyError
 
@@ -31,8 +32,14 @@ class TableRoute:
     query_param: str | None = None
 
 
-def table_route(source: Any, shard_param: str | None = None, *, query_param: str | None = None,
-                match_info: str | None = None, exact_key: Any = None) -> Callable[[F], F]:
+def table_route(
+    source: Any,
+    shard_param: str | None = None,
+    *,
+    query_param: str | None = None,
+    match_info: str | None = None,
+    exact_key: Any = None,
+) -> Callable[[F], F]:
     """Mark a page handler (a function page or a View method) as routed to the key's owner.
 
     The key is ``exact_key``, the URL's ``match_info`` parameter, or the query string's

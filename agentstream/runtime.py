@@ -12,8 +12,9 @@ outside those tasks (a test, a second worker in the same process) finds it by ap
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from contextvars import ContextVar
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from .transport.base import Delivery
 
@@ -23,9 +24,16 @@ __all__ = ["Runtime", "RunningTask", "FaultPoints", "current_task", "current_run
 class TaskSender(Protocol):
     """A task's transactional producer (exactly_once)."""
 
-    async def send(self, topic: str, key: bytes | None, value: bytes | None, *, partition: int | None = None,
-                   timestamp_ms: int | None = None,
-                   headers: Sequence[tuple[str, bytes]] | None = None) -> Delivery: ...
+    async def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        *,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Sequence[tuple[str, bytes]] | None = None,
+    ) -> Delivery: ...
 
 
 class RunningTask(Protocol):
@@ -50,9 +58,9 @@ class FaultPoints(Protocol):
 current_task: ContextVar[RunningTask | None] = ContextVar("agentstream_current_task", default=None)
 """The stream task whose agent instance is running (None in timers, tasks and outside a worker)."""
 
-_current: ContextVar["Runtime | None"] = ContextVar("agentstream_runtime", default=None)
+_current: ContextVar[Runtime | None] = ContextVar("agentstream_runtime", default=None)
 current_runtime = _current  # read directly on hot paths (one get, then check .app)
-_by_app: "weakref.WeakKeyDictionary[Any, Runtime]" = weakref.WeakKeyDictionary()
+_by_app: weakref.WeakKeyDictionary[Any, Runtime] = weakref.WeakKeyDictionary()
 
 
 class Runtime:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from .transport.base import TP
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from typing import Any, Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from .durations import Seconds, to_seconds
 from .faust_args import ignored
@@ -38,7 +39,7 @@ class Service:
         self.crash_reason: BaseException | None = None
 
     @property
-    def log(self) -> "logging.LoggerAdapter[logging.Logger]":
+    def log(self) -> logging.LoggerAdapter[logging.Logger]:
         """Faust's ``self.log``: a logger that prefixes lines with the service's name."""
         logger = logging.getLogger(type(self).__module__)
         return _ServiceLog(logger, {"service": self.shortlabel})
@@ -85,18 +86,18 @@ class Service:
     def shortlabel(self) -> str:
         return self.label
 
-    def add_dependency(self, service: "Service") -> "Service":
+    def add_dependency(self, service: Service) -> Service:
         """A child started before this service's ``on_started`` and stopped after its ``on_stop``."""
         self._dependencies.append(service)
         return service
 
-    async def add_runtime_dependency(self, service: "Service") -> "Service":
+    async def add_runtime_dependency(self, service: Service) -> Service:
         self.add_dependency(service)
         if self._started:
             await service.start()
         return service
 
-    def add_future(self, coro: Awaitable[Any]) -> "asyncio.Future[Any]":
+    def add_future(self, coro: Awaitable[Any]) -> asyncio.Future[Any]:
         """Run ``coro`` until it ends or the service stops."""
         fut = asyncio.ensure_future(self._guard(coro))
         self._futures.append(fut)
@@ -117,7 +118,7 @@ class Service:
         stopped = self._stop_event()
         try:
             await asyncio.wait_for(stopped.wait(), to_seconds(seconds))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     async def wait_until_stopped(self) -> None:
@@ -175,7 +176,7 @@ class Service:
         await self.stop()
         await self.start()
 
-    async def __aenter__(self) -> "Service":
+    async def __aenter__(self) -> Service:
         await self.start()
         return self
 

@@ -9,9 +9,10 @@ import logging
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .credentials import SASL_MECHANISMS, Secret, broker_security, reveal
 from .exceptions import ConfigError
@@ -62,49 +63,112 @@ class Settings:
     web_host: str = "127.0.0.1"
     loglevel: str = "INFO"
     # -- security (docs/security.md) -------------------------------------------------------------
-    broker_credentials: Any = field(default=None, metadata={"help": (
-        "Faust-style credentials object: SSLCredentials, SASLCredentials, GSSAPICredentials or "
-        "OAuthCredentials (App argument only)")})
-    ssl_context: Any = field(default=None, metadata={"help": (
-        "an ssl.SSLContext for TLS to the broker (App argument only); wins over the broker_ssl_* files")})
-    broker_ssl: bool = field(default=False, metadata={"help": (
-        "TLS to the broker, verified against the system CAs unless broker_ssl_cafile is set")})
-    broker_ssl_cafile: str = field(default="", metadata={"help": "PEM file of the CA(s) that signed the broker's certificate"})
+    broker_credentials: Any = field(
+        default=None,
+        metadata={
+            "help": (
+                "Faust-style credentials object: SSLCredentials, SASLCredentials, GSSAPICredentials or "
+                "OAuthCredentials (App argument only)"
+            )
+        },
+    )
+    ssl_context: Any = field(
+        default=None,
+        metadata={
+            "help": ("an ssl.SSLContext for TLS to the broker (App argument only); wins over the broker_ssl_* files")
+        },
+    )
+    broker_ssl: bool = field(
+        default=False,
+        metadata={"help": ("TLS to the broker, verified against the system CAs unless broker_ssl_cafile is set")},
+    )
+    broker_ssl_cafile: str = field(
+        default="", metadata={"help": "PEM file of the CA(s) that signed the broker's certificate"}
+    )
     broker_ssl_certfile: str = field(default="", metadata={"help": "PEM client certificate (mutual TLS)"})
     broker_ssl_keyfile: str = field(default="", metadata={"help": "PEM private key of the client certificate"})
-    broker_ssl_check_hostname: bool = field(default=True, metadata={"help": (
-        "verify that the broker's certificate names the host connected to")})
-    broker_sasl_mechanism: str = field(default="", metadata={"help": (
-        f"SASL mechanism: {', '.join(SASL_MECHANISMS)} (empty: no SASL)")})
+    broker_ssl_check_hostname: bool = field(
+        default=True, metadata={"help": ("verify that the broker's certificate names the host connected to")}
+    )
+    broker_sasl_mechanism: str = field(
+        default="", metadata={"help": (f"SASL mechanism: {', '.join(SASL_MECHANISMS)} (empty: no SASL)")}
+    )
     broker_sasl_username: str = field(default="", metadata={"help": "SASL username (PLAIN, SCRAM-*)"})
-    broker_sasl_password: str = field(default="", repr=False, metadata={"help": (
-        "SASL password (PLAIN, SCRAM-*); never logged"), "secret": True})
-    broker_sasl_oauth_token: str = field(default="", repr=False, metadata={"help": (
-        "a fixed OAUTHBEARER token; for refreshing tokens pass OAuthCredentials(token_provider)"), "secret": True})
-    web_token: str = field(default="", repr=False, metadata={"help": (
-        "bearer token every web request must carry (Authorization: Bearer <token>), except /livez; "
-        "empty: no authentication (bind to localhost only)"), "secret": True})
-    web_max_connections: int = field(default=512, metadata={"help": (
-        "open HTTP connections served at once; more are closed at accept")})
-    web_header_timeout: float = field(default=10.0, metadata={"help": (
-        "seconds a client has to send a complete request head (slow or partial-header clients are dropped)")})
-    web_body_timeout: float = field(default=30.0, metadata={"help": (
-        "seconds a request may take to send its body and be answered")})
+    broker_sasl_password: str = field(
+        default="", repr=False, metadata={"help": ("SASL password (PLAIN, SCRAM-*); never logged"), "secret": True}
+    )
+    broker_sasl_oauth_token: str = field(
+        default="",
+        repr=False,
+        metadata={
+            "help": ("a fixed OAUTHBEARER token; for refreshing tokens pass OAuthCredentials(token_provider)"),
+            "secret": True,
+        },
+    )
+    web_token: str = field(
+        default="",
+        repr=False,
+        metadata={
+            "help": (
+                "bearer token every web request must carry (Authorization: Bearer <token>), except /livez; "
+                "empty: no authentication (bind to localhost only)"
+            ),
+            "secret": True,
+        },
+    )
+    web_max_connections: int = field(
+        default=512, metadata={"help": ("open HTTP connections served at once; more are closed at accept")}
+    )
+    web_header_timeout: float = field(
+        default=10.0,
+        metadata={
+            "help": (
+                "seconds a client has to send a complete request head (slow or partial-header clients are dropped)"
+            )
+        },
+    )
+    web_body_timeout: float = field(
+        default=30.0, metadata={"help": ("seconds a request may take to send its body and be answered")}
+    )
     web_idle_timeout: float = field(default=30.0, metadata={"help": "seconds an idle keep-alive connection is kept"})
-    reply_topics: str = field(default="", metadata={"help": (
-        "comma-separated topics (fnmatch patterns) an agentstream-reply-to header may name besides "
-        "the app's own reply topics")})
-    max_message_time_difference: float = field(default=86400.0, metadata={"help": (
-        "seconds a record's timestamp may lie ahead of the wall clock and still advance a windowed "
-        "table's stream time (Kafka's max.message.time.difference); 0 disables the bound")})
-    topic_naming: str = field(default="agentstream", metadata={"help": (
-        "'agentstream' or 'faust': with 'faust' the app uses Faust's internal topic names and table "
-        "record formats (group and topic prefix <id>[-v<version>], agent topics <id>-<module>.<agent>, "
-        "repartition topics <id>-<topic>-<Model.field>-repartition, JSON table keys) so it can take over "
-        "a running Faust app (docs/migrating-from-faust.md)")})
-    version: int = field(default=1, metadata={"help": (
-        "Faust's app version: with topic_naming='faust' and version > 1 the group id and every internal "
-        "topic are prefixed <id>-v<version>, as Faust names them")})
+    reply_topics: str = field(
+        default="",
+        metadata={
+            "help": (
+                "comma-separated topics (fnmatch patterns) an agentstream-reply-to header may name besides "
+                "the app's own reply topics"
+            )
+        },
+    )
+    max_message_time_difference: float = field(
+        default=86400.0,
+        metadata={
+            "help": (
+                "seconds a record's timestamp may lie ahead of the wall clock and still advance a windowed "
+                "table's stream time (Kafka's max.message.time.difference); 0 disables the bound"
+            )
+        },
+    )
+    topic_naming: str = field(
+        default="agentstream",
+        metadata={
+            "help": (
+                "'agentstream' or 'faust': with 'faust' the app uses Faust's internal topic names and table "
+                "record formats (group and topic prefix <id>[-v<version>], agent topics <id>-<module>.<agent>, "
+                "repartition topics <id>-<topic>-<Model.field>-repartition, JSON table keys) so it can take over "
+                "a running Faust app (docs/migrating-from-faust.md)"
+            )
+        },
+    )
+    version: int = field(
+        default=1,
+        metadata={
+            "help": (
+                "Faust's app version: with topic_naming='faust' and version > 1 the group id and every internal "
+                "topic are prefixed <id>-v<version>, as Faust names them"
+            )
+        },
+    )
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -118,8 +182,12 @@ class Settings:
             # Faust's conf.id: the versioned id names the consumer group and every internal topic
             self.id = f"{self.id}-v{self.version}"
         elif self.topic_naming != "faust" and self.version != 1:
-            log.warning("setting version=%r is used only with topic_naming='faust' (Faust's -v<version> names); "
-                        "the app id %r is used as is", self.version, self.id)
+            log.warning(
+                "setting version=%r is used only with topic_naming='faust' (Faust's -v<version> names); "
+                "the app id %r is used as is",
+                self.version,
+                self.id,
+            )
         if not self.dead_letter_topic:
             self.dead_letter_topic = f"{self.id}-dead-letters"
 
@@ -129,33 +197,54 @@ class Settings:
             raise ConfigError("id", f"app id must be a non-empty string, got {self.id!r}", 'App("myapp", ...)')
         self._check_types()
         if "://" not in self.broker:
-            raise ConfigError(
-                "broker", f"{self.broker!r} has no scheme", "use kafka://host:port or memory://"
-            )
+            raise ConfigError("broker", f"{self.broker!r} has no scheme", "use kafka://host:port or memory://")
         for name in ("topic_partitions", "buffer_max_records", "max_poll_records", "producer_max_batch_size"):
             if int(getattr(self, name)) < 1:
-                raise ConfigError(name, f"must be >= 1, got {getattr(self, name)!r}", f"set {name} to a positive integer")
+                raise ConfigError(
+                    name, f"must be >= 1, got {getattr(self, name)!r}", f"set {name} to a positive integer"
+                )
         for name in ("commit_interval", "session_timeout", "heartbeat_interval", "rebalance_timeout"):
             if float(getattr(self, name)) <= 0:
-                raise ConfigError(name, f"must be > 0 seconds, got {getattr(self, name)!r}", f"set {name} to a positive number of seconds")
+                raise ConfigError(
+                    name,
+                    f"must be > 0 seconds, got {getattr(self, name)!r}",
+                    f"set {name} to a positive number of seconds",
+                )
         if not (math.isfinite(float(self.restore_timeout)) and float(self.restore_timeout) > 0):
-            raise ConfigError("restore_timeout", f"must be a finite number of seconds > 0, got {self.restore_timeout!r}",
-                              "set restore_timeout to how long a table restore may go without progress, e.g. 300")
+            raise ConfigError(
+                "restore_timeout",
+                f"must be a finite number of seconds > 0, got {self.restore_timeout!r}",
+                "set restore_timeout to how long a table restore may go without progress, e.g. 300",
+            )
         if self.producer_linger < 0:
-            raise ConfigError("producer_linger", f"must be >= 0 seconds, got {self.producer_linger!r}",
-                              "use 0 to send each batch as soon as the sender is free")
+            raise ConfigError(
+                "producer_linger",
+                f"must be >= 0 seconds, got {self.producer_linger!r}",
+                "use 0 to send each batch as soon as the sender is free",
+            )
         if not 0 <= self.consumer_fetch_max_wait <= 30:
-            raise ConfigError("consumer_fetch_max_wait", f"must be 0..30 seconds, got {self.consumer_fetch_max_wait!r}",
-                              "use e.g. 0.5 (the default), or less for lower latency at more fetch requests")
+            raise ConfigError(
+                "consumer_fetch_max_wait",
+                f"must be 0..30 seconds, got {self.consumer_fetch_max_wait!r}",
+                "use e.g. 0.5 (the default), or less for lower latency at more fetch requests",
+            )
         if not isinstance(self.agent_restart_max, int) or self.agent_restart_max < 0:
-            raise ConfigError("agent_restart_max", f"must be an integer >= 0, got {self.agent_restart_max!r}",
-                              "set how many times in a row an agent failing before its first record is restarted "
-                              "(0: stop the worker at the first such failure)")
+            raise ConfigError(
+                "agent_restart_max",
+                f"must be an integer >= 0, got {self.agent_restart_max!r}",
+                "set how many times in a row an agent failing before its first record is restarted "
+                "(0: stop the worker at the first such failure)",
+            )
         if not self.agent_restart_backoff > 0:
-            raise ConfigError("agent_restart_backoff", f"must be > 0 seconds, got {self.agent_restart_backoff!r}",
-                              "set the first restart delay in seconds, e.g. 0.1 (it doubles, up to 30 s)")
+            raise ConfigError(
+                "agent_restart_backoff",
+                f"must be > 0 seconds, got {self.agent_restart_backoff!r}",
+                "set the first restart delay in seconds, e.g. 0.1 (it doubles, up to 30 s)",
+            )
         if self.max_task_idle < 0:
-            raise ConfigError("max_task_idle", f"must be >= 0, got {self.max_task_idle}", "use 0 to never wait for lagging inputs")
+            raise ConfigError(
+                "max_task_idle", f"must be >= 0, got {self.max_task_idle}", "use 0 to never wait for lagging inputs"
+            )
         if self.heartbeat_interval >= self.session_timeout:
             raise ConfigError(
                 "heartbeat_interval",
@@ -167,31 +256,49 @@ class Settings:
                 raise ConfigError(name, f"unknown policy {getattr(self, name)!r}", f"use one of {', '.join(POLICIES)}")
         if self.processing_guarantee not in GUARANTEES:
             raise ConfigError(
-                "processing_guarantee", f"unknown guarantee {self.processing_guarantee!r}", f"use one of {', '.join(GUARANTEES)}"
+                "processing_guarantee",
+                f"unknown guarantee {self.processing_guarantee!r}",
+                f"use one of {', '.join(GUARANTEES)}",
             )
         if self.table_standby_replicas < 0:
             raise ConfigError("table_standby_replicas", "must be >= 0", "use 0 for no standby replicas")
         if self.table_cache_size < 0:
             raise ConfigError("table_cache_size", "must be >= 0", "use 0 to write every table update through")
         if not (0 <= self.web_port < 65536):
-            raise ConfigError("web_port", f"{self.web_port} is not a TCP port", "use a port in 1..65535 (0 picks a free one)")
+            raise ConfigError(
+                "web_port", f"{self.web_port} is not a TCP port", "use a port in 1..65535 (0 picks a free one)"
+            )
         self._check_web_host()
         for name in ("web_max_connections",):
             if getattr(self, name) < 1:
-                raise ConfigError(name, f"must be >= 1, got {getattr(self, name)!r}", f"set {name} to a positive integer")
+                raise ConfigError(
+                    name, f"must be >= 1, got {getattr(self, name)!r}", f"set {name} to a positive integer"
+                )
         for name in ("web_header_timeout", "web_body_timeout", "web_idle_timeout", "shutdown_timeout"):
             if getattr(self, name) <= 0:
-                raise ConfigError(name, f"must be > 0 seconds, got {getattr(self, name)!r}",
-                                  f"set {name} to a positive number of seconds")
+                raise ConfigError(
+                    name,
+                    f"must be > 0 seconds, got {getattr(self, name)!r}",
+                    f"set {name} to a positive number of seconds",
+                )
         if self.max_message_time_difference < 0:
-            raise ConfigError("max_message_time_difference", f"must be >= 0 seconds, got {self.max_message_time_difference!r}",
-                              "use e.g. 86400 (one day), or 0 to not bound stream time by the wall clock")
+            raise ConfigError(
+                "max_message_time_difference",
+                f"must be >= 0 seconds, got {self.max_message_time_difference!r}",
+                "use e.g. 86400 (one day), or 0 to not bound stream time by the wall clock",
+            )
         if self.topic_naming not in TOPIC_NAMINGS:
-            raise ConfigError("topic_naming", f"unknown naming {self.topic_naming!r}",
-                              "use 'agentstream' (the default) or 'faust' (to take over a running Faust app)")
+            raise ConfigError(
+                "topic_naming",
+                f"unknown naming {self.topic_naming!r}",
+                "use 'agentstream' (the default) or 'faust' (to take over a running Faust app)",
+            )
         if self.version < 1:
-            raise ConfigError("version", f"must be >= 1, got {self.version!r}",
-                              "use the version the Faust app ran with (1 when it set none)")
+            raise ConfigError(
+                "version",
+                f"must be >= 1, got {self.version!r}",
+                "use the version the Faust app ran with (1 when it set none)",
+            )
         self._check_store()
         broker_security(self)  # builds the TLS context: bad files fail here, naming the setting
 
@@ -202,11 +309,15 @@ class Settings:
             kind = str(f.type)
             if kind in ("int", "float"):
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
-                    raise ConfigError(f.name, f"must be a number, got {type(value).__name__} {value!r}",
-                                      f"set {f.name} to a {kind}")
+                    raise ConfigError(
+                        f.name, f"must be a number, got {type(value).__name__} {value!r}", f"set {f.name} to a {kind}"
+                    )
                 if not math.isfinite(value):
-                    raise ConfigError(f.name, f"must be a finite number, got {value!r}",
-                                      f"set {f.name} to a finite {kind} (NaN and infinity are not allowed)")
+                    raise ConfigError(
+                        f.name,
+                        f"must be a finite number, got {value!r}",
+                        f"set {f.name} to a finite {kind} (NaN and infinity are not allowed)",
+                    )
                 if kind == "int" and not float(value).is_integer():
                     raise ConfigError(f.name, f"must be a whole number, got {value!r}", f"set {f.name} to an integer")
                 if kind == "int":
@@ -214,8 +325,9 @@ class Settings:
             elif kind == "bool" and not isinstance(value, bool):
                 raise ConfigError(f.name, f"must be true or false, got {value!r}", f"set {f.name} to True or False")
             elif kind == "str" and not isinstance(value, str):
-                raise ConfigError(f.name, f"must be a string, got {type(value).__name__} {value!r}",
-                                  f"set {f.name} to a string")
+                raise ConfigError(
+                    f.name, f"must be a string, got {type(value).__name__} {value!r}", f"set {f.name} to a string"
+                )
         if not isinstance(self.data_dir, Path):
             raise ConfigError("data_dir", f"must be a path, got {self.data_dir!r}", "set data_dir to a directory path")
 
@@ -231,14 +343,20 @@ class Settings:
             except ValueError:
                 ok = False
         if not ok:
-            raise ConfigError("web_host", f"{host!r} is not a host name or IP address",
-                              "use e.g. 127.0.0.1 (this machine only) or 0.0.0.0 (every interface), without scheme or port")
+            raise ConfigError(
+                "web_host",
+                f"{host!r} is not a host name or IP address",
+                "use e.g. 127.0.0.1 (this machine only) or 0.0.0.0 (every interface), without scheme or port",
+            )
 
     def _check_store(self) -> None:
         scheme, sep, _ = self.store.partition("://")
         if not sep or scheme.lower() not in STORE_SCHEMES:
-            raise ConfigError("store", f"unsupported store URL {self.store!r}",
-                              "use 'rocksdb://' (persistent, the default) or 'memory://' (rebuilt from the changelog)")
+            raise ConfigError(
+                "store",
+                f"unsupported store URL {self.store!r}",
+                "use 'rocksdb://' (persistent, the default) or 'memory://' (rebuilt from the changelog)",
+            )
 
     def check_data_dir(self) -> None:
         """The data dir exists as a writable directory, or can be created (no side effects).
@@ -262,7 +380,7 @@ class Settings:
         if not os.access(parent, os.W_OK | os.X_OK):
             raise ConfigError("data_dir", f"cannot create {str(path)!r}: {str(parent)!r} is not writable", fix)
 
-    def replace(self, **changes: Any) -> "Settings":
+    def replace(self, **changes: Any) -> Settings:
         """A copy with ``changes`` applied and validated (for CLI flags)."""
         known = {f.name for f in dataclasses.fields(self)}
         unknown = set(changes) - known
@@ -272,7 +390,7 @@ class Settings:
         return dataclasses.replace(self, **changes)
 
     @classmethod
-    def build(cls, id: str, options: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> "Settings":
+    def build(cls, id: str, options: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
         """App arguments first, then ``AGENTSTREAM_<NAME>`` environment variables on top."""
         fields = {f.name: f for f in dataclasses.fields(cls)}
         values: dict[str, Any] = {}
@@ -283,7 +401,7 @@ class Settings:
             else:
                 extra[key] = value
         env = os.environ if environ is None else environ
-        for name, f in fields.items():
+        for name, _f in fields.items():
             raw = env.get(f"{ENV_PREFIX}{name.upper()}")
             if raw is not None and name not in ("id", "extra", "broker_credentials", "ssl_context"):
                 values[name] = _coerce(name, raw, fields[name].type)
@@ -330,8 +448,11 @@ def _coerce(name: str, raw: str, type_: Any) -> Any:
         if t in ("float", "<class 'float'>"):
             value = float(raw)
             if not math.isfinite(value):
-                raise ConfigError(name, f"environment variable AGENTSTREAM_{name.upper()}={raw!r} is not a finite number",
-                                  "set it to a finite number of seconds (NaN and infinity are not allowed)")
+                raise ConfigError(
+                    name,
+                    f"environment variable AGENTSTREAM_{name.upper()}={raw!r} is not a finite number",
+                    "set it to a finite number of seconds (NaN and infinity are not allowed)",
+                )
             return value
         if t in ("bool", "<class 'bool'>"):
             if raw.lower() in ("1", "true", "yes", "on"):

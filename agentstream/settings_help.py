@@ -58,7 +58,7 @@ def setting_fields() -> list[tuple[dataclasses.Field[Any], Any]]:
     return [(f, hints.get(f.name, f.type)) for f in dataclasses.fields(Settings) if f.name not in ("id", "extra")]
 
 
-def default_of(f: "dataclasses.Field[Any]") -> Any:
+def default_of(f: dataclasses.Field[Any]) -> Any:
     if f.default is not dataclasses.MISSING:
         return f.default
     if f.default_factory is not dataclasses.MISSING:
@@ -66,7 +66,7 @@ def default_of(f: "dataclasses.Field[Any]") -> Any:
     return None
 
 
-def setting_help(f: "dataclasses.Field[Any]", tp: Any) -> str:
+def setting_help(f: dataclasses.Field[Any], tp: Any) -> str:
     text = f.metadata.get("help") or HELP.get(f.name)
     if text:
         return str(text)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,7 @@ class _BaseSignal:
 
     def connect(self, fun: Callable[..., Any] | None = None, **kwargs: Any) -> Any:
         """Add a receiver; usable as ``@signal.connect`` and ``@signal.connect()``."""
+
         def _add(f: Callable[..., Any]) -> Callable[..., Any]:
             if f not in self.receivers:
                 self.receivers.append(f)
@@ -81,5 +83,5 @@ class SyncSignal(_BaseSignal):
                 log.exception("receiver %r of signal %s raised: %s", fun, self.name, exc)
 
 
-def app_signals(owner: Any) -> dict[str, "Signal | SyncSignal"]:
+def app_signals(owner: Any) -> dict[str, Signal | SyncSignal]:
     return {name: (SyncSignal if sync else Signal)(name, owner) for name, sync in APP_SIGNALS.items()}

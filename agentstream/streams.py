@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Protocol, Union
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .durations import to_seconds
 from .events import Event, set_current_event
@@ -28,12 +29,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Stream", "StreamInput", "SplitPoint", "streams_in_hand"]
 
-streams_in_hand: ContextVar["list[Stream] | None"] = ContextVar("agentstream_streams", default=None)
+streams_in_hand: ContextVar[list[Stream] | None] = ContextVar("agentstream_streams", default=None)
 """Set by a stream task for each agent instance: every stream the agent makes (root, filtered,
 grouped, joined) registers here, so the error policy, acks and replies act on the records in hand
 of whichever stream the agent iterates."""
 
-Processor = Callable[[Event], Union[bool, Awaitable[bool]]]
+Processor = Callable[[Event], bool | Awaitable[bool]]
 
 
 class _Upper:
@@ -41,7 +42,7 @@ class _Upper:
     ``join_stream`` by :mod:`agentstream.joins` (joins build on streams, tables and topics; the
     package's ``__init__`` imports it). So this module never imports joins: no import cycle."""
 
-    join_stream: Callable[..., "Stream"]
+    join_stream: Callable[..., Stream]
 
 
 upper = _Upper()
@@ -54,7 +55,7 @@ class SplitPoint:
     kind: str  # "group_by" or "through"
     name: str
     key: Callable[[Any], Any] | None
-    topic: "Topic | None" = None  # resolved by the app (repartition topic or the through topic)
+    topic: Topic | None = None  # resolved by the app (repartition topic or the through topic)
     partitions: int | None = None
     key_serializer: str | None = None  # group_by: the new key's encoding (None: the app's, raw by default)
     faust_name: str | None = None  # Faust's name for the split (``Model.field``): topic_naming='faust'
@@ -107,7 +108,7 @@ class Stream:
         return list(self._pending)
 
     # -- iteration -------------------------------------------------------------------------
-    def __aiter__(self) -> "Stream":
+    def __aiter__(self) -> Stream:
         return self
 
     async def __anext__(self) -> Any:
@@ -238,19 +239,28 @@ class Stream:
             i += 1
 
     # -- operations --------------------------------------------------------------------------
-    def _derive(self, *extra: Processor) -> "Stream":
+    def _derive(self, *extra: Processor) -> Stream:
         return type(self)(self._input, self._processors + extra, self._splits)
 
-    def filter(self, fun: Callable[[Any], Any]) -> "Stream":
+    def filter(self, fun: Callable[[Any], Any]) -> Stream:
         """Keep values for which ``fun`` (sync or async) is true; dropped records are acked at once."""
         if inspect.iscoroutinefunction(fun):
+
             async def _afilter(event: Event) -> bool:
                 return bool(await fun(event.value))
+
             return self._derive(_afilter)
         return self._derive(lambda event: bool(fun(event.value)))
 
-    def group_by(self, key: Any, *, name: str | None = None, partitions: int | None = None,
-                 key_serializer: str | None = None, topic: "Topic | None" = None) -> "Stream":
+    def group_by(
+        self,
+        key: Any,
+        *,
+        name: str | None = None,
+        partitions: int | None = None,
+        key_serializer: str | None = None,
+        topic: Topic | None = None,
+    ) -> Stream:
         """Re-key the stream through the repartition topic ``<app>-<name>-repartition``.
 
         The new key is encoded with ``key_serializer`` (default: the app's, Faust's ``raw``: str
@@ -263,16 +273,26 @@ class Stream:
                 "group_by() with a callable key needs a name: stream.group_by(fn, name='by_x') "
                 "names the repartition topic <app>-by_x-repartition"
             )
-        return self._split(SplitPoint("group_by", point_name, keyfn, topic=topic, partitions=partitions,
-                                      key_serializer=key_serializer, faust_name=name or _faust_ident(key)))
+        return self._split(
+            SplitPoint(
+                "group_by",
+                point_name,
+                keyfn,
+                topic=topic,
+                partitions=partitions,
+                key_serializer=key_serializer,
+                faust_name=name or _faust_ident(key),
+            )
+        )
 
-    def echo(self, *channels: Any) -> "Stream":
+    def echo(self, *channels: Any) -> Stream:
         """Faust's ``stream.echo(topic, ...)``: also send every value (with its key) to ``channels``
         (topics, channels or agents), then pass it on unchanged."""
         for c in channels:
             if not hasattr(c, "send"):
-                raise TopologyError(f"echo() needs topic, channel or agent objects, got {c!r}; "
-                                    "use app.topic(name) for a topic by name")
+                raise TopologyError(
+                    f"echo() needs topic, channel or agent objects, got {c!r}; use app.topic(name) for a topic by name"
+                )
 
         async def _echo(event: Event) -> bool:
             for c in channels:
@@ -291,12 +311,12 @@ class Stream:
                 return True
         return False
 
-    def noack(self) -> "Stream":
+    def noack(self) -> Stream:
         """Faust's ``stream.noack()``: records are acknowledged only by ``stream.ack(event)``, so an
         offset is committed only past records the agent acknowledged itself."""
         return _NoAckStream(self._input, self._processors, self._splits)
 
-    def tee(self, n: int = 2) -> tuple["Stream", ...]:
+    def tee(self, n: int = 2) -> tuple[Stream, ...]:
         """``n`` streams that each see every value of this one (Faust's ``stream.tee``); a record is
         acknowledged when every copy has moved past it. Iterate the copies concurrently."""
         if n < 1:
@@ -304,22 +324,23 @@ class Stream:
         tee = _Tee(self, n)
         return tuple(type(self)(_TeeInput(tee, i)) for i in range(n))
 
-    def combine(self, *streams: "Stream") -> "Stream":
+    def combine(self, *streams: Stream) -> Stream:
         """One stream of the values of this and ``streams``, in the order they arrive (Faust's
         ``stream.combine`` / ``s1 & s2``); each record is acknowledged on its own stream."""
         return type(self)(_CombinedInput((self, *streams)))
 
-    def __and__(self, other: "Stream") -> "Stream":
+    def __and__(self, other: Stream) -> Stream:
         return self.combine(other)
 
-    def through(self, topic: "Topic | str") -> "Stream":
+    def through(self, topic: Topic | str) -> Stream:
         """Forward every record to ``topic`` and continue from that topic (a new sub-topology)."""
         name = topic if isinstance(topic, str) else topic.name
         return self._split(SplitPoint("through", name, None, topic=None if isinstance(topic, str) else topic))
 
     # -- joins (agentstream.joins: semantics and how both sides meet in one task) ----------------
-    def join(self, other: Any, *, within: Any = None, grace: Any = None, key: Any = None,
-             name: str | None = None) -> "Stream":
+    def join(
+        self, other: Any, *, within: Any = None, grace: Any = None, key: Any = None, name: str | None = None
+    ) -> Stream:
         """Inner join: a stream of ``(value, other_value)``.
 
         ``other`` is a Table (co-partitioned; ideally ``from_topic``), a GlobalTable (``key=`` picks
@@ -327,17 +348,17 @@ class Stream:
         windowed stream-stream join whose buffers are changelogged)."""
         return upper.join_stream(self, other, "inner", within=within, grace=grace, key=key, name=name)
 
-    def left_join(self, other: Any, *, within: Any = None, grace: Any = None, key: Any = None,
-                  name: str | None = None) -> "Stream":
+    def left_join(
+        self, other: Any, *, within: Any = None, grace: Any = None, key: Any = None, name: str | None = None
+    ) -> Stream:
         """Like :meth:`join`, but a record without a match still gives ``(value, None)``."""
         return upper.join_stream(self, other, "left", within=within, grace=grace, key=key, name=name)
 
-    def outer_join(self, other: Any, *, within: Any = None, grace: Any = None,
-                   name: str | None = None) -> "Stream":
+    def outer_join(self, other: Any, *, within: Any = None, grace: Any = None, name: str | None = None) -> Stream:
         """Stream-stream only: unmatched records of either side give ``(value, None)``/``(None, value)``."""
         return upper.join_stream(self, other, "outer", within=within, grace=grace, name=name)
 
-    def _split(self, point: SplitPoint) -> "Stream":
+    def _split(self, point: SplitPoint) -> Stream:
         index = self._splits + 1
         resolved = self._input.split(index, point)
         stage = self._input.stage
@@ -469,7 +490,7 @@ class _Events:
     def __init__(self, stream: Stream) -> None:
         self._stream = stream
 
-    def __aiter__(self) -> "_Events":
+    def __aiter__(self) -> _Events:
         return self
 
     async def __anext__(self) -> Event:
@@ -484,7 +505,7 @@ class _Items:
     def __init__(self, stream: Stream) -> None:
         self._stream = stream
 
-    def __aiter__(self) -> "_Items":
+    def __aiter__(self) -> _Items:
         return self
 
     async def __anext__(self) -> tuple[Any, Any]:
@@ -496,9 +517,10 @@ class InProcessStream(Stream):
     """A stream whose whole agent runs in one place (the agent test harness, channels):
     ``group_by`` re-keys in memory and ``through`` is a no-op, as there is no partitioning to change."""
 
-    def _split(self, point: SplitPoint) -> "Stream":
+    def _split(self, point: SplitPoint) -> Stream:
         keyfn = point.key
         if point.kind == "group_by" and keyfn is not None:
+
             def rekey(event: Event) -> bool:
                 event.key = keyfn(event.value)
                 return True
@@ -540,8 +562,12 @@ def _forwarder(point: SplitPoint) -> Processor:
 
         async def _forward_group_by(event: Event) -> bool:
             message = event.message
-            await send_raw(key_dumps(keyfn(event.value)), message.value, timestamp=message.timestamp / 1000.0,
-                           headers=message.headers or None)
+            await send_raw(
+                key_dumps(keyfn(event.value)),
+                message.value,
+                timestamp=message.timestamp / 1000.0,
+                headers=message.headers or None,
+            )
             return False
 
         return _forward_group_by

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Sequence, cast
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from aiokafka.structs import ConsumerRecord
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["AgentTestContext", "AppHarness"]
 
 
-def _use_memory(app: "App", name: str) -> tuple[Any, Any]:
+def _use_memory(app: App, name: str) -> tuple[Any, Any]:
     """Point ``app`` at a private memory broker and memory stores; returns what to restore."""
     saved = (app.settings, app._transport)
     app.settings = app.settings.replace(broker=f"memory://{name}", store="memory://")
@@ -43,7 +44,7 @@ class AgentTestContext:
 
     stage = 0
 
-    def __init__(self, agent: "Agent", *, partition: int | None = None) -> None:
+    def __init__(self, agent: Agent, *, partition: int | None = None) -> None:
         self.agent = agent
         self.app = cast("App", agent.app)  # agents know the App by its interface (types.AppT)
         self.partition = partition  # None: each record goes to the partition its key maps to
@@ -65,7 +66,7 @@ class AgentTestContext:
             if timeout is None:
                 return await self._slot.get()
             return await asyncio.wait_for(self._slot.get(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return None
 
     def ack(self, event: Event) -> None:
@@ -76,7 +77,7 @@ class AgentTestContext:
         return point
 
     # -- test API ---------------------------------------------------------------------------------
-    async def __aenter__(self) -> "AgentTestContext":
+    async def __aenter__(self) -> AgentTestContext:
         self._saved = _use_memory(self.app, f"agent-test-{uuid.uuid4().hex[:8]}")
         await self.app.transport.ensure_topics([t.spec() for t in self.app.topics.values()])
         for table in self.app.tables.values():
@@ -105,8 +106,15 @@ class AgentTestContext:
         finally:
             self.agent.sinks = sinks
 
-    async def put(self, value: Any = None, *, key: Any = None, partition: int | None = None,
-                  timestamp: float | None = None, headers: Sequence[tuple[str, bytes]] = ()) -> Event:
+    async def put(
+        self,
+        value: Any = None,
+        *,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp: float | None = None,
+        headers: Sequence[tuple[str, bytes]] = (),
+    ) -> Event:
         """Hand one record to the agent; returns after the agent has fully handled it.
 
         The record is on ``partition``, else the context's, else the one its key maps to (the
@@ -117,8 +125,9 @@ class AgentTestContext:
             partition = self.partition
         if partition is None:
             partition = self._partition_of(key)
-        message = ConsumerRecord(self.agent.channel.name, partition,
-                                 self._offset, ts, 0, key, value, None, -1, -1, tuple(headers))
+        message = ConsumerRecord(
+            self.agent.channel.name, partition, self._offset, ts, 0, key, value, None, -1, -1, tuple(headers)
+        )
         self._offset += 1
         event = Event(key, value, message)
         await self._asked.wait()
@@ -160,7 +169,7 @@ class AgentTestContext:
         self.app.settings, self.app._transport = self._saved
 
 
-def _read(app: "App", topic: str) -> list[tuple[Any, Any]]:
+def _read(app: App, topic: str) -> list[tuple[Any, Any]]:
     transport = app.transport
     assert isinstance(transport, MemoryTransport)
     t = app.topics.get(topic)
@@ -169,27 +178,35 @@ def _read(app: "App", topic: str) -> list[tuple[Any, Any]]:
         if t is None:
             out.append((m.key, m.value))
         else:
-            out.append((None if m.key is None else t.key_codec.loads(m.key),
-                        None if m.value is None else t.value_codec.loads(m.value)))
+            out.append(
+                (
+                    None if m.key is None else t.key_codec.loads(m.key),
+                    None if m.value is None else t.value_codec.loads(m.value),
+                )
+            )
     return out
 
 
 class AppHarness:
     """Run a whole app on a private memory broker inside the test's event loop."""
 
-    def __init__(self, app: "App", **settings: Any) -> None:
+    def __init__(self, app: App, **settings: Any) -> None:
         self.app = app
         self.settings = settings
         self.worker: Any = None
         self.web: Any = None  # the app's web server (agentstream.web.Web) while it runs
         self._saved: tuple[Any, Any] | None = None
 
-    async def __aenter__(self) -> "AppHarness":
+    async def __aenter__(self) -> AppHarness:
         from .web import serve
         from .worker.worker import Worker
 
         self._saved = _use_memory(self.app, f"app-test-{uuid.uuid4().hex[:8]}")
-        changes = {"commit_interval": 0.05, "web_port": 0, **self.settings}  # web: a free port (web_enabled=False: none)
+        changes = {
+            "commit_interval": 0.05,
+            "web_port": 0,
+            **self.settings,
+        }  # web: a free port (web_enabled=False: none)
         self.app.settings = self.app.settings.replace(**changes)
         self.worker = Worker(self.app)
         self.web = serve(self.worker)  # beside the worker, as the CLI runs it (None: web_enabled=False)
@@ -197,8 +214,15 @@ class AppHarness:
         await asyncio.wait_for(self.worker.assigned.wait(), 10)
         return self
 
-    async def send(self, topic: str, value: Any = None, *, key: Any = None, partition: int | None = None,
-                   timestamp: float | None = None) -> None:
+    async def send(
+        self,
+        topic: str,
+        value: Any = None,
+        *,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp: float | None = None,
+    ) -> None:
         t = self.app.topics.get(topic) or self.app.topic(topic)
         await t.send(key=key, value=value, partition=partition, timestamp=timestamp)
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .worker.worker import Worker
@@ -50,8 +51,7 @@ class InjectedCrash(BaseException):
 class FaultInjector:
     """Crash at the ``nth`` time ``point`` is reached (or never, when ``point`` is None)."""
 
-    def __init__(self, point: str | None = None, nth: int = 1,
-                 on_fire: Callable[[str], None] | None = None) -> None:
+    def __init__(self, point: str | None = None, nth: int = 1, on_fire: Callable[[str], None] | None = None) -> None:
         if point is not None and point not in CRASH_POINTS:
             raise ValueError(f"unknown crash point {point!r}; use one of {', '.join(CRASH_POINTS)}")
         self.point = point
@@ -92,7 +92,7 @@ class FailingCall:
         self.fired = False
         self._real: Any = None
 
-    def __enter__(self) -> "FailingCall":
+    def __enter__(self) -> FailingCall:
         real = self._real = getattr(self.cls, self.method)
         failing_call = self
 
@@ -120,7 +120,7 @@ def _run_sync(coro: Any) -> None:
     raise RuntimeError("coroutine suspended; it cannot be run synchronously")
 
 
-def abandon(worker: "Worker") -> list["asyncio.Future[Any]"]:
+def abandon(worker: Worker) -> list[asyncio.Future[Any]]:
     """In-process kill -9 of a worker on the memory transport, synchronously.
 
     Every asyncio task of the worker is cancelled, its group consumer leaves the group without

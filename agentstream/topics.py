@@ -6,12 +6,13 @@ timestamp of the record being handled (event time flows downstream, as in Kafka 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import codecs
 from .events import current_event
-from .transport.base import Delivery, TopicSpec
 from .runtime import current_task
+from .transport.base import Delivery, TopicSpec
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -25,7 +26,7 @@ __all__ = ["Topic", "TopicGroup"]
 class Topic:
     """A Kafka topic as the app sees it (Faust's ``app.topic(...)``)."""
 
-    def __init__(self, app: "App", name: str, **options: Unpack[TopicOptions]) -> None:
+    def __init__(self, app: App, name: str, **options: Unpack[TopicOptions]) -> None:
         key_type, key_serializer = options.get("key_type"), options.get("key_serializer")
         value_type, value_serializer = options.get("value_type"), options.get("value_serializer")
         internal = options.get("internal", False)
@@ -122,13 +123,26 @@ class Topic:
                 return delivery
         return await producer.send(self.name, key, value, partition=partition, timestamp_ms=ts_ms, headers=headers)
 
-    def _observe_send(self, key: bytes | None, value: bytes | None, partition: int | None, ts_ms: int | None,
-                      headers: Sequence[tuple[str, bytes]] | None) -> None:
+    def _observe_send(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        ts_ms: int | None,
+        headers: Sequence[tuple[str, bytes]] | None,
+    ) -> None:
         app = self.app
-        app.on_produce_message.send(app, key=key, value=value, partition=partition,
-                                    timestamp=None if ts_ms is None else ts_ms / 1000.0, headers=headers)
-        app.sensors.call("on_send_initiated", app._producer, self.name, None,
-                         len(key) if key else 0, len(value) if value else 0)
+        app.on_produce_message.send(
+            app,
+            key=key,
+            value=value,
+            partition=partition,
+            timestamp=None if ts_ms is None else ts_ms / 1000.0,
+            headers=headers,
+        )
+        app.sensors.call(
+            "on_send_initiated", app._producer, self.name, None, len(key) if key else 0, len(value) if value else 0
+        )
 
     def __repr__(self) -> str:
         return f"<Topic {self.name} partitions={self.partitions}>"
@@ -141,12 +155,24 @@ class TopicGroup(Topic):
     topics); a pattern's members are the existing topics whose names match when the worker starts
     (topics created later are read after the next worker start: documented in the migration guide)."""
 
-    def __init__(self, app: "App", names: Sequence[str], members: Sequence[Topic], *, pattern: str | None = None,
-                 options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        app: App,
+        names: Sequence[str],
+        members: Sequence[Topic],
+        *,
+        pattern: str | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
         opts = dict(options or {})
-        super().__init__(app, names[0] if names else f"pattern:{pattern}",
-                         key_type=opts.get("key_type"), value_type=opts.get("value_type"),
-                         key_serializer=opts.get("key_serializer"), value_serializer=opts.get("value_serializer"))
+        super().__init__(
+            app,
+            names[0] if names else f"pattern:{pattern}",
+            key_type=opts.get("key_type"),
+            value_type=opts.get("value_type"),
+            key_serializer=opts.get("key_serializer"),
+            value_serializer=opts.get("value_serializer"),
+        )
         self.names = tuple(names)
         self.members = list(members)
         self.pattern = pattern
@@ -159,12 +185,21 @@ class TopicGroup(Topic):
     async def declare(self) -> None:
         await self.app.transport.ensure_topics([t.spec() for t in self.members])
 
-    async def send(self, key: Any = None, value: Any = None, *, partition: int | None = None,
-                   timestamp: float | None = None, headers: Sequence[tuple[str, bytes]] | None = None) -> Delivery:
+    async def send(
+        self,
+        key: Any = None,
+        value: Any = None,
+        *,
+        partition: int | None = None,
+        timestamp: float | None = None,
+        headers: Sequence[tuple[str, bytes]] | None = None,
+    ) -> Delivery:
         from .exceptions import TopologyError
 
-        raise TopologyError(f"cannot send to {self!r}: it stands for several topics; send to one of "
-                            f"app.topic(name) for name in {list(self.topics)}")
+        raise TopologyError(
+            f"cannot send to {self!r}: it stands for several topics; send to one of "
+            f"app.topic(name) for name in {list(self.topics)}"
+        )
 
     def __repr__(self) -> str:
         what = f"pattern={self.pattern!r}" if self.pattern is not None else f"names={list(self.names)}"

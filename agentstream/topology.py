@@ -20,8 +20,8 @@ from .streams import SplitPoint, Stream
 
 if TYPE_CHECKING:
     from .agents.agent import Agent
-    from .types import AppT as App  # the App's interface: app.py imports this module
     from .topics import Topic
+    from .types import AppT as App  # the App's interface: app.py imports this module
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +31,9 @@ __all__ = ["SubTopology", "Topology", "discover_splits"]
 @dataclass
 class SubTopology:
     id: int
-    agent: "Agent"
+    agent: Agent
     stage: int
-    source_topic_objects: list["Topic"]
+    source_topic_objects: list[Topic]
     sink_topics: list[str] = field(default_factory=list)
     joins: list[str] = field(default_factory=list)  # how the stage's joins were written (messages)
 
@@ -44,8 +44,10 @@ class SubTopology:
     def describe(self) -> str:
         sinks = f" -> {', '.join(self.sink_topics)}" if self.sink_topics else ""
         joins = f" [{'; '.join(self.joins)}]" if self.joins else ""
-        return (f"sub-topology {self.id}: {', '.join(self.source_topics)} -> agent {self.agent.name} "
-                f"(stage {self.stage}){joins}{sinks}")
+        return (
+            f"sub-topology {self.id}: {', '.join(self.source_topics)} -> agent {self.agent.name} "
+            f"(stage {self.stage}){joins}{sinks}"
+        )
 
 
 class Topology:
@@ -80,7 +82,7 @@ class Topology:
         return "\n".join(st.describe() for st in self.subtopologies)
 
     @classmethod
-    def build(cls, agents: list["Agent"]) -> "Topology":
+    def build(cls, agents: list[Agent]) -> Topology:
         from .joins import join_sources, joined_tables
 
         subs: list[SubTopology] = []
@@ -143,7 +145,7 @@ class _ProbeInput:
     stage = 0
     probing = True  # joins register their extra source topics only when they see this
 
-    def __init__(self, app: "App", agent: "Agent") -> None:
+    def __init__(self, app: App, agent: Agent) -> None:
         self.app = app
         self.agent = agent
         self.points: list[SplitPoint] = []
@@ -161,7 +163,7 @@ class _ProbeInput:
         return self.points[index - 1]
 
 
-async def discover_splits(app: "App", agent: "Agent", timeout: float = 2.0) -> list[SplitPoint]:
+async def discover_splits(app: App, agent: Agent, timeout: float = 2.0) -> list[SplitPoint]:
     """Run ``agent`` up to its first ``__anext__`` and return the split points it declared."""
     from .joins import reset_join_sources
 
@@ -175,9 +177,12 @@ async def discover_splits(app: "App", agent: "Agent", timeout: float = 2.0) -> l
             await asyncio.wait_for(result, timeout)
     except _ProbeDone:
         pass
-    except asyncio.TimeoutError:
-        log.warning("agent %s did not iterate its stream within %.1fs of starting; assuming it has no "
-                    "group_by/through", agent.name, timeout)
+    except TimeoutError:
+        log.warning(
+            "agent %s did not iterate its stream within %.1fs of starting; assuming it has no group_by/through",
+            agent.name,
+            timeout,
+        )
     except StopAsyncIteration:
         pass
     except Exception as exc:
@@ -193,7 +198,7 @@ async def discover_splits(app: "App", agent: "Agent", timeout: float = 2.0) -> l
     return probe.points
 
 
-async def adopt_partition_counts(app: "App", transport: Any) -> None:
+async def adopt_partition_counts(app: App, transport: Any) -> None:
     """Faust's rule for topics that already exist: a source topic is read with the partition count
     it has (the declared count is only used to create it). Co-partitioning is insisted on only where
     it matters: when the app has partitioned tables, the topics its agents read must have the tables'
@@ -202,8 +207,7 @@ async def adopt_partition_counts(app: "App", transport: Any) -> None:
     from .tables.table import GlobalTable
 
     sources = {t.name for agent in app.agents for t in agent.topics}
-    table_counts = {name: table.partitions for name, table in app.tables.items()
-                    if not isinstance(table, GlobalTable)}
+    table_counts = {name: table.partitions for name, table in app.tables.items() if not isinstance(table, GlobalTable)}
     for topic in list(app.topics.values()):
         if topic.internal or getattr(topic, "pattern", None) is not None:
             continue
@@ -221,12 +225,17 @@ async def adopt_partition_counts(app: "App", transport: Any) -> None:
                 f"{table_counts[clash[0]]}) before it touches the table"
             )
         if topic._partitions is not None:
-            log.warning("topic %s exists with %d partitions (declared %d): using %d, as Faust does",
-                        topic.name, existing, topic._partitions, existing)
+            log.warning(
+                "topic %s exists with %d partitions (declared %d): using %d, as Faust does",
+                topic.name,
+                existing,
+                topic._partitions,
+                existing,
+            )
         topic.partitions = existing
 
 
-async def autodiscover(app: "App") -> None:
+async def autodiscover(app: App) -> None:
     """Import the modules the ``autodiscover`` setting lists, so their agents are declared."""
     from .autodiscover import autodiscover_modules
 
@@ -241,7 +250,7 @@ async def _existing_topics(transport: Any) -> list[str]:
     return names
 
 
-async def resolve_patterns(app: "App", transport: Any) -> None:
+async def resolve_patterns(app: App, transport: Any) -> None:
     """``app.topic(pattern=...)``: an agent reads the existing topics whose names match, found here,
     when the worker starts (internal topics, ``__``-prefixed and the app's own, never match)."""
     import re
@@ -253,11 +262,19 @@ async def resolve_patterns(app: "App", transport: Any) -> None:
     for agent in agents:
         for group in agent.patterns:
             regex = re.compile(str(group.pattern))
-            matched = [n for n in names if regex.fullmatch(n) and not (n.startswith(f"{app.id}-") and
-                       (n.endswith("-changelog") or n.endswith("-repartition")))]
+            matched = [
+                n
+                for n in names
+                if regex.fullmatch(n)
+                and not (n.startswith(f"{app.id}-") and (n.endswith("-changelog") or n.endswith("-repartition")))
+            ]
             if not matched:
-                log.warning("agent %s: no existing topic matches pattern %r; it reads nothing until a worker "
-                            "starts after such a topic exists", agent.name, group.pattern)
+                log.warning(
+                    "agent %s: no existing topic matches pattern %r; it reads nothing until a worker "
+                    "starts after such a topic exists",
+                    agent.name,
+                    group.pattern,
+                )
             for name in matched:
                 if any(t.name == name for t in agent.topics):
                     continue

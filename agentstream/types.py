@@ -11,7 +11,8 @@ once, for ``app.topic`` and :class:`~agentstream.topics.Topic`.
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Protocol, Sequence, TypedDict, Unpack
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol, TypedDict, Unpack
 
 from .codecs import Codec
 from .settings import Settings

@@ -49,21 +49,27 @@ PAYMENT_GRACE = timedelta(minutes=30)
 @app.agent(orders)
 async def enrich_orders(stream: agentstream.Stream) -> None:
     async for order, customer in stream.left_join(customers, key=lambda o: o["customer_id"]):
-        await enriched_orders.send(key=order["order_id"], value={
-            **order,
-            "name": None if customer is None else customer["name"],
-            "country": None if customer is None else customer["country"],
-        })
+        await enriched_orders.send(
+            key=order["order_id"],
+            value={
+                **order,
+                "name": None if customer is None else customer["name"],
+                "country": None if customer is None else customer["country"],
+            },
+        )
 
 
 @app.agent(orders)
 async def pay_orders(stream: agentstream.Stream) -> None:
     async for order, payment in stream.join(payments, within=PAYMENT_WINDOW, grace=PAYMENT_GRACE):
-        await paid_orders.send(key=order["order_id"], value={
-            "order_id": order["order_id"],
-            "customer_id": order["customer_id"],
-            "amount": order["amount"],
-            "paid": payment["paid"],
-            "order_ts": order["ts"],
-            "paid_ts": payment["ts"],
-        })
+        await paid_orders.send(
+            key=order["order_id"],
+            value={
+                "order_id": order["order_id"],
+                "customer_id": order["customer_id"],
+                "amount": order["amount"],
+                "paid": payment["paid"],
+                "order_ts": order["ts"],
+                "paid_ts": payment["ts"],
+            },
+        )

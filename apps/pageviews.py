@@ -40,9 +40,7 @@ class PageView(agentstream.Record):
 page_view_topic = app.topic("page-views", value_type=PageView)
 counts_topic = app.topic("page-view-counts", key_type=str, value_type=dict)
 page_views = (
-    app.Table("page_views", default=int)
-    .tumbling(WINDOW, expires=KEEP, grace=GRACE)
-    .relative_to_field(PageView.ts)
+    app.Table("page_views", default=int).tumbling(WINDOW, expires=KEEP, grace=GRACE).relative_to_field(PageView.ts)
 )
 
 
@@ -53,9 +51,12 @@ async def count_page_views(stream: agentstream.Stream) -> None:
         if page_views[view.page].stale():
             continue  # its window had closed: the table dropped (and counted) it, nothing changed
         start, end = page_views.window.current(view.ts)
-        await counts_topic.send(key=view.page, value={
-            "page": view.page,
-            "window_start": int(start),
-            "window_end": int(end),
-            "count": page_views[view.page].value(),
-        })
+        await counts_topic.send(
+            key=view.page,
+            value={
+                "page": view.page,
+                "window_start": int(start),
+                "window_end": int(end),
+                "count": page_views[view.page].value(),
+            },
+        )

@@ -115,9 +115,15 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
             break
         await asyncio.sleep(0.005)
     assert meter.t0 is not None
-    result = meter.stop(args.records or (processed if args.until_signal else args.expect), processed=processed,
-                        process_s=t_processed - meter.t0, commits=worker.commits, timeline=timeline,
-                        assignments=watch.assignments, partitions=list(watch.announced or ()))
+    result = meter.stop(
+        args.records or (processed if args.until_signal else args.expect),
+        processed=processed,
+        process_s=t_processed - meter.t0,
+        commits=worker.commits,
+        timeline=timeline,
+        assignments=watch.assignments,
+        partitions=list(watch.announced or ()),
+    )
     worker.request_stop()
     code = await run
     result["exit_code"] = code
@@ -128,14 +134,15 @@ async def run_restore(args: argparse.Namespace) -> dict[str, Any]:
     import agentstream
     from agentstream.cli import setup_logging
     from agentstream.tables.manager import CHECKPOINT_FILE
+    from agentstream.tables.partition import TablePartition
     from agentstream.tables.restore import Restorer
     from agentstream.tables.store import store_for
-    from agentstream.tables.partition import TablePartition
     from agentstream.transport.base import TP
 
     setup_logging(args.loglevel, args.logfile)
-    app = agentstream.App(args.app_id, broker=os.environ["AGENTSTREAM_BROKER"], topic_partitions=args.partitions,
-                          data_dir=args.data_dir)
+    app = agentstream.App(
+        args.app_id, broker=os.environ["AGENTSTREAM_BROKER"], topic_partitions=args.partitions, data_dir=args.data_dir
+    )
     table = app.Table(args.table, partitions=args.partitions)
     topic = table.changelog_topic.name
     if topic != args.topic:
@@ -175,10 +182,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--topic")
     p.add_argument("--partitions", type=int, default=4)
     p.add_argument("--expect", type=int, default=0, help="records the agents must handle in all")
-    p.add_argument("--until-signal", action="store_true",
-                   help="worker: run until SIGUSR1 (the orchestrator sums several workers' progress), not --expect")
-    p.add_argument("--progress", type=float, default=0.0,
-                   help="worker: print a progress event (records handled so far) every that many seconds")
+    p.add_argument(
+        "--until-signal",
+        action="store_true",
+        help="worker: run until SIGUSR1 (the orchestrator sums several workers' progress), not --expect",
+    )
+    p.add_argument(
+        "--progress",
+        type=float,
+        default=0.0,
+        help="worker: print a progress event (records handled so far) every that many seconds",
+    )
     p.add_argument("--records", type=int, default=0, help="records to report (default: --expect)")
     p.add_argument("--data-dir", required=True)
     p.add_argument("--timeout", type=float, default=600.0)

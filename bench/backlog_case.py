@@ -42,15 +42,42 @@ def log(msg: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] backlog: {msg}", flush=True)
 
 
-def side_argv(case: "Case", side: str, n: int) -> tuple[list[str], dict[str, str]]:
+def side_argv(case: Case, side: str, n: int) -> tuple[list[str], dict[str, str]]:
     out = f"bl-out-{side}"
     if side == "agentstream":
-        return (["bench.as_runner", "worker", "--app", "bench.apps.passthrough", "--expect", str(n),
-                 "--progress", str(PROGRESS_S), "--data-dir", str(case.scratch / "as"),
-                 "--logfile", str(case.logs / "worker.log")],
-                {"BENCH_IN": IN_TOPIC, "BENCH_OUT": out, "BENCH_APP_ID": "bench-backlog"})
-    return (["bench.raw_passthrough", "--in", IN_TOPIC, "--out", out, "--group", "raw-backlog",
-             "--expect", str(n), "--progress", str(PROGRESS_S)], {})
+        return (
+            [
+                "bench.as_runner",
+                "worker",
+                "--app",
+                "bench.apps.passthrough",
+                "--expect",
+                str(n),
+                "--progress",
+                str(PROGRESS_S),
+                "--data-dir",
+                str(case.scratch / "as"),
+                "--logfile",
+                str(case.logs / "worker.log"),
+            ],
+            {"BENCH_IN": IN_TOPIC, "BENCH_OUT": out, "BENCH_APP_ID": "bench-backlog"},
+        )
+    return (
+        [
+            "bench.raw_passthrough",
+            "--in",
+            IN_TOPIC,
+            "--out",
+            out,
+            "--group",
+            "raw-backlog",
+            "--expect",
+            str(n),
+            "--progress",
+            str(PROGRESS_S),
+        ],
+        {},
+    )
 
 
 def memory_profile(samples: list[dict[str, Any]], warm: int) -> dict[str, Any]:
@@ -70,27 +97,41 @@ def memory_profile(samples: list[dict[str, Any]], warm: int) -> dict[str, Any]:
         "flat": all(abs(v - base) <= FLAT_BAND * base for v in rest),
         "growth_pct": round(100 * (max(rest) - base) / base, 1),
         "samples": len(live),
-        "series": [(round(s["t"] - t0, 2), s["processed"], round(s["rss_mb"], 1),
-                    round(s["vmrss_mb"], 1) if s["vmrss_mb"] is not None else None)
-                   for s in common.downsample(live)],
+        "series": [
+            (
+                round(s["t"] - t0, 2),
+                s["processed"],
+                round(s["rss_mb"], 1),
+                round(s["vmrss_mb"], 1) if s["vmrss_mb"] is not None else None,
+            )
+            for s in common.downsample(live)
+        ],
     }
 
 
-def drain(case: "Case", side: str, n: int, warm: int) -> dict[str, Any]:
+def drain(case: Case, side: str, n: int, warm: int) -> dict[str, Any]:
     """Run one side over the whole backlog while sampling its RSS next to its progress."""
     argv, env = side_argv(case, side, n)
     proc = case.spawn(side, argv, env)
     try:
-        with common.Sampler(lambda: {"rss_mb": common.rss_mb(proc.pid), "vmrss_mb": common.rss_mb(proc.pid, exact=False),
-                                     "processed": proc.progress}, SAMPLE_S) as sampler:
+        with common.Sampler(
+            lambda: {
+                "rss_mb": common.rss_mb(proc.pid),
+                "vmrss_mb": common.rss_mb(proc.pid, exact=False),
+                "processed": proc.progress,
+            },
+            SAMPLE_S,
+        ) as sampler:
             result = proc.wait(900)
     finally:
         proc.kill()
     result.pop("timeline", None)
     result["memory"] = memory_profile(sampler.samples, warm)
     m = result["memory"]
-    log(f"{side}: {result['records_per_s']:.0f} records/s; RSS at {warm} records {m.get('rss_at_warm_mb')} MB, "
-        f"after: peak {m.get('peak_after_warm_mb')} / min {m.get('min_after_warm_mb')} MB, flat={m['flat']}")
+    log(
+        f"{side}: {result['records_per_s']:.0f} records/s; RSS at {warm} records {m.get('rss_at_warm_mb')} MB, "
+        f"after: peak {m.get('peak_after_warm_mb')} / min {m.get('min_after_warm_mb')} MB, flat={m['flat']}"
+    )
     return result
 
 
@@ -100,15 +141,17 @@ def headline(a: dict[str, Any], r: dict[str, Any]) -> dict[str, Any]:
         m = side["memory"]
         for key in ("rss_at_warm_mb", "peak_after_warm_mb", "min_after_warm_mb", "flat"):
             row[f"{name}_{key}"] = m.get(key)
-    row["summary"] = (f"RSS at {a['memory']['warm_records']:,} records -> peak/min after: agentstream "
-                      f"{row['agentstream_rss_at_warm_mb']} -> {row['agentstream_peak_after_warm_mb']}/"
-                      f"{row['agentstream_min_after_warm_mb']} MB (flat={row['agentstream_flat']}), raw "
-                      f"{row['raw_rss_at_warm_mb']} -> {row['raw_peak_after_warm_mb']}/{row['raw_min_after_warm_mb']} MB "
-                      f"(flat={row['raw_flat']})")
+    row["summary"] = (
+        f"RSS at {a['memory']['warm_records']:,} records -> peak/min after: agentstream "
+        f"{row['agentstream_rss_at_warm_mb']} -> {row['agentstream_peak_after_warm_mb']}/"
+        f"{row['agentstream_min_after_warm_mb']} MB (flat={row['agentstream_flat']}), raw "
+        f"{row['raw_rss_at_warm_mb']} -> {row['raw_peak_after_warm_mb']}/{row['raw_min_after_warm_mb']} MB "
+        f"(flat={row['raw_flat']})"
+    )
     return row
 
 
-def case_backlog(case: "Case", n: int) -> dict[str, Any]:
+def case_backlog(case: Case, n: int) -> dict[str, Any]:
     """A :mod:`bench.run` case: drain an ``n``-record backlog, each side, sampling RSS."""
     b = case.broker
     records = common.passthrough_records(n)

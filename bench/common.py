@@ -21,8 +21,9 @@ import sys
 import threading
 import time
 import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -48,6 +49,7 @@ MAX_POLL_RECORDS = 1000  # agentstream's default max_poll_records; the raw loops
 
 # -- data ------------------------------------------------------------------------------------------
 
+
 def passthrough_records(n: int, value_size: int = 100, seed: int = 1) -> list[tuple[bytes, bytes]]:
     """``n`` (8-byte key, ``value_size``-byte value) pairs."""
     rnd = random.Random(seed)
@@ -56,7 +58,7 @@ def passthrough_records(n: int, value_size: int = 100, seed: int = 1) -> list[tu
     out = []
     for i in range(n):
         off = (i * 7919) % 4096
-        value = b"%010d" % i + block[off:off + value_size - 10]
+        value = b"%010d" % i + block[off : off + value_size - 10]
         out.append((b"k%07d" % (i % 10_000_000), value))
     return out
 
@@ -113,34 +115,47 @@ def checksum(records: Iterable[tuple[bytes | None, bytes | None]]) -> tuple[int,
 
 # -- broker helpers (orchestrator side, not timed) ------------------------------------------------
 
-async def create_topics(bootstrap: str, names: Iterable[str], partitions: int = PARTITIONS,
-                        compacted: Iterable[str] = ()) -> None:
+
+async def create_topics(
+    bootstrap: str, names: Iterable[str], partitions: int = PARTITIONS, compacted: Iterable[str] = ()
+) -> None:
     compacted = set(compacted)
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
-        await admin.create_topics([
-            NewTopic(name, partitions, 1, topic_configs={"cleanup.policy": "compact"} if name in compacted else {})
-            for name in names
-        ])
+        await admin.create_topics(
+            [
+                NewTopic(name, partitions, 1, topic_configs={"cleanup.policy": "compact"} if name in compacted else {})
+                for name in names
+            ]
+        )
     finally:
         await admin.close()
 
 
-async def load_topic(bootstrap: str, topic: str, records: Sequence[tuple[bytes | None, bytes]],
-                     partitioner: Callable[[bytes | None, int], int] | None = None,
-                     partitions: int = PARTITIONS) -> None:
+async def load_topic(
+    bootstrap: str,
+    topic: str,
+    records: Sequence[tuple[bytes | None, bytes]],
+    partitioner: Callable[[bytes | None, int], int] | None = None,
+    partitions: int = PARTITIONS,
+) -> None:
     """Append ``records`` fast: hand-built batches per partition (the default partitioner
     on the key, as a producer.send() would choose, unless ``partitioner`` is given)."""
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=50,
-                                max_batch_size=512 * 1024, max_request_size=4 * 1024 * 1024)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap,
+        acks="all",
+        linger_ms=50,
+        max_batch_size=512 * 1024,
+        max_request_size=4 * 1024 * 1024,
+    )
     await producer.start()
     try:
         await producer.partitions_for(topic)
         if partitioner is None:
             parts = list(range(partitions))
 
-            def partitioner(key: bytes | None, n: int) -> int:  # noqa: F811 - aiokafka's choice
+            def partitioner(key: bytes | None, n: int) -> int:
                 return producer._partitioner(key, parts, parts)
 
         by_part: dict[int, list[tuple[bytes | None, bytes]]] = collections.defaultdict(list)
@@ -176,8 +191,13 @@ async def load_sentences(bootstrap: str, texts: list[str], partitions: int = PAR
     """Word-count input: JSON ``{"text": ...}`` values without keys, round-robin over the
     partitions (sentence i to partition i % partitions), so every partition gets the same share."""
     counter = iter(range(1 << 62))
-    await load_topic(bootstrap, "sentences", [(None, orjson.dumps({"text": t})) for t in texts],
-                     partitioner=lambda key, parts: next(counter) % parts, partitions=partitions)
+    await load_topic(
+        bootstrap,
+        "sentences",
+        [(None, orjson.dumps({"text": t})) for t in texts],
+        partitioner=lambda key, parts: next(counter) % parts,
+        partitions=partitions,
+    )
 
 
 async def partition_counts(bootstrap: str, topics: Iterable[str]) -> dict[str, int | None]:
@@ -195,13 +215,18 @@ async def partition_counts(bootstrap: str, topics: Iterable[str]) -> dict[str, i
         await consumer.stop()
 
 
-async def read_topic(bootstrap: str, topic: str, partitions: int = PARTITIONS,
-                     on_batch: Callable[[list[Any]], None] | None = None) -> int:
+async def read_topic(
+    bootstrap: str, topic: str, partitions: int = PARTITIONS, on_batch: Callable[[list[Any]], None] | None = None
+) -> int:
     """Read a whole topic (until fetches come back empty: ListOffsets(latest) is wrong on the
     dev broker). Calls ``on_batch(messages)`` per fetched batch; returns the record count."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                auto_offset_reset="earliest", max_partition_fetch_bytes=4 * 1024 * 1024,
-                                fetch_max_bytes=16 * 1024 * 1024)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        max_partition_fetch_bytes=4 * 1024 * 1024,
+        fetch_max_bytes=16 * 1024 * 1024,
+    )
     await consumer.start()
     n = 0
     try:
@@ -251,6 +276,7 @@ async def final_counts(bootstrap: str, topic: str, partitions: int = PARTITIONS)
 
 
 # -- process stats (measured subprocess side) ------------------------------------------------------
+
 
 def peak_rss_mb(pid: int | str = "self") -> float:
     """VmHWM (peak resident set size) of a process, in MB."""
@@ -366,7 +392,7 @@ def announce(kind: str, **data: Any) -> None:
 def parse_result(stdout: str) -> dict[str, Any] | None:
     for line in reversed(stdout.splitlines()):
         if line.startswith(RESULT_PREFIX):
-            parsed: dict[str, Any] = json.loads(line[len(RESULT_PREFIX):])
+            parsed: dict[str, Any] = json.loads(line[len(RESULT_PREFIX) :])
             return parsed
     return None
 
@@ -384,12 +410,13 @@ def consumer_group_kwargs() -> dict[str, Any]:
 
 # -- driving long-running subprocesses (orchestrator side) -----------------------------------------
 
+
 class Spawned:
     """A measured subprocess the orchestrator keeps running while it does other things (feeds it,
     samples its memory, waits for its group assignment). A thread reads its stdout so the pipe never
     fills, and keeps the latest :func:`announce` events; :meth:`wait` returns its result line."""
 
-    def __init__(self, name: str, popen: "subprocess.Popen[bytes]", logs: Path) -> None:
+    def __init__(self, name: str, popen: subprocess.Popen[bytes], logs: Path) -> None:
         self.name = name
         self.popen = popen
         self.logs = logs
@@ -408,7 +435,7 @@ class Spawned:
             self._lines.append(line)
             if not line.startswith(EVENT_PREFIX):
                 continue
-            event = json.loads(line[len(EVENT_PREFIX):])
+            event = json.loads(line[len(EVENT_PREFIX) :])
             with self._changed:
                 self.pid = event.get("pid", self.pid)
                 if event["kind"] == "progress":
@@ -447,7 +474,9 @@ class Spawned:
             code = self.popen.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise RuntimeError(f"{self.name}: still running after {timeout:.0f}s, killed{self._stderr_tail()}")
+            raise RuntimeError(
+                f"{self.name}: still running after {timeout:.0f}s, killed{self._stderr_tail()}"
+            ) from None
         self._reader.join(10)
         stdout = "\n".join(self._lines)
         (self.logs / f"{self.name}.stdout.log").write_text(stdout + "\n")
@@ -486,7 +515,7 @@ class Sampler:
             if self._stop.wait(self.interval):
                 return
 
-    def __enter__(self) -> "Sampler":
+    def __enter__(self) -> Sampler:
         self._thread.start()
         return self
 

@@ -122,8 +122,12 @@ async def raw_side(expect: int, repeat: int = REPEAT) -> dict[str, Any]:
 async def _raw_read(bootstrap: str, ranges: Any, expect: int) -> dict[str, Any]:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                max_partition_fetch_bytes=8 * 1024 * 1024, fetch_max_bytes=64 * 1024 * 1024)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        max_partition_fetch_bytes=8 * 1024 * 1024,
+        fetch_max_bytes=64 * 1024 * 1024,
+    )
     await consumer.start()
     batches_out: list[Any] = []
     n_records = 0
@@ -167,10 +171,17 @@ def to_arrow(partition: int, messages: Any) -> Any:
         tombstones.append(v is None)
     n = len(offsets)
     return pa.RecordBatch.from_arrays(
-        [pa.array(keys, pa.string()), pa.array(values, pa.int64()), pa.array(offsets, pa.int64()),
-         pa.array(timestamps, pa.timestamp("us", tz="UTC")), pa.array(raw_keys, pa.binary()),
-         pa.array(tombstones, pa.bool_()), pa.array([partition] * n, pa.int32())],
-        names=["key", "value", "offset", "timestamp", "raw_key", "tombstone", "partition"])
+        [
+            pa.array(keys, pa.string()),
+            pa.array(values, pa.int64()),
+            pa.array(offsets, pa.int64()),
+            pa.array(timestamps, pa.timestamp("us", tz="UTC")),
+            pa.array(raw_keys, pa.binary()),
+            pa.array(tombstones, pa.bool_()),
+            pa.array([partition] * n, pa.int32()),
+        ],
+        names=["key", "value", "offset", "timestamp", "raw_key", "tombstone", "partition"],
+    )
 
 
 def export_side(expect: int, master: str, out: Path) -> dict[str, Any]:
@@ -183,17 +194,19 @@ def export_side(expect: int, master: str, out: Path) -> dict[str, Any]:
     spark = spark_session(master, conf={"spark.sql.shuffle.partitions": PARTITIONS * 2})
     spark.sparkContext.setLogLevel("ERROR")
     # Warm-up (untimed): Python workers started, data source and Parquet writer code loaded.
-    warm = [PartitionRange(r.partition, r.start, min(r.end, r.start + 10))
-            for r in snapshot_ranges(os.environ["BENCH_BOOTSTRAP"], TOPIC)]
+    warm = [
+        PartitionRange(r.partition, r.start, min(r.end, r.start + 10))
+        for r in snapshot_ranges(os.environ["BENCH_BOOTSTRAP"], TOPIC)
+    ]
     read_changelog(spark, app, table, latest=False, ranges=warm).write.mode("overwrite").parquet(str(out / "warm"))
 
     runs = []
-    for i in range(REPEAT):  # the median of REPEAT timed exports; the first pays the JVM's JIT warm-up
+    for _i in range(REPEAT):  # the median of REPEAT timed exports; the first pays the JVM's JIT warm-up
         cpu0, t0 = tree_cpu_seconds(), time.perf_counter()
         read_changelog(spark, app, table, latest=False).write.mode("overwrite").parquet(str(out / "all"))
         runs.append((time.perf_counter() - t0, tree_cpu_seconds() - cpu0))
     reads = []
-    for i in range(REPEAT):  # the read alone: the DataFrame computed into Spark's no-op sink
+    for _i in range(REPEAT):  # the read alone: the DataFrame computed into Spark's no-op sink
         t0 = time.perf_counter()
         read_changelog(spark, app, table, latest=False).write.format("noop").mode("overwrite").save()
         reads.append(time.perf_counter() - t0)
@@ -207,11 +220,18 @@ def export_side(expect: int, master: str, out: Path) -> dict[str, Any]:
     rss = tree_peak_rss_mb()
     spark.stop()
     return {
-        "records": rows_all, "seconds": seconds, "records_per_s": expect / seconds, "cpu_s": cpu,
+        "records": rows_all,
+        "seconds": seconds,
+        "records_per_s": expect / seconds,
+        "cpu_s": cpu,
         "runs_records_per_s": [round(expect / t, 1) for t, _ in runs],
-        "read_records_per_s": expect / read_seconds, "read_runs_records_per_s": [round(expect / t, 1) for t in reads],
-        "latest_seconds": latest_seconds, "latest_records_per_s": expect / latest_seconds,
-        "latest_rows": rows_latest, "peak_rss_mb": rss, "master": master,
+        "read_records_per_s": expect / read_seconds,
+        "read_runs_records_per_s": [round(expect / t, 1) for t in reads],
+        "latest_seconds": latest_seconds,
+        "latest_records_per_s": expect / latest_seconds,
+        "latest_rows": rows_latest,
+        "peak_rss_mb": rss,
+        "master": master,
         "correct": rows_all == expect and rows_latest == max(1, expect // 2),
     }
 
@@ -224,18 +244,24 @@ def case_export(case: Any, n: int) -> dict[str, Any]:
     t = time.perf_counter()
     asyncio.run(load(case.broker.bootstrap, n))
     print(f"[bench] export: loaded {n} changelog records in {time.perf_counter() - t:.1f}s", flush=True)
-    a = case.run("agentstream", ["bench.export_case", "export", "--expect", str(n),
-                                 "--out", str(case.scratch / "export")])
+    a = case.run(
+        "agentstream", ["bench.export_case", "export", "--expect", str(n), "--out", str(case.scratch / "export")]
+    )
     r = case.run("raw", ["bench.export_case", "raw", "--expect", str(n)])
     raw = r["records_per_s"]
-    row = {"read_records_per_s": round(a["read_records_per_s"], 1), "read_ratio": round(a["read_records_per_s"] / raw, 3),
-           "latest_records_per_s": round(a["latest_records_per_s"], 1),
-           "summary": (f"median of {len(a['runs_records_per_s'])} reads per side: Parquet export "
-                       f"{a['records_per_s']:,.0f}/s (runs {a['runs_records_per_s']}), read alone (noop sink) "
-                       f"{a['read_records_per_s']:,.0f}/s (runs {a['read_runs_records_per_s']}), latest values "
-                       f"{a['latest_records_per_s']:,.0f}/s; raw aiokafka -> Arrow {raw:,.0f}/s (runs "
-                       f"{r['runs_records_per_s']}): export {a['records_per_s'] / raw:.2f}x, read alone "
-                       f"{a['read_records_per_s'] / raw:.2f}x")}
+    row = {
+        "read_records_per_s": round(a["read_records_per_s"], 1),
+        "read_ratio": round(a["read_records_per_s"] / raw, 3),
+        "latest_records_per_s": round(a["latest_records_per_s"], 1),
+        "summary": (
+            f"median of {len(a['runs_records_per_s'])} reads per side: Parquet export "
+            f"{a['records_per_s']:,.0f}/s (runs {a['runs_records_per_s']}), read alone (noop sink) "
+            f"{a['read_records_per_s']:,.0f}/s (runs {a['read_runs_records_per_s']}), latest values "
+            f"{a['latest_records_per_s']:,.0f}/s; raw aiokafka -> Arrow {raw:,.0f}/s (runs "
+            f"{r['runs_records_per_s']}): export {a['records_per_s'] / raw:.2f}x, read alone "
+            f"{a['read_records_per_s'] / raw:.2f}x"
+        ),
+    }
     return {"agentstream": a, "raw": r, "row": row}
 
 
@@ -251,21 +277,32 @@ def run_standalone(n: int, master: str) -> dict[str, Any]:
             os.environ["BENCH_EXPORT_MASTER"] = master
             detail = case_export(case, n)
     a, r = detail["agentstream"], detail["raw"]
-    row = {"case": "export", "n": n, "unit": "changelog records/s", "master": master,
-           "export_records_per_s": round(a["records_per_s"], 1),
-           "export_latest_records_per_s": round(a["latest_records_per_s"], 1),
-           "raw_records_per_s": round(r["records_per_s"], 1),
-           "ratio": round(a["records_per_s"] / r["records_per_s"], 3),
-           "export_cpu_s": round(a["cpu_s"], 1), "raw_cpu_s": round(r["cpu_s"], 1),
-           "export_peak_rss_mb": round(a["peak_rss_mb"], 1), "raw_peak_rss_mb": round(r["peak_rss_mb"], 1),
-           "correct": bool(a["correct"] and r["correct"]), "machine": machine(), "detail": detail}
+    row = {
+        "case": "export",
+        "n": n,
+        "unit": "changelog records/s",
+        "master": master,
+        "export_records_per_s": round(a["records_per_s"], 1),
+        "export_latest_records_per_s": round(a["latest_records_per_s"], 1),
+        "raw_records_per_s": round(r["records_per_s"], 1),
+        "ratio": round(a["records_per_s"] / r["records_per_s"], 3),
+        "export_cpu_s": round(a["cpu_s"], 1),
+        "raw_cpu_s": round(r["cpu_s"], 1),
+        "export_peak_rss_mb": round(a["peak_rss_mb"], 1),
+        "raw_peak_rss_mb": round(r["peak_rss_mb"], 1),
+        "correct": bool(a["correct"] and r["correct"]),
+        "machine": machine(),
+        "detail": detail,
+    }
     out = ARTIFACTS / "export.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(row, indent=2) + "\n")
-    print(f"export n={n} ({master}): spark all-versions {a['records_per_s']:,.0f} records/s "
-          f"({a['seconds']:.1f}s), latest {a['latest_records_per_s']:,.0f} records/s ({a['latest_seconds']:.1f}s); "
-          f"raw aiokafka -> Arrow {r['records_per_s']:,.0f} records/s ({r['seconds']:.1f}s); "
-          f"ratio {row['ratio']:.2f}; correct={row['correct']}; wrote {out}")
+    print(
+        f"export n={n} ({master}): spark all-versions {a['records_per_s']:,.0f} records/s "
+        f"({a['seconds']:.1f}s), latest {a['latest_records_per_s']:,.0f} records/s ({a['latest_seconds']:.1f}s); "
+        f"raw aiokafka -> Arrow {r['records_per_s']:,.0f} records/s ({r['seconds']:.1f}s); "
+        f"ratio {row['ratio']:.2f}; correct={row['correct']}; wrote {out}"
+    )
     return row
 
 

@@ -82,18 +82,45 @@ def log(msg: str) -> None:
 
 # -- orchestration ------------------------------------------------------------------------------------
 
-def worker_argv(case: "Case", side: str, in_topic: str, out_topic: str, expect: int,
-                tag: str) -> tuple[list[str], dict[str, str]]:
+
+def worker_argv(
+    case: Case, side: str, in_topic: str, out_topic: str, expect: int, tag: str
+) -> tuple[list[str], dict[str, str]]:
     """The pass-through worker of ``side`` (agentstream app or raw loop), with its own group."""
     if side == "agentstream":
-        return (["bench.as_runner", "worker", "--app", "bench.apps.passthrough", "--expect", str(expect),
-                 "--data-dir", str(case.scratch / tag), "--logfile", str(case.logs / f"{tag}.worker.log")],
-                {"BENCH_IN": in_topic, "BENCH_OUT": out_topic, "BENCH_APP_ID": f"bench-{tag}"})
-    return (["bench.raw_passthrough", *(["--batch"] if side == "batch" else []), "--in", in_topic, "--out", out_topic,
-             "--group", f"{side}-{tag}", "--expect", str(expect)], {})
+        return (
+            [
+                "bench.as_runner",
+                "worker",
+                "--app",
+                "bench.apps.passthrough",
+                "--expect",
+                str(expect),
+                "--data-dir",
+                str(case.scratch / tag),
+                "--logfile",
+                str(case.logs / f"{tag}.worker.log"),
+            ],
+            {"BENCH_IN": in_topic, "BENCH_OUT": out_topic, "BENCH_APP_ID": f"bench-{tag}"},
+        )
+    return (
+        [
+            "bench.raw_passthrough",
+            *(["--batch"] if side == "batch" else []),
+            "--in",
+            in_topic,
+            "--out",
+            out_topic,
+            "--group",
+            f"{side}-{tag}",
+            "--expect",
+            str(expect),
+        ],
+        {},
+    )
 
 
-def measure_max_rate(case: "Case", n: int) -> dict[str, Any]:
+def measure_max_rate(case: Case, n: int) -> dict[str, Any]:
     """Backlog throughput of both sides on ``n`` records (the pacing reference, step 1)."""
     topics = {side: f"lat-max-out-{side}" for side in SIDES}
     asyncio.run(common.create_topics(case.broker.bootstrap, ["lat-max-in", *topics.values()]))
@@ -108,7 +135,7 @@ def measure_max_rate(case: "Case", n: int) -> dict[str, Any]:
     return out
 
 
-def run_side(case: "Case", side: str, count: int, rate: float) -> dict[str, Any]:
+def run_side(case: Case, side: str, count: int, rate: float) -> dict[str, Any]:
     """One side under the paced feed (step 2): worker, probe and feeder, each its own process."""
     in_topic, out_topic = f"lat-in-{side}", f"lat-out-{side}"
     broker = case.broker
@@ -119,14 +146,19 @@ def run_side(case: "Case", side: str, count: int, rate: float) -> dict[str, Any]
     probe = None
     try:
         worker.wait_for("assigned", 120)
-        probe = case.spawn(f"{side}-probe", ["bench.latency_case", "probe", "--in", in_topic, "--out", out_topic,
-                                              "--timeout", str(budget)])
+        probe = case.spawn(
+            f"{side}-probe",
+            ["bench.latency_case", "probe", "--in", in_topic, "--out", out_topic, "--timeout", str(budget)],
+        )
         probe.wait_for("ready", 60)
         time.sleep(IDLE_S)
         with common.Sampler(lambda: common.machine_sample(broker._proc.pid if broker._proc else None)) as sampler:
             t0 = time.monotonic()
-            feed = case.run(f"{side}-feed", ["bench.latency_case", "feed", "--topic", in_topic, "--rate", str(rate),
-                                              "--count", str(count)], timeout=budget)
+            feed = case.run(
+                f"{side}-feed",
+                ["bench.latency_case", "feed", "--topic", in_topic, "--rate", str(rate), "--count", str(count)],
+                timeout=budget,
+            )
             result = worker.wait(budget)
             t1 = time.monotonic()
         probe.signal()  # every output record is acknowledged by now: the probe reads up to the end and stops
@@ -137,19 +169,28 @@ def run_side(case: "Case", side: str, count: int, rate: float) -> dict[str, Any]
                 proc.kill()
     out = asyncio.run(read_sequences(broker.bootstrap, out_topic))
     result.pop("timeline", None)
-    result.update(latency_ms=seen["out"], hop_ms=seen["hop"], latency_sample=seen["out_records"],
-                  latency_by_second=seen["by_second"], hop_by_second=seen["hop_by_second"], out_records=out["records"], duplicates=out["duplicates"],
-                  missing=count - out["distinct"],
-                  feed={k: feed[k] for k in ("records", "seconds", "records_per_s", "cpu_s", "max_behind_ms")},
-                  broker_cpu_pct=_pct(sampler.rate("broker_cpu_s", t0, t1)),
-                  machine_busy_cores=_pct(sampler.rate("machine_busy_s", t0, t1), 1))
+    result.update(
+        latency_ms=seen["out"],
+        hop_ms=seen["hop"],
+        latency_sample=seen["out_records"],
+        latency_by_second=seen["by_second"],
+        hop_by_second=seen["hop_by_second"],
+        out_records=out["records"],
+        duplicates=out["duplicates"],
+        missing=count - out["distinct"],
+        feed={k: feed[k] for k in ("records", "seconds", "records_per_s", "cpu_s", "max_behind_ms")},
+        broker_cpu_pct=_pct(sampler.rate("broker_cpu_s", t0, t1)),
+        machine_busy_cores=_pct(sampler.rate("machine_busy_s", t0, t1), 1),
+    )
     result["at_least_once"] = result["missing"] == 0
     result["correct"] = result["missing"] == 0 and out["records"] == count
     lat = seen["out"]
-    log(f"{side}: p50 {lat.get('p50', 0):.1f} ms, p99 {lat.get('p99', 0):.1f} ms, max {lat.get('max', 0):.1f} ms "
+    log(
+        f"{side}: p50 {lat.get('p50', 0):.1f} ms, p99 {lat.get('p99', 0):.1f} ms, max {lat.get('max', 0):.1f} ms "
         f"({seen['out_records']} sampled); {out['records']} out, {result['missing']} missing, "
         f"{out['duplicates']} duplicates; broker CPU {result['broker_cpu_pct']} %, "
-        f"machine {result['machine_busy_cores']} cores busy")
+        f"machine {result['machine_busy_cores']} cores busy"
+    )
     return result
 
 
@@ -173,8 +214,11 @@ async def read_sequences(bootstrap: str, topic: str) -> dict[str, int]:
 def headline(sides: dict[str, dict[str, Any]], rate: float, max_rate: dict[str, Any]) -> dict[str, Any]:
     """The row's figures: percentiles per side, agentstream/raw p99 as the ratio, and the p99
     differences to both baselines (the target is a difference, in ms)."""
-    row: dict[str, Any] = {"paced_rate": round(rate, 1), "max_rate": max_rate,
-                           "ratio_is": "p99 latency agentstream/raw (lower is better)"}
+    row: dict[str, Any] = {
+        "paced_rate": round(rate, 1),
+        "max_rate": max_rate,
+        "ratio_is": "p99 latency agentstream/raw (lower is better)",
+    }
     for name, side in sides.items():
         for q in ("p50", "p99", "max"):
             row[f"{name}_{q}_ms"] = round(side["latency_ms"].get(q, 0.0), 2)
@@ -185,16 +229,20 @@ def headline(sides: dict[str, dict[str, Any]], rate: float, max_rate: dict[str, 
     for base in sides:
         if base != "agentstream":
             row[f"p99_minus_{base}_ms"] = round(ra - row[f"{base}_p99_ms"], 2)
-    paced = ("fixed by BENCH_LATENCY_RATE" if max_rate.get("max_rate") is None
-             else f"half of {max_rate['max_rate']:,.0f}")
-    per_side = "; ".join(f"{name} {row[f'{name}_p50_ms']:.1f}/{row[f'{name}_p99_ms']:.1f}/{row[f'{name}_max_ms']:.1f} ms"
-                         f" (hop p99 {row[f'{name}_hop_p99_ms']:.1f})" for name in sides)
+    paced = (
+        "fixed by BENCH_LATENCY_RATE" if max_rate.get("max_rate") is None else f"half of {max_rate['max_rate']:,.0f}"
+    )
+    per_side = "; ".join(
+        f"{name} {row[f'{name}_p50_ms']:.1f}/{row[f'{name}_p99_ms']:.1f}/{row[f'{name}_max_ms']:.1f} ms"
+        f" (hop p99 {row[f'{name}_hop_p99_ms']:.1f})"
+        for name in sides
+    )
     diffs = ", ".join(f"{row[f'p99_minus_{b}_ms']:+.1f} ms vs {b}" for b in sides if b != "agentstream")
     row["summary"] = f"at {rate:,.0f} records/s ({paced}): p50/p99/max {per_side}; agentstream p99 {diffs}"
     return row
 
 
-def case_latency(case: "Case", n: int) -> dict[str, Any]:
+def case_latency(case: Case, n: int) -> dict[str, Any]:
     """A :mod:`bench.run` case: ``n`` records paced at 1,000/s (``BENCH_LATENCY_RATE``: another
     rate, or ``half`` for half of the lowest max rate measured first), through each side."""
     fixed = os.environ.get("BENCH_LATENCY_RATE", "") or str(TARGET_RATE)
@@ -210,6 +258,7 @@ def case_latency(case: "Case", n: int) -> dict[str, Any]:
 
 
 # -- feeder and probe (their own processes) -----------------------------------------------------------
+
 
 async def feed(topic: str, rate: float, count: int) -> dict[str, Any]:
     """Send ``count`` records at ``rate``/s, each stamped as it is appended to its batch.
@@ -237,8 +286,12 @@ async def feed(topic: str, rate: float, count: int) -> dict[str, Any]:
             while sent < due:
                 p = sent % common.PARTITIONS
                 batch = batches.get(p) or batches.setdefault(p, producer.create_batch())
-                if batch.append(key=b"k%07d" % sent, value=b"%019d%010d" % (time.monotonic_ns(), sent) + PAD,
-                                timestamp=None) is None:  # full: send it, the record goes in the next one
+                if (
+                    batch.append(
+                        key=b"k%07d" % sent, value=b"%019d%010d" % (time.monotonic_ns(), sent) + PAD, timestamp=None
+                    )
+                    is None
+                ):  # full: send it, the record goes in the next one
                     futures.append(await producer.send_batch(batches.pop(p), topic, partition=p))
                     continue
                 sent += 1
@@ -249,8 +302,14 @@ async def feed(topic: str, rate: float, count: int) -> dict[str, Any]:
         seconds = time.perf_counter() - t0
     finally:
         await producer.stop()
-    return {"records": sent, "seconds": seconds, "records_per_s": sent / seconds, "cpu_s": common.cpu_seconds(),
-            "max_behind_ms": round(behind * 1000, 2), "batches": len(futures)}
+    return {
+        "records": sent,
+        "seconds": seconds,
+        "records_per_s": sent / seconds,
+        "cpu_s": common.cpu_seconds(),
+        "max_behind_ms": round(behind * 1000, 2),
+        "batches": len(futures),
+    }
 
 
 class Arrivals:
@@ -299,8 +358,12 @@ async def probe(in_topic: str, out_topic: str, timeout: float) -> dict[str, Any]
 
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, stop.set)
-    consumer = AIOKafkaConsumer(bootstrap_servers=os.environ["BENCH_BOOTSTRAP"], enable_auto_commit=False,
-                                auto_offset_reset="earliest", fetch_max_wait_ms=PROBE_FETCH_WAIT_MS)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=os.environ["BENCH_BOOTSTRAP"],
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        fetch_max_wait_ms=PROBE_FETCH_WAIT_MS,
+    )
     await consumer.start()
     arrivals = {in_topic: Arrivals(), out_topic: Arrivals()}
     try:
@@ -323,9 +386,15 @@ async def probe(in_topic: str, out_topic: str, timeout: float) -> dict[str, Any]
     finally:
         await consumer.stop()
     out, hop = arrivals[out_topic], arrivals[in_topic]
-    return {"records": len(out.seen), "out_records": out.records, "duplicates": out.duplicates,
-            "out": common.percentiles(out.latency_ms), "hop": common.percentiles(hop.latency_ms),
-            "by_second": out.by_second(), "hop_by_second": hop.by_second()}
+    return {
+        "records": len(out.seen),
+        "out_records": out.records,
+        "duplicates": out.duplicates,
+        "out": common.percentiles(out.latency_ms),
+        "hop": common.percentiles(hop.latency_ms),
+        "by_second": out.by_second(),
+        "hop_by_second": hop.by_second(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

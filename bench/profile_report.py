@@ -19,7 +19,7 @@ def short_path(path: str) -> str:
     for marker in ("site-packages/", "/work/main/", "lib/python3"):
         i = path.find(marker)
         if i >= 0:
-            rest = path[i + len(marker):]
+            rest = path[i + len(marker) :]
             return rest.split("/", 1)[1] if marker == "lib/python3" and "/" in rest else rest
     return path
 
@@ -63,8 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("profile", type=Path)
     p.add_argument("--top", type=int, default=25)
-    p.add_argument("--inclusive-filter", default="agentstream/",
-                   help="inclusive table: only frames whose file contains this (default agentstream/)")
+    p.add_argument(
+        "--inclusive-filter",
+        default="agentstream/",
+        help="inclusive table: only frames whose file contains this (default agentstream/)",
+    )
     args = p.parse_args(argv)
     self_t, incl, total = parse(args.profile)
     print(f"{total} samples (active, non-idle)\n")

@@ -29,7 +29,8 @@ import asyncio
 import os
 import signal
 import time
-from typing import Any, Awaitable, Callable, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 import uvloop
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -60,8 +61,9 @@ class Workload(Protocol):
 class BatchSender:
     """Appends records to per-(topic, partition) batches; ``flush()`` sends the open ones and waits."""
 
-    def __init__(self, producer: AIOKafkaProducer, partitions: dict[str, int], *, memo: bool = True,
-                 linger: float = LINGER_S) -> None:
+    def __init__(
+        self, producer: AIOKafkaProducer, partitions: dict[str, int], *, memo: bool = True, linger: float = LINGER_S
+    ) -> None:
         self.producer = producer
         self.linger = linger
         self._opened: dict[tuple[str, int], float] = {}  # when each open batch got its first record
@@ -123,18 +125,31 @@ class BatchSender:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--group", required=True)
-    p.add_argument("--batch", action="store_true",
-                   help="produce through the batch API (BatchSender) instead of send() per record")
-    p.add_argument("--progress", type=float, default=0.0,
-                   help="print a progress event (records handled so far) at most every that many seconds")
-    p.add_argument("--until-signal", action="store_true",
-                   help="run until SIGUSR1 (the orchestrator sums several processes' progress), not until done")
+    p.add_argument(
+        "--batch", action="store_true", help="produce through the batch API (BatchSender) instead of send() per record"
+    )
+    p.add_argument(
+        "--progress",
+        type=float,
+        default=0.0,
+        help="print a progress event (records handled so far) at most every that many seconds",
+    )
+    p.add_argument(
+        "--until-signal",
+        action="store_true",
+        help="run until SIGUSR1 (the orchestrator sums several processes' progress), not until done",
+    )
 
 
 async def run(args: argparse.Namespace, work: Workload) -> dict[str, Any]:
     bootstrap = os.environ["BENCH_BOOTSTRAP"]
-    consumer = AIOKafkaConsumer(*work.inputs, bootstrap_servers=bootstrap, group_id=args.group,
-                                max_poll_records=MAX_POLL_RECORDS, **consumer_group_kwargs())
+    consumer = AIOKafkaConsumer(
+        *work.inputs,
+        bootstrap_servers=bootstrap,
+        group_id=args.group,
+        max_poll_records=MAX_POLL_RECORDS,
+        **consumer_group_kwargs(),
+    )
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
     await producer.start()
     await consumer.start()
@@ -142,8 +157,9 @@ async def run(args: argparse.Namespace, work: Workload) -> dict[str, Any]:
     flush: Callable[[], Awaitable[Any]]
     sender: BatchSender | None = None
     if args.batch:
-        sender = BatchSender(producer, {t: len(await producer.partitions_for(t)) for t in work.outputs},
-                             memo=not work.distinct_keys)
+        sender = BatchSender(
+            producer, {t: len(await producer.partitions_for(t)) for t in work.outputs}, memo=not work.distinct_keys
+        )
         send, flush = sender.send, sender.flush
     else:
         psend = producer.send

@@ -75,10 +75,26 @@ ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts" / "bench"
 RESULTS = Path(__file__).resolve().parent / "results.json"
 
-FULL = {"passthrough": 500_000, "wordcount": 200_000, "restore": 1_000_000, "export": 1_000_000,
-        "latency": 20_000, "backlog": 1_000_000, "scale-wordcount": 100_000, "scale-passthrough": 500_000}
-QUICK = {"passthrough": 20_000, "wordcount": 5_000, "restore": 50_000, "export": 50_000,
-         "latency": 3_000, "backlog": 50_000, "scale-wordcount": 5_000, "scale-passthrough": 20_000}
+FULL = {
+    "passthrough": 500_000,
+    "wordcount": 200_000,
+    "restore": 1_000_000,
+    "export": 1_000_000,
+    "latency": 20_000,
+    "backlog": 1_000_000,
+    "scale-wordcount": 100_000,
+    "scale-passthrough": 500_000,
+}
+QUICK = {
+    "passthrough": 20_000,
+    "wordcount": 5_000,
+    "restore": 50_000,
+    "export": 50_000,
+    "latency": 3_000,
+    "backlog": 50_000,
+    "scale-wordcount": 5_000,
+    "scale-passthrough": 20_000,
+}
 
 
 def log(msg: str) -> None:
@@ -102,8 +118,13 @@ def machine() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    return {"nproc": os.cpu_count(), "cpu": model, "mem_gb": round(mem_gb, 1),
-            "python": platform.python_version(), "platform": platform.platform()}
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": model,
+        "mem_gb": round(mem_gb, 1),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
 
 
 class Case:
@@ -120,13 +141,15 @@ class Case:
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
         env.update(common.GROUP_ENV)
-        env.update({
-            "AGENTSTREAM_BROKER": self.broker.url,
-            "BENCH_BOOTSTRAP": self.broker.bootstrap,
-            "BENCH_BROKER_PID": str(self.broker._proc.pid if self.broker._proc else 0),
-            "PYTHONPATH": str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
-            "PYTHONHASHSEED": "0",
-        })
+        env.update(
+            {
+                "AGENTSTREAM_BROKER": self.broker.url,
+                "BENCH_BOOTSTRAP": self.broker.bootstrap,
+                "BENCH_BROKER_PID": str(self.broker._proc.pid if self.broker._proc else 0),
+                "PYTHONPATH": str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+                "PYTHONHASHSEED": "0",
+            }
+        )
         return env
 
     def py_spy(self, side: str) -> list[str]:
@@ -142,27 +165,36 @@ class Case:
             cmd = [*self.py_spy(side), "--", *cmd]
         return cmd
 
-    def spawn(self, side: str, argv: list[str], extra_env: dict[str, str] | None = None,
-              profile: bool | None = None) -> common.Spawned:
+    def spawn(
+        self, side: str, argv: list[str], extra_env: dict[str, str] | None = None, profile: bool | None = None
+    ) -> common.Spawned:
         """Start ``python -m argv`` and return at once (for cases that drive the process while it runs).
         ``profile=False``: not under py-spy even with --profile (the case attaches it itself, see
         :meth:`attach_py_spy`)."""
         env = self.env()
         env.update(extra_env or {})
         with open(self.logs / f"{side}.stderr.log", "wb") as err:  # the child keeps its own copy of the fd
-            popen = subprocess.Popen(self.command(side, argv, profile), cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=err)
+            popen = subprocess.Popen(
+                self.command(side, argv, profile),
+                cwd=ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=err,
+            )
         return common.Spawned(side, popen, self.logs)
 
-    def attach_py_spy(self, side: str, pid: int) -> "subprocess.Popen[bytes]":
+    def attach_py_spy(self, side: str, pid: int) -> subprocess.Popen[bytes]:
         """py-spy attached to a running process (stop it with SIGINT: it then writes its file), so a
         profile covers only the part of the run the case wants (not start-up or the group join)."""
         with open(self.logs / f"{side}.pyspy.stderr.log", "wb") as err:
-            return subprocess.Popen([*self.py_spy(side), "--pid", str(pid)], stdin=subprocess.DEVNULL,
-                                    stdout=err, stderr=err)
+            return subprocess.Popen(
+                [*self.py_spy(side), "--pid", str(pid)], stdin=subprocess.DEVNULL, stdout=err, stderr=err
+            )
 
-    def run(self, side: str, argv: list[str], extra_env: dict[str, str] | None = None,
-            timeout: float = 900.0) -> dict[str, Any]:
+    def run(
+        self, side: str, argv: list[str], extra_env: dict[str, str] | None = None, timeout: float = 900.0
+    ) -> dict[str, Any]:
         env = self.env()
         env.update(extra_env or {})
         cmd = self.command(side, argv)
@@ -180,6 +212,7 @@ class Case:
 
 # -- cases --------------------------------------------------------------------------------------------
 
+
 async def _passthrough_setup(bootstrap: str, records: list[tuple[bytes, bytes]]) -> None:
     await common.create_topics(bootstrap, ["pt-in", "pt-out-agentstream", "pt-out-raw", "pt-out-batch"])
     await common.load_topic(bootstrap, "pt-in", records)
@@ -194,15 +227,53 @@ def case_passthrough(case: Case, n: int) -> dict[str, Any]:
     log(f"passthrough: loaded {n} records in {time.perf_counter() - t:.1f}s")
     del records
     app_env = {"BENCH_IN": "pt-in", "BENCH_OUT": "pt-out-agentstream", "BENCH_APP_ID": "bench-passthrough"}
-    a = case.run("agentstream", ["bench.as_runner", "worker", "--app", "bench.apps.passthrough", "--expect", str(n),
-                                 "--data-dir", str(case.scratch / "as"), "--logfile", str(case.logs / "worker.log")],
-                 app_env)
+    a = case.run(
+        "agentstream",
+        [
+            "bench.as_runner",
+            "worker",
+            "--app",
+            "bench.apps.passthrough",
+            "--expect",
+            str(n),
+            "--data-dir",
+            str(case.scratch / "as"),
+            "--logfile",
+            str(case.logs / "worker.log"),
+        ],
+        app_env,
+    )
     log(f"passthrough: agentstream {a['records_per_s']:.0f} records/s")
-    r = case.run("raw", ["bench.raw_passthrough", "--in", "pt-in", "--out", "pt-out-raw", "--group", "raw-passthrough",
-                         "--expect", str(n)])
+    r = case.run(
+        "raw",
+        [
+            "bench.raw_passthrough",
+            "--in",
+            "pt-in",
+            "--out",
+            "pt-out-raw",
+            "--group",
+            "raw-passthrough",
+            "--expect",
+            str(n),
+        ],
+    )
     log(f"passthrough: raw {r['records_per_s']:.0f} records/s")
-    bt = case.run("batch", ["bench.raw_passthrough", "--batch", "--in", "pt-in", "--out", "pt-out-batch",
-                            "--group", "batch-passthrough", "--expect", str(n)])
+    bt = case.run(
+        "batch",
+        [
+            "bench.raw_passthrough",
+            "--batch",
+            "--in",
+            "pt-in",
+            "--out",
+            "pt-out-batch",
+            "--group",
+            "batch-passthrough",
+            "--expect",
+            str(n),
+        ],
+    )
     log(f"passthrough: batch-API {bt['records_per_s']:.0f} records/s")
     for side, topic in ((a, "pt-out-agentstream"), (r, "pt-out-raw"), (bt, "pt-out-batch")):
         got = asyncio.run(common.read_checksum(b.bootstrap, topic))
@@ -212,8 +283,9 @@ def case_passthrough(case: Case, n: int) -> dict[str, Any]:
 
 
 async def _wordcount_setup(bootstrap: str, texts: list[str]) -> None:
-    await common.create_topics(bootstrap, ["sentences", "raw-wordcount-words", "raw-word-counts",
-                                           "batch-wordcount-words", "batch-word-counts"])
+    await common.create_topics(
+        bootstrap, ["sentences", "raw-wordcount-words", "raw-word-counts", "batch-wordcount-words", "batch-word-counts"]
+    )
     await common.load_sentences(bootstrap, texts)
 
 
@@ -224,29 +296,81 @@ def case_wordcount(case: Case, n: int) -> dict[str, Any]:
     words_total = sum(expected.values())
     t = time.perf_counter()
     asyncio.run(_wordcount_setup(b.bootstrap, texts))
-    log(f"wordcount: loaded {n} sentences ({words_total} words, {len(expected)} distinct) "
-        f"in {time.perf_counter() - t:.1f}s")
+    log(
+        f"wordcount: loaded {n} sentences ({words_total} words, {len(expected)} distinct) "
+        f"in {time.perf_counter() - t:.1f}s"
+    )
     del texts
-    a = case.run("agentstream", ["bench.as_runner", "worker", "--app", "apps.wordcount",
-                                 "--expect", str(n + words_total), "--records", str(n),
-                                 "--data-dir", str(case.scratch / "as"), "--logfile", str(case.logs / "worker.log")])
+    a = case.run(
+        "agentstream",
+        [
+            "bench.as_runner",
+            "worker",
+            "--app",
+            "apps.wordcount",
+            "--expect",
+            str(n + words_total),
+            "--records",
+            str(n),
+            "--data-dir",
+            str(case.scratch / "as"),
+            "--logfile",
+            str(case.logs / "worker.log"),
+        ],
+    )
     log(f"wordcount: agentstream {a['records_per_s']:.0f} sentences/s")
-    r = case.run("raw", ["bench.raw_wordcount", "--in", "sentences", "--words", "raw-wordcount-words",
-                         "--out", "raw-word-counts", "--group", "raw-wordcount", "--sentences", str(n),
-                         "--words-total", str(words_total)])
+    r = case.run(
+        "raw",
+        [
+            "bench.raw_wordcount",
+            "--in",
+            "sentences",
+            "--words",
+            "raw-wordcount-words",
+            "--out",
+            "raw-word-counts",
+            "--group",
+            "raw-wordcount",
+            "--sentences",
+            str(n),
+            "--words-total",
+            str(words_total),
+        ],
+    )
     log(f"wordcount: raw {r['records_per_s']:.0f} sentences/s")
-    bt = case.run("batch", ["bench.raw_wordcount", "--batch", "--in", "sentences", "--words", "batch-wordcount-words",
-                            "--out", "batch-word-counts", "--group", "batch-wordcount", "--sentences", str(n),
-                            "--words-total", str(words_total)])
+    bt = case.run(
+        "batch",
+        [
+            "bench.raw_wordcount",
+            "--batch",
+            "--in",
+            "sentences",
+            "--words",
+            "batch-wordcount-words",
+            "--out",
+            "batch-word-counts",
+            "--group",
+            "batch-wordcount",
+            "--sentences",
+            str(n),
+            "--words-total",
+            str(words_total),
+        ],
+    )
     log(f"wordcount: batch-API {bt['records_per_s']:.0f} sentences/s")
-    for name, side, topic in (("agentstream", a, "word-counts"), ("raw", r, "raw-word-counts"),
-                              ("batch", bt, "batch-word-counts")):
+    for name, side, topic in (
+        ("agentstream", a, "word-counts"),
+        ("raw", r, "raw-word-counts"),
+        ("batch", bt, "batch-word-counts"),
+    ):
         got = asyncio.run(common.final_counts(b.bootstrap, topic))
         side["correct"] = got == expected
         if got != expected:
             diff = sorted(w for w in set(got) | set(expected) if got.get(w) != expected.get(w))
-            log(f"wordcount: {name} counts differ for {len(diff)} words, e.g. "
-                + ", ".join(f"{w}: {got.get(w)} != {expected.get(w)}" for w in diff[:5]))
+            log(
+                f"wordcount: {name} counts differ for {len(diff)} words, e.g. "
+                + ", ".join(f"{w}: {got.get(w)} != {expected.get(w)}" for w in diff[:5])
+            )
     return {"words": words_total, "distinct_words": len(expected), "agentstream": a, "raw": r, "batch": bt}
 
 
@@ -276,13 +400,41 @@ def case_restore(case: Case, n: int) -> dict[str, Any]:
     del records
     runs: dict[str, list[dict[str, Any]]] = {"agentstream": [], "raw": []}
     for i in range(RESTORE_REPEAT):
-        a = case.run("agentstream", ["bench.as_runner", "restore", "--topic", RESTORE_TOPIC, "--partitions", "4",
-                                     "--expect", str(n), "--data-dir", str(case.scratch / f"as{i}"),
-                                     "--logfile", str(case.logs / "restore.log")])
-        r = case.run("raw", ["bench.raw_restore", "--topic", RESTORE_TOPIC, "--partitions", "4", "--expect", str(n),
-                             "--data-dir", str(case.scratch / f"raw{i}")])
-        log(f"restore: agentstream {a['records_per_s']:.0f}, raw {r['records_per_s']:.0f} records/s "
-            f"({a['records_per_s'] / r['records_per_s']:.2f}x)")
+        a = case.run(
+            "agentstream",
+            [
+                "bench.as_runner",
+                "restore",
+                "--topic",
+                RESTORE_TOPIC,
+                "--partitions",
+                "4",
+                "--expect",
+                str(n),
+                "--data-dir",
+                str(case.scratch / f"as{i}"),
+                "--logfile",
+                str(case.logs / "restore.log"),
+            ],
+        )
+        r = case.run(
+            "raw",
+            [
+                "bench.raw_restore",
+                "--topic",
+                RESTORE_TOPIC,
+                "--partitions",
+                "4",
+                "--expect",
+                str(n),
+                "--data-dir",
+                str(case.scratch / f"raw{i}"),
+            ],
+        )
+        log(
+            f"restore: agentstream {a['records_per_s']:.0f}, raw {r['records_per_s']:.0f} records/s "
+            f"({a['records_per_s'] / r['records_per_s']:.2f}x)"
+        )
         runs["agentstream"].append(a)
         runs["raw"].append(r)
     out: dict[str, Any] = {}
@@ -294,21 +446,37 @@ def case_restore(case: Case, n: int) -> dict[str, Any]:
         median["correct"] = all(x["correct"] for x in results)
         out[side] = median
     pairs = [round(x["records_per_s"] / y["records_per_s"], 3) for x, y in zip(runs["agentstream"], runs["raw"])]
-    out["row"] = {"pair_ratios": pairs,
-                  "summary": f"median of {RESTORE_REPEAT} runs per side, alternating: agentstream "
-                             f"{out['agentstream']['runs_records_per_s']}, raw {out['raw']['runs_records_per_s']} "
-                             f"records/s; ratio per pair {pairs}"}
+    out["row"] = {
+        "pair_ratios": pairs,
+        "summary": f"median of {RESTORE_REPEAT} runs per side, alternating: agentstream "
+        f"{out['agentstream']['runs_records_per_s']}, raw {out['raw']['runs_records_per_s']} "
+        f"records/s; ratio per pair {pairs}",
+    }
     return out
 
 
-CASES = {"passthrough": case_passthrough, "wordcount": case_wordcount, "restore": case_restore,
-         "export": case_export, "latency": case_latency, "backlog": case_backlog,
-         "scale-wordcount": case_scale_wordcount, "scale-passthrough": case_scale_passthrough}
+CASES = {
+    "passthrough": case_passthrough,
+    "wordcount": case_wordcount,
+    "restore": case_restore,
+    "export": case_export,
+    "latency": case_latency,
+    "backlog": case_backlog,
+    "scale-wordcount": case_scale_wordcount,
+    "scale-passthrough": case_scale_passthrough,
+}
 # --cases shorthands
 ALIASES = {"scale": ["scale-wordcount", "scale-passthrough"]}
-UNITS = {"passthrough": "records/s", "wordcount": "sentences/s", "restore": "changelog records/s",
-         "export": "changelog records/s", "latency": "records/s (paced)", "backlog": "records/s",
-         "scale-wordcount": "sentences/s", "scale-passthrough": "records/s"}
+UNITS = {
+    "passthrough": "records/s",
+    "wordcount": "sentences/s",
+    "restore": "changelog records/s",
+    "export": "changelog records/s",
+    "latency": "records/s (paced)",
+    "backlog": "records/s",
+    "scale-wordcount": "sentences/s",
+    "scale-passthrough": "records/s",
+}
 # What the row's "ratio" is, where it is not agentstream/raw in records/s (a case's "row" sets it).
 RATIO_IS = "agentstream/raw records/s"
 
@@ -360,7 +528,8 @@ def run_case(name: str, n: int, profile: bool) -> dict[str, Any]:
         "agentstream_records_per_cpu_s": a["records_per_cpu_s"],
         "raw_records_per_cpu_s": r["records_per_cpu_s"],
         "cpu_ratio": round(a["records_per_cpu_s"] / r["records_per_cpu_s"], 3)
-        if a["records_per_cpu_s"] and r["records_per_cpu_s"] else None,
+        if a["records_per_cpu_s"] and r["records_per_cpu_s"]
+        else None,
         "case_wall_s": round(wall, 1),
         "loadavg_before": load_before,
         "loadavg_after": loadavg(),
@@ -370,37 +539,47 @@ def run_case(name: str, n: int, profile: bool) -> dict[str, Any]:
         "detail": detail,
     }
     if bt is not None:  # the batch-API baseline: the target the ratios are judged against
-        row.update({
-            "batch_records_per_s": round(bt["records_per_s"], 1),
-            "batch_ratio": round(a["records_per_s"] / bt["records_per_s"], 3) if bt["records_per_s"] else None,
-            "batch_cpu_ratio": round(a["records_per_cpu_s"] / bt["records_per_cpu_s"], 3)
-            if a["records_per_cpu_s"] and bt["records_per_cpu_s"] else None,
-            "batch_peak_rss_mb": round(bt["peak_rss_mb"], 1),
-            "batch_correct": bool(bt["correct"]),
-        })
+        row.update(
+            {
+                "batch_records_per_s": round(bt["records_per_s"], 1),
+                "batch_ratio": round(a["records_per_s"] / bt["records_per_s"], 3) if bt["records_per_s"] else None,
+                "batch_cpu_ratio": round(a["records_per_cpu_s"] / bt["records_per_cpu_s"], 3)
+                if a["records_per_cpu_s"] and bt["records_per_cpu_s"]
+                else None,
+                "batch_peak_rss_mb": round(bt["peak_rss_mb"], 1),
+                "batch_correct": bool(bt["correct"]),
+            }
+        )
     row.update(detail.pop("row", {}))  # a case's own headline figures (latency percentiles, speedup...)
     if profile:
-        row["profile"] = {f.name.removesuffix(".pyspy.txt"): str(f.relative_to(ROOT))
-                          for f in sorted(logs.glob("*.pyspy.txt"))}
+        row["profile"] = {
+            f.name.removesuffix(".pyspy.txt"): str(f.relative_to(ROOT)) for f in sorted(logs.glob("*.pyspy.txt"))
+        }
     return row
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    head = (f"{'case':<17} {'n':>9} {'agentstream/s':>14} {'raw/s':>11} {'ratio':>6} "
-            f"{'RSS as MB':>10} {'RSS raw MB':>11} {'as CPU%':>8} {'raw CPU%':>9} {'ratio/CPU':>9} {'correct':>8}")
+    head = (
+        f"{'case':<17} {'n':>9} {'agentstream/s':>14} {'raw/s':>11} {'ratio':>6} "
+        f"{'RSS as MB':>10} {'RSS raw MB':>11} {'as CPU%':>8} {'raw CPU%':>9} {'ratio/CPU':>9} {'correct':>8}"
+    )
     print(head)
     print("-" * len(head))
     for row in rows:
         a, r = row["detail"]["agentstream"], row["detail"]["raw"]
-        print(f"{row['case']:<17} {row['n']:>9} {row['agentstream_records_per_s']:>14,.0f} "
-              f"{row['raw_records_per_s']:>11,.0f} {row['ratio'] or 0:>6.2f} {row['agentstream_peak_rss_mb']:>10.1f} "
-              f"{row['raw_peak_rss_mb']:>11.1f} {100 * a['cpu_s'] / a['seconds']:>7.0f}% "
-              f"{100 * r['cpu_s'] / r['seconds']:>8.0f}% {row['cpu_ratio'] or 0:>9.2f} {str(row['correct']):>8}")
-    print("units: passthrough records/s, wordcount input sentences/s (~10 words each), restore changelog records/s;"
-          " CPU% = the working process's CPU over the timed interval (100% = one core);"
-          " ratio/CPU = agentstream/raw in records per CPU-second of the working process;"
-          " scale-*: agentstream = the 2-worker run (CPU% of both workers summed), raw = the 1-worker run,"
-          " batch = the batch-API loop's 2-process run")
+        print(
+            f"{row['case']:<17} {row['n']:>9} {row['agentstream_records_per_s']:>14,.0f} "
+            f"{row['raw_records_per_s']:>11,.0f} {row['ratio'] or 0:>6.2f} {row['agentstream_peak_rss_mb']:>10.1f} "
+            f"{row['raw_peak_rss_mb']:>11.1f} {100 * a['cpu_s'] / a['seconds']:>7.0f}% "
+            f"{100 * r['cpu_s'] / r['seconds']:>8.0f}% {row['cpu_ratio'] or 0:>9.2f} {str(row['correct']):>8}"
+        )
+    print(
+        "units: passthrough records/s, wordcount input sentences/s (~10 words each), restore changelog records/s;"
+        " CPU% = the working process's CPU over the timed interval (100% = one core);"
+        " ratio/CPU = agentstream/raw in records per CPU-second of the working process;"
+        " scale-*: agentstream = the 2-worker run (CPU% of both workers summed), raw = the 1-worker run,"
+        " batch = the batch-API loop's 2-process run"
+    )
     batch_rows = [row for row in rows if "batch_ratio" in row]
     if batch_rows:
         print()
@@ -409,9 +588,11 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         print(head)
         print("-" * len(head))
         for row in batch_rows:
-            print(f"{row['case']:<17} {row['agentstream_records_per_s']:>14,.0f} {row['batch_records_per_s']:>11,.0f} "
-                  f"{row['batch_ratio'] or 0:>6.2f} {row['batch_cpu_ratio'] or 0:>9.2f} "
-                  f"{str(row['batch_correct']):>8}")
+            print(
+                f"{row['case']:<17} {row['agentstream_records_per_s']:>14,.0f} {row['batch_records_per_s']:>11,.0f} "
+                f"{row['batch_ratio'] or 0:>6.2f} {row['batch_cpu_ratio'] or 0:>9.2f} "
+                f"{str(row['batch_correct']):>8}"
+            )
     for row in rows:
         if row.get("summary"):
             print(f"{row['case']}: {row['summary']}")
@@ -420,20 +601,37 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="tiny inputs: a smoke run well under a minute")
-    p.add_argument("--cases", default=",".join(CASES),
-                   help=f"comma-separated subset of {','.join(CASES)} (scale = both scale cases)")
+    p.add_argument(
+        "--cases",
+        default=",".join(CASES),
+        help=f"comma-separated subset of {','.join(CASES)} (scale = both scale cases)",
+    )
     p.add_argument("--n", type=int, default=None, help="override the input size of every selected case")
-    p.add_argument("--profile", action="store_true",
-                   help="run both sides under py-spy (artifacts/bench/CASE/SIDE.pyspy.txt; summarise with "
-                        "python -m bench.profile_report FILE); figures of such a run are not the headline ones")
-    p.add_argument("--output", default=None, help=f"results file (default {RESULTS.relative_to(ROOT)}; "
-                   "--profile/--n runs default to artifacts/bench/results.json)")
-    p.add_argument("--scale-partitions", type=int, default=None,
-                   help=f"partitions of every topic of the scale cases (default {DEFAULT_PARTITIONS}; "
-                        "env BENCH_SCALE_PARTITIONS)")
-    p.add_argument("--scale-repeat", type=int, default=None,
-                   help="scale cases: run this many 1-worker/2-worker pairs and report the median (default 3, "
-                        "--quick 1; env BENCH_SCALE_REPEAT)")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="run both sides under py-spy (artifacts/bench/CASE/SIDE.pyspy.txt; summarise with "
+        "python -m bench.profile_report FILE); figures of such a run are not the headline ones",
+    )
+    p.add_argument(
+        "--output",
+        default=None,
+        help=f"results file (default {RESULTS.relative_to(ROOT)}; "
+        "--profile/--n runs default to artifacts/bench/results.json)",
+    )
+    p.add_argument(
+        "--scale-partitions",
+        type=int,
+        default=None,
+        help=f"partitions of every topic of the scale cases (default {DEFAULT_PARTITIONS}; env BENCH_SCALE_PARTITIONS)",
+    )
+    p.add_argument(
+        "--scale-repeat",
+        type=int,
+        default=None,
+        help="scale cases: run this many 1-worker/2-worker pairs and report the median (default 3, "
+        "--quick 1; env BENCH_SCALE_REPEAT)",
+    )
     args = p.parse_args(argv)
     if args.scale_repeat is not None:
         os.environ["BENCH_SCALE_REPEAT"] = str(max(1, args.scale_repeat))
@@ -465,11 +663,17 @@ def main(argv: list[str] | None = None) -> int:
     else:
         out = RESULTS
     out.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"machine": machine(), "quick": args.quick, "command": " ".join([Path(sys.executable).name, "-m", "bench.run",
-           *(argv if argv is not None else sys.argv[1:])]), "total_s": round(total, 1),
-           "timed_interval": "first record fetched -> all input handled, all output acknowledged by the broker, "
-                             "input offsets committed (restore: -> last record written, stores flushed)",
-           "results": _merge_rows(out, rows, args.quick)}
+    doc = {
+        "machine": machine(),
+        "quick": args.quick,
+        "command": " ".join(
+            [Path(sys.executable).name, "-m", "bench.run", *(argv if argv is not None else sys.argv[1:])]
+        ),
+        "total_s": round(total, 1),
+        "timed_interval": "first record fetched -> all input handled, all output acknowledged by the broker, "
+        "input offsets committed (restore: -> last record written, stores flushed)",
+        "results": _merge_rows(out, rows, args.quick),
+    }
     out.write_text(json.dumps(doc, indent=2) + "\n")
     log(f"wrote {out}")
     return 0 if all(r["correct"] for r in rows) else 1

@@ -67,8 +67,9 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from agentstream.devbroker import DevBroker
 from bench import common
@@ -111,7 +112,7 @@ def log(msg: str) -> None:
 
 
 @contextlib.contextmanager
-def fresh_broker(case: "Case", label: str) -> Iterator[DevBroker]:
+def fresh_broker(case: Case, label: str) -> Iterator[DevBroker]:
     """A new dev broker as ``case.broker`` for the block (workers spawned in it connect to it)."""
     old = case.broker
     broker = DevBroker(log_path=case.logs / f"broker-{label}.log")
@@ -124,24 +125,44 @@ def fresh_broker(case: "Case", label: str) -> Iterator[DevBroker]:
         broker.stop()
 
 
-def spawn_workers(case: "Case", k: int, work: Workload, parts: int, side: str = "agentstream") -> list[common.Spawned]:
+def spawn_workers(case: Case, k: int, work: Workload, parts: int, side: str = "agentstream") -> list[common.Spawned]:
     """``k`` workers, each with a new data dir (every run has a fresh broker: no old tables).
     ``side="batch"``: ``k`` processes of the batch-API loop in one group instead, on topics the
     orchestrator creates (the agentstream workers create theirs)."""
     if side == "batch":
         asyncio.run(common.create_topics(case.broker.bootstrap, work.topics, partitions=parts))
-        return [case.spawn(f"{k}b-batch{i}", [*work.batch_argv, "--until-signal", "--progress", str(PROGRESS_S)],
-                           profile=False) for i in range(1, k + 1)]
+        return [
+            case.spawn(
+                f"{k}b-batch{i}", [*work.batch_argv, "--until-signal", "--progress", str(PROGRESS_S)], profile=False
+            )
+            for i in range(1, k + 1)
+        ]
     env = {"AGENTSTREAM_TOPIC_PARTITIONS": str(parts), **work.env}
-    return [case.spawn(f"{k}w-worker{i}", ["bench.as_runner", "worker", "--app", work.app, "--until-signal",
-                                           "--progress", str(PROGRESS_S),
-                                           "--data-dir", tempfile.mkdtemp(prefix=f"{k}w-{i}-", dir=case.scratch),
-                                           "--logfile", str(case.logs / f"{k}w-worker{i}.log")], env, profile=False)
-            for i in range(1, k + 1)]
+    return [
+        case.spawn(
+            f"{k}w-worker{i}",
+            [
+                "bench.as_runner",
+                "worker",
+                "--app",
+                work.app,
+                "--until-signal",
+                "--progress",
+                str(PROGRESS_S),
+                "--data-dir",
+                tempfile.mkdtemp(prefix=f"{k}w-{i}-", dir=case.scratch),
+                "--logfile",
+                str(case.logs / f"{k}w-worker{i}.log"),
+            ],
+            env,
+            profile=False,
+        )
+        for i in range(1, k + 1)
+    ]
 
 
 @contextlib.contextmanager
-def profiled(case: "Case", workers: list[common.Spawned]) -> Iterator[None]:
+def profiled(case: Case, workers: list[common.Spawned]) -> Iterator[None]:
     """With --profile: py-spy attached to each settled worker for the block only (the timed part,
     not start-up and group join), so samples divided by records handled compare across runs."""
     if not case.profile:
@@ -188,7 +209,9 @@ def wait_settled(workers: list[common.Spawned], parts: int, timeout: float = 180
         if got is not None and time.monotonic() - stable_since >= SETTLE_QUIET_S:
             return got
         time.sleep(0.1)
-    raise RuntimeError(f"group did not settle within {timeout:.0f}s: {[w.last('assigned', 'revoked') for w in workers]}")
+    raise RuntimeError(
+        f"group did not settle within {timeout:.0f}s: {[w.last('assigned', 'revoked') for w in workers]}"
+    )
 
 
 def wait_handled(workers: list[common.Spawned], total: int, timeout: float) -> None:
@@ -203,7 +226,7 @@ def wait_handled(workers: list[common.Spawned], total: int, timeout: float) -> N
         time.sleep(0.005)
 
 
-def run_workers(case: "Case", k: int, n: int, work: Workload, parts: int, side: str = "agentstream") -> dict[str, Any]:
+def run_workers(case: Case, k: int, n: int, work: Workload, parts: int, side: str = "agentstream") -> dict[str, Any]:
     """One run on a fresh broker: ``k`` workers (of ``side``) join, settle, then drain the input."""
     with fresh_broker(case, f"{k}{'w' if side == 'agentstream' else 'b'}") as broker:
         workers = spawn_workers(case, k, work, parts, side)
@@ -211,8 +234,12 @@ def run_workers(case: "Case", k: int, n: int, work: Workload, parts: int, side: 
             assigned = wait_settled(workers, parts)
             settled = [len(w.events) for w in workers]  # any later assigned/revoked event is a rebalance
             log(f"{work.label}: {k} {side} worker(s) settled on partitions {assigned}; loading {n} records")
-            with common.Sampler(lambda: {**common.machine_sample(broker._proc.pid if broker._proc else None),
-                                         "orchestrator_cpu_s": common.cpu_seconds()}) as sampler:
+            with common.Sampler(
+                lambda: {
+                    **common.machine_sample(broker._proc.pid if broker._proc else None),
+                    "orchestrator_cpu_s": common.cpu_seconds(),
+                }
+            ) as sampler:
                 with profiled(case, workers):
                     t = time.perf_counter()
                     asyncio.run(work.load(broker.bootstrap, parts))
@@ -230,13 +257,23 @@ def run_workers(case: "Case", k: int, n: int, work: Workload, parts: int, side: 
     counts_ok = all(c == parts for c in counts.values())
     if not counts_ok:
         log(f"{work.label}: topics do not all have {parts} partitions: {counts}")
-    return summarize(f"{work.label} ({side})", k, n, results, assigned, sampler, load_s, correct and counts_ok,
-                     rebalanced, counts)
+    return summarize(
+        f"{work.label} ({side})", k, n, results, assigned, sampler, load_s, correct and counts_ok, rebalanced, counts
+    )
 
 
-def summarize(label: str, k: int, n: int, results: list[dict[str, Any]], parts: list[list[int]],
-              sampler: common.Sampler, load_s: float, output_ok: bool, rebalanced: bool,
-              topic_partitions: dict[str, int | None]) -> dict[str, Any]:
+def summarize(
+    label: str,
+    k: int,
+    n: int,
+    results: list[dict[str, Any]],
+    parts: list[list[int]],
+    sampler: common.Sampler,
+    load_s: float,
+    output_ok: bool,
+    rebalanced: bool,
+    topic_partitions: dict[str, int | None],
+) -> dict[str, Any]:
     t0 = min(r["t0_monotonic"] for r in results)
     t1 = max(r["t_end_monotonic"] for r in results)
     seconds = t1 - t0
@@ -248,7 +285,10 @@ def summarize(label: str, k: int, n: int, results: list[dict[str, Any]], parts: 
     handled = [r["processed"] for r in results]
     cpu_s = sum(r["cpu_s"] for r in results)
     out = {
-        "workers": k, "records": n, "seconds": seconds, "records_per_s": n / seconds,
+        "workers": k,
+        "records": n,
+        "seconds": seconds,
+        "records_per_s": n / seconds,
         "cpu_s": cpu_s,
         "worker_cpu_s": [round(r["cpu_s"], 2) for r in results],
         "worker_cpu_pct": [round(100 * r["cpu_s"] / seconds, 1) for r in results],
@@ -261,7 +301,9 @@ def summarize(label: str, k: int, n: int, results: list[dict[str, Any]], parts: 
         "cores": cores_used(cpu_s / seconds if seconds else 0.0, broker, orchestrator, busy),
         "peak_rss_mb": max(r["peak_rss_mb"] for r in results),
         "total_peak_rss_mb": sum(r["peak_rss_mb"] for r in results),
-        "partitions": parts, "topic_partitions": topic_partitions, "rebalanced_during_run": rebalanced,
+        "partitions": parts,
+        "topic_partitions": topic_partitions,
+        "rebalanced_during_run": rebalanced,
         "load_s": round(load_s, 2),
         "handled": handled,
         # the busiest worker's share of the records (word count: Zipf-distributed words, unequal partitions)
@@ -269,39 +311,49 @@ def summarize(label: str, k: int, n: int, results: list[dict[str, Any]], parts: 
         "correct": output_ok and not rebalanced,
         "per_worker": results,
     }
-    log(f"{label}: {k} worker(s): {out['records_per_s']:.0f} records/s over {seconds:.1f}s; worker CPU "
+    log(
+        f"{label}: {k} worker(s): {out['records_per_s']:.0f} records/s over {seconds:.1f}s; worker CPU "
         f"{out['worker_cpu_s']} s ({out['worker_cpu_pct']} %); cores {describe_cores(out['cores'])}; "
-        f"handled {handled}; correct={out['correct']}")
+        f"handled {handled}; correct={out['correct']}"
+    )
     return out
 
 
-def cores_used(workers: float, broker: float | None, orchestrator: float | None, busy: float | None,
-               ncpu: int = 2) -> dict[str, float | None]:
+def cores_used(
+    workers: float, broker: float | None, orchestrator: float | None, busy: float | None, ncpu: int = 2
+) -> dict[str, float | None]:
     """The machine's cores over an interval split into workers, broker, orchestrator (the loader
     and this process), other processes (other people's runs) and idle, each in cores."""
     if broker is None or orchestrator is None or busy is None:
         return {"workers": round(workers, 2), "broker": None, "orchestrator": None, "other": None, "idle": None}
     other = max(0.0, busy - workers - broker - orchestrator)
-    return {"workers": round(workers, 2), "broker": round(broker, 2), "orchestrator": round(orchestrator, 2),
-            "other": round(other, 2), "idle": round(max(0.0, ncpu - busy), 2)}
+    return {
+        "workers": round(workers, 2),
+        "broker": round(broker, 2),
+        "orchestrator": round(orchestrator, 2),
+        "other": round(other, 2),
+        "idle": round(max(0.0, ncpu - busy), 2),
+    }
 
 
 def describe_cores(cores: dict[str, float | None]) -> str:
     return ", ".join(f"{name} {value:.2f}" for name, value in cores.items() if value is not None) or "unknown"
 
 
-def median_pair(pairs: list[tuple[float, dict[str, Any], dict[str, Any]]]) -> tuple[float, dict[str, Any], dict[str, Any]]:
+def median_pair(
+    pairs: list[tuple[float, dict[str, Any], dict[str, Any]]],
+) -> tuple[float, dict[str, Any], dict[str, Any]]:
     """The median (speedup, 1-worker run, 2-worker run) pair (the upper one of an even count)."""
     ordered = sorted(pairs, key=lambda x: x[0])
     return ordered[len(ordered) // 2]
 
 
-def compare(work: Workload, n: int, parts: int, unit: str, extra: dict[str, Any]) -> Callable[["Case"], dict[str, Any]]:
+def compare(work: Workload, n: int, parts: int, unit: str, extra: dict[str, Any]) -> Callable[[Case], dict[str, Any]]:
     """Run ``work`` with 1 worker, then 2, then the batch-API loop with 1 process and 2; the
     :mod:`bench.run` detail (``raw`` = agentstream's 1-worker run, ``batch`` = the batch loop's
     2-process run)."""
 
-    def run(case: "Case") -> dict[str, Any]:
+    def run(case: Case) -> dict[str, Any]:
         pairs, batch_pairs = [], []
         for _ in range(repeats()):  # 1 worker, 2 workers, 1, 2, ...: machine noise hits both alike
             one = run_workers(case, 1, n, work, parts)
@@ -314,36 +366,42 @@ def compare(work: Workload, n: int, parts: int, unit: str, extra: dict[str, Any]
         bspeedup, b1, b2 = median_pair(batch_pairs)
         ideal = 1 / two["max_share"]  # the most 2 workers can gain when the busiest one has that share
         cpu_growth = two["cpu_s"] / one["cpu_s"]
-        row = {"ratio_is": f"speedup: 2 workers / 1 worker, {unit} (raw_* = the 1-worker run, batch_* = the batch-API "
-                           "loop's 2-process run)",
-               "partitions_per_topic": parts,
-               "speedup": round(speedup, 3), "ideal_speedup": round(ideal, 3), "max_share": two["max_share"],
-               "speedups": sorted(round(x[0], 3) for x in pairs),  # every pair of --scale-repeat, sorted
-               "batch_speedup": round(bspeedup, 3), "batch_speedups": sorted(round(x[0], 3) for x in batch_pairs),
-               "one_worker_records_per_s": round(one["records_per_s"], 1),
-               "two_workers_records_per_s": round(two["records_per_s"], 1),
-               "batch_one_records_per_s": round(b1["records_per_s"], 1),
-               "batch_two_records_per_s": round(b2["records_per_s"], 1),
-               "cpu_s": {"1": round(one["cpu_s"], 2), "2": two["worker_cpu_s"]},
-               "cpu_s_2_over_1": round(cpu_growth, 3),
-               "broker_cpu_pct": {"1": one["broker_cpu_pct"], "2": two["broker_cpu_pct"]},
-               "machine_busy_cores": {"1": one["machine_busy_cores"], "2": two["machine_busy_cores"]},
-               "cores": {"1": one["cores"], "2": two["cores"], "batch 1": b1["cores"], "batch 2": b2["cores"]},
-               "summary": (f"{parts} partitions{f', median of {len(pairs)} pairs' if len(pairs) > 1 else ''}: "
-                           f"1 worker {one['records_per_s']:,.0f}/s -> 2 workers "
-                           f"{two['records_per_s']:,.0f}/s, speedup {speedup:.2f} (at most {ideal:.2f}: the busiest "
-                           f"worker handled {100 * two['max_share']:.0f} % of the records); batch-API loop "
-                           f"{b1['records_per_s']:,.0f}/s -> {b2['records_per_s']:,.0f}/s, speedup {bspeedup:.2f}; "
-                           f"CPU-s {one['cpu_s']:.1f} -> {two['worker_cpu_s']} (x{cpu_growth:.2f}); "
-                           f"cores (of 2) 1 worker: {describe_cores(one['cores'])}; 2 workers: "
-                           f"{describe_cores(two['cores'])}; batch 2 processes: {describe_cores(b2['cores'])}")}
-        return {**extra, "partitions": parts, "agentstream": two, "raw": one, "batch": b2,
-                "batch_one": b1, "row": row}
+        row = {
+            "ratio_is": f"speedup: 2 workers / 1 worker, {unit} (raw_* = the 1-worker run, batch_* = the batch-API "
+            "loop's 2-process run)",
+            "partitions_per_topic": parts,
+            "speedup": round(speedup, 3),
+            "ideal_speedup": round(ideal, 3),
+            "max_share": two["max_share"],
+            "speedups": sorted(round(x[0], 3) for x in pairs),  # every pair of --scale-repeat, sorted
+            "batch_speedup": round(bspeedup, 3),
+            "batch_speedups": sorted(round(x[0], 3) for x in batch_pairs),
+            "one_worker_records_per_s": round(one["records_per_s"], 1),
+            "two_workers_records_per_s": round(two["records_per_s"], 1),
+            "batch_one_records_per_s": round(b1["records_per_s"], 1),
+            "batch_two_records_per_s": round(b2["records_per_s"], 1),
+            "cpu_s": {"1": round(one["cpu_s"], 2), "2": two["worker_cpu_s"]},
+            "cpu_s_2_over_1": round(cpu_growth, 3),
+            "broker_cpu_pct": {"1": one["broker_cpu_pct"], "2": two["broker_cpu_pct"]},
+            "machine_busy_cores": {"1": one["machine_busy_cores"], "2": two["machine_busy_cores"]},
+            "cores": {"1": one["cores"], "2": two["cores"], "batch 1": b1["cores"], "batch 2": b2["cores"]},
+            "summary": (
+                f"{parts} partitions{f', median of {len(pairs)} pairs' if len(pairs) > 1 else ''}: "
+                f"1 worker {one['records_per_s']:,.0f}/s -> 2 workers "
+                f"{two['records_per_s']:,.0f}/s, speedup {speedup:.2f} (at most {ideal:.2f}: the busiest "
+                f"worker handled {100 * two['max_share']:.0f} % of the records); batch-API loop "
+                f"{b1['records_per_s']:,.0f}/s -> {b2['records_per_s']:,.0f}/s, speedup {bspeedup:.2f}; "
+                f"CPU-s {one['cpu_s']:.1f} -> {two['worker_cpu_s']} (x{cpu_growth:.2f}); "
+                f"cores (of 2) 1 worker: {describe_cores(one['cores'])}; 2 workers: "
+                f"{describe_cores(two['cores'])}; batch 2 processes: {describe_cores(b2['cores'])}"
+            ),
+        }
+        return {**extra, "partitions": parts, "agentstream": two, "raw": one, "batch": b2, "batch_one": b1, "row": row}
 
     return run
 
 
-def case_scale_wordcount(case: "Case", n: int) -> dict[str, Any]:
+def case_scale_wordcount(case: Case, n: int) -> dict[str, Any]:
     """A :mod:`bench.run` case: ``n`` sentences through apps/wordcount.py, 1 worker then 2."""
     parts = partitions()
     texts = common.sentences(n)
@@ -353,16 +411,30 @@ def case_scale_wordcount(case: "Case", n: int) -> dict[str, Any]:
     def check(bootstrap: str, parts: int) -> bool:
         return asyncio.run(common.final_counts(bootstrap, "word-counts", partitions=parts)) == expected
 
-    work = Workload("scale-wordcount", "apps.wordcount",
-                    ["sentences", "wordcount-words", "wordcount-word_counts-changelog", "word-counts"],
-                    total=n + words, load=lambda bootstrap, parts: common.load_sentences(bootstrap, texts, parts),
-                    check=check,
-                    batch_argv=["bench.raw_wordcount", "--batch", "--in", "sentences", "--words", "wordcount-words",
-                                "--out", "word-counts", "--group", "batch-scale-wordcount"])
+    work = Workload(
+        "scale-wordcount",
+        "apps.wordcount",
+        ["sentences", "wordcount-words", "wordcount-word_counts-changelog", "word-counts"],
+        total=n + words,
+        load=lambda bootstrap, parts: common.load_sentences(bootstrap, texts, parts),
+        check=check,
+        batch_argv=[
+            "bench.raw_wordcount",
+            "--batch",
+            "--in",
+            "sentences",
+            "--words",
+            "wordcount-words",
+            "--out",
+            "word-counts",
+            "--group",
+            "batch-scale-wordcount",
+        ],
+    )
     return compare(work, n, parts, "sentences/s", {"words": words})(case)
 
 
-def case_scale_passthrough(case: "Case", n: int) -> dict[str, Any]:
+def case_scale_passthrough(case: Case, n: int) -> dict[str, Any]:
     """A :mod:`bench.run` case: ``n`` records (distinct keys) through bench/apps/passthrough.py, 1 worker then 2."""
     parts = partitions()
     records = common.passthrough_records(n)
@@ -372,9 +444,23 @@ def case_scale_passthrough(case: "Case", n: int) -> dict[str, Any]:
     def check(bootstrap: str, parts: int) -> bool:
         return asyncio.run(common.read_checksum(bootstrap, dst, partitions=parts)) == expected
 
-    work = Workload("scale-passthrough", "bench.apps.passthrough", [src, dst], total=n,
-                    load=lambda bootstrap, parts: common.load_topic(bootstrap, src, records, partitions=parts),
-                    check=check, env={"BENCH_IN": src, "BENCH_OUT": dst, "BENCH_APP_ID": "bench-scale-passthrough"},
-                    batch_argv=["bench.raw_passthrough", "--batch", "--in", src, "--out", dst,
-                                "--group", "batch-scale-passthrough"])
+    work = Workload(
+        "scale-passthrough",
+        "bench.apps.passthrough",
+        [src, dst],
+        total=n,
+        load=lambda bootstrap, parts: common.load_topic(bootstrap, src, records, partitions=parts),
+        check=check,
+        env={"BENCH_IN": src, "BENCH_OUT": dst, "BENCH_APP_ID": "bench-scale-passthrough"},
+        batch_argv=[
+            "bench.raw_passthrough",
+            "--batch",
+            "--in",
+            src,
+            "--out",
+            dst,
+            "--group",
+            "batch-scale-passthrough",
+        ],
+    )
     return compare(work, n, parts, "records/s", {})(case)

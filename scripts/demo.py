@@ -26,8 +26,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -66,11 +66,29 @@ class DemoWorker:
         self.log_path = tmp / f"{name}.log"
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agentstream", "-A", "apps.wordcount", "worker", "--data-dir", str(tmp / name),
-             "--web-host", "127.0.0.1", "--web-port", str(self.port), "-l", "info"],
-            cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "agentstream",
+                "-A",
+                "apps.wordcount",
+                "worker",
+                "--data-dir",
+                str(tmp / name),
+                "--web-host",
+                "127.0.0.1",
+                "--web-port",
+                str(self.port),
+                "-l",
+                "info",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C reaches the demo only; it stops the workers in order
-            preexec_fn=_stop_with_parent)
+            preexec_fn=_stop_with_parent,
+        )
 
     @property
     def url(self) -> str:
@@ -140,7 +158,7 @@ class CtrlC:
             return
         raise KeyboardInterrupt
 
-    def run(self, coro: "asyncio.Future[None] | object") -> None:
+    def run(self, coro: asyncio.Future[None] | object) -> None:
         self.held += 1
         try:
             asyncio.run(coro)  # type: ignore[arg-type]
@@ -199,8 +217,10 @@ def run(once: bool) -> int:
                     if w.proc.poll() is not None:
                         tail = w.tail()
                         if tail in shown:
-                            print(f"{w.name} exited with code {w.proc.returncode} too, with the same last lines",
-                                  file=sys.stderr)
+                            print(
+                                f"{w.name} exited with code {w.proc.returncode} too, with the same last lines",
+                                file=sys.stderr,
+                            )
                             continue
                         shown.add(tail)
                         print(f"{w.name} (exit code {w.proc.returncode}), last log lines:\n{tail}", file=sys.stderr)
@@ -219,20 +239,25 @@ def run(once: bool) -> int:
                 print(f"workers stopped (exit codes {codes}); stopping the dev broker", flush=True)
 
 
-def _session(broker: DevBroker, workers: list[DemoWorker], texts: list[str],
-             expected: collections.Counter[str], once: bool) -> int:
+def _session(
+    broker: DevBroker, workers: list[DemoWorker], texts: list[str], expected: collections.Counter[str], once: bool
+) -> int:
     print("started 2 wordcount workers; waiting for them to join and share the partitions ...", flush=True)
     wait_for("the web servers", lambda: all("listening on http" in w.log() for w in workers), workers, 90)
-    wait_for("the partition assignment",
-             lambda: all(assigned(w) for w in workers) and not assigned(workers[0]) & assigned(workers[1]),
-             workers, 90)
+    wait_for(
+        "the partition assignment",
+        lambda: all(assigned(w) for w in workers) and not assigned(workers[0]) & assigned(workers[1]),
+        workers,
+        90,
+    )
     for w in workers:
         print(f"  {w.name}: partitions {sorted(assigned(w))} of 'sentences', web server {w.url}", flush=True)
     print(f"feeding {len(texts)} sentences to topic 'sentences' ...", flush=True)
     send(broker.bootstrap, texts)
     top = [w for w, _ in sorted(expected.items(), key=lambda kv: (-kv[1], kv[0]))[:8]]
-    wait_for("the counts", lambda: all(lookup(workers[0].url, w).get("value") == expected[w] for w in top),
-             workers, 120)
+    wait_for(
+        "the counts", lambda: all(lookup(workers[0].url, w).get("value") == expected[w] for w in top), workers, 120
+    )
     print("\nstatus pages (live plots of throughput, lag, restore and table sizes):")
     for w in workers:
         print(f"  {w.url}/status.html")
@@ -240,8 +265,10 @@ def _session(broker: DevBroker, workers: list[DemoWorker], texts: list[str],
     for i, word in enumerate(top[:6]):
         w = workers[i % 2]
         answer = lookup(w.url, word)
-        print(f"  curl {w.url}/tables/word_counts/{word}\n      -> value={answer.get('value')} "
-              f"served_by={answer.get('served_by')}  (direct count of the input: {expected[word]})")
+        print(
+            f"  curl {w.url}/tables/word_counts/{word}\n      -> value={answer.get('value')} "
+            f"served_by={answer.get('served_by')}  (direct count of the input: {expected[word]})"
+        )
     print(f"\nmore: {workers[0].url}/metadata (who owns which partition), {workers[0].url}/metrics (Prometheus)")
     if once:
         return 0

@@ -50,8 +50,7 @@ def cli_reference() -> str:
     out.append("## agentstream\n\n```text\n" + cli.get_help(root) + "\n```\n")
     for name in sorted(cli.commands):
         cmd = cli.commands[name]
-        ctx = click.Context(cmd, info_name=name, parent=root, terminal_width=100,
-                            max_content_width=100)
+        ctx = click.Context(cmd, info_name=name, parent=root, terminal_width=100, max_content_width=100)
         out.append(f"## {name}\n\n```text\n{cmd.get_help(ctx)}\n```\n")
     return "\n".join(out)
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Sequence, Union
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Union
 
 from ..events import Event, current_event
 from ..exceptions import TopologyError
@@ -18,12 +19,12 @@ from ..streams import SplitPoint, Stream
 from .replies import CORRELATION_ID, REPLY_TO, allowed_reply_to
 
 if TYPE_CHECKING:
-    from ..types import AppT as App  # the App's interface: app.py imports this module
     from ..topics import Topic
+    from ..types import AppT as App  # the App's interface: app.py imports this module
 
 log = logging.getLogger(__name__)
 
-AgentFun = Callable[[Stream], Union[Awaitable[None], AsyncIterator[Any]]]
+AgentFun = Callable[[Stream], Awaitable[None] | AsyncIterator[Any]]
 Sink = Union["Topic", "Agent", Callable[[Any], Any]]
 
 __all__ = ["Agent", "AgentFun"]
@@ -45,14 +46,14 @@ class Agent:
 
     def __init__(
         self,
-        app: "App",
+        app: App,
         fun: AgentFun,
         *,
-        topics: Sequence["Topic"],
+        topics: Sequence[Topic],
         name: str,
         sink: Sequence[Sink] = (),
         concurrency: int = 1,
-        patterns: Sequence["Topic"] = (),
+        patterns: Sequence[Topic] = (),
     ) -> None:
         if concurrency < 1:
             raise TopologyError(f"agent {name!r}: concurrency must be >= 1, got {concurrency}")
@@ -71,15 +72,15 @@ class Agent:
         self.__name__ = getattr(fun, "__name__", name)
         self.__wrapped__ = fun
 
-    def __call__(self, stream: Stream) -> Union[Awaitable[None], AsyncIterator[Any]]:
+    def __call__(self, stream: Stream) -> Awaitable[None] | AsyncIterator[Any]:
         """Call the agent function directly (Faust allows it; the harness uses it)."""
         return self.fun(stream)
 
     @property
-    def channel(self) -> "Topic":
+    def channel(self) -> Topic:
         return self.topics[0]
 
-    def stage_topics(self, stage: int) -> list["Topic"]:
+    def stage_topics(self, stage: int) -> list[Topic]:
         """Source topics of the agent's ``stage``-th sub-topology (0 = its own topics)."""
         if stage == 0:
             return self.topics
@@ -137,13 +138,20 @@ class Agent:
         """Send to the agent's (first) topic; Faust's ``agent.send``. Returns the record's delivery."""
         return await self.channel.send(key=key, value=value, partition=partition, headers=headers, timestamp=timestamp)
 
-    async def cast(self, value: Any = None, *, key: Any = None, partition: int | None = None,
-                   headers: Sequence[tuple[str, bytes]] | None = None) -> None:
+    async def cast(
+        self,
+        value: Any = None,
+        *,
+        key: Any = None,
+        partition: int | None = None,
+        headers: Sequence[tuple[str, bytes]] | None = None,
+    ) -> None:
         """Send without waiting for a reply (Faust's ``agent.cast``)."""
         await self.send(key=key, value=value, partition=partition, headers=headers)
 
-    async def ask(self, value: Any = None, *, key: Any = None, partition: int | None = None,
-                  timeout: float | None = 30.0) -> Any:
+    async def ask(
+        self, value: Any = None, *, key: Any = None, partition: int | None = None, timeout: float | None = 30.0
+    ) -> Any:
         """Send and wait for the value the agent yields for this request."""
         replies = await self.app.replies()
         correlation_id, fut = replies.expect()
@@ -154,8 +162,9 @@ class Agent:
         finally:
             replies.forget(correlation_id)
 
-    async def map(self, values: Any, key: Any = None, reply_to: Any = None, timeout: float | None = 30.0
-                  ) -> AsyncIterator[Any]:
+    async def map(
+        self, values: Any, key: Any = None, reply_to: Any = None, timeout: float | None = 30.0
+    ) -> AsyncIterator[Any]:
         """Faust's ``agent.map``: ask the agent about every value, yield the replies as they arrive."""
         async for reply in self._ask_all([(key, v) for v in await _collect(values)], timeout):
             yield reply
@@ -166,8 +175,7 @@ class Agent:
         async for reply in self._ask_all([(k, v) for k, v in pairs], timeout):
             yield reply
 
-    async def join(self, values: Any, key: Any = None, reply_to: Any = None, timeout: float | None = 30.0
-                   ) -> list[Any]:
+    async def join(self, values: Any, key: Any = None, reply_to: Any = None, timeout: float | None = 30.0) -> list[Any]:
         """Faust's ``agent.join``: ask about every value, return the replies in the values' order."""
         asks = [self.ask(v, key=key, timeout=timeout) for v in await _collect(values)]
         return list(await asyncio.gather(*asks))

@@ -28,7 +28,7 @@ _REFUSAL_LOG_INTERVAL = 10.0
 _last_refusal: dict[str, float] = {}
 
 
-def reply_topic_allowed(app: "App", topic: str) -> bool:
+def reply_topic_allowed(app: App, topic: str) -> bool:
     """Whether an ``agentstream-reply-to`` header may name ``topic``.
 
     The header comes from whoever wrote the request record, so it is input, not configuration:
@@ -45,7 +45,7 @@ def reply_topic_allowed(app: "App", topic: str) -> bool:
     return any(fnmatch.fnmatchcase(topic, p) for p in patterns)
 
 
-def allowed_reply_to(app: "App", event: Any) -> bytes | None:
+def allowed_reply_to(app: App, event: Any) -> bytes | None:
     """The event's reply-to header when replies may go there, else None (logged, rate-limited)."""
     raw = event.header(REPLY_TO)
     if raw is None:
@@ -63,15 +63,21 @@ def allowed_reply_to(app: "App", event: Any) -> bytes | None:
         if len(_last_refusal) > 1000:
             _last_refusal.clear()
         where = f"{getattr(event, 'topic', '?')}[{getattr(event, 'partition', '?')}]@{getattr(event, 'offset', '?')}"
-        log.warning("reply not sent: the %s header of %s names %r, which is not a reply topic of app %r "
-                    "(allow more with the reply_topics setting)", REPLY_TO, where, topic, app.settings.id)
+        log.warning(
+            "reply not sent: the %s header of %s names %r, which is not a reply topic of app %r "
+            "(allow more with the reply_topics setting)",
+            REPLY_TO,
+            where,
+            topic,
+            app.settings.id,
+        )
     return None
 
 
 class ReplyConsumer:
     """Owns this process's reply topic and the futures of outstanding asks."""
 
-    def __init__(self, app: "App") -> None:
+    def __init__(self, app: App) -> None:
         self.app = app
         self.topic_name = f"{app.settings.id}-replies-{uuid.uuid4().hex[:12]}"
         self._futures: dict[str, asyncio.Future[Any]] = {}

@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any, Coroutine, TypeVar
+from typing import Any, TypeVar
 
 from ..exceptions import AgentStreamError
 
@@ -60,22 +61,29 @@ async def topic_partitions(consumer: Any, topic: str) -> list[int]:
     return sorted(parts)
 
 
-async def changelog_ranges(bootstrap: str | list[str], topic: str, *, timeout: float = 30.0,
-                           isolation_level: str = "read_committed") -> list[PartitionRange]:
+async def changelog_ranges(
+    bootstrap: str | list[str], topic: str, *, timeout: float = 30.0, isolation_level: str = "read_committed"
+) -> list[PartitionRange]:
     """``[start, end)`` per partition of ``topic`` as of now (see the module docstring)."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
     from aiokafka.errors import KafkaError
 
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest",
-        isolation_level=isolation_level, fetch_max_wait_ms=100, max_partition_fetch_bytes=1024,
+        bootstrap_servers=bootstrap,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        isolation_level=isolation_level,
+        fetch_max_wait_ms=100,
+        max_partition_fetch_bytes=1024,
         request_timeout_ms=int(timeout * 1000),
     )
     try:
         await consumer.start()
     except KafkaError as exc:
         await consumer.stop()
-        raise ExportError(f"cannot reach the broker at {bootstrap}: {exc!r}. Fix: check --broker / the app's broker") from exc
+        raise ExportError(
+            f"cannot reach the broker at {bootstrap}: {exc!r}. Fix: check --broker / the app's broker"
+        ) from exc
     try:
         numbers = await topic_partitions(consumer, topic)
         tps = [TopicPartition(topic, p) for p in numbers]
@@ -91,8 +99,9 @@ async def changelog_ranges(bootstrap: str | list[str], topic: str, *, timeout: f
         pending = set(tps)
         while pending:
             if time.monotonic() > deadline:
-                raise ExportError(f"no fetch answer for {topic} partitions {sorted(tp.partition for tp in pending)} "
-                                  f"within {timeout}s")
+                raise ExportError(
+                    f"no fetch answer for {topic} partitions {sorted(tp.partition for tp in pending)} within {timeout}s"
+                )
             await consumer.getmany(*pending, timeout_ms=200, max_records=1)
             for tp in list(pending):
                 end = consumer.last_stable_offset(tp) if isolation_level == "read_committed" else None

@@ -13,22 +13,33 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import AgentStreamError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["JavaNotFound", "SparkNotInstalled", "check_java", "check_pyspark", "spark_session", "MIN_JAVA",
-           "prepare_session", "CLUSTER_HINT"]
+__all__ = [
+    "JavaNotFound",
+    "SparkNotInstalled",
+    "check_java",
+    "check_pyspark",
+    "spark_session",
+    "MIN_JAVA",
+    "prepare_session",
+    "CLUSTER_HINT",
+]
 
 log = logging.getLogger("agentstream.exporter")
 
-CLUSTER_HINT = ("the executors must import agentstream and aiokafka: install the agentstream wheel on every "
-                "executor (or ship it with --py-files / spark.submit.pyFiles) and point spark.pyspark.python "
-                "(or PYSPARK_PYTHON) at that Python")
+CLUSTER_HINT = (
+    "the executors must import agentstream and aiokafka: install the agentstream wheel on every "
+    "executor (or ship it with --py-files / spark.submit.pyFiles) and point spark.pyspark.python "
+    "(or PYSPARK_PYTHON) at that Python"
+)
 
 MIN_JAVA = 17
 JAVA_FIX = "install it with `apt-get install -y openjdk-17-jre-headless` (or set JAVA_HOME to a Java 17+ install)"
@@ -126,7 +137,7 @@ def _source_root() -> str:
     return str(Path(__file__).resolve().parents[2])
 
 
-def prepare_session(spark: "SparkSession") -> str:
+def prepare_session(spark: SparkSession) -> str:
     """Make ``spark``'s Python workers able to run the changelog source; returns their Python.
 
     Works for any session, including one the user built with ``SparkSession.builder...getOrCreate()``
@@ -144,10 +155,14 @@ def prepare_session(spark: "SparkSession") -> str:
         sc.pythonExec = configured
     elif _is_local(master):
         if sc.pythonExec != sys.executable:
-            log.info("Spark's Python workers would run %r; using this interpreter (%s) so they can import "
-                     "agentstream and aiokafka", sc.pythonExec, sys.executable)
+            log.info(
+                "Spark's Python workers would run %r; using this interpreter (%s) so they can import "
+                "agentstream and aiokafka",
+                sc.pythonExec,
+                sys.executable,
+            )
         sc.pythonExec = sys.executable
-        sc.pythonVer = "%d.%d" % sys.version_info[:2]
+        sc.pythonVer = "{}.{}".format(*sys.version_info[:2])
         # A source checkout is importable here only through sys.path: hand its root to the workers.
         paths = [p for p in sc.environment.get("PYTHONPATH", "").split(os.pathsep) if p]
         if _source_root() not in paths:
@@ -157,8 +172,9 @@ def prepare_session(spark: "SparkSession") -> str:
     return str(sc.pythonExec)
 
 
-def spark_session(master: str = "local[*]", *, app_name: str = "agentstream-export",
-                  conf: Mapping[str, Any] | None = None) -> "SparkSession":
+def spark_session(
+    master: str = "local[*]", *, app_name: str = "agentstream-export", conf: Mapping[str, Any] | None = None
+) -> SparkSession:
     """A SparkSession for exports: Java and the extra checked, UI off, UTC, nothing downloaded.
 
     ``getOrCreate`` semantics: an already running session is returned (with ``conf`` applied

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..codecs import JSONCodec
 from ..tables.windowed import STREAM_TIME_KEY
@@ -25,15 +25,17 @@ __all__ = ["sample_values", "typed_spec"]
 SAMPLE_PER_PARTITION = 20
 
 
-async def _sample(bootstrap: str | list[str], topic: str, planned: list[PartitionRange], per_partition: int,
-                  timeout: float) -> list[bytes]:
+async def _sample(
+    bootstrap: str | list[str], topic: str, planned: list[PartitionRange], per_partition: int, timeout: float
+) -> list[bytes]:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     wanted = [r for r in planned if r.span > 0]
     if not wanted:
         return []
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                isolation_level="read_committed", fetch_max_wait_ms=100)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, isolation_level="read_committed", fetch_max_wait_ms=100
+    )
     await consumer.start()
     out: list[bytes] = []
     try:
@@ -57,15 +59,20 @@ async def _sample(bootstrap: str | list[str], topic: str, planned: list[Partitio
     return out
 
 
-def sample_values(bootstrap: str | list[str], topic: str, planned: list[PartitionRange], *,
-                  per_partition: int = SAMPLE_PER_PARTITION, timeout: float = 10.0) -> list[bytes]:
+def sample_values(
+    bootstrap: str | list[str],
+    topic: str,
+    planned: list[PartitionRange],
+    *,
+    per_partition: int = SAMPLE_PER_PARTITION,
+    timeout: float = 10.0,
+) -> list[bytes]:
     """Up to ``per_partition`` of the newest values of each partition (tombstones and windowed
     tables' bookkeeping records left out)."""
     return run_sync(_sample(bootstrap, topic, planned, per_partition, timeout))
 
 
-def typed_spec(table: "Table", spec: TableSpec, bootstrap: str | list[str],
-               planned: list[PartitionRange]) -> TableSpec:
+def typed_spec(table: Table, spec: TableSpec, bootstrap: str | list[str], planned: list[PartitionRange]) -> TableSpec:
     """``spec`` with its value column typed from sampled ``__faust`` tags, when the table declares
     no value type and its values are untyped JSON; else ``spec`` unchanged."""
     codec = table.value_codec

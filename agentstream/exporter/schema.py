@@ -28,8 +28,9 @@ import pickle
 import types
 import typing
 from collections import abc
+from collections.abc import Callable
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Callable, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 from uuid import UUID
 
 import orjson
@@ -44,19 +45,42 @@ if TYPE_CHECKING:
 
     from ..tables.table import Table
 
-__all__ = ["TableSpec", "table_spec", "type_spec", "spark_type", "converter", "side_decoder", "bulk_decoder",
-           "SOURCE_COLUMNS"]
+__all__ = [
+    "TableSpec",
+    "table_spec",
+    "type_spec",
+    "spark_type",
+    "converter",
+    "side_decoder",
+    "bulk_decoder",
+    "SOURCE_COLUMNS",
+]
 
 TypeSpec = Any  # str | list: see the module docstring
 
-SOURCE_COLUMNS = ("key", "window_start", "window_end", "value", "partition", "offset", "timestamp",
-                  "raw_key", "tombstone")
+SOURCE_COLUMNS = (
+    "key",
+    "window_start",
+    "window_end",
+    "value",
+    "partition",
+    "offset",
+    "timestamp",
+    "raw_key",
+    "tombstone",
+)
 """Columns the data source yields (window columns only for windowed tables); ``raw_key`` (the
 changelog key bytes) and ``tombstone`` let Spark compute the latest value per key."""
 
 _SCALARS: dict[Any, str] = {
-    str: "string", int: "long", float: "double", bool: "boolean", dt.datetime: "timestamp",
-    dt.date: "date", Decimal: "string", UUID: "string",
+    str: "string",
+    int: "long",
+    float: "double",
+    bool: "boolean",
+    dt.datetime: "timestamp",
+    dt.date: "date",
+    Decimal: "string",
+    UUID: "string",
 }
 
 
@@ -83,8 +107,17 @@ def type_spec(tp: Any, _seen: frozenset[type] = frozenset()) -> TypeSpec:
     if origin is Union or origin is types.UnionType:
         real = [a for a in args if a is not type(None)]
         return type_spec(real[0], _seen) if len(real) == 1 else "json"
-    if origin in (list, set, frozenset, abc.Sequence, abc.MutableSequence, abc.Set, abc.MutableSet,
-                  abc.Iterable, abc.Collection):
+    if origin in (
+        list,
+        set,
+        frozenset,
+        abc.Sequence,
+        abc.MutableSequence,
+        abc.Set,
+        abc.MutableSet,
+        abc.Iterable,
+        abc.Collection,
+    ):
         return ["array", type_spec(args[0], _seen) if args else "json"]
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
@@ -109,7 +142,7 @@ class TableSpec:
 
     table: str
     topic: str
-    key: dict[str, Any]    # {"codec": "json"|"str"|"raw"|"pickled", "type": spec, "pickled": b64?}
+    key: dict[str, Any]  # {"codec": "json"|"str"|"raw"|"pickled", "type": spec, "pickled": b64?}
     value: dict[str, Any]  # likewise; "json_text" codec = the stored JSON bytes as they are
     window_size_ms: int | None = None
 
@@ -121,15 +154,22 @@ class TableSpec:
         return orjson.dumps(dataclasses.asdict(self)).decode()
 
     @classmethod
-    def loads(cls, text: str) -> "TableSpec":
+    def loads(cls, text: str) -> TableSpec:
         return cls(**orjson.loads(text))
 
-    def spark_schema(self, bookkeeping: bool = True) -> "StructType":
+    def spark_schema(self, bookkeeping: bool = True) -> StructType:
         """The data source's schema: :data:`SOURCE_COLUMNS` (window columns if windowed;
         ``bookkeeping=False``: without ``raw_key`` and ``tombstone``, which only the latest-value
         computation needs)."""
-        from pyspark.sql.types import (BinaryType, BooleanType, IntegerType, LongType, StructField, StructType,
-                                       TimestampType)
+        from pyspark.sql.types import (
+            BinaryType,
+            BooleanType,
+            IntegerType,
+            LongType,
+            StructField,
+            StructType,
+            TimestampType,
+        )
 
         fields = [StructField("key", spark_type(self.key["type"]))]
         if self.windowed:
@@ -173,11 +213,14 @@ def _codec_side(codec: Any, *, value: bool, hint: Any = None) -> dict[str, Any]:
     if isinstance(codec, codecs.RawCodec):
         return {"codec": "raw", "type": "json" if value else "binary"}
     # Anything else (pickle, binary, SetTable's codec, user codecs): ship the codec itself.
-    return {"codec": "pickled", "type": "json" if value else "text",
-            "pickled": base64.b64encode(_cloudpickle().dumps(codec)).decode()}
+    return {
+        "codec": "pickled",
+        "type": "json" if value else "text",
+        "pickled": base64.b64encode(_cloudpickle().dumps(codec)).decode(),
+    }
 
 
-def value_hint(table: "Table", samples: Any = ()) -> Any:
+def value_hint(table: Table, samples: Any = ()) -> Any:
     """The value type an untyped table's values have: its ``default`` when that is a scalar type
     (``default=int``), else the Record the ``__faust`` tag of sampled changelog values names
     (when they all name the same one)."""
@@ -207,7 +250,7 @@ def _cloudpickle() -> Any:
     return cloudpickle
 
 
-def table_spec(table: "Table", samples: Any = ()) -> TableSpec:
+def table_spec(table: Table, samples: Any = ()) -> TableSpec:
     """The decode spec of an app's table (a WindowedTable's underlying table works too);
     ``samples``: some changelog values, whose ``__faust`` tag types an untyped table's column."""
     state = getattr(table, "_windowed", None)
@@ -216,8 +259,11 @@ def table_spec(table: "Table", samples: Any = ()) -> TableSpec:
         table=table.name,
         topic=table.changelog_topic.name,
         key=_codec_side(table.key_codec, value=False),
-        value=_codec_side(table.value_codec, value=True,
-                          hint=value_hint(table, samples) if getattr(table, "value_type", None) is None else None),
+        value=_codec_side(
+            table.value_codec,
+            value=True,
+            hint=value_hint(table, samples) if getattr(table, "value_type", None) is None else None,
+        ),
         window_size_ms=size_ms,
     )
 
@@ -225,13 +271,19 @@ def table_spec(table: "Table", samples: Any = ()) -> TableSpec:
 # -- specs -> Spark types (driver and executor) ------------------------------------------------------
 
 
-def spark_type(spec: TypeSpec) -> "DataType":
+def spark_type(spec: TypeSpec) -> DataType:
     from pyspark.sql import types as T
 
     simple: dict[str, Callable[[], T.DataType]] = {
-        "string": T.StringType, "json": T.StringType, "text": T.StringType, "long": T.LongType,
-        "double": T.DoubleType, "boolean": T.BooleanType, "binary": T.BinaryType,
-        "timestamp": T.TimestampType, "date": T.DateType,
+        "string": T.StringType,
+        "json": T.StringType,
+        "text": T.StringType,
+        "long": T.LongType,
+        "double": T.DoubleType,
+        "boolean": T.BooleanType,
+        "binary": T.BinaryType,
+        "timestamp": T.TimestampType,
+        "date": T.DateType,
     }
     if isinstance(spec, str):
         return simple[spec]()
@@ -293,9 +345,9 @@ def _timestamp(v: Any) -> dt.datetime | None:
     if v is None:
         return None
     if isinstance(v, (int, float)):
-        return dt.datetime.fromtimestamp(v, tz=dt.timezone.utc)
+        return dt.datetime.fromtimestamp(v, tz=dt.UTC)
     value = v if isinstance(v, dt.datetime) else dt.datetime.fromisoformat(str(v))
-    return value if value.tzinfo is not None else value.replace(tzinfo=dt.timezone.utc)
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
 
 
 def _date(v: Any) -> dt.date | None:
@@ -305,8 +357,15 @@ def _date(v: Any) -> dt.date | None:
 
 
 _SIMPLE: dict[str, Callable[[Any], Any]] = {
-    "string": _text, "text": _text, "json": _json_text, "long": _long, "double": _double,
-    "boolean": _boolean, "binary": _binary, "timestamp": _timestamp, "date": _date,
+    "string": _text,
+    "text": _text,
+    "json": _json_text,
+    "long": _long,
+    "double": _double,
+    "boolean": _boolean,
+    "binary": _binary,
+    "timestamp": _timestamp,
+    "date": _date,
 }
 
 
@@ -411,8 +470,12 @@ def _json_key_texts(raws: list[bytes]) -> Any:
     import pyarrow.compute as pc  # type: ignore[import-untyped]
 
     arr = pa.array(raws, pa.binary())
-    plain = (pc.all(pc.starts_with(arr, '"')).as_py() and pc.all(pc.ends_with(arr, '"')).as_py()
-             and pc.max(pc.count_substring(arr, '"')).as_py() == 2 and pc.max(pc.count_substring(arr, "\\")).as_py() == 0)
+    plain = (
+        pc.all(pc.starts_with(arr, '"')).as_py()
+        and pc.all(pc.ends_with(arr, '"')).as_py()
+        and pc.max(pc.count_substring(arr, '"')).as_py() == 2
+        and pc.max(pc.count_substring(arr, "\\")).as_py() == 0
+    )
     if plain:
         try:
             return pc.binary_slice(arr, 1, -1).cast(pa.string())

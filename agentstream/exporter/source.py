@@ -27,7 +27,8 @@ from __future__ import annotations
 import asyncio
 import operator
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import orjson
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -60,9 +61,13 @@ def _spec_from(options: Any) -> TableSpec:
     if not topic:
         raise ExportError("the agentstream_changelog source needs option 'topic' (or 'spec')")
     size = options.get("window.size.ms")
-    return TableSpec(table=topic, topic=topic, key={"codec": "json", "type": "text"},
-                     value={"codec": "json_text", "type": "json"},
-                     window_size_ms=None if size is None else int(size))
+    return TableSpec(
+        table=topic,
+        topic=topic,
+        key={"codec": "json", "type": "text"},
+        value={"codec": "json_text", "type": "json"},
+        window_size_ms=None if size is None else int(size),
+    )
 
 
 def _bookkeeping(options: Any) -> bool:
@@ -79,7 +84,7 @@ class ChangelogDataSource(DataSource):  # type: ignore[misc]
     def schema(self) -> StructType:
         return _spec_from(self.options).spark_schema(bookkeeping=_bookkeeping(self.options))
 
-    def reader(self, schema: StructType) -> "ChangelogReader":
+    def reader(self, schema: StructType) -> ChangelogReader:
         return ChangelogReader(dict(self.options), schema)
 
 
@@ -139,9 +144,12 @@ class _PartitionReader:
 
         async def start() -> Any:
             consumer = AIOKafkaConsumer(
-                bootstrap_servers=self.reader.bootstrap.split(","), enable_auto_commit=False,
-                isolation_level="read_committed", fetch_max_wait_ms=100,
-                max_partition_fetch_bytes=8 * 1024 * 1024, fetch_max_bytes=64 * 1024 * 1024,
+                bootstrap_servers=self.reader.bootstrap.split(","),
+                enable_auto_commit=False,
+                isolation_level="read_committed",
+                fetch_max_wait_ms=100,
+                max_partition_fetch_bytes=8 * 1024 * 1024,
+                fetch_max_bytes=64 * 1024 * 1024,
             )
             await consumer.start()
             consumer.assign([tp])
@@ -175,20 +183,21 @@ class _PartitionReader:
                 elif now - last_progress > self.reader.idle_timeout:
                     raise ExportError(
                         f"{tp.topic}[{part.partition}]: no progress for {self.reader.idle_timeout:.0f}s at offset "
-                        f"{position} (reading up to {part.end})")
+                        f"{position} (reading up to {part.end})"
+                    )
                 if len(rows) >= BATCH_ROWS or (position >= part.end and len(rows)):
                     yield self._batch(rows)
                     rows = _Columns()
         finally:
             loop.run_until_complete(consumer.stop())
 
-    def _add(self, rows: "_Columns", messages: Any) -> None:
+    def _add(self, rows: _Columns, messages: Any) -> None:
         if self.window_ms is None:
             self._add_bulk(rows, messages)
         else:
             self._add_rows(rows, messages)
 
-    def _add_bulk(self, rows: "_Columns", messages: Any) -> None:
+    def _add_bulk(self, rows: _Columns, messages: Any) -> None:
         """A plain (not windowed) changelog: a whole fetched batch decoded column by column
         (:func:`~.schema.bulk_decoder`; offsets, timestamps and bookkeeping columns by Arrow), one
         Arrow chunk per column; a record that fails to decode sends the batch through
@@ -216,14 +225,18 @@ class _PartitionReader:
             return
         stamps = pa.array(list(map(_TIMESTAMP, messages)), pa.int64())
         stamps = pc.multiply_checked(pc.if_else(pc.less(stamps, 0), pa.scalar(None, pa.int64()), stamps), 1000)
-        chunk: dict[str, Any] = {"key": keys, "value": values, "offset": pa.array(list(map(_OFFSET, messages)), pa.int64()),
-                                 "timestamp": stamps}
+        chunk: dict[str, Any] = {
+            "key": keys,
+            "value": values,
+            "offset": pa.array(list(map(_OFFSET, messages)), pa.int64()),
+            "timestamp": stamps,
+        }
         if self.bookkeeping:
             chunk["raw_key"] = pa.array(raw_keys, pa.binary())
             chunk["tombstone"] = pa.array(raw_values, pa.binary()).is_null()
         rows.add(chunk, len(messages))
 
-    def _add_rows(self, rows: "_Columns", messages: Any) -> None:
+    def _add_rows(self, rows: _Columns, messages: Any) -> None:
         out = rows.open_rows()
         end, p = self.part.end, self.part.partition
         decode_key, decode_value, window_ms = self.decode_key, self.decode_value, self.window_ms
@@ -248,14 +261,15 @@ class _PartitionReader:
                 v = m.value
                 out.value.append(None if v is None else decode_value(v))
             except Exception as exc:
-                raise ExportError(f"{self.reader.topic}[{p}] offset {offset}: cannot decode the record "
-                                  f"(key {raw[:60]!r}): {exc!r}") from exc
+                raise ExportError(
+                    f"{self.reader.topic}[{p}] offset {offset}: cannot decode the record (key {raw[:60]!r}): {exc!r}"
+                ) from exc
             out.offset.append(offset)
             out.timestamp.append(m.timestamp * 1000 if m.timestamp is not None and m.timestamp >= 0 else None)
             out.raw_key.append(raw)
             out.tombstone.append(m.value is None)
 
-    def _batch(self, rows: "_Columns") -> Any:
+    def _batch(self, rows: _Columns) -> Any:
         pa, schema = self.pa, self.arrow_schema
         partition = pa.scalar(self.part.partition, pa.int32())
         arrays = []

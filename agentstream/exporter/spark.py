@@ -26,8 +26,9 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -51,7 +52,7 @@ CSV_OPTIONS = {"header": "true", "escape": '"'}
 ProgressFn = Callable[[str], None]
 
 
-def register(spark: "SparkSession") -> None:
+def register(spark: SparkSession) -> None:
     """Register the ``agentstream_changelog`` data source with ``spark`` (idempotent), after
     pointing the session's Python workers at an interpreter that can run it (:func:`prepare_session`)."""
     from .source import ChangelogDataSource
@@ -63,7 +64,7 @@ def register(spark: "SparkSession") -> None:
     spark._agentstream_source = True  # type: ignore[attr-defined]
 
 
-def _load_app(app: "App | str") -> "App":
+def _load_app(app: App | str) -> App:
     if isinstance(app, str):
         from ..app_loader import load_app
 
@@ -71,29 +72,39 @@ def _load_app(app: "App | str") -> "App":
     return app
 
 
-def resolve_table(app: "App", table: "Table | Any | str") -> "Table":
+def resolve_table(app: App, table: Table | Any | str) -> Table:
     """A Table from a name, a Table, or a WindowedTable (its underlying table)."""
     if isinstance(table, str):
         found = app.tables.get(table)
         if found is None:
-            raise ConfigError("table", f"app {app.id!r} has no table {table!r} (tables: {', '.join(app.tables) or 'none'})",
-                              "pass the name given to app.Table(...)")
+            raise ConfigError(
+                "table",
+                f"app {app.id!r} has no table {table!r} (tables: {', '.join(app.tables) or 'none'})",
+                "pass the name given to app.Table(...)",
+            )
         return found  # type: ignore[no-any-return]
     inner = getattr(table, "table", None)
     resolved: Table = inner if inner is not None and hasattr(table, "window") else table
     return resolved
 
 
-def bootstrap_servers(app: "App", broker: str | None = None) -> list[str]:
+def bootstrap_servers(app: App, broker: str | None = None) -> list[str]:
     """host:port list of ``broker`` (a kafka:// URL) or of the app's broker setting."""
     from ..transport.kafka import parse_kafka_url
 
     return parse_kafka_url(broker or app.settings.broker)
 
 
-def read_changelog(spark: "SparkSession", app: "App | str", table: "Table | Any | str", *, latest: bool = True,
-                   broker: str | None = None, ranges: Iterable[PartitionRange] | None = None,
-                   progress: ProgressFn | None = None) -> "DataFrame":
+def read_changelog(
+    spark: SparkSession,
+    app: App | str,
+    table: Table | Any | str,
+    *,
+    latest: bool = True,
+    broker: str | None = None,
+    ranges: Iterable[PartitionRange] | None = None,
+    progress: ProgressFn | None = None,
+) -> DataFrame:
     """The table ``table`` of ``app`` (an App or ``"module[:attr]"``) as a DataFrame.
 
     ``latest=True``: one row per key (per window for windowed tables), the last value by offset
@@ -114,19 +125,22 @@ def read_changelog(spark: "SparkSession", app: "App | str", table: "Table | Any 
     return changelog_frame(spark, spec, servers, planned, latest=latest)
 
 
-def changelog_frame(spark: "SparkSession", spec: TableSpec, servers: list[str], planned: list[PartitionRange],
-                    *, latest: bool = True) -> "DataFrame":
+def changelog_frame(
+    spark: SparkSession, spec: TableSpec, servers: list[str], planned: list[PartitionRange], *, latest: bool = True
+) -> DataFrame:
     """The DataFrame of :func:`read_changelog` from an already computed spec and offsets."""
     from pyspark.sql import functions as F
 
     register(spark)
-    df = (spark.read.format("agentstream_changelog")
-          .option("bootstrap.servers", ",".join(servers))
-          .option("topic", spec.topic)
-          .option("spec", spec.dumps())
-          .option("ranges", orjson.dumps([[r.partition, r.start, r.end] for r in planned]).decode())
-          .option("bookkeeping", "true" if latest else "false")  # raw_key/tombstone: for the latest values only
-          .load())
+    df = (
+        spark.read.format("agentstream_changelog")
+        .option("bootstrap.servers", ",".join(servers))
+        .option("topic", spec.topic)
+        .option("spec", spec.dumps())
+        .option("ranges", orjson.dumps([[r.partition, r.start, r.end] for r in planned]).decode())
+        .option("bookkeeping", "true" if latest else "false")  # raw_key/tombstone: for the latest values only
+        .load()
+    )
     columns = [c for c in df.columns if c not in ("raw_key", "tombstone")]
     if latest:
         # The last record per (partition, changelog key): a hash aggregate, no sort or shuffle of
@@ -136,7 +150,7 @@ def changelog_frame(spark: "SparkSession", spec: TableSpec, servers: list[str], 
     return df.select(*columns)
 
 
-def _csv_ready(df: "DataFrame") -> "DataFrame":
+def _csv_ready(df: DataFrame) -> DataFrame:
     """CSV holds flat scalar columns only: struct values become ``value_<field>`` columns, and
     arrays/maps/nested structs their JSON text."""
     from pyspark.sql import functions as F
@@ -159,9 +173,18 @@ def _csv_ready(df: "DataFrame") -> "DataFrame":
     return df.select(*out)
 
 
-def export_table(app: "App | str", table: "Table | Any | str", out: str | Path, *, fmt: str = "parquet",
-                 master: str = "local[*]", latest: bool = True, broker: str | None = None,
-                 spark: "SparkSession | None" = None, progress: ProgressFn | None = print) -> dict[str, Any]:
+def export_table(
+    app: App | str,
+    table: Table | Any | str,
+    out: str | Path,
+    *,
+    fmt: str = "parquet",
+    master: str = "local[*]",
+    latest: bool = True,
+    broker: str | None = None,
+    spark: SparkSession | None = None,
+    progress: ProgressFn | None = print,
+) -> dict[str, Any]:
     """Write the table to ``out`` (a directory, replaced) as parquet, csv or json.
 
     Prints (via ``progress``) one line per partition before the read -- offsets and records to
@@ -195,24 +218,38 @@ def export_table(app: "App | str", table: "Table | Any | str", out: str | Path, 
     writer = df.write.mode("overwrite")
     if fmt == "csv":
         writer = writer.options(**CSV_OPTIONS)
-    say(f"reading {sum(r.span for r in planned)} changelog records from {len(planned)} partitions and "
-        f"writing {fmt} to {path} ...")
+    say(
+        f"reading {sum(r.span for r in planned)} changelog records from {len(planned)} partitions and "
+        f"writing {fmt} to {path} ..."
+    )
     with _ticking(say, "reading and writing"):
         getattr(writer, fmt)(path)
     # Rows per partition, from what was written (cheap: one column of the output).
     reader = session.read.options(**CSV_OPTIONS) if fmt == "csv" else session.read
-    counts = {int(row["partition"]): int(row["count"])
-              for row in getattr(reader, fmt)(path).groupBy("partition").count().collect()}
+    counts = {
+        int(row["partition"]): int(row["count"])
+        for row in getattr(reader, fmt)(path).groupBy("partition").count().collect()
+    }
     for r in planned:
         say(f"partition {r.partition}: {counts.get(r.partition, 0)} rows written (offsets {r.start}..{r.end})")
     total = sum(counts.values())
     seconds = time.monotonic() - started
-    say(f"exported {spec.table} ({'latest values' if latest else 'all versions'}): {total} rows from "
-        f"{sum(r.span for r in planned)} changelog records to {path} ({fmt}) in {seconds:.1f}s")
-    return {"table": spec.table, "topic": spec.topic, "rows": total, "records": sum(r.span for r in planned),
-            "partitions": {r.partition: {"start": r.start, "end": r.end, "rows": counts.get(r.partition, 0)}
-                           for r in planned},
-            "path": path, "format": fmt, "seconds": seconds}
+    say(
+        f"exported {spec.table} ({'latest values' if latest else 'all versions'}): {total} rows from "
+        f"{sum(r.span for r in planned)} changelog records to {path} ({fmt}) in {seconds:.1f}s"
+    )
+    return {
+        "table": spec.table,
+        "topic": spec.topic,
+        "rows": total,
+        "records": sum(r.span for r in planned),
+        "partitions": {
+            r.partition: {"start": r.start, "end": r.end, "rows": counts.get(r.partition, 0)} for r in planned
+        },
+        "path": path,
+        "format": fmt,
+        "seconds": seconds,
+    }
 
 
 @contextlib.contextmanager
@@ -235,8 +272,16 @@ def _ticking(say: ProgressFn, what: str, every: float = 5.0) -> Iterator[None]:
         thread.join()
 
 
-def cli_export(app: "App", table: str, out: str, *, fmt: str = "parquet", master: str | None = None,
-               all_versions: bool = False, broker: str | None = None) -> int:
+def cli_export(
+    app: App,
+    table: str,
+    out: str,
+    *,
+    fmt: str = "parquet",
+    master: str | None = None,
+    all_versions: bool = False,
+    broker: str | None = None,
+) -> int:
     """``agentstream -A MODULE export TABLE --out PATH``: exit status 0 on success.
 
     Errors of agentstream's own (no Java, no such table, broker unreachable) propagate to the
@@ -246,8 +291,16 @@ def cli_export(app: "App", table: str, out: str, *, fmt: str = "parquet", master
     check_pyspark()
     check_java()
     try:
-        export_table(app, table, out, fmt=fmt, master=master or "local[*]", latest=not all_versions, broker=broker,
-                     progress=lambda line: print(line, flush=True))
+        export_table(
+            app,
+            table,
+            out,
+            fmt=fmt,
+            master=master or "local[*]",
+            latest=not all_versions,
+            broker=broker,
+            progress=lambda line: print(line, flush=True),
+        )
     finally:
         from pyspark.sql import SparkSession
 

@@ -2,7 +2,10 @@
 ``ImproperlyConfigured`` and ``ValidationError`` are in it)."""
 
 from agentstream import exceptions as _tree
-from agentstream.exceptions import *  # noqa: F401,F403  (the re-export is the point of this module)
+from agentstream.exceptions import *  # noqa: F403  (the re-export is the point of this module)
 
-__all__ = sorted(name for name, value in vars(_tree).items()
-                 if isinstance(value, type) and issubclass(value, Exception) and value.__module__ == _tree.__name__)
+__all__ = sorted(
+    name
+    for name, value in vars(_tree).items()
+    if isinstance(value, type) and issubclass(value, Exception) and value.__module__ == _tree.__name__
+)

@@ -20,5 +20,21 @@ from agentstream.transport.base import TP, Message
 
 CollectionT = TableT
 
-__all__ = ["AgentT", "AppT", "ChannelT", "CollectionT", "EventT", "Message", "ModelT", "RecordT", "SensorT",
-           "ServiceT", "Settings", "StreamT", "TableT", "TopicT", "TP", "WindowT"]
+__all__ = [
+    "AgentT",
+    "AppT",
+    "ChannelT",
+    "CollectionT",
+    "EventT",
+    "Message",
+    "ModelT",
+    "RecordT",
+    "SensorT",
+    "ServiceT",
+    "Settings",
+    "StreamT",
+    "TableT",
+    "TopicT",
+    "TP",
+    "WindowT",
+]

@@ -31,9 +31,18 @@ class Worker(_RuntimeWorker):
     keyword arguments are accepted and logged once.
     """
 
-    def __init__(self, app: Any, *services: Any, loglevel: str | int | None = None, logfile: str | None = None,
-                 web_port: int | None = None, web_bind: str | None = None, web_host: str | None = None,
-                 install_signal_handlers: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        app: Any,
+        *services: Any,
+        loglevel: str | int | None = None,
+        logfile: str | None = None,
+        web_port: int | None = None,
+        web_bind: str | None = None,
+        web_host: str | None = None,
+        install_signal_handlers: bool = True,
+        **kwargs: Any,
+    ) -> None:
         ignored("Worker", **kwargs)
         changes: dict[str, Any] = {}
         if web_port is not None:

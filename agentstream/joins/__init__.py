@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import TopologyError
 from .. import streams as _streams
 from ..durations import Seconds, to_seconds
+from ..exceptions import TopologyError
 from ..tables import table as _table
 from .core import JoinInput, JoinSource, join_sources, joined_tables, register, reset_join_sources
 from .tables import GlobalTableJoin, JoinedTable, TableJoin, from_topic, lookup
@@ -61,8 +61,16 @@ def _ms(value: Seconds, what: str) -> int:
     return round(secs * 1000)
 
 
-def join_stream(stream: "Stream", other: Any, kind: str, *, within: Seconds | None = None,
-                grace: Seconds | None = None, key: Any = None, name: str | None = None) -> "Stream":
+def join_stream(
+    stream: Stream,
+    other: Any,
+    kind: str,
+    *,
+    within: Seconds | None = None,
+    grace: Seconds | None = None,
+    key: Any = None,
+    name: str | None = None,
+) -> Stream:
     """The implementation of ``Stream.join``/``left_join``/``outer_join``: a joined stream of pairs."""
     from ..tables.table import Table
     from ..topics import Topic
@@ -73,13 +81,17 @@ def join_stream(stream: "Stream", other: Any, kind: str, *, within: Seconds | No
     inp: Any = stream._input
     agent = getattr(inp, "agent", None)
     if isinstance(other, JoinedTable):
-        raise TopologyError(f"stream.{method}() of a table-table join view is not supported; join the tables one by one")
+        raise TopologyError(
+            f"stream.{method}() of a table-table join view is not supported; join the tables one by one"
+        )
     if isinstance(other, Table):
         if within is not None or grace is not None:
             raise TopologyError(f"stream.{method}(table {other.name!r}): within=/grace= are for joins of two streams")
         if kind == "outer":
-            raise TopologyError(f"stream.outer_join(table {other.name!r}): a stream-table join is inner or left "
-                                "(stream.join / stream.left_join), as in Kafka Streams")
+            raise TopologyError(
+                f"stream.outer_join(table {other.name!r}): a stream-table join is inner or left "
+                "(stream.join / stream.left_join), as in Kafka Streams"
+            )
         if other._windowed is not None:
             raise TopologyError(f"stream.{method}(): table {other.name!r} is windowed; joining it is not supported")
         joiner: Any
@@ -107,17 +119,20 @@ def join_stream(stream: "Stream", other: Any, kind: str, *, within: Seconds | No
         topic: Topic = other
         what = f"stream.{method}({topic.name!r}, within=...)"
         if within is None:
-            raise TopologyError(f"{what}: a join of two streams needs within= (seconds or a timedelta): records "
-                                "join when their timestamps are at most that far apart")
+            raise TopologyError(
+                f"{what}: a join of two streams needs within= (seconds or a timedelta): records "
+                "join when their timestamps are at most that far apart"
+            )
         if key is not None:
-            raise TopologyError(f"{what} with key=: streams join on their record keys; re-key the stream first "
-                                "with stream.group_by(key_fn, name=...)")
+            raise TopologyError(
+                f"{what} with key=: streams join on their record keys; re-key the stream first "
+                "with stream.group_by(key_fn, name=...)"
+            )
         if isinstance(inp, JoinInput):
             raise TopologyError(f"{what} after another join: make the stream-stream join first, then join tables")
         table = _buffer_table(topic, agent, name)
         register(stream, JoinSource(topic, what, [table]), [table], what)
-        joiner = StreamStreamJoin(topic.app, table, topic.name, kind, _ms(within, "within"),
-                                  _ms(grace or 0, "grace"))
+        joiner = StreamStreamJoin(topic.app, table, topic.name, kind, _ms(within, "within"), _ms(grace or 0, "grace"))
     else:
         hint = " (pass the topic the other stream reads)" if hasattr(other, "_input") else ""
         raise TopologyError(f"stream.{method}() takes a Table, a GlobalTable or a Topic, got {other!r}{hint}")
@@ -127,7 +142,7 @@ def join_stream(stream: "Stream", other: Any, kind: str, *, within: Seconds | No
     return type(stream)(JoinInput(stream, joiner, foreign), (), stream._splits)
 
 
-def _buffer_table(topic: "Topic", agent: Any, name: str | None) -> "Table":
+def _buffer_table(topic: Topic, agent: Any, name: str | None) -> Table:
     """The internal table holding both sides of a stream-stream join (created once, at discovery)."""
     from ..tables.table import Table
 
@@ -137,13 +152,19 @@ def _buffer_table(topic: "Topic", agent: Any, name: str | None) -> "Table":
     existing = app.tables.get(table_name)
     if existing is not None:
         return existing  # type: ignore[no-any-return]
-    table = Table(app, table_name, partitions=topic._partitions, key_serializer="raw", value_serializer="raw",
-                  help=f"join buffer of agent {owner} with {topic.name}")
+    table = Table(
+        app,
+        table_name,
+        partitions=topic._partitions,
+        key_serializer="raw",
+        value_serializer="raw",
+        help=f"join buffer of agent {owner} with {topic.name}",
+    )
     app._add_table(table)
     return table
 
 
-def join_tables(left: "Table", right: "Table", kind: str) -> JoinedTable:
+def join_tables(left: Table, right: Table, kind: str) -> JoinedTable:
     """The implementation of ``Table.join``/``left_join``/``outer_join``."""
     if kind not in KINDS:
         raise ValueError(f"join kind must be one of {KINDS}, got {kind!r}")

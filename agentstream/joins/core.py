@@ -46,30 +46,28 @@ __all__ = ["JoinSource", "JoinInput", "Joiner", "join_sources", "reset_join_sour
 class JoinSource:
     """A topic a join adds to one stage of an agent, and the tables that must match its partitions."""
 
-    topic: "Topic"
+    topic: Topic
     what: str  # how the join was written, for error messages: "stream.join(payments, within=300.0s)"
-    tables: list["Table"] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
 
 
-_SOURCES: "weakref.WeakKeyDictionary[Agent, dict[int, list[JoinSource]]]" = weakref.WeakKeyDictionary()
-_TABLE_REQUIREMENTS: "weakref.WeakKeyDictionary[Agent, dict[int, list[tuple[str, Table]]]]" = (
-    weakref.WeakKeyDictionary()
-)
-_WRITERS: "weakref.WeakKeyDictionary[Table, tuple[str, int, str]]" = weakref.WeakKeyDictionary()
+_SOURCES: weakref.WeakKeyDictionary[Agent, dict[int, list[JoinSource]]] = weakref.WeakKeyDictionary()
+_TABLE_REQUIREMENTS: weakref.WeakKeyDictionary[Agent, dict[int, list[tuple[str, Table]]]] = weakref.WeakKeyDictionary()
+_WRITERS: weakref.WeakKeyDictionary[Table, tuple[str, int, str]] = weakref.WeakKeyDictionary()
 """Table a join writes (from_topic tables, join buffers) -> (agent, stage, join): one writer only."""
 
 
-def join_sources(agent: "Agent", stage: int) -> list[JoinSource]:
+def join_sources(agent: Agent, stage: int) -> list[JoinSource]:
     """The topics joins add to ``agent``'s ``stage``-th sub-topology (found by the probe)."""
     return list(_SOURCES.get(agent, {}).get(stage, ()))
 
 
-def joined_tables(agent: "Agent", stage: int) -> list[tuple[str, "Table"]]:
+def joined_tables(agent: Agent, stage: int) -> list[tuple[str, Table]]:
     """``(join description, table)`` for every partitioned table a join of that stage reads."""
     return list(_TABLE_REQUIREMENTS.get(agent, {}).get(stage, ()))
 
 
-def reset_join_sources(agent: "Agent") -> None:
+def reset_join_sources(agent: Agent) -> None:
     """Forget what an earlier discovery found (the probe registers everything again)."""
     _SOURCES.pop(agent, None)
     _TABLE_REQUIREMENTS.pop(agent, None)
@@ -78,11 +76,11 @@ def reset_join_sources(agent: "Agent") -> None:
             del _WRITERS[table]
 
 
-def _agent_of(inp: Any) -> "Agent | None":
+def _agent_of(inp: Any) -> Agent | None:
     return getattr(inp, "agent", None)
 
 
-def register(stream: "Stream", source: JoinSource | None, tables: list["Table"], what: str) -> None:
+def register(stream: Stream, source: JoinSource | None, tables: list[Table], what: str) -> None:
     """Record a join for topology building (during discovery) or check it against the topology.
 
     Only the probe registers (``probing`` is set on its input); a task checks that the agent makes
@@ -135,8 +133,7 @@ def register(stream: "Stream", source: JoinSource | None, tables: list["Table"],
             )
 
 
-def result_event(key: Any, value: Any, like: Event, timestamp_ms: int | None = None,
-                 message: Any = None) -> Event:
+def result_event(key: Any, value: Any, like: Event, timestamp_ms: int | None = None, message: Any = None) -> Event:
     """A join result: ``value`` (a pair) with the record position of ``like`` (or ``message``).
 
     The result carries the join's output time (Kafka Streams: the larger of the two record
@@ -144,8 +141,9 @@ def result_event(key: Any, value: Any, like: Event, timestamp_ms: int | None = N
     """
     m = like.message if message is None else message
     if timestamp_ms is not None and timestamp_ms != m.timestamp:
-        m = ConsumerRecord(m.topic, m.partition, m.offset, timestamp_ms, m.timestamp_type, m.key, m.value,
-                           None, -1, -1, m.headers)
+        m = ConsumerRecord(
+            m.topic, m.partition, m.offset, timestamp_ms, m.timestamp_type, m.key, m.value, None, -1, -1, m.headers
+        )
     return Event(key, value, m, like.tp if message is None else None)
 
 
@@ -176,8 +174,8 @@ class _Pending:
 class JoinInput:
     """The :class:`StreamInput` of a joined stream (see the module docstring)."""
 
-    def __init__(self, parent: "Stream", joiner: Joiner, foreign: frozenset[str]) -> None:
-        self._inner: "StreamInput" = parent._input
+    def __init__(self, parent: Stream, joiner: Joiner, foreign: frozenset[str]) -> None:
+        self._inner: StreamInput = parent._input
         self._processors = parent._processors
         self._joiner = joiner
         self._right = joiner.right_topics
@@ -239,10 +237,9 @@ class JoinInput:
         while order and order[0].remaining <= 0:
             self._inner.ack(order.popleft().event)
 
-    def split(self, index: int, point: "SplitPoint") -> "SplitPoint":
+    def split(self, index: int, point: SplitPoint) -> SplitPoint:
         raise TopologyError(
             f"{point.kind}({point.name!r}) after a join is not supported: join after repartitioning "
             "(stream.group_by(...).join(...)), or send the joined values to a topic yourself and read "
             "that topic in another agent"
         )
-

@@ -37,7 +37,8 @@ join a stream with the table instead.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from ..events import Event
 from ..exceptions import TopologyError
@@ -46,13 +47,13 @@ from ..tables.table import TableNotReady
 from ..transport.partitioner import default_partition
 
 if TYPE_CHECKING:
-    from ..tables.table import Table, TablePartition
+    from ..tables.table import Table
     from ..topics import Topic
 
 __all__ = ["from_topic", "TableJoin", "GlobalTableJoin", "JoinedTable", "lookup"]
 
 
-def from_topic(table: "Table", topic: "Topic") -> "Table":
+def from_topic(table: Table, topic: Topic) -> Table:
     """Keep ``table`` equal to the latest value per key of ``topic`` (Kafka Streams' ``table(topic)``).
 
     The table takes the topic's key and value codecs. A GlobalTable uses the topic as its
@@ -77,7 +78,7 @@ def from_topic(table: "Table", topic: "Topic") -> "Table":
     return table
 
 
-def lookup(table: "Table", key: Any, partition: int | None = None) -> tuple[bool, Any]:
+def lookup(table: Table, key: Any, partition: int | None = None) -> tuple[bool, Any]:
     """``(found, value)`` of ``key``: in ``partition`` for a partitioned table, anywhere for a global one.
 
     A global table is searched in the key's default partition first, then in the others, so a
@@ -116,7 +117,7 @@ def lookup(table: "Table", key: Any, partition: int | None = None) -> tuple[bool
 class TableJoin:
     """Stream-table join over a co-partitioned table (see the module docstring)."""
 
-    def __init__(self, table: "Table", kind: str) -> None:
+    def __init__(self, table: Table, kind: str) -> None:
         self.table = table
         self.inner = kind == "inner"
         source = table.source_topic
@@ -146,7 +147,7 @@ class GlobalTableJoin:
 
     right_topics: frozenset[str] = frozenset()
 
-    def __init__(self, table: "Table", kind: str, key: Any) -> None:
+    def __init__(self, table: Table, kind: str, key: Any) -> None:
         from ..streams import _key_function
 
         self.table = table
@@ -174,7 +175,7 @@ class JoinedTable(Rows):
     partition of the record being handled; outside, the key's partition (if this worker holds it).
     """
 
-    def __init__(self, left: "Table", right: "Table", kind: str) -> None:
+    def __init__(self, left: Table, right: Table, kind: str) -> None:
         for t in (left, right):
             if t._windowed is not None:
                 raise TopologyError(f"table {t.name!r} is windowed; joining windowed tables is not supported")

@@ -43,19 +43,20 @@ import heapq
 import logging
 import struct
 import time
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from aiokafka.structs import ConsumerRecord
 
 from ..events import Event
-from ..tables.store import MemoryStore
 from ..tables.query import live_entries
+from ..tables.store import MemoryStore
 from ..tables.table import TableNotReady, TablePartition
 from .core import result_event
 
 if TYPE_CHECKING:
-    from ..types import AppT as App  # the App's interface: app.py imports this module
     from ..tables.table import Table
+    from ..types import AppT as App  # the App's interface: app.py imports this module
 
 log = logging.getLogger(__name__)
 
@@ -106,8 +107,9 @@ class _Entry:
 
     __slots__ = ("side", "kb", "ts", "uid", "topic", "raw", "matched", "skey", "value", "decoded")
 
-    def __init__(self, side: int, kb: bytes, ts: int, uid: int, topic: str, raw: bytes, matched: bool,
-                 skey: bytes) -> None:
+    def __init__(
+        self, side: int, kb: bytes, ts: int, uid: int, topic: str, raw: bytes, matched: bool, skey: bytes
+    ) -> None:
         self.side, self.kb, self.ts, self.uid = side, kb, ts, uid
         self.topic, self.raw, self.matched, self.skey = topic, raw, matched, skey
         self.value: Any = None
@@ -152,7 +154,7 @@ def _raw_entries(part: TablePartition) -> Iterator[tuple[bytes, bytes]]:
 class StreamStreamJoin:
     """The join state machine of one task (see the module docstring for the semantics)."""
 
-    def __init__(self, app: "App", table: "Table", other: str, kind: str, within_ms: int, grace_ms: int) -> None:
+    def __init__(self, app: App, table: Table, other: str, kind: str, within_ms: int, grace_ms: int) -> None:
         self.app = app
         self.table = table
         self.right_topics = frozenset({other})
@@ -237,8 +239,7 @@ class StreamStreamJoin:
                 if e.ts > hi:
                     break
                 matched = True
-                out.append(result_event(event.key, self._pair(side, event.value, self._decode(e)), event,
-                                        max(t, e.ts)))
+                out.append(result_event(event.key, self._pair(side, event.value, self._decode(e)), event, max(t, e.ts)))
                 if not e.matched:
                     e.matched = True
                     b.part.set(e.skey, _buffer_value(True, e.topic, e.raw))
@@ -279,12 +280,23 @@ class StreamStreamJoin:
     def _late(self, event: Event, st: int) -> None:
         self.late_dropped += 1
         self._late_since_warning += 1
-        log.debug("join %s: dropped late record %s at %d ms (stream time %d ms, within %d ms, grace %d ms)",
-                  self.table.name, event.where(), event.message.timestamp, st, self.within, self.grace)
+        log.debug(
+            "join %s: dropped late record %s at %d ms (stream time %d ms, within %d ms, grace %d ms)",
+            self.table.name,
+            event.where(),
+            event.message.timestamp,
+            st,
+            self.within,
+            self.grace,
+        )
         now = time.monotonic()
         if now - self._last_warning >= LATE_WARNING_EVERY:
-            log.warning("join %s: dropped %d late record(s) (%d in total): older than stream time minus "
-                        "within + grace (%.3fs)", self.table.name, self._late_since_warning, self.late_dropped,
-                        (self.within + self.grace) / 1000)
+            log.warning(
+                "join %s: dropped %d late record(s) (%d in total): older than stream time minus within + grace (%.3fs)",
+                self.table.name,
+                self._late_since_warning,
+                self.late_dropped,
+                (self.within + self.grace) / 1000,
+            )
             self._late_since_warning = 0
             self._last_warning = now

@@ -12,15 +12,27 @@ import enum
 import types
 import typing
 from collections.abc import Callable, Mapping
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, Union
 from uuid import UUID
 
 from .errors import FieldError, expected, show, type_name
 
-__all__ = ["Converter", "type_decoder", "converter", "register_nested", "FAST_TYPES", "LIST_ORIGINS",
-           "DICT_ORIGINS", "conv_any", "conv_none", "conv_bool", "conv_float", "literal_converter"]
+__all__ = [
+    "Converter",
+    "type_decoder",
+    "converter",
+    "register_nested",
+    "FAST_TYPES",
+    "LIST_ORIGINS",
+    "DICT_ORIGINS",
+    "conv_any",
+    "conv_none",
+    "conv_bool",
+    "conv_float",
+    "literal_converter",
+]
 
 Converter = Callable[[Any], Any]
 """Turns decoded JSON (or Python) data into a field's declared type, raising :class:`FieldError`."""
@@ -96,14 +108,15 @@ def _conv_datetime(v: Any) -> Any:
         return _parse(datetime.fromisoformat, v, "an ISO 8601 datetime")
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         try:
-            return datetime.fromtimestamp(v, tz=timezone.utc)
+            return datetime.fromtimestamp(v, tz=UTC)
         except (OverflowError, OSError, ValueError):
             raise expected("an epoch timestamp in range", v) from None
     raise expected("datetime (ISO string or epoch seconds)", v)
 
 
-def _instance_or_text(kind: type, parse: Callable[[str], Any], text_what: str, what: str,
-                      exclude: tuple[type, ...] = ()) -> Converter:
+def _instance_or_text(
+    kind: type, parse: Callable[[str], Any], text_what: str, what: str, exclude: tuple[type, ...] = ()
+) -> Converter:
     """A converter passing instances of ``kind`` (but not of ``exclude``) and parsing strings."""
 
     def convert(v: Any) -> Any:
@@ -178,7 +191,7 @@ def _dict_key_converter(tp: Any) -> Converter:
     return converter(tp)
 
 
-def converter(tp: Any) -> Converter:  # noqa: C901 - one dispatch table, kept in one place
+def converter(tp: Any) -> Converter:
     """The converter for ``tp`` (:func:`type_decoder` is its public name)."""
     scalar = _SCALARS.get(tp) if _hashable(tp) else None
     if scalar is not None:
@@ -349,4 +362,3 @@ def _dict_converter(key: Converter, value: Converter) -> Converter:
         return out
 
     return convert
-

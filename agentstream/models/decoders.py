@@ -50,8 +50,12 @@ def compile_decoder(cls: type, specs: list[FieldSpec], post_init: bool) -> Calla
     checked inline: no loops, dict building or per-field calls for already-correct scalars.
     """
     ns: dict[str, Any] = {
-        "cls": cls, "_new": object.__new__, "_MISSING": MISSING, "FieldError": FieldError,
-        "_missing": _missing, "_not_an_object": _not_an_object,
+        "cls": cls,
+        "_new": object.__new__,
+        "_MISSING": MISSING,
+        "FieldError": FieldError,
+        "_missing": _missing,
+        "_not_an_object": _not_an_object,
     }
     lines = [
         "def decode(data):",
@@ -105,7 +109,7 @@ def compile_decoder(cls: type, specs: list[FieldSpec], post_init: bool) -> Calla
     if post_init:
         lines.append("    obj.__post_init__()")
     lines.append("    return obj")
-    exec("\n".join(lines), ns)  # noqa: S102 - source built only from field names (identifiers)
+    exec("\n".join(lines), ns)
     decode = typing.cast("Callable[[Any], Any]", ns["decode"])
     decode.__qualname__ = f"{cls.__qualname__}._decoder"
     return decode

@@ -31,7 +31,6 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
-
 def _metadata_default(obj: Any) -> Any:
     """``include_metadata=True``: records become their fields plus Faust's ``__faust`` blob."""
     if isinstance(obj, JSONRecord):
@@ -66,8 +65,9 @@ def json_dumps(obj: Any) -> bytes:
     except orjson.JSONEncodeError:
         pass
     try:  # rare: dicts with int (etc.) keys; retried so the common case pays nothing
-        return orjson.dumps(obj, default=_metadata_default if option else _json_default,
-                            option=option | orjson.OPT_NON_STR_KEYS)
+        return orjson.dumps(
+            obj, default=_metadata_default if option else _json_default, option=option | orjson.OPT_NON_STR_KEYS
+        )
     except orjson.JSONEncodeError as exc:
         raise SerializationError(
             f"cannot encode {type(obj).__name__} as JSON: {exc}. "

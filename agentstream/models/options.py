@@ -8,8 +8,18 @@ __all__ = ["RecordOptions", "FAUST_KEY", "FAUST_ONLY_OPTIONS"]
 
 FAUST_KEY = "__faust"
 """Faust's metadata key: ``{"__faust": {"ns": "module.Class"}}`` names the payload's model."""
-FAUST_ONLY_OPTIONS = frozenset({"coerce", "coercions", "decimals", "polymorphic_fields", "date_parser",
-                                "allow_blessed_key", "blessed_key", "lazy_creation"})
+FAUST_ONLY_OPTIONS = frozenset(
+    {
+        "coerce",
+        "coercions",
+        "decimals",
+        "polymorphic_fields",
+        "date_parser",
+        "allow_blessed_key",
+        "blessed_key",
+        "lazy_creation",
+    }
+)
 
 
 @dataclass(frozen=True)

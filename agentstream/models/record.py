@@ -24,7 +24,7 @@ from .validation import checker
 __all__ = ["FieldDescriptor", "Record", "registry", "lookup_model", "type_hints"]
 
 _ROOT = "__root__"
-registry: dict[str, type["Record"]] = {}
+registry: dict[str, type[Record]] = {}
 """Every non-abstract Record subclass by namespace (``module.Qualname`` unless ``namespace=``)."""
 
 
@@ -112,7 +112,7 @@ class Record(JSONRecord):
 
             __init__.__qualname__ = f"{cls.__qualname__}.__init__"
             __init__.__doc__ = dc_init.__doc__
-            setattr(cls, "__init__", __init__)
+            cls.__init__ = __init__  # type: ignore[method-assign,assignment]  # validation=True checks after init
         try:
             cls._resolve()
         except NameError:
@@ -202,7 +202,7 @@ class Record(JSONRecord):
         return json_dumps(self)
 
     @classmethod
-    def from_faust(cls, data: Mapping[str, Any]) -> "Record":
+    def from_faust(cls, data: Mapping[str, Any]) -> Record:
         """Decode a dict into the model its ``__faust.ns`` names, if that is ``cls`` or a subclass
         (Faust's polymorphic records); otherwise into ``cls``."""
         return (lookup_model(data, cls) or cls).from_data(data)

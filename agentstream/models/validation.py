@@ -14,7 +14,7 @@ from .errors import FieldError, expected, type_name
 __all__ = ["checker"]
 
 
-def checker(tp: Any) -> Converter | None:  # noqa: C901
+def checker(tp: Any) -> Converter | None:
     """Strict type check for ``validation=True`` constructors; ``None`` means anything goes."""
     if tp is Any or tp is object:
         return None

@@ -11,15 +11,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..exceptions import StoreCorrupt, StoreError, StoreUnavailable
-from ..transport.base import TP, Consumer
-from .store import destroy_store, store_for
 from ..lifecycle import PartitionState
+from ..transport.base import TP, Consumer
 from .partition import TablePartition
 from .restore import Restorer, changelog_entries
+from .store import destroy_store, store_for
 from .table import Table
 
 if TYPE_CHECKING:
@@ -54,8 +55,16 @@ class TableManager:
     the worker's ``faults``.
     """
 
-    def __init__(self, tables: Iterable[Table], *, settings: "Settings", consumers: ConsumerFactory,
-                 producer: "TaskSender", runtime: "Runtime", faults: "FaultPoints | None" = None) -> None:
+    def __init__(
+        self,
+        tables: Iterable[Table],
+        *,
+        settings: Settings,
+        consumers: ConsumerFactory,
+        producer: TaskSender,
+        runtime: Runtime,
+        faults: FaultPoints | None = None,
+    ) -> None:
         self.tables: list[Table] = list(tables)
         self.settings = settings
         self.consumers = consumers
@@ -90,8 +99,12 @@ class TableManager:
         try:
             store = store_for(url, path)
         except StoreCorrupt as exc:
-            log.warning("table %s partition %d: store is corrupt (%s); wiping it and restoring from the changelog",
-                        table.name, partition, exc)
+            log.warning(
+                "table %s partition %d: store is corrupt (%s); wiping it and restoring from the changelog",
+                table.name,
+                partition,
+                exc,
+            )
             destroy_store(path)
             store = store_for(url, path)
         except StoreUnavailable as exc:
@@ -101,11 +114,15 @@ class TableManager:
         except (StoreError, OSError) as exc:
             raise self._unwritable(path, "open", exc) from exc
         # The checkpoint lives inside the store's directory, so wiping the store removes it too.
-        part = TablePartition(table, partition, store, path / CHECKPOINT_FILE if store.persistent else None,
-                              self.cache_size)
+        part = TablePartition(
+            table, partition, store, path / CHECKPOINT_FILE if store.persistent else None, self.cache_size
+        )
         if part.changelog_offset is None and len(store):
-            log.info("table %s partition %d: no checkpoint; wiping the store and restoring from the changelog",
-                     table.name, partition)
+            log.info(
+                "table %s partition %d: no checkpoint; wiping the store and restoring from the changelog",
+                table.name,
+                partition,
+            )
             store.wipe()
         self._held(table)[partition] = part
         return part
@@ -171,15 +188,14 @@ class TableManager:
         assert self._restore_consumer is not None
         self.restoring = True
         try:
-            n = await Restorer(self._restore_consumer, label, self.faults,
-                               self.settings.restore_timeout).run(parts)
+            n = await Restorer(self._restore_consumer, label, self.faults, self.settings.restore_timeout).run(parts)
         finally:
             self.restoring = False
             self._restore_consumer.assign([])
         self.restored_records += n
         return n
 
-    async def on_assigned(self, assignment: "Assignment") -> None:
+    async def on_assigned(self, assignment: Assignment) -> None:
         """Open active and standby partitions, restore the active ones; then tasks may start."""
         active, standby = set(assignment.active), set(assignment.standby) - set(assignment.active)
         to_restore: dict[TP, TablePartition] = {}
@@ -220,9 +236,12 @@ class TableManager:
                 for part in self._held(table).values():
                     if part.state is not PartitionState.STANDBY:
                         if dirty and part.dirty():
-                            log.warning("table %s partition %d: dropping writes the failed commit did not "
-                                        "deliver; the partition restores from the changelog", table.name,
-                                        part.partition)
+                            log.warning(
+                                "table %s partition %d: dropping writes the failed commit did not "
+                                "deliver; the partition restores from the changelog",
+                                table.name,
+                                part.partition,
+                            )
                         part.standby(dirty=True)
 
     # -- standby / global following -----------------------------------------------------------------
@@ -276,7 +295,7 @@ class TableManager:
         parts = [p for t in self.tables for p in self._held(t).values()]
         return parts if writer is None else [p for p in parts if p.writer == writer]
 
-    async def flush(self, writer: Any = None, producer: "TaskSender | None" = None) -> None:
+    async def flush(self, writer: Any = None, producer: TaskSender | None = None) -> None:
         """Commit step 1: caches -> changelog records (sent; delivery awaited by the producer flush).
 
         exactly_once: only task ``writer``'s partitions, through its transactional ``producer``.
@@ -312,7 +331,8 @@ class TableManager:
     def _unwritable(self, path: Path, op: str, exc: BaseException) -> StoreUnavailable:
         """A read-only or full data dir: say which flag to fix, and that nothing is lost."""
         return StoreUnavailable(
-            path, f"cannot {op} the store ({exc}). Fix: make the data dir {self.settings.data_dir} "
+            path,
+            f"cannot {op} the store ({exc}). Fix: make the data dir {self.settings.data_dir} "
             "(--data-dir) writable and give it free space, then restart the worker; nothing is lost: offsets "
             "are committed only after the changelog has the values, and restore replays it",
         )

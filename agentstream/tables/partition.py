@@ -13,7 +13,6 @@ from ..transport.base import Delivery
 from .cache import MISS, RecordCache
 from .store import Store, read_checkpoint, write_checkpoint
 
-
 __all__ = ["TablePartition", "TableNotReady", "TableNotActive", "CHECKPOINT_DELTA"]
 
 
@@ -25,6 +24,7 @@ class TableNotActive(TableNotReady):
     """A write to a partition this worker holds only as a standby (or is still restoring): the
     changelog would get two writers, so the write is refused."""
 
+
 _ACTIVE = PartitionState.ACTIVE
 
 
@@ -34,11 +34,22 @@ CHECKPOINT_DELTA = 10_000  # changelog records between checkpoints written at co
 class TablePartition:
     """One partition of one table on this worker: store, cache, and changelog position."""
 
-    __slots__ = ("table", "partition", "store", "cache", "pending", "last_send", "changelog_offset",
-                 "checkpoint_path", "lifecycle", "epoch", "writer", "checkpointed")
+    __slots__ = (
+        "table",
+        "partition",
+        "store",
+        "cache",
+        "pending",
+        "last_send",
+        "changelog_offset",
+        "checkpoint_path",
+        "lifecycle",
+        "epoch",
+        "writer",
+        "checkpointed",
+    )
 
-    def __init__(self, table: Any, partition: int, store: Store, checkpoint_path: Path | None,
-                 cache_size: int) -> None:
+    def __init__(self, table: Any, partition: int, store: Store, checkpoint_path: Path | None, cache_size: int) -> None:
         self.table = table
         self.partition = partition
         self.store = store
@@ -51,7 +62,8 @@ class TablePartition:
         # Opened as a standby: it serves reads and follows the changelog, and takes writes only
         # once restored as an active partition (standby -> restoring -> active).
         self.lifecycle: StateMachine[PartitionState] = StateMachine(
-            PartitionState.STANDBY, PARTITION_TRANSITIONS, f"table {table.name} partition {partition}")
+            PartitionState.STANDBY, PARTITION_TRANSITIONS, f"table {table.name} partition {partition}"
+        )
         self.epoch = 0  # +1 each time the partition becomes active (restored): derived state is stale
         self.writer: Any = None  # exactly_once: the TaskId whose transaction carries this partition's writes
 

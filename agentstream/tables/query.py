@@ -14,8 +14,9 @@ import asyncio
 import struct
 import time
 import weakref
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Iterator, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..exceptions import StoreError
 
@@ -33,15 +34,30 @@ class QueryableTable(Protocol):
     _windowed: Any
 
     @property
-    def parts(self) -> dict[int, "TablePartition"]: ...
+    def parts(self) -> dict[int, TablePartition]: ...
 
     def _key_dumps(self, key: Any) -> bytes: ...
 
     def _home_partition(self, key_bytes: bytes) -> int: ...
 
-__all__ = ["STREAM_TIME_KEY", "WindowInfo", "live_entries", "local_partitions", "standby_partitions", "encode_key",
-           "key_partition", "window_info", "decode_entry", "stream_time", "window_at", "get", "key_count",
-           "count_keys", "sliced"]
+
+__all__ = [
+    "STREAM_TIME_KEY",
+    "WindowInfo",
+    "live_entries",
+    "local_partitions",
+    "standby_partitions",
+    "encode_key",
+    "key_partition",
+    "window_info",
+    "decode_entry",
+    "stream_time",
+    "window_at",
+    "get",
+    "key_count",
+    "count_keys",
+    "sliced",
+]
 
 STREAM_TIME_KEY = b"\xff\xff\xff\xffagentstream.stream-time"
 """Reserved store key of a windowed partition's stream time: a 2**32-1 length prefix no window key
@@ -53,7 +69,7 @@ T = TypeVar("T")
 WindowRange = tuple[float, float]
 
 
-def live_entries(part: "TablePartition", *, reserved: bool = False) -> Iterator[tuple[bytes, Any, bool]]:
+def live_entries(part: TablePartition, *, reserved: bool = False) -> Iterator[tuple[bytes, Any, bool]]:
     """``(key bytes, value, decoded)`` of every live entry: cache over pending writes over the store.
 
     ``decoded`` says ``value`` is a Python value (from the cache) rather than stored bytes;
@@ -71,7 +87,7 @@ def live_entries(part: "TablePartition", *, reserved: bool = False) -> Iterator[
 
 
 # -- the table's public face -----------------------------------------------------------------------
-def local_partitions(table: QueryableTable) -> list["TablePartition"]:
+def local_partitions(table: QueryableTable) -> list[TablePartition]:
     """The partitions this worker serves ``table`` from (active ones; every one of a global table)."""
     parts = table.parts
     return [parts[p] for p in sorted(parts) if parts[p].active or table.is_global]
@@ -112,7 +128,9 @@ def window_info(table: QueryableTable) -> WindowInfo | None:
     return WindowInfo("tumbling" if w.step == w.size else "hopping", w.size, w.step, w.expires, state.grace)
 
 
-def decode_entry(table: QueryableTable, key_bytes: bytes, value: Any, decoded: bool) -> tuple[Any, WindowRange | None, Any]:
+def decode_entry(
+    table: QueryableTable, key_bytes: bytes, value: Any, decoded: bool
+) -> tuple[Any, WindowRange | None, Any]:
     """``(key, window range or None, value)`` of an entry from :func:`live_entries`; raises when
     the bytes do not decode with the table's codecs."""
     state = table._windowed
@@ -124,7 +142,7 @@ def decode_entry(table: QueryableTable, key_bytes: bytes, value: Any, decoded: b
     return key, window, value if decoded else table.value_codec.loads(value)
 
 
-def stream_time(table: QueryableTable, part: "TablePartition") -> float | None:
+def stream_time(table: QueryableTable, part: TablePartition) -> float | None:
     """A windowed table partition's stream time in epoch seconds (None before its first write)."""
     state = table._windowed
     if state is None:
@@ -147,7 +165,9 @@ def window_at(table: QueryableTable, at: float) -> WindowRange:
     return start, end
 
 
-def get(table: QueryableTable, part: "TablePartition", key_bytes: bytes, window: WindowRange | None = None) -> tuple[bool, Any]:
+def get(
+    table: QueryableTable, part: TablePartition, key_bytes: bytes, window: WindowRange | None = None
+) -> tuple[bool, Any]:
     """``(found, value)`` of a key (of one window of a windowed table) in a local partition."""
     if window is not None:
         key_bytes = table._windowed.window_key(key_bytes, window[0])
@@ -155,15 +175,17 @@ def get(table: QueryableTable, part: "TablePartition", key_bytes: bytes, window:
 
 
 # -- key counts ----------------------------------------------------------------------------------------
-_counts: "weakref.WeakKeyDictionary[Any, tuple[Any, int, float]]" = weakref.WeakKeyDictionary()  # store -> (version, n, when)
+_counts: weakref.WeakKeyDictionary[Any, tuple[Any, int, float]] = (
+    weakref.WeakKeyDictionary()
+)  # store -> (version, n, when)
 
 
-def _version(part: "TablePartition") -> Any:
+def _version(part: TablePartition) -> Any:
     """Changes when the partition's contents may have changed (changelog position, unflushed writes)."""
     return (part.changelog_offset, len(part.pending), len(part.cache))
 
 
-def key_count(part: "TablePartition") -> int:
+def key_count(part: TablePartition) -> int:
     """Keys in a partition, unflushed writes included, without scanning (never blocks).
 
     Memory stores count exactly. RocksDB's own count is an estimate that counts overwritten keys
@@ -181,7 +203,7 @@ def key_count(part: "TablePartition") -> int:
     return _estimate(part)
 
 
-def _estimate(part: "TablePartition") -> int:
+def _estimate(part: TablePartition) -> int:
     store = part.store
     n = len(store)
     overlay: dict[bytes, bool] = {k: raw is not None for k, raw in part.pending.items()}
@@ -198,7 +220,7 @@ def _estimate(part: "TablePartition") -> int:
     return max(n, 0)
 
 
-async def count_keys(part: "TablePartition") -> None:
+async def count_keys(part: TablePartition) -> None:
     """Count a persistent partition's keys exactly, in slices, if it changed since the last count
     (at most every ``COUNT_INTERVAL`` seconds); :func:`key_count` reports it afterwards."""
     store = part.store

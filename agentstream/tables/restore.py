@@ -21,7 +21,8 @@ import gc
 import logging
 import operator
 import time
-from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
@@ -111,8 +112,16 @@ def changelog_entries(part: TablePartition, messages: Sequence[Message]) -> list
 
 def _skip(part: TablePartition, m: Message, problem: str) -> None:
     SKIPPED[m.topic] += 1
-    log.warning("skipping changelog record %s[%d]@%d of table %s: %s (%d skipped in %s so far)",
-                m.topic, m.partition, m.offset, part.table.name, problem, SKIPPED[m.topic], m.topic)
+    log.warning(
+        "skipping changelog record %s[%d]@%d of table %s: %s (%d skipped in %s so far)",
+        m.topic,
+        m.partition,
+        m.offset,
+        part.table.name,
+        problem,
+        SKIPPED[m.topic],
+        m.topic,
+    )
 
 
 _bulk = 0  # bulk reads running with bulk_gc (several may overlap on one event loop)
@@ -152,8 +161,9 @@ def bulk_gc() -> Iterator[None]:
 class Restorer:
     """Replays changelog partitions into their stores until each reaches its fetch high watermark."""
 
-    def __init__(self, consumer: Consumer, label: str, faults: "FaultInjector | None" = None,
-                 timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self, consumer: Consumer, label: str, faults: FaultInjector | None = None, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
         self.consumer = consumer
         self.label = label
         self.restored = 0
@@ -212,9 +222,15 @@ class Restorer:
             part.checkpoint(force=True)
         self.restored += done
         elapsed = time.monotonic() - began
-        log.info("%s: restored %d records into %d partitions in %.2fs (%.0f records/s)%s", self.label, done,
-                 len(parts), elapsed, done / max(elapsed, 1e-9),
-                 f"; skipped {self.skipped} unusable changelog records" if self.skipped else "")
+        log.info(
+            "%s: restored %d records into %d partitions in %.2fs (%.0f records/s)%s",
+            self.label,
+            done,
+            len(parts),
+            elapsed,
+            done / max(elapsed, 1e-9),
+            f"; skipped {self.skipped} unusable changelog records" if self.skipped else "",
+        )
         return done
 
     async def _finished(self, tp: TP, part: TablePartition, starts: dict[TP, int]) -> bool:
@@ -238,8 +254,14 @@ class Restorer:
         return pos >= hw
 
     def _wipe(self, tp: TP, part: TablePartition, starts: dict[TP, int], new_start: int, why: str) -> None:
-        log.warning("%s: checkpoint %d of %s is unusable (%s); wiping the store and restoring from offset %d",
-                    self.label, starts[tp], tp, why, new_start)
+        log.warning(
+            "%s: checkpoint %d of %s is unusable (%s); wiping the store and restoring from offset %d",
+            self.label,
+            starts[tp],
+            tp,
+            why,
+            new_start,
+        )
         part.store.wipe()
         part.changelog_offset = new_start
         starts[tp] = new_start

@@ -34,8 +34,8 @@ from typing import NoReturn
 
 from rocksdict import (
     BlockBasedOptions,
-    DBCompressionType,
     DbClosedError,
+    DBCompressionType,
     Options,
     Rdict,
     RdictIter,

@@ -7,7 +7,8 @@ iteration follow from that the same way for both, so they are written once here.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 __all__ = ["Rows"]
 

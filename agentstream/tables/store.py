@@ -118,9 +118,7 @@ class MemoryStore:
 
     def items(self, lo: bytes | None = None, hi: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
         # Sorting copies, which is also what makes the scan a snapshot.
-        keys = sorted(
-            k for k in self._data if (lo is None or k >= lo) and (hi is None or k < hi)
-        )
+        keys = sorted(k for k in self._data if (lo is None or k >= lo) and (hi is None or k < hi))
         data = self._data
         return iter([(k, data[k]) for k in keys])
 
@@ -175,9 +173,7 @@ def read_checkpoint(path: Path) -> int | None:
             raise ValueError(stripped)
         return int(stripped)
     except ValueError:
-        logger.warning(
-            "checkpoint %s unreadable (content %r); restoring from the start", path, text[:40]
-        )
+        logger.warning("checkpoint %s unreadable (content %r); restoring from the start", path, text[:40])
         return None
 
 

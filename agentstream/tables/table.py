@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -26,16 +27,16 @@ from .. import codecs
 from ..events import current_event
 from ..exceptions import SerializationError, TopologyError
 from ..models import Record
-from .rows import Rows
+from ..naming import changelog_topic_name, faust_naming
 from ..runtime import current_runtime, current_task, runtime_for
 from ..transport.partitioner import default_partition
-from ..naming import changelog_topic_name, faust_naming
 from .partition import TableNotReady, TablePartition
 from .query import live_entries
+from .rows import Rows
 
 if TYPE_CHECKING:
-    from ..types import AppT as App  # the App's interface: app.py imports this module
     from ..topics import Topic
+    from ..types import AppT as App  # the App's interface: app.py imports this module
 
 log = logging.getLogger(__name__)
 _NO_KEY = object()
@@ -55,11 +56,12 @@ class _Upper:
     tumbling: Callable[..., Any]
     hopping: Callable[..., Any]
     windowed: Callable[..., Any]
-    from_topic: Callable[..., "Table"]
+    from_topic: Callable[..., Table]
     join_tables: Callable[..., Any]
 
 
 upper = _Upper()
+
 
 class Table(Rows):
     """``app.Table(name, default=int)``: a partitioned, changelog-backed dict (Faust's Table)."""
@@ -68,13 +70,13 @@ class Table(Rows):
     key_codec: codecs.Codec
     value_codec: codecs.Codec
     _windowed: Any = None  # the shared window state once tumbling()/hopping() was called
-    source_topic: "Topic | None" = None  # set by from_topic(): the table mirrors this topic
+    source_topic: Topic | None = None  # set by from_topic(): the table mirrors this topic
     eos = False  # set by the TableManager under processing_guarantee='exactly_once'
     _writer_subtopology: int | None = None  # exactly_once: the one sub-topology allowed to write
 
     def __init__(
         self,
-        app: "App",
+        app: App,
         name: str,
         *,
         default: Callable[[], Any] | None = None,
@@ -103,17 +105,23 @@ class Table(Rows):
             # Faust's table records: its serializer follows the type (bytes raw, a Record its own,
             # else json), never the app's key_serializer, so str keys are JSON strings
             self.key_codec = _FaustKeyCodec(
-                codecs.side_codec(key_type, key_serializer or _faust_serializer(key_type), "json"))
+                codecs.side_codec(key_type, key_serializer or _faust_serializer(key_type), "json")
+            )
             self.value_codec = codecs.side_codec(value_type, value_serializer or _faust_serializer(value_type), "json")
         else:
             self.key_codec = (
-                codecs.UntypedKeyCodec() if key_type is None and (key_serializer or app.key_serializer) == "raw"
+                codecs.UntypedKeyCodec()
+                if key_type is None and (key_serializer or app.key_serializer) == "raw"
                 else codecs.side_codec(key_type, key_serializer, app.key_serializer)
             )
             self.value_codec = codecs.side_codec(value_type, value_serializer, app.value_serializer)
-        self.changelog_topic: "Topic" = app.topic(
-            changelog_topic_name(app.id, name), partitions=partitions, key_serializer="raw", value_serializer="raw",
-            internal=True, compacted=True,
+        self.changelog_topic: Topic = app.topic(
+            changelog_topic_name(app.id, name),
+            partitions=partitions,
+            key_serializer="raw",
+            value_serializer="raw",
+            internal=True,
+            compacted=True,
         )
         self._key_codec_dumps = self.key_codec.dumps
         self._last_key: Any = _NO_KEY
@@ -129,8 +137,14 @@ class Table(Rows):
         try:
             kb = self._key_codec_dumps(key)
         except SerializationError as exc:
-            hint = (" (keys of a topic without key_type arrive as bytes: declare the topic with key_type=str, "
-                    "or give the table key_type=bytes)") if isinstance(key, (bytes, bytearray)) else ""
+            hint = (
+                (
+                    " (keys of a topic without key_type arrive as bytes: declare the topic with key_type=str, "
+                    "or give the table key_type=bytes)"
+                )
+                if isinstance(key, (bytes, bytearray))
+                else ""
+            )
             raise SerializationError(f"table {self.name!r} cannot encode key {key!r}: {exc}{hint}") from exc
         if kb is None:
             raise KeyError("a table key cannot be None")
@@ -157,8 +171,13 @@ class Table(Rows):
         log.warning(
             "table %r has no key_type and got a %s key (%r): lookups work, but keys read back from the store "
             "(items(), the web view, after a restart) are its text %r. Fix: app.Table(%r, key_type=%s)",
-            self.name, type(key).__name__, key, self.key_codec.loads(self._key_codec_dumps(key)), self.name,
-            type(key).__name__)
+            self.name,
+            type(key).__name__,
+            key,
+            self.key_codec.loads(self._key_codec_dumps(key)),
+            self.name,
+            type(key).__name__,
+        )
 
     # -- routing ---------------------------------------------------------------------------------
     def _home_partition(self, key_bytes: bytes) -> int:
@@ -196,9 +215,12 @@ class Table(Rows):
             if part is None:
                 raise TableNotReady(
                     f"table {self.name!r}: key {key_bytes!r:.60} belongs to partition {home}, which is not on this "
-                    + ("worker (is a worker running?)" if self.is_global or not parts else
-                       f"worker (it holds {sorted(parts)}). Fix: read it on the worker that owns partition {home} "
-                       "(the web view's GET /tables/<table>/<key> redirects there)")
+                    + (
+                        "worker (is a worker running?)"
+                        if self.is_global or not parts
+                        else f"worker (it holds {sorted(parts)}). Fix: read it on the worker that owns partition {home} "
+                        "(the web view's GET /tables/<table>/<key> redirects there)"
+                    )
                 )
             return part
         here = event.message.partition
@@ -230,24 +252,42 @@ class Table(Rows):
             except Exception:
                 same_key = False
         if local:
-            what = (f"this worker owns partition {home}, so the value goes there (one value per key); but with more "
-                    f"workers partition {home} may be elsewhere, and then the key's state splits by source partition")
+            what = (
+                f"this worker owns partition {home}, so the value goes there (one value per key); but with more "
+                f"workers partition {home} may be elsewhere, and then the key's state splits by source partition"
+            )
         elif self.eos:
-            what = (f"under exactly_once the value stays in partition {here} (the task's transaction), so the key's "
-                    "state splits by source partition and reads elsewhere miss it")
+            what = (
+                f"under exactly_once the value stays in partition {here} (the task's transaction), so the key's "
+                "state splits by source partition and reads elsewhere miss it"
+            )
         else:
-            what = (f"partition {home} is owned by another worker, so the value goes to partition {here}: the key's "
-                    "state splits by source partition and reads elsewhere miss it")
+            what = (
+                f"partition {home} is owned by another worker, so the value goes to partition {here}: the key's "
+                "state splits by source partition and reads elsewhere miss it"
+            )
         if same_key:
-            fix = (f"the stream key is encoded {bytes(raw)!r:.40} by topic {event.message.topic!r} but {key_bytes!r:.40} "
-                   f"by the table. Fix: give the table the topic's key encoding (app.Table({self.name!r}, "
-                   "key_type=..., key_serializer=...) as declared on the topic), or the topic the table's")
+            fix = (
+                f"the stream key is encoded {bytes(raw)!r:.40} by topic {event.message.topic!r} but {key_bytes!r:.40} "
+                f"by the table. Fix: give the table the topic's key encoding (app.Table({self.name!r}, "
+                "key_type=..., key_serializer=...) as declared on the topic), or the topic the table's"
+            )
         else:
-            fix = (f"the stream ({event.message.topic!r}) is not partitioned by the table key. Fix: re-key the stream "
-                   "by the table key first, stream.group_by(<table key>, name=...) (Kafka Streams' repartition "
-                   "before aggregation)")
-        log.warning("agent %r uses table %r key %.60r, which belongs to partition %d, while handling partition %d; "
-                    "%s. %s", writer, self.name, key_bytes, home, here, what, fix)
+            fix = (
+                f"the stream ({event.message.topic!r}) is not partitioned by the table key. Fix: re-key the stream "
+                "by the table key first, stream.group_by(<table key>, name=...) (Kafka Streams' repartition "
+                "before aggregation)"
+            )
+        log.warning(
+            "agent %r uses table %r key %.60r, which belongs to partition %d, while handling partition %d; %s. %s",
+            writer,
+            self.name,
+            key_bytes,
+            home,
+            here,
+            what,
+            fix,
+        )
 
     def _claim(self, part: TablePartition) -> None:
         """exactly_once: attribute the partition's writes to the current task's transaction.
@@ -343,38 +383,53 @@ class Table(Rows):
             self[k] = v
 
     # -- windowing ---------------------------------------------------------------------------------
-    def tumbling(self, size: Any, expires: Any = None, *, grace: Any = 0.0,
-                 on_window_close: Callable[[Any, Any], Any] | None = None) -> Any:  # a tables.windowed.WindowedTable
+    def tumbling(
+        self,
+        size: Any,
+        expires: Any = None,
+        *,
+        grace: Any = 0.0,
+        on_window_close: Callable[[Any, Any], Any] | None = None,
+    ) -> Any:  # a tables.windowed.WindowedTable
         """This table as a :class:`~agentstream.tables.windowed.WindowedTable` of ``size``-second windows."""
         return upper.tumbling(self, size, expires, grace=grace, on_window_close=on_window_close or self.on_window_close)
 
-    def hopping(self, size: Any, step: Any, expires: Any = None, *, grace: Any = 0.0,
-                on_window_close: Callable[[Any, Any], Any] | None = None) -> Any:  # a tables.windowed.WindowedTable
+    def hopping(
+        self,
+        size: Any,
+        step: Any,
+        expires: Any = None,
+        *,
+        grace: Any = 0.0,
+        on_window_close: Callable[[Any, Any], Any] | None = None,
+    ) -> Any:  # a tables.windowed.WindowedTable
         """This table as a WindowedTable of ``size``-second windows starting every ``step`` seconds."""
-        return upper.hopping(self, size, step, expires, grace=grace,
-                       on_window_close=on_window_close or self.on_window_close)
+        return upper.hopping(
+            self, size, step, expires, grace=grace, on_window_close=on_window_close or self.on_window_close
+        )
 
-    def using_window(self, window: Any, *, grace: Any = 0.0,
-                     on_window_close: Callable[[Any, Any], Any] | None = None) -> Any:  # a WindowedTable
+    def using_window(
+        self, window: Any, *, grace: Any = 0.0, on_window_close: Callable[[Any, Any], Any] | None = None
+    ) -> Any:  # a WindowedTable
         """This table windowed by any window object (Faust's ``using_window``): a TumblingWindow,
         HoppingWindow or SlidingWindow."""
         return upper.windowed(self, window, grace, on_window_close or self.on_window_close)
 
     # -- joins (agentstream.joins) ---------------------------------------------------------------
-    def from_topic(self, topic: "Topic") -> "Table":
+    def from_topic(self, topic: Topic) -> Table:
         """Keep this table equal to the latest value per key of ``topic`` (Kafka Streams' KTable);
         ``stream.join(table)`` then reads ``topic`` in the joining task, in timestamp order."""
         return upper.from_topic(self, topic)
 
-    def join(self, other: "Table") -> Any:  # a joins.JoinedTable
+    def join(self, other: Table) -> Any:  # a joins.JoinedTable
         """A read-only view: ``view[k] == (self[k], other[k])`` for keys in both tables."""
         return upper.join_tables(self, other, "inner")
 
-    def left_join(self, other: "Table") -> Any:  # a joins.JoinedTable
+    def left_join(self, other: Table) -> Any:  # a joins.JoinedTable
         """A read-only view over this table's keys: ``(self[k], other.get(k))``."""
         return upper.join_tables(self, other, "left")
 
-    def outer_join(self, other: "Table") -> Any:  # a joins.JoinedTable
+    def outer_join(self, other: Table) -> Any:  # a joins.JoinedTable
         """A read-only view over the keys of either table (the missing side None)."""
         return upper.join_tables(self, other, "outer")
 
@@ -388,8 +443,16 @@ class Table(Rows):
             for k, v, decoded in live_entries(part):
                 yield kloads(k), v if decoded else vloads(v)
 
-    def as_ansitable(self, *, key: str = "k", value: str = "v", sort: bool = False, sortkey: Any = None,
-                     title: Any = None, **kwargs: Any) -> str:
+    def as_ansitable(
+        self,
+        *,
+        key: str = "k",
+        value: str = "v",
+        sort: bool = False,
+        sortkey: Any = None,
+        title: Any = None,
+        **kwargs: Any,
+    ) -> str:
         """Faust's ``table.as_ansitable()``: this worker's rows as a text table (for logs and CLIs)."""
         rows = [(str(k), str(v)) for k, v in self.items()]
         if sort or sortkey is not None:
@@ -448,7 +511,7 @@ class GlobalTable(Table):
 class SetTable(Table):
     """A table of sets (Faust's SetTable): ``table[k].add(x)`` is written back automatically."""
 
-    def __init__(self, app: "App", name: str, **kwargs: Any) -> None:
+    def __init__(self, app: App, name: str, **kwargs: Any) -> None:
         kwargs.setdefault("default", set)
         super().__init__(app, name, **kwargs)
         self.value_codec = _SetCodec()

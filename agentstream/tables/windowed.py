@@ -46,17 +46,24 @@ import logging
 import operator
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Union
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from ..codecs import Codec
-from ..durations import Seconds, to_seconds as seconds
+from ..durations import Seconds
+from ..durations import to_seconds as seconds
 from ..events import Event, current_event
 from ..exceptions import AgentStreamError, SerializationError, TopologyError
-from .windows import (HoppingWindow, TumblingWindow, faust_window_key, parse_faust_window_key, parse_window_key,
-                      window_key)
 from . import table as _table
 from .query import STREAM_TIME_KEY, live_entries
+from .windows import (
+    HoppingWindow,
+    TumblingWindow,
+    faust_window_key,
+    parse_faust_window_key,
+    parse_window_key,
+    window_key,
+)
 
 if TYPE_CHECKING:
     from .table import Table, TablePartition
@@ -66,13 +73,12 @@ log = logging.getLogger(__name__)
 __all__ = ["WindowSet", "WindowedTable", "WindowTimeError", "Seconds", "WindowCloseCallback", "STREAM_TIME_KEY"]
 
 WindowRange = tuple[float, float]
-WindowCloseCallback = Callable[[Any, Any], Union[None, Awaitable[None]]]
+WindowCloseCallback = Callable[[Any, Any], None | Awaitable[None]]
 """``on_window_close((key, (start, end)), final_value)``; may be ``async``."""
 TimeSource = Callable[[Event | None], float]
 
 LATE_WARNING_EVERY = 10.0
 """Seconds between WARNING lines summarising dropped late records (each drop is logged at DEBUG)."""
-
 
 
 class WindowTimeError(AgentStreamError):
@@ -88,7 +94,7 @@ def _epoch(value: Any) -> float:
     """A time value as epoch seconds; naive datetimes are taken as UTC (deterministic)."""
     if isinstance(value, datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
+            value = value.replace(tzinfo=UTC)
         return float(value.timestamp())
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
@@ -106,18 +112,19 @@ class FarFutureTimestamp(SerializationError):
     the record is refused before it writes anything and goes to the app's error policy."""
 
 
-def _future_bound_ms(table: "Table") -> int | None:
+def _future_bound_ms(table: Table) -> int | None:
     limit = float(getattr(table.app.settings, "max_message_time_difference", 0.0) or 0.0)
     return None if limit <= 0 else _ms(time.time() + limit)
 
 
-def _refuse_far_future(table: "Table", ts_ms: int) -> None:
+def _refuse_far_future(table: Table, ts_ms: int) -> None:
     bound = _future_bound_ms(table)
     if bound is not None and ts_ms > bound:
         raise FarFutureTimestamp(
             f"table {table.name!r}: record time {ts_ms / 1000:.3f} is more than max_message_time_difference="
             f"{table.app.settings.max_message_time_difference}s ahead of the wall clock; not counted "
-            "(it would expire every window of the partition)")
+            "(it would expire every window of the partition)"
+        )
 
 
 def _need_event(event: Event | None) -> Event:
@@ -197,7 +204,7 @@ class _PartWindows:
 
     __slots__ = ("part", "epoch", "stream_ms", "live", "known")
 
-    def __init__(self, part: "TablePartition") -> None:
+    def __init__(self, part: TablePartition) -> None:
         self.part = part
         self.epoch: int = getattr(part, "epoch", 0)
         self.stream_ms: int | None = None
@@ -208,8 +215,9 @@ class _PartWindows:
 class _WindowState:
     """What every view of one windowed table shares: window, grace, callback, partition indexes."""
 
-    def __init__(self, table: "Table", window: HoppingWindow, grace: float,
-                 on_window_close: WindowCloseCallback | None) -> None:
+    def __init__(
+        self, table: Table, window: HoppingWindow, grace: float, on_window_close: WindowCloseCallback | None
+    ) -> None:
         self.table = table
         self.window = window
         self.grace = grace
@@ -244,10 +252,10 @@ class _WindowState:
         return start_ms / 1000, (start_ms + self._size_ms) / 1000
 
     # -- partitions ------------------------------------------------------------------------------
-    def part_for(self, kb: bytes, write: bool) -> "TablePartition":
+    def part_for(self, kb: bytes, write: bool) -> TablePartition:
         return self.table._partition_for(kb, write)
 
-    def windows(self, part: "TablePartition") -> _PartWindows:
+    def windows(self, part: TablePartition) -> _PartWindows:
         """The partition's index, rebuilt from its data when the partition object or epoch changed."""
         pw = self.parts.get(part.partition)
         if pw is not None and pw.part is part and pw.epoch == getattr(part, "epoch", 0):
@@ -265,9 +273,14 @@ class _WindowState:
             starts.append((_ms(start) + self._size_ms, k))
         bound = _future_bound_ms(self.table)
         if pw.stream_ms is not None and bound is not None and pw.stream_ms > bound:
-            log.warning("table %s partition %d: stored stream time %s is beyond the wall clock + "
-                        "max_message_time_difference; using %s", self.table.name, part.partition,
-                        pw.stream_ms / 1000, bound / 1000)
+            log.warning(
+                "table %s partition %d: stored stream time %s is beyond the wall clock + "
+                "max_message_time_difference; using %s",
+                self.table.name,
+                part.partition,
+                pw.stream_ms / 1000,
+                bound / 1000,
+            )
             pw.stream_ms = bound
         if pw.stream_ms is None and starts:
             # Written by a version that did not store stream time: every window start is a
@@ -279,8 +292,13 @@ class _WindowState:
         heapq.heapify(pw.live)
         self.parts[part.partition] = pw
         if starts:
-            log.debug("table %s partition %d: indexed %d windows, stream time %s", self.table.name,
-                      part.partition, len(starts), None if pw.stream_ms is None else pw.stream_ms / 1000)
+            log.debug(
+                "table %s partition %d: indexed %d windows, stream time %s",
+                self.table.name,
+                part.partition,
+                len(starts),
+                None if pw.stream_ms is None else pw.stream_ms / 1000,
+            )
         return pw
 
     # -- reads -----------------------------------------------------------------------------------
@@ -373,12 +391,23 @@ class _WindowState:
     def _late(self, key: Any, ts: float, st: int) -> None:
         self.late_dropped += 1
         self._late_since_warning += 1
-        log.debug("table %s: dropped late record for key %r at time %s (stream time %s, grace %ss)",
-                  self.table.name, key, ts, st / 1000, self.grace)
+        log.debug(
+            "table %s: dropped late record for key %r at time %s (stream time %s, grace %ss)",
+            self.table.name,
+            key,
+            ts,
+            st / 1000,
+            self.grace,
+        )
         now = time.monotonic()
         if now - self._last_warning >= LATE_WARNING_EVERY:
-            log.warning("table %s: dropped %d late record(s) whose windows had closed (%d in total; "
-                        "grace is %ss)", self.table.name, self._late_since_warning, self.late_dropped, self.grace)
+            log.warning(
+                "table %s: dropped %d late record(s) whose windows had closed (%d in total; grace is %ss)",
+                self.table.name,
+                self._late_since_warning,
+                self.late_dropped,
+                self.grace,
+            )
             self._late_since_warning = 0
             self._last_warning = now
 
@@ -401,15 +430,21 @@ class _WindowState:
 
     def _callback_failed(self, window_key: Any, exc: BaseException) -> None:
         self.callback_errors += 1
-        log.error("table %s: on_window_close raised for key %r window %r (the record that expired the window "
-                  "is counted; the window is removed): %r", self.table.name, window_key[0], window_key[1], exc,
-                  exc_info=exc)
+        log.error(
+            "table %s: on_window_close raised for key %r window %r (the record that expired the window "
+            "is counted; the window is removed): %r",
+            self.table.name,
+            window_key[0],
+            window_key[1],
+            exc,
+            exc_info=exc,
+        )
 
     def _track(self, result: Awaitable[Any], window_key: Any) -> None:
         future = asyncio.ensure_future(result)
         self.callbacks.add(future)
 
-        def done(f: "asyncio.Future[Any]") -> None:
+        def done(f: asyncio.Future[Any]) -> None:
             self.callbacks.discard(f)
             if not f.cancelled() and f.exception() is not None:
                 self._callback_failed(window_key, f.exception())  # type: ignore[arg-type]
@@ -453,7 +488,7 @@ class _WindowState:
                 yield (kloads(kb), self.window_range(start)), value if decoded else vloads(value)
 
 
-def _exists(part: "TablePartition", key: bytes) -> bool:
+def _exists(part: TablePartition, key: bytes) -> bool:
     """Whether ``key`` has a value, without decoding it."""
     hit, value = part.cache.get(0, key)
     if hit:
@@ -476,8 +511,14 @@ class WindowSet:
 
     __slots__ = ("table", "key", "event", "_ts", "_updates")
 
-    def __init__(self, table: "WindowedTable", key: Any, event: Event | None,
-                 ts: float | None = None, updates: dict[WindowRange, Any] | None = None) -> None:
+    def __init__(
+        self,
+        table: WindowedTable,
+        key: Any,
+        event: Event | None,
+        ts: float | None = None,
+        updates: dict[WindowRange, Any] | None = None,
+    ) -> None:
         self.table = table
         self.key = key
         self.event = event
@@ -522,7 +563,7 @@ class WindowSet:
         """
         return self.table._state.stale(self.key, self.table.time_of(event or self.event))
 
-    def __getitem__(self, window: "WindowRange | Event") -> Any:
+    def __getitem__(self, window: WindowRange | Event) -> Any:
         """``wt[key][(start, end)]``: one window by its range; ``wt[key][event]``: this WindowSet
         with ``event`` as the event its reads are relative to (Faust's)."""
         if isinstance(window, Event):
@@ -542,46 +583,46 @@ class WindowSet:
         self.table._state.delete_window(self.key, window[0])
 
     # -- arithmetic: Faust's ``table[key] += 1`` ---------------------------------------------------
-    def apply(self, op: Callable[[Any, Any], Any], other: Any) -> "WindowSet":
+    def apply(self, op: Callable[[Any, Any], Any], other: Any) -> WindowSet:
         """``op(window value, other)`` for every window of the record's time, to be assigned back."""
         ts = self.table.time_of(self.event)
         updates = {r: op(self.table._get(self.key, r[0]), other) for r in self.table.window.ranges(ts)}
         return WindowSet(self.table, self.key, self.event, ts, updates)
 
-    def __iadd__(self, other: Any) -> "WindowSet":
+    def __iadd__(self, other: Any) -> WindowSet:
         return self.apply(operator.add, other)
 
-    def __isub__(self, other: Any) -> "WindowSet":
+    def __isub__(self, other: Any) -> WindowSet:
         return self.apply(operator.sub, other)
 
-    def __imul__(self, other: Any) -> "WindowSet":
+    def __imul__(self, other: Any) -> WindowSet:
         return self.apply(operator.mul, other)
 
-    def __itruediv__(self, other: Any) -> "WindowSet":
+    def __itruediv__(self, other: Any) -> WindowSet:
         return self.apply(operator.truediv, other)
 
-    def __ifloordiv__(self, other: Any) -> "WindowSet":
+    def __ifloordiv__(self, other: Any) -> WindowSet:
         return self.apply(operator.floordiv, other)
 
-    def __imod__(self, other: Any) -> "WindowSet":
+    def __imod__(self, other: Any) -> WindowSet:
         return self.apply(operator.mod, other)
 
-    def __ipow__(self, other: Any) -> "WindowSet":
+    def __ipow__(self, other: Any) -> WindowSet:
         return self.apply(operator.pow, other)
 
-    def __ilshift__(self, other: Any) -> "WindowSet":
+    def __ilshift__(self, other: Any) -> WindowSet:
         return self.apply(operator.lshift, other)
 
-    def __irshift__(self, other: Any) -> "WindowSet":
+    def __irshift__(self, other: Any) -> WindowSet:
         return self.apply(operator.rshift, other)
 
-    def __iand__(self, other: Any) -> "WindowSet":
+    def __iand__(self, other: Any) -> WindowSet:
         return self.apply(operator.and_, other)
 
-    def __ixor__(self, other: Any) -> "WindowSet":
+    def __ixor__(self, other: Any) -> WindowSet:
         return self.apply(operator.xor, other)
 
-    def __ior__(self, other: Any) -> "WindowSet":
+    def __ior__(self, other: Any) -> WindowSet:
         return self.apply(operator.or_, other)
 
     def __repr__(self) -> str:
@@ -596,15 +637,16 @@ class WindowedTable:
     :meth:`WindowSet.value`.
     """
 
-    def __init__(self, state: _WindowState, time_source: TimeSource = _stream_time,
-                 relative_to: str = "stream") -> None:
+    def __init__(
+        self, state: _WindowState, time_source: TimeSource = _stream_time, relative_to: str = "stream"
+    ) -> None:
         self._state = state
         self._time_source = time_source
         self.relative_mode = relative_to  # "stream", "now", "field", "timestamp" or "callable"
 
     # -- configuration -----------------------------------------------------------------------------
     @property
-    def table(self) -> "Table":
+    def table(self) -> Table:
         return self._state.table
 
     @property
@@ -624,19 +666,19 @@ class WindowedTable:
         """Records dropped because every window they belong to had closed (or had none)."""
         return self._state.late_dropped
 
-    def relative_to_stream(self) -> "WindowedTable":
+    def relative_to_stream(self) -> WindowedTable:
         """Window by the record's timestamp (event time; the default)."""
         return WindowedTable(self._state, _stream_time, "stream")
 
-    def relative_to_now(self) -> "WindowedTable":
+    def relative_to_now(self) -> WindowedTable:
         """Window by the wall clock at processing time."""
         return WindowedTable(self._state, _wall_time, "now")
 
-    def relative_to_field(self, field: Any) -> "WindowedTable":
+    def relative_to_field(self, field: Any) -> WindowedTable:
         """Window by a value field: a Record field, a field name, or ``fn(value) -> seconds | datetime``."""
         return WindowedTable(self._state, _field_time(field), "field")
 
-    def relative_to(self, ts: Any) -> "WindowedTable":
+    def relative_to(self, ts: Any) -> WindowedTable:
         """Faust's ``relative_to()``: a fixed time (epoch seconds or a datetime), a Record field,
         or ``fn(event) -> seconds | datetime``."""
         if isinstance(ts, (datetime, int, float)) and not isinstance(ts, bool):
@@ -692,16 +734,16 @@ class WindowedTable:
         """Delete ``key`` from every window of the current time."""
         self._state.delete(key, self.time_of())
 
-    def items(self, event: Event | None = None) -> "WindowedView":
+    def items(self, event: Event | None = None) -> WindowedView:
         """``((key, (start, end)), value)`` for every window in the partitions this worker holds;
         ``.now()``, ``.current()``, ``.delta(d)`` give ``(key, value)`` for one window per key, as
         Faust's windowed items views do."""
         return WindowedView(self, event, "items")
 
-    def keys(self, event: Event | None = None) -> "WindowedView":
+    def keys(self, event: Event | None = None) -> WindowedView:
         return WindowedView(self, event, "keys")
 
-    def values(self, event: Event | None = None) -> "WindowedView":
+    def values(self, event: Event | None = None) -> WindowedView:
         return WindowedView(self, event, "values")
 
     def as_dict(self) -> dict[tuple[Any, WindowRange], Any]:
@@ -757,8 +799,9 @@ class WindowedView:
         return self._per_key(lambda ws: ws.delta(d, event))
 
 
-def windowed(table: "Table", window: HoppingWindow, grace: Seconds,
-             on_window_close: WindowCloseCallback | None) -> WindowedTable:
+def windowed(
+    table: Table, window: HoppingWindow, grace: Seconds, on_window_close: WindowCloseCallback | None
+) -> WindowedTable:
     """Make ``table`` windowed (once): the implementation of ``tumbling()``/``hopping()``."""
     existing: _WindowState | None = getattr(table, "_windowed", None)
     if existing is not None:
@@ -767,8 +810,10 @@ def windowed(table: "Table", window: HoppingWindow, grace: Seconds,
             "that tumbling()/hopping() returned and use its relative_to_*() views"
         )
     if not isinstance(window, HoppingWindow):
-        raise TopologyError(f"table {table.name!r}: using_window() takes a TumblingWindow, HoppingWindow or "
-                            f"SlidingWindow, got {window!r}")
+        raise TopologyError(
+            f"table {table.name!r}: using_window() takes a TumblingWindow, HoppingWindow or "
+            f"SlidingWindow, got {window!r}"
+        )
     grace_s = seconds(grace)
     if grace_s < 0:
         raise ValueError(f"window grace must be >= 0, got {grace!r}")
@@ -779,16 +824,34 @@ def windowed(table: "Table", window: HoppingWindow, grace: Seconds,
     return WindowedTable(state)
 
 
-def tumbling(table: "Table", size: Seconds, expires: Seconds | None = None, *, grace: Seconds = 0.0,
-             on_window_close: WindowCloseCallback | None = None) -> WindowedTable:
-    return windowed(table, TumblingWindow(seconds(size), None if expires is None else seconds(expires)),
-                    grace, on_window_close)
+def tumbling(
+    table: Table,
+    size: Seconds,
+    expires: Seconds | None = None,
+    *,
+    grace: Seconds = 0.0,
+    on_window_close: WindowCloseCallback | None = None,
+) -> WindowedTable:
+    return windowed(
+        table, TumblingWindow(seconds(size), None if expires is None else seconds(expires)), grace, on_window_close
+    )
 
 
-def hopping(table: "Table", size: Seconds, step: Seconds, expires: Seconds | None = None, *,
-            grace: Seconds = 0.0, on_window_close: WindowCloseCallback | None = None) -> WindowedTable:
-    return windowed(table, HoppingWindow(seconds(size), seconds(step), None if expires is None else seconds(expires)),
-                    grace, on_window_close)
+def hopping(
+    table: Table,
+    size: Seconds,
+    step: Seconds,
+    expires: Seconds | None = None,
+    *,
+    grace: Seconds = 0.0,
+    on_window_close: WindowCloseCallback | None = None,
+) -> WindowedTable:
+    return windowed(
+        table,
+        HoppingWindow(seconds(size), seconds(step), None if expires is None else seconds(expires)),
+        grace,
+        on_window_close,
+    )
 
 
 # Table.tumbling()/hopping() build a WindowedTable through these (tables.table sits below this module).

@@ -130,8 +130,10 @@ class SlidingWindow(HoppingWindow):
     def __init__(self, before: float, after: float, expires: float) -> None:
         before_ms, after_ms, expires_ms = _ms(before), _ms(after), _ms(expires)
         if before_ms < 0 or after_ms < 0 or before_ms + after_ms <= 0:
-            raise ValueError(f"sliding window needs before, after >= 0 and before + after >= 1 ms, "
-                             f"got before={before!r}, after={after!r}")
+            raise ValueError(
+                f"sliding window needs before, after >= 0 and before + after >= 1 ms, "
+                f"got before={before!r}, after={after!r}"
+            )
         if expires_ms < 0:
             raise ValueError(f"window expires must be >= 0, got {expires!r}")
         self.before, self.after = before_ms / 1000, after_ms / 1000
@@ -194,9 +196,7 @@ def parse_window_key(raw: bytes) -> tuple[bytes, float]:
     return raw[4 : 4 + n], (start - _BIAS) / 1000
 
 
-def window_key_range(
-    key: bytes, start_from: float | None = None, start_to: float | None = None
-) -> tuple[bytes, bytes]:
+def window_key_range(key: bytes, start_from: float | None = None, start_to: float | None = None) -> tuple[bytes, bytes]:
     """``(lo, hi)`` for ``store.items(lo, hi)``: windows of ``key`` with start in [from, to)."""
     prefix = _LEN.pack(len(key)) + key
     lo = prefix if start_from is None else prefix + _START.pack(_ms(start_from) + _BIAS)
@@ -224,7 +224,12 @@ def parse_faust_window_key(raw: bytes) -> tuple[bytes, float]:
         decoded = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise ValueError(f"not a Faust window key (not JSON): {raw[:60]!r}") from exc
-    if (not isinstance(decoded, list) or len(decoded) != 2 or not isinstance(decoded[1], list)
-            or len(decoded[1]) != 2 or not all(isinstance(x, (int, float)) for x in decoded[1])):
+    if (
+        not isinstance(decoded, list)
+        or len(decoded) != 2
+        or not isinstance(decoded[1], list)
+        or len(decoded[1]) != 2
+        or not all(isinstance(x, (int, float)) for x in decoded[1])
+    ):
         raise ValueError(f"not a Faust window key ([key, [start, end]]): {raw[:60]!r}")
     return json.dumps(decoded[0], separators=(",", ":")).encode(), float(decoded[1][0])

@@ -17,8 +17,8 @@ def get_transport(url: str, settings: Any = None) -> Transport:
     ``settings`` (the app's) carry the broker's TLS/SASL configuration."""
     scheme = url.partition("://")[0].lower() if isinstance(url, str) and "://" in url else ""
     if scheme == "kafka":
-        from .kafka.transport import KafkaTransport
         from .kafka.security import client_security
+        from .kafka.transport import KafkaTransport
 
         return KafkaTransport(url, security=client_security(settings) if settings is not None else None)
     if scheme == "memory":

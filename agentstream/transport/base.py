@@ -8,9 +8,9 @@ offset and consumer-group semantics so the test harness never needs a broker. Me
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generator, Mapping, NamedTuple, Protocol, Sequence, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypedDict, Unpack
 
 from aiokafka.structs import ConsumerRecord, RecordMetadata, TopicPartition
 
@@ -130,7 +130,9 @@ class Producer(Protocol):
 
     async def stop(self) -> None: ...
 
-    async def send(self, topic: str, key: bytes | None, value: bytes | None, **options: Unpack[SendOptions]) -> Delivery:
+    async def send(
+        self, topic: str, key: bytes | None, value: bytes | None, **options: Unpack[SendOptions]
+    ) -> Delivery:
         """Append to the send buffer and return the delivery future (await it only to wait for the broker)."""
         ...
 
@@ -213,9 +215,7 @@ class Transport(Protocol):
 
     def producer(self, **settings: Any) -> Producer: ...
 
-    def consumer(
-        self, *, group_id: str | None, assignor: Assignor | None = None, **settings: Any
-    ) -> Consumer: ...
+    def consumer(self, *, group_id: str | None, assignor: Assignor | None = None, **settings: Any) -> Consumer: ...
 
     async def ensure_topics(self, specs: Sequence[TopicSpec]) -> dict[str, int]:
         """Create missing topics; return every topic's partition count.

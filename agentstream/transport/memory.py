@@ -16,8 +16,9 @@ import itertools
 import logging
 import random
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence, TypeAlias, Unpack
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, Unpack
 from urllib.parse import urlsplit
 
 from aiokafka.structs import ConsumerRecord, RecordMetadata  # type: ignore[import-untyped, unused-ignore]
@@ -228,9 +229,13 @@ def _validate(plan: Mapping[str, tuple[list[TP], bytes]], counts: Mapping[str, i
     for mid, (tps, _) in plan.items():
         for tp in tps:
             if not 0 <= tp.partition < counts.get(tp.topic, 0):
-                raise TransportError(f"assignor gave member {mid!r} {tp}, which no member subscribes to or does not exist")
+                raise TransportError(
+                    f"assignor gave member {mid!r} {tp}, which no member subscribes to or does not exist"
+                )
             if tp in owner:
-                raise TransportError(f"assignor gave {tp} to both {owner[tp]!r} and {mid!r}; each partition needs one owner")
+                raise TransportError(
+                    f"assignor gave {tp} to both {owner[tp]!r} and {mid!r}; each partition needs one owner"
+                )
             owner[tp] = mid
 
 
@@ -294,7 +299,12 @@ class _Broker:
         return f"{group_id}-{next(self._member_ids):06d}"  # zero-padded so sorting is join order
 
     def append(
-        self, tp: TP, key: bytes | None, value: bytes | None, timestamp_ms: int | None, headers: Sequence[tuple[str, bytes]],
+        self,
+        tp: TP,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp_ms: int | None,
+        headers: Sequence[tuple[str, bytes]],
         txn: _Txn | None = None,
     ) -> RecordMetadata:
         part = self.partition(tp)
@@ -365,12 +375,16 @@ class MemoryProducer:
     def _check_txn(self, *, in_txn: bool) -> _Txn | None:
         tid = self.transactional_id
         if tid is None:
-            raise TransportError("this producer has no transactional_id: create it with transport.producer(transactional_id=...)")
+            raise TransportError(
+                "this producer has no transactional_id: create it with transport.producer(transactional_id=...)"
+            )
         if not self._started or self._stopped:
             raise TransportError("memory producer is not running: call start() first and not after stop()")
         if self._broker.txn_epochs.get(tid) != self._epoch:
             self._txn = None
-            raise ProducerFenced(f"producer {tid!r} (epoch {self._epoch}) was fenced by a newer producer with the same transactional_id")
+            raise ProducerFenced(
+                f"producer {tid!r} (epoch {self._epoch}) was fenced by a newer producer with the same transactional_id"
+            )
         if in_txn and self._txn is None:
             raise TransportError(f"producer {tid!r} has no open transaction: call begin_transaction() first")
         return self._txn
@@ -399,8 +413,9 @@ class MemoryProducer:
             self._broker.end_txn(txn, commit=False)
             raise ProducerError(f"producer {self.transactional_id!r}: {txn.failed}")
         if txn.failed is not None:
-            raise ProducerError(f"producer {self.transactional_id!r} cannot commit: {txn.failed}; "
-                                "abort the transaction")
+            raise ProducerError(
+                f"producer {self.transactional_id!r} cannot commit: {txn.failed}; abort the transaction"
+            )
         self._txn = None
         self._broker.end_txn(txn, commit=True)
 
@@ -415,8 +430,9 @@ class MemoryProducer:
         self._stopped = True
         self._failure = None
 
-    async def send(self, topic: str, key: bytes | None, value: bytes | None,
-                   **options: Unpack[SendOptions]) -> asyncio.Future[RecordMetadata]:
+    async def send(
+        self, topic: str, key: bytes | None, value: bytes | None, **options: Unpack[SendOptions]
+    ) -> asyncio.Future[RecordMetadata]:
         partition = options.get("partition")
         if not self._started or self._stopped:
             raise TransportError("memory producer is not running: call start() before send() and not after stop()")
@@ -436,12 +452,15 @@ class MemoryProducer:
             for kind in ("send_fail", "send_cancel"):
                 if faults.take(kind):
                     return self._fail(fut, kind, TP(topic, partition), txn)
-        meta = self._broker.append(TP(topic, partition), key, value, options.get("timestamp_ms"),
-                                   options.get("headers") or (), txn)
+        meta = self._broker.append(
+            TP(topic, partition), key, value, options.get("timestamp_ms"), options.get("headers") or (), txn
+        )
         fut.set_result(meta)
         return fut
 
-    def _fail(self, fut: asyncio.Future[RecordMetadata], kind: str, tp: TP, txn: _Txn | None) -> asyncio.Future[RecordMetadata]:
+    def _fail(
+        self, fut: asyncio.Future[RecordMetadata], kind: str, tp: TP, txn: _Txn | None
+    ) -> asyncio.Future[RecordMetadata]:
         what = "was cancelled" if kind == "send_cancel" else "failed"
         message = f"delivery to {tp.topic}[{tp.partition}] {what} (injected); offsets past it must not be committed"
         if self._failure is None:
@@ -471,9 +490,13 @@ class MemoryConsumer:
         auto_offset_reset: str = "earliest", isolation_level: str = "read_uncommitted", **settings: Any,
     ) -> None:  # fmt: skip
         if auto_offset_reset not in ("earliest", "latest"):
-            raise ConfigError("auto_offset_reset", f"{auto_offset_reset!r} is not supported", "use 'earliest' or 'latest'")
+            raise ConfigError(
+                "auto_offset_reset", f"{auto_offset_reset!r} is not supported", "use 'earliest' or 'latest'"
+            )
         if isolation_level not in ("read_uncommitted", "read_committed"):
-            raise ConfigError("isolation_level", f"{isolation_level!r} is not supported", "use 'read_uncommitted' or 'read_committed'")
+            raise ConfigError(
+                "isolation_level", f"{isolation_level!r} is not supported", "use 'read_uncommitted' or 'read_committed'"
+            )
         self._read_committed = isolation_level == "read_committed"
         self._broker = broker
         self._group_id = group_id
@@ -498,7 +521,9 @@ class MemoryConsumer:
 
     def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
         if self._group_id is None:
-            raise TransportError("subscribe() needs a consumer created with a group_id; use assign() to read without a group")
+            raise TransportError(
+                "subscribe() needs a consumer created with a group_id; use assign() to read without a group"
+            )
         self._topics, self._listener = tuple(topics), listener
         group = self._group()
         if self._started and not self._stopped and group is not None and self in group.members:

@@ -9,7 +9,7 @@ for short keys), and callers memoise key -> partition where keys repeat.
 from __future__ import annotations
 
 import struct
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["murmur2", "default_partition"]
 

@@ -11,7 +11,6 @@ answer is passed back with ``X-Agentstream-Served-By``. An unreachable owner is 
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import logging
 import re
@@ -33,7 +32,9 @@ SERVED_BY_HEADER = "X-Agentstream-Served-By"
 RETRY_AFTER = {"Retry-After": "1"}
 MAX_FORWARDED_BYTES = 4 * 1024 * 1024
 _PASSED_HEADERS = ("Accept", "Content-Type", "Accept-Language", "If-None-Match")  # what a page may care about
-_HOST_LABELS = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*$")
+_HOST_LABELS = re.compile(
+    r"^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*$"
+)
 
 
 def valid_owner(address: object) -> str | None:
@@ -75,8 +76,16 @@ class Forwarder:
             await self._session.close()
             self._session = None
 
-    async def forward(self, request: web.Request, owner: str, what: str, *, url: URL | None = None,
-                      json_only: bool = False, **details: Any) -> web.Response:
+    async def forward(
+        self,
+        request: web.Request,
+        owner: str,
+        what: str,
+        *,
+        url: URL | None = None,
+        json_only: bool = False,
+        **details: Any,
+    ) -> web.Response:
         """``request`` (same method, body and, unless given, path and query) sent to ``owner``.
 
         ``what`` names the partition(s) in errors; ``json_only``: only a JSON answer of at most
@@ -95,17 +104,28 @@ class Forwarder:
             headers["Authorization"] = "Bearer " + server.token.decode()
         body = await request.read() if request.can_read_body else b""
         try:
-            async with self._session.request(request.method, f"{server.scheme}://{owner}{target.raw_path_qs}",
-                                             data=body or None, headers=headers, allow_redirects=False) as resp:
+            async with self._session.request(
+                request.method,
+                f"{server.scheme}://{owner}{target.raw_path_qs}",
+                data=body or None,
+                headers=headers,
+                allow_redirects=False,
+            ) as resp:
                 data = await resp.content.read(MAX_FORWARDED_BYTES + 1)
                 status, content_type = resp.status, resp.content_type
                 raw_type = resp.headers.get("Content-Type", "application/octet-stream")
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as exc:
-            log.warning("forwarding %s %s to %s (owner of %s) failed: %r", request.method, request.path, owner,
-                        what, exc)
-            return error_response(503, f"the owner of {what} ({owner}) is not reachable: {type(exc).__name__}: {exc}",
-                                  "retry later; the group rebalances when a worker dies",
-                                  headers=RETRY_AFTER, owner=owner, **details)
+        except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
+            log.warning(
+                "forwarding %s %s to %s (owner of %s) failed: %r", request.method, request.path, owner, what, exc
+            )
+            return error_response(
+                503,
+                f"the owner of {what} ({owner}) is not reachable: {type(exc).__name__}: {exc}",
+                "retry later; the group rebalances when a worker dies",
+                headers=RETRY_AFTER,
+                owner=owner,
+                **details,
+            )
         problem = None
         if len(data) > MAX_FORWARDED_BYTES:
             problem = f"more than {MAX_FORWARDED_BYTES} bytes"
@@ -118,9 +138,15 @@ class Forwarder:
                 problem = "a body that is not JSON"
         if problem is not None:
             log.warning("owner %s of %s answered %s; not passed on", owner, what, problem)
-            return error_response(502, f"the owner of {what} ({owner}) answered {problem}",
-                                  "only JSON answers of workers are passed on" if json_only
-                                  else "answers of routed pages are limited to 4 MiB", owner=owner, **details)
+            return error_response(
+                502,
+                f"the owner of {what} ({owner}) answered {problem}",
+                "only JSON answers of workers are passed on"
+                if json_only
+                else "answers of routed pages are limited to 4 MiB",
+                owner=owner,
+                **details,
+            )
         out_headers = {SERVED_BY_HEADER: owner, "Content-Type": raw_type}
         if status == 503:
             out_headers.update(RETRY_AFTER)

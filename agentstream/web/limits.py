@@ -48,8 +48,11 @@ class Limits:
         now = time.monotonic()
         if now - self._last_refusal_log >= 10.0:
             self._last_refusal_log = now
-            log.warning("web server at its connection cap (%d open): refusing new connections (%d refused so far)",
-                        self.max_connections, self.refused)
+            log.warning(
+                "web server at its connection cap (%d open): refusing new connections (%d refused so far)",
+                self.max_connections,
+                self.refused,
+            )
 
 
 class GuardedProtocol(asyncio.Protocol):
@@ -124,7 +127,7 @@ class GuardedProtocol(asyncio.Protocol):
                 if len(self._buf) > _MAX_HEAD:  # aiohttp answers 4xx to such a head; keep memory bounded
                     self._buf = self._buf[-3:]
                 return
-            head, rest = self._buf[:end].lower(), self._buf[end + len(_HEAD_END):]
+            head, rest = self._buf[:end].lower(), self._buf[end + len(_HEAD_END) :]
             self._buf = b""
             length = 0
             for line in head.split(b"\r\n")[1:]:
@@ -168,12 +171,15 @@ class JsonErrorRequestHandler(RequestHandler):
     """aiohttp's connection handler whose own answers to unparsable requests (bad request line,
     bad header) are JSON like every other error, instead of text or an HTML page."""
 
-    def handle_error(self, request: Any, status: int = 500, exc: BaseException | None = None,
-                     message: str | None = None) -> web.StreamResponse:
+    def handle_error(
+        self, request: Any, status: int = 500, exc: BaseException | None = None, message: str | None = None
+    ) -> web.StreamResponse:
         super().handle_error(request, status, exc, message)  # logs (MalformedRequestFilter) and checks state
         reason = (getattr(exc, "message", None) or message or "").splitlines()[0:1]
-        body = {"error": f"malformed HTTP request{': ' + str(reason[0])[:200] if reason else ''}",
-                "hint": "send a valid HTTP/1.1 request; GET / lists the endpoints"}
+        body = {
+            "error": f"malformed HTTP request{': ' + str(reason[0])[:200] if reason else ''}",
+            "hint": "send a valid HTTP/1.1 request; GET / lists the endpoints",
+        }
         resp = web.json_response(body, status=status, headers={"X-Content-Type-Options": "nosniff"})
         resp.force_close()
         return resp
@@ -205,8 +211,12 @@ class GuardedSite(web.BaseSite):
         assert server is not None
         limits = self.limits
         self._server = await asyncio.get_running_loop().create_server(
-            lambda: GuardedProtocol(_new_handler(server), limits), self._host, self._port, backlog=self._backlog,
-            reuse_address=True)
+            lambda: GuardedProtocol(_new_handler(server), limits),
+            self._host,
+            self._port,
+            backlog=self._backlog,
+            reuse_address=True,
+        )
 
 
 class MalformedRequestFilter(logging.Filter):

@@ -45,7 +45,8 @@ def json_response(data: Any, *, status: int = 200, headers: dict[str, str] | Non
     return web.Response(body=dumps(data), status=status, content_type="application/json", headers=headers)
 
 
-def error_response(status: int, error: str, hint: str, *, headers: dict[str, str] | None = None,
-                   **details: Any) -> web.Response:
+def error_response(
+    status: int, error: str, hint: str, *, headers: dict[str, str] | None = None, **details: Any
+) -> web.Response:
     """``{"error", "hint", **details}`` with ``status``."""
     return json_response({"error": error, "hint": hint, **details}, status=status, headers=headers)

@@ -7,7 +7,8 @@ dispatch to a marked handler, so the App never imports the web layer."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -46,8 +47,7 @@ def _key(route: TableRoute, request: web.Request) -> Any:
     return request.query.get(route.query_param)
 
 
-async def routed(server: "Web", route: TableRoute, request: web.Request,
-                 handle: Callable[[], Awaitable[Any]]) -> Any:
+async def routed(server: Web, route: TableRoute, request: web.Request, handle: Callable[[], Awaitable[Any]]) -> Any:
     """``handle()`` here when this worker owns the key's partition (or the table is global, or the
     request was forwarded already), else the owner's answer."""
     key = _key(route, request)
@@ -57,17 +57,26 @@ async def routed(server: "Web", route: TableRoute, request: web.Request,
     try:
         p = route_partition(route, key)
     except Exception as exc:
-        return error_response(400, f"key {key!r} cannot be encoded for {name!r}: {exc}",
-                              "pass a key the table's key type accepts")
+        return error_response(
+            400, f"key {key!r} cannot be encoded for {name!r}: {exc}", "pass a key the table's key type accepts"
+        )
     assignment = server.assignment()
     if getattr(route.source, "is_global", False) or p in assignment.active or request.headers.get(FORWARDED_HEADER):
         return await handle()
     owner = valid_owner(assignment.owners.get(p))
     if owner is None or owner == server.address:
         if assignment.owners.get(p) and owner is None:
-            log.warning("not forwarding to %r (owner of %s[%d] in the group metadata): not a host:port",
-                        assignment.owners.get(p), name, p)
-        return error_response(503, f"the owner of {name!r} partition {p} is unknown "
-                              "(no assignment yet, or the group is rebalancing)", "retry in a second",
-                              headers=RETRY_AFTER, partition=p)
+            log.warning(
+                "not forwarding to %r (owner of %s[%d] in the group metadata): not a host:port",
+                assignment.owners.get(p),
+                name,
+                p,
+            )
+        return error_response(
+            503,
+            f"the owner of {name!r} partition {p} is unknown (no assignment yet, or the group is rebalancing)",
+            "retry in a second",
+            headers=RETRY_AFTER,
+            partition=p,
+        )
     return await server.forwarder.forward(request, owner, f"{name!r} partition {p}")

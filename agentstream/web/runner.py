@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["serve", "run_worker"]
 
 
-def serve(worker: "Worker") -> Web | None:
+def serve(worker: Worker) -> Web | None:
     """Attach the web server the worker's settings ask for (None with ``web_enabled=False``);
     call before the worker starts. A port that cannot be bound fails the start, naming ``web_port``."""
     s = worker.settings
@@ -30,7 +30,7 @@ def serve(worker: "Worker") -> Web | None:
     return web
 
 
-async def run_worker(worker: "Worker") -> int:
+async def run_worker(worker: Worker) -> int:
     """``worker.run()`` with its web server: runs until stopped, returns the exit code."""
     serve(worker)
     return await worker.run()

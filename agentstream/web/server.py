@@ -16,16 +16,17 @@ import errno
 import hmac
 import logging
 import socket
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from ..credentials import reveal
 from ..exceptions import ConfigError
 from ..worker.assignor import Assignment
+from .forward import Forwarder
 from .limits import GuardedSite, Limits, install_log_filter
 from .responses import error_response, json_response
-from .forward import Forwarder
 from .stats import Stats
 from .status_page import render_status_page
 from .tables import TableViews
@@ -41,8 +42,17 @@ __all__ = ["Web", "MAX_PATH_BYTES", "RESERVED_PATHS"]
 
 MAX_PATH_BYTES = 4096
 DEFAULT_PORT = 6066  # Settings.web_port's default: taken by another local worker, fall back to a free port
-RESERVED_PATHS = ("/", "/tables", "/metadata", "/status", "/status.html", "/status.json", "/metrics", "/livez",
-                  "/readyz")
+RESERVED_PATHS = (
+    "/",
+    "/tables",
+    "/metadata",
+    "/status",
+    "/status.html",
+    "/status.json",
+    "/metrics",
+    "/livez",
+    "/readyz",
+)
 OPEN_PATHS = frozenset({"/livez"})  # answered without the web token (liveness probes carry none)
 SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -60,8 +70,9 @@ def _wants_html(request: web.Request) -> bool:
 class Web:
     """One worker's HTTP server: ``await web.start()`` binds it; :attr:`address` is what others use."""
 
-    def __init__(self, app: "App", worker: "Worker", *, host: str = "127.0.0.1", port: int = 0,
-                 redirect: bool | None = None) -> None:
+    def __init__(
+        self, app: App, worker: Worker, *, host: str = "127.0.0.1", port: int = 0, redirect: bool | None = None
+    ) -> None:
         self.app = app
         self.worker = worker
         self.host = host
@@ -74,8 +85,9 @@ class Web:
         self.forwarder = Forwarder(self)
         self.tables = TableViews(self)
         s = app.settings
-        self.limits = Limits(max_connections=s.web_max_connections, header_timeout=s.web_header_timeout,
-                             body_timeout=s.web_body_timeout)
+        self.limits = Limits(
+            max_connections=s.web_max_connections, header_timeout=s.web_header_timeout, body_timeout=s.web_body_timeout
+        )
         self.token: bytes | None = (reveal(s.web_token) or "").encode() or None
         self.scheme = "http"
         self._runner: web.AppRunner | None = None
@@ -105,9 +117,12 @@ class Web:
         application = web.Application(
             middlewares=[self._guard],
             # Let long request lines reach the guard, so they get our JSON 414 instead of a bare 400.
-            handler_args={"max_line_size": 65536, "max_field_size": 16384,
-                          "keepalive_timeout": self.app.settings.web_idle_timeout},
-            client_max_size=1024 ** 2,
+            handler_args={
+                "max_line_size": 65536,
+                "max_field_size": 16384,
+                "keepalive_timeout": self.app.settings.web_idle_timeout,
+            },
+            client_max_size=1024**2,
         )
         r = application.router
         r.add_get("/", self.index)
@@ -125,8 +140,11 @@ class Web:
         r.add_get("/metrics", self.metrics)
         for path, handler in self.app.pages.items():
             if path.rstrip("/") in RESERVED_PATHS or path.startswith("/tables/"):
-                raise ConfigError("page", f"app page {path!r} collides with a built-in endpoint",
-                                  f"pick a path outside {', '.join(RESERVED_PATHS)}")
+                raise ConfigError(
+                    "page",
+                    f"app page {path!r} collides with a built-in endpoint",
+                    f"pick a path outside {', '.join(RESERVED_PATHS)}",
+                )
             r.add_route("*", path, self._page_handler(view_class(handler)))
         return application
 
@@ -141,23 +159,34 @@ class Web:
             if self.port == DEFAULT_PORT and exc.errno == errno.EADDRINUSE:
                 # Several workers on one machine with default settings: serve on a free port rather
                 # than refuse to process; the advertised address is the real one, so routing holds.
-                log.warning("web port %d is in use; serving on a free port instead (pass --web-port to choose)",
-                            self.port)
+                log.warning(
+                    "web port %d is in use; serving on a free port instead (pass --web-port to choose)", self.port
+                )
                 self.port = 0
                 await GuardedSite(self._runner, self.host, 0, self.limits).start()
             else:
                 await self._runner.cleanup()
                 self._runner = None
                 if isinstance(exc, socket.gaierror) or exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
-                    raise ConfigError("web_host", f"cannot listen on {self.host!r}: {exc.strerror or exc}",
-                                      "pass a --web-host that is an address of this machine (e.g. 127.0.0.1 "
-                                      "or 0.0.0.0)") from exc
-                raise ConfigError("web_port", f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}",
-                                  "pass another --web-port (0 picks a free one) or --without-web") from exc
+                    raise ConfigError(
+                        "web_host",
+                        f"cannot listen on {self.host!r}: {exc.strerror or exc}",
+                        "pass a --web-host that is an address of this machine (e.g. 127.0.0.1 or 0.0.0.0)",
+                    ) from exc
+                raise ConfigError(
+                    "web_port",
+                    f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}",
+                    "pass another --web-port (0 picks a free one) or --without-web",
+                ) from exc
         self.port = int(self._runner.addresses[0][1])
         self._sampler = asyncio.ensure_future(self.stats.run())
-        log.info("web server for %s listening on http://%s:%d (advertised as %s)", self.app.id, self.host,
-                 self.port, self.address)
+        log.info(
+            "web server for %s listening on http://%s:%d (advertised as %s)",
+            self.app.id,
+            self.host,
+            self.port,
+            self.address,
+        )
 
     async def stop(self) -> None:
         if self._sampler is not None:
@@ -189,34 +218,58 @@ class Web:
 
     async def _answer(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if len(request.raw_path.encode()) > MAX_PATH_BYTES:
-            return error_response(414, f"request path is longer than {MAX_PATH_BYTES} bytes",
-                                  "shorten the key or path; table keys in URLs are limited to 1 KiB")
+            return error_response(
+                414,
+                f"request path is longer than {MAX_PATH_BYTES} bytes",
+                "shorten the key or path; table keys in URLs are limited to 1 KiB",
+            )
         if request.path not in OPEN_PATHS and not self.authorized(request):
-            return error_response(401, "missing or wrong bearer token",
-                                  "send the worker's web_token as 'Authorization: Bearer <token>'",
-                                  headers={"WWW-Authenticate": 'Bearer realm="agentstream"'})
+            return error_response(
+                401,
+                "missing or wrong bearer token",
+                "send the worker's web_token as 'Authorization: Bearer <token>'",
+                headers={"WWW-Authenticate": 'Bearer realm="agentstream"'},
+            )
         try:
             return await handler(request)
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise  # redirects
             if exc.status == 404:
-                return error_response(404, f"no endpoint at {request.path}",
-                                      "GET / lists the endpoints", endpoints=self._endpoints())
+                return error_response(
+                    404, f"no endpoint at {request.path}", "GET / lists the endpoints", endpoints=self._endpoints()
+                )
             if exc.status == 405:
-                return error_response(405, f"{request.method} is not allowed on {request.path}",
-                                      "the built-in endpoints are GET only", headers={"Allow": exc.headers.get("Allow", "GET")})
+                return error_response(
+                    405,
+                    f"{request.method} is not allowed on {request.path}",
+                    "the built-in endpoints are GET only",
+                    headers={"Allow": exc.headers.get("Allow", "GET")},
+                )
             return error_response(exc.status, exc.reason, exc.text or "")
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             log.exception("web handler for %s %s failed: %s", request.method, request.path, exc)
-            return error_response(500, f"internal error: {type(exc).__name__}: {exc}",
-                                  "this is a bug in the handler; the worker log has the traceback")
+            return error_response(
+                500,
+                f"internal error: {type(exc).__name__}: {exc}",
+                "this is a bug in the handler; the worker log has the traceback",
+            )
 
     def _endpoints(self) -> list[str]:
-        return ["/livez", "/readyz", "/tables", "/tables/<table>?offset=&limit=", "/tables/<table>/<key>[?window=current|now|<epoch s>]",
-                "/metadata", "/status", "/status.html", "/metrics", *sorted(self.app.pages)]
+        return [
+            "/livez",
+            "/readyz",
+            "/tables",
+            "/tables/<table>?offset=&limit=",
+            "/tables/<table>/<key>[?window=current|now|<epoch s>]",
+            "/metadata",
+            "/status",
+            "/status.html",
+            "/metrics",
+            *sorted(self.app.pages),
+        ]
 
     def _page_handler(self, cls: type[View]) -> Handler:
         async def handle(request: web.Request) -> web.StreamResponse:
@@ -244,8 +297,9 @@ class Web:
         if not_ready:
             problems.append(f"restoring {len(not_ready)} table partition(s)")
         body = {"ready": not problems, "problems": problems, "restoring": not_ready[:50]}
-        return json_response(body, status=200 if not problems else 503,
-                             headers=None if not problems else {"Retry-After": "1"})
+        return json_response(
+            body, status=200 if not problems else 503, headers=None if not problems else {"Retry-After": "1"}
+        )
 
     async def metadata(self, request: web.Request) -> web.Response:
         st = await self.worker.status(lag=False)
@@ -253,17 +307,19 @@ class Web:
         workers: dict[str, list[int]] = {}
         for p, owner in a.owners:
             workers.setdefault(owner, []).append(p)
-        return json_response({
-            "app": st.app,
-            "worker": self.address,
-            "generation": a.generation,
-            "leader": a.leader,
-            "active": list(a.active),
-            "standby": list(a.standby),
-            "partitions": {str(p): owner for p, owner in a.owners},
-            "workers": workers,
-            "tables": {t.name: {"partitions": t.partitions, "changelog": t.changelog} for t in st.tables},
-        })
+        return json_response(
+            {
+                "app": st.app,
+                "worker": self.address,
+                "generation": a.generation,
+                "leader": a.leader,
+                "active": list(a.active),
+                "standby": list(a.standby),
+                "partitions": {str(p): owner for p, owner in a.owners},
+                "workers": workers,
+                "tables": {t.name: {"partitions": t.partitions, "changelog": t.changelog} for t in st.tables},
+            }
+        )
 
     async def status(self, request: web.Request) -> web.Response:
         if _wants_html(request):

@@ -12,7 +12,8 @@ import logging
 import os
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..tables.query import count_keys
 from ..transport.base import TP
@@ -34,8 +35,9 @@ def tp_name(tp: TP) -> str:
 class Stats:
     """Reads the worker's status; :meth:`run` samples it into :attr:`samples` every ``interval``."""
 
-    def __init__(self, app: "App", worker: "Worker", *, address: Callable[[], str], history: int = 300,
-                 interval: float = 1.0) -> None:
+    def __init__(
+        self, app: App, worker: Worker, *, address: Callable[[], str], history: int = 300, interval: float = 1.0
+    ) -> None:
         self.app = app
         self.worker = worker
         self.address = address
@@ -100,8 +102,10 @@ class Stats:
             "t": [s["t"] for s in samples],
             "records_per_s": columns("rates"),
             "lag": columns("lag"),
-            "restore": {"restored_records": [s["restored_records"] for s in samples],
-                        "ready_pct": [s["ready_pct"] for s in samples]},
+            "restore": {
+                "restored_records": [s["restored_records"] for s in samples],
+                "ready_pct": [s["ready_pct"] for s in samples],
+            },
             "table_keys": columns("tables"),
         }
 
@@ -123,13 +127,26 @@ class Stats:
                 "commits": st.commits,
                 "seconds_since_commit": st.seconds_since_commit,
             },
-            "assignment": {"generation": a.generation, "active": list(a.active), "standby": list(a.standby),
-                           "leader": a.leader, "owners": {str(p): h for p, h in a.owners}},
+            "assignment": {
+                "generation": a.generation,
+                "active": list(a.active),
+                "standby": list(a.standby),
+                "leader": a.leader,
+                "owners": {str(p): h for p, h in a.owners},
+            },
             "agents": {name: {"processed": n, "records_per_s": rates.get(name, 0.0)} for name, n in st.agents},
-            "tasks": [{"id": t.id, "agent": t.agent, "processed": t.processed,
-                       "partitions": [tp_name(tp) for tp in t.partitions]} for t in st.tasks],
-            "lag": {tp_name(p.tp): {"highwater": p.highwater, "position": p.position, "lag": p.lag}
-                    for p in st.partitions},
+            "tasks": [
+                {
+                    "id": t.id,
+                    "agent": t.agent,
+                    "processed": t.processed,
+                    "partitions": [tp_name(tp) for tp in t.partitions],
+                }
+                for t in st.tasks
+            ],
+            "lag": {
+                tp_name(p.tp): {"highwater": p.highwater, "position": p.position, "lag": p.lag} for p in st.partitions
+            },
             "tables": tables_json(st),
             "restore": restore_json(st),
             "errors": {"decode": st.errors.decode, "agent": st.errors.agent, "dead_lettered": st.errors.dead_lettered},
@@ -143,12 +160,16 @@ class Stats:
         """Prometheus text exposition format 0.0.4."""
         st = await self.worker.status()
         m = _Metrics()
-        m.family("agentstream_records_processed_total", "counter",
-                 "Records handled per agent since the worker started.")
+        m.family(
+            "agentstream_records_processed_total", "counter", "Records handled per agent since the worker started."
+        )
         for agent, n in st.agents:
             m.sample("agentstream_records_processed_total", n, agent=agent)
-        m.family("agentstream_task_records_processed", "gauge",
-                 "Records handled per task since its assignment (tasks restart at each rebalance).")
+        m.family(
+            "agentstream_task_records_processed",
+            "gauge",
+            "Records handled per task since its assignment (tasks restart at each rebalance).",
+        )
         for t in st.tasks:
             m.sample("agentstream_task_records_processed", t.processed, task=t.id, agent=t.agent)
         m.family("agentstream_consumer_highwater", "gauge", "Partition end offset seen in the last fetch.")
@@ -165,8 +186,13 @@ class Stats:
             for part in table.parts:
                 role = "active" if part.active or table.is_global else "standby"
                 m.sample("agentstream_table_keys", part.keys, table=table.name, partition=part.partition, role=role)
-                m.sample("agentstream_table_partition_ready", int(part.ready), table=table.name,
-                         partition=part.partition, role=role)
+                m.sample(
+                    "agentstream_table_partition_ready",
+                    int(part.ready),
+                    table=table.name,
+                    partition=part.partition,
+                    role=role,
+                )
         m.family("agentstream_table_restored_records_total", "counter", "Changelog records replayed into stores.")
         m.sample("agentstream_table_restored_records_total", st.restore.restored_records)
         m.family("agentstream_table_restoring", "gauge", "1 while tables are being restored.")
@@ -190,16 +216,34 @@ class Stats:
 
 
 def tables_json(st: WorkerStatus) -> dict[str, dict[str, Any]]:
-    return {t.name: {"partitions": t.partitions, "local_keys": t.local_keys,
-                     "parts": {str(p.partition): {"keys": p.keys, "active": p.active, "ready": p.ready,
-                                                  "changelog_offset": p.changelog_offset} for p in t.parts}}
-            for t in st.tables}
+    return {
+        t.name: {
+            "partitions": t.partitions,
+            "local_keys": t.local_keys,
+            "parts": {
+                str(p.partition): {
+                    "keys": p.keys,
+                    "active": p.active,
+                    "ready": p.ready,
+                    "changelog_offset": p.changelog_offset,
+                }
+                for p in t.parts
+            },
+        }
+        for t in st.tables
+    }
 
 
 def restore_json(st: WorkerStatus) -> dict[str, Any]:
     r = st.restore
-    return {"restoring": r.restoring, "restored_records": r.restored_records, "parts_active": r.parts_active,
-            "parts_ready": r.parts_ready, "ready_pct": r.ready_pct, "not_ready": list(r.not_ready)}
+    return {
+        "restoring": r.restoring,
+        "restored_records": r.restored_records,
+        "parts_active": r.parts_active,
+        "parts_ready": r.parts_ready,
+        "ready_pct": r.ready_pct,
+        "not_ready": list(r.not_ready),
+    }
 
 
 def _escape(value: object) -> str:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from aiohttp import web
@@ -45,7 +46,7 @@ def parse_key(text: str) -> Any:
         return text
 
 
-def _window_json(table: "Table") -> dict[str, Any] | None:
+def _window_json(table: Table) -> dict[str, Any] | None:
     info = query.window_info(table)
     if info is None:
         return None
@@ -55,35 +56,38 @@ def _window_json(table: "Table") -> dict[str, Any] | None:
 class TableViews:
     """``/tables``, ``/tables/<table>`` and ``/tables/<table>/<key>``."""
 
-    def __init__(self, server: "Web") -> None:
+    def __init__(self, server: Web) -> None:
         self.server = server
         self.app = server.app
 
-    def _tables(self) -> dict[str, "Table"]:
+    def _tables(self) -> dict[str, Table]:
         return self.app.tables
 
     def _unknown_table(self, name: str) -> web.Response:
         tables = sorted(self._tables())
-        return error_response(404, f"no table named {name!r}", "use one of the listed tables (GET /tables)",
-                              tables=tables)
+        return error_response(
+            404, f"no table named {name!r}", "use one of the listed tables (GET /tables)", tables=tables
+        )
 
     # -- GET /tables -----------------------------------------------------------------------------
     async def list_tables(self, request: web.Request) -> web.Response:
         out = []
         for name, table in sorted(self._tables().items()):
             local = query.local_partitions(table)
-            out.append({
-                "name": name,
-                "kind": type(table).__name__,
-                "partitions": table.partitions,
-                "changelog": table.changelog_topic.name,
-                "store": table.store_url or self.app.settings.store,
-                "windowed": _window_json(table),
-                "local_partitions": [part.partition for part in local],
-                "standby_partitions": query.standby_partitions(table),
-                "local_keys": sum(query.key_count(part) for part in local),
-                "help": table.help,
-            })
+            out.append(
+                {
+                    "name": name,
+                    "kind": type(table).__name__,
+                    "partitions": table.partitions,
+                    "changelog": table.changelog_topic.name,
+                    "store": table.store_url or self.app.settings.store,
+                    "windowed": _window_json(table),
+                    "local_partitions": [part.partition for part in local],
+                    "standby_partitions": query.standby_partitions(table),
+                    "local_keys": sum(query.key_count(part) for part in local),
+                    "help": table.help,
+                }
+            )
         return json_response({"tables": out})
 
     # -- GET /tables/<table> -----------------------------------------------------------------------
@@ -96,11 +100,13 @@ class TableViews:
             offset = int(request.query.get("offset", "0"))
             limit = int(request.query.get("limit", str(DEFAULT_LIMIT)))
         except ValueError:
-            return error_response(400, "offset and limit must be integers",
-                                  f"e.g. /tables/{name}?offset=0&limit={DEFAULT_LIMIT}")
+            return error_response(
+                400, "offset and limit must be integers", f"e.g. /tables/{name}?offset=0&limit={DEFAULT_LIMIT}"
+            )
         if offset < 0 or not 1 <= limit <= MAX_LIMIT:
-            return error_response(400, f"bad page offset={offset} limit={limit}",
-                                  f"offset >= 0 and 1 <= limit <= {MAX_LIMIT}")
+            return error_response(
+                400, f"bad page offset={offset} limit={limit}", f"offset >= 0 and 1 <= limit <= {MAX_LIMIT}"
+            )
         parts = query.local_partitions(table)
 
         def entries() -> Iterator[tuple[int, bytes, Any, bool]]:
@@ -133,23 +139,29 @@ class TableViews:
                     item["error"] = f"cannot decode: {type(exc).__name__}"
                 items.append(item)
         except StoreError as exc:
-            return error_response(503, f"table {name!r} changed while listing ({exc.problem})",
-                                  "retry after the Retry-After seconds", headers=RETRY_AFTER)
+            return error_response(
+                503,
+                f"table {name!r} changed while listing ({exc.problem})",
+                "retry after the Retry-After seconds",
+                headers=RETRY_AFTER,
+            )
         end = offset + len(items)
-        return json_response({
-            "table": name,
-            "offset": offset,
-            "limit": limit,
-            "total": max(sum(query.key_count(part) for part in parts), end + int(more)),
-            "next_offset": end if more else None,
-            "partitions": [part.partition for part in parts],
-            "restoring": [part.partition for part in parts if not part.ready],
-            "served_by": self.server.address,
-            "items": items,
-        })
+        return json_response(
+            {
+                "table": name,
+                "offset": offset,
+                "limit": limit,
+                "total": max(sum(query.key_count(part) for part in parts), end + int(more)),
+                "next_offset": end if more else None,
+                "partitions": [part.partition for part in parts],
+                "restoring": [part.partition for part in parts if not part.ready],
+                "served_by": self.server.address,
+                "items": items,
+            }
+        )
 
     # -- GET /tables/<table>/<key> --------------------------------------------------------------------
-    def candidates(self, table: "Table", key: Any, kb: bytes) -> list[int]:
+    def candidates(self, table: Table, key: Any, kb: bytes) -> list[int]:
         """Partitions the key may live in, most likely first.
 
         First the table's own key codec (what ``table[key]`` outside an agent uses). A table is
@@ -187,21 +199,28 @@ class TableViews:
         if table is None:
             return self._unknown_table(name)
         if len(text.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
-            return error_response(400, f"key is longer than {MAX_KEY_BYTES} bytes",
-                                  "table keys in URLs are limited to 1 KiB; use a shorter key")
+            return error_response(
+                400,
+                f"key is longer than {MAX_KEY_BYTES} bytes",
+                "table keys in URLs are limited to 1 KiB; use a shorter key",
+            )
         key = parse_key(text)
         try:
             kb = query.encode_key(table, key)
         except Exception as exc:
-            return error_response(400, f"key {text!r} (parsed as {type(key).__name__}) cannot be encoded with the "
-                                  f"table's key codec: {exc}",
-                                  'keys are JSON when they parse ("abc", 42), else plain text; '
-                                  "pass a key the table's key type accepts")
+            return error_response(
+                400,
+                f"key {text!r} (parsed as {type(key).__name__}) cannot be encoded with the table's key codec: {exc}",
+                'keys are JSON when they parse ("abc", 42), else plain text; pass a key the table\'s key type accepts',
+            )
         window = request.query.get("window")
         if query.window_info(table) is None:
             if window is not None:
-                return error_response(400, f"table {name!r} is not windowed; ?window= does not apply",
-                                      f"drop the window parameter: /tables/{name}/{text}")
+                return error_response(
+                    400,
+                    f"table {name!r} is not windowed; ?window= does not apply",
+                    f"drop the window parameter: /tables/{name}/{text}",
+                )
         else:
             window = window or "current"
             if window not in ("current", "now"):
@@ -210,9 +229,12 @@ class TableViews:
                 except ValueError:
                     at = float("nan")
                 if not 0 <= at <= MAX_EPOCH_SECONDS:
-                    return error_response(400, f"bad window {window!r}",
-                                          "use ?window=current (the partition's stream time), ?window=now "
-                                          f"(wall clock) or ?window=<epoch seconds in 0..{MAX_EPOCH_SECONDS:.0f}>")
+                    return error_response(
+                        400,
+                        f"bad window {window!r}",
+                        "use ?window=current (the partition's stream time), ?window=now "
+                        f"(wall clock) or ?window=<epoch seconds in 0..{MAX_EPOCH_SECONDS:.0f}>",
+                    )
         explicit = request.query.get("partition")
         if explicit is None:
             candidates = self.candidates(table, key, kb)
@@ -222,16 +244,27 @@ class TableViews:
             except ValueError:
                 candidates = []
             if not candidates or not all(0 <= p < table.partitions for p in candidates):
-                return error_response(400, f"bad partition list {explicit!r}",
-                                      f"?partition= takes comma-separated numbers in 0..{table.partitions - 1}")
+                return error_response(
+                    400,
+                    f"bad partition list {explicit!r}",
+                    f"?partition= takes comma-separated numbers in 0..{table.partitions - 1}",
+                )
         try:
             hops = int(request.query.get("hops", "0"))
         except ValueError:
             return error_response(400, "hops must be an integer", "leave hops out; redirects set it")
         return await self._lookup(request, table, key, kb, window, candidates, hops)
 
-    async def _lookup(self, request: web.Request, table: "Table", key: Any, kb: bytes, window: str | None,
-                      candidates: list[int], hops: int) -> web.StreamResponse:
+    async def _lookup(
+        self,
+        request: web.Request,
+        table: Table,
+        key: Any,
+        kb: bytes,
+        window: str | None,
+        candidates: list[int],
+        hops: int,
+    ) -> web.StreamResponse:
         """Check the candidate partitions: the local ones here first (no network), then the others
         at their owners, in candidate order."""
         assignment = self.server.assignment()
@@ -253,24 +286,41 @@ class TableViews:
             p = remaining[0]
             owner = valid_owner(assignment.owners.get(p))
             if assignment.owners.get(p) and owner is None:
-                log.warning("not forwarding to %r (owner of %s[%d] in the group metadata): not a host:port",
-                            assignment.owners.get(p), table.name, p)
+                log.warning(
+                    "not forwarding to %r (owner of %s[%d] in the group metadata): not a host:port",
+                    assignment.owners.get(p),
+                    table.name,
+                    p,
+                )
             if forwarded_by or not owner or owner == me:
                 remaining.pop(0)
                 if forwarded_by:  # the sender thinks we own it: ownership is moving. Never forward twice.
-                    error = (f"partition {p} of table {table.name!r} is not on this worker (forwarded by "
-                             f"{forwarded_by}); the group is rebalancing")
+                    error = (
+                        f"partition {p} of table {table.name!r} is not on this worker (forwarded by "
+                        f"{forwarded_by}); the group is rebalancing"
+                    )
                 else:
-                    error = (f"the owner of table {table.name!r} partition {p} is unknown (no assignment yet, "
-                             "or the group is rebalancing)")
+                    error = (
+                        f"the owner of table {table.name!r} partition {p} is unknown (no assignment yet, "
+                        "or the group is rebalancing)"
+                    )
                 unavailable = unavailable or error_response(
-                    503, error, "retry after the Retry-After seconds; GET /metadata shows the partition owners",
-                    headers=RETRY_AFTER, partition=p, owner=owner)
+                    503,
+                    error,
+                    "retry after the Retry-After seconds; GET /metadata shows the partition owners",
+                    headers=RETRY_AFTER,
+                    partition=p,
+                    owner=owner,
+                )
                 continue
             if redirect:
                 if hops > len(candidates):
-                    return error_response(503, f"too many redirects looking up {key!r} (partition owners are changing)",
-                                          "retry after the Retry-After seconds", headers=RETRY_AFTER)
+                    return error_response(
+                        503,
+                        f"too many redirects looking up {key!r} (partition owners are changing)",
+                        "retry after the Retry-After seconds",
+                        headers=RETRY_AFTER,
+                    )
                 url = request.rel_url.update_query(partition=",".join(map(str, remaining)), hops=str(hops + 1))
                 raise web.HTTPTemporaryRedirect(f"{self.server.scheme}://{owner}{url.raw_path_qs}")
             group = [q for q in remaining if assignment.owners.get(q) == owner]
@@ -288,20 +338,36 @@ class TableViews:
         hint = "the key has no value in this table" + ("" if window is None else " for that window")
         if not isinstance(key, str):
             hint += f'; the key was read as JSON ({type(key).__name__}): to look up the string, quote it: "{raw}"'
-        return error_response(404, f"key {key!r} not found in table {table.name!r}", hint,
-                              table=table.name, key=key, partitions=candidates, served_by=me)
+        return error_response(
+            404,
+            f"key {key!r} not found in table {table.name!r}",
+            hint,
+            table=table.name,
+            key=key,
+            partitions=candidates,
+            served_by=me,
+        )
 
-    def _local(self, request: web.Request, table: "Table", key: Any, kb: bytes, window: str | None,
-               partition: int) -> web.Response | None:
+    def _local(
+        self, request: web.Request, table: Table, key: Any, kb: bytes, window: str | None, partition: int
+    ) -> web.Response | None:
         """The value in a local partition; None when it is not there; 503 while restoring."""
         part = table.parts.get(partition)
         if part is None or not part.ready:
             return error_response(
-                503, f"table {table.name!r} partition {partition} is "
+                503,
+                f"table {table.name!r} partition {partition} is "
                 + ("still restoring from its changelog" if part is not None else "not open yet (rebalancing)"),
-                "retry after the Retry-After seconds", headers=RETRY_AFTER, partition=partition)
-        body: dict[str, Any] = {"table": table.name, "key": key, "partition": partition,
-                                "served_by": self.server.address}
+                "retry after the Retry-After seconds",
+                headers=RETRY_AFTER,
+                partition=partition,
+            )
+        body: dict[str, Any] = {
+            "table": table.name,
+            "key": key,
+            "partition": partition,
+            "served_by": self.server.address,
+        }
         found_window: tuple[float, float] | None = None
         if window is not None:
             if window == "current":
@@ -316,9 +382,12 @@ class TableViews:
                     raise ValueError(f"time {at!r} is outside 0..{MAX_EPOCH_SECONDS:.0f}")
                 found_window = query.window_at(table, at)
             except (ValueError, OverflowError) as exc:
-                return error_response(409 if window == "current" else 400,
-                                      f"no window of table {table.name!r} at {window} ({at!r} s): {exc}",
-                                      "ask for an explicit ?window=<epoch seconds>", partition=partition)
+                return error_response(
+                    409 if window == "current" else 400,
+                    f"no window of table {table.name!r} at {window} ({at!r} s): {exc}",
+                    "ask for an explicit ?window=<epoch seconds>",
+                    partition=partition,
+                )
             body["window"] = list(found_window)
         found, value = query.get(table, part, kb, found_window)
         if not found:
@@ -326,11 +395,16 @@ class TableViews:
         body["value"] = value
         return json_response(body)
 
-    async def _forward(self, request: web.Request, table: "Table", owner: str,
-                       partitions: list[int]) -> web.Response:
+    async def _forward(self, request: web.Request, table: Table, owner: str, partitions: list[int]) -> web.Response:
         """Ask ``owner`` for the key in ``partitions`` (it checks only those, and never forwards)."""
         url = request.rel_url.update_query(partition=",".join(map(str, partitions)))
         if "redirect" in url.query:
             url = url.without_query_params("redirect")
-        return await self.server.forwarder.forward(request, owner, f"table {table.name!r} partitions {partitions}",
-                                                   url=url, json_only=True, partitions=partitions)
+        return await self.server.forwarder.forward(
+            request,
+            owner,
+            f"table {table.name!r} partitions {partitions}",
+            url=url,
+            json_only=True,
+            partitions=partitions,
+        )

@@ -7,7 +7,8 @@ str -> text, None -> 204. Path parameters (``/count/{word}``) arrive as keyword 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -43,7 +44,7 @@ class View:
     ``self.app`` is the App and ``self.web`` the worker's :class:`~agentstream.web.server.Web`.
     """
 
-    def __init__(self, app: "App", web: "Web") -> None:
+    def __init__(self, app: App, web: Web) -> None:
         self.app = app
         self.web = web
 
@@ -52,8 +53,12 @@ class View:
         handler: Callable[..., Awaitable[Any]] | None = getattr(self, method, None) if method in METHODS else None
         if handler is None:
             allowed = [m.upper() for m in METHODS if callable(getattr(self, m, None))]
-            return error_response(405, f"{request.method} is not allowed on {request.path}",
-                                  f"use one of {', '.join(allowed) or '(none)'}", headers={"Allow": ", ".join(allowed)})
+            return error_response(
+                405,
+                f"{request.method} is not allowed on {request.path}",
+                f"use one of {', '.join(allowed) or '(none)'}",
+                headers={"Allow": ", ".join(allowed)},
+            )
         route = route_of(handler)
         if route is None:
             return as_response(await handler(request, **request.match_info))

@@ -29,8 +29,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from ..exceptions import CommitFailed
 from ..runtime import FaultPoints
@@ -53,6 +54,7 @@ class CommittableTask(Protocol):
 
     @property
     def gate(self) -> CommitGate | None: ...
+
 
 log = logging.getLogger("agentstream.commit")
 
@@ -128,9 +130,13 @@ class CommitUnit(ABC):
             if task.dirty is None:
                 task.dirty = exc
         if isinstance(exc, Exception):
-            log.error("commit of task(s) %s failed at step %r: %s; they commit nothing more (their records since "
-                      "the last commit are handled again from the committed offsets)",
-                      ", ".join(str(t.id) for t in tasks), step, exc)
+            log.error(
+                "commit of task(s) %s failed at step %r: %s; they commit nothing more (their records since "
+                "the last commit are handled again from the committed offsets)",
+                ", ".join(str(t.id) for t in tasks),
+                step,
+                exc,
+            )
         self.discard(tasks, tables)
 
     # -- the steps -----------------------------------------------------------------------------
@@ -140,7 +146,8 @@ class CommitUnit(ABC):
         return [tasks]
 
     async def hold(self, tasks: list[CommittableTask], stack: AsyncExitStack) -> None:
-        """Keep records from being cut in half by the commit (exactly_once)."""
+        """Keep records from being cut in half by the commit (exactly_once; at least once holds nothing)."""
+        return None
 
     @abstractmethod
     def offsets(self, tasks: list[CommittableTask]) -> dict[TP, int]: ...
@@ -170,8 +177,15 @@ class AtLeastOnceCommit(CommitUnit):
 
     offsets_retriable = True
 
-    def __init__(self, *, tables: Callable[[], Any], faults: FaultPoints | None, producer: Callable[[], Any],
-                 consumer: Callable[[], Any], routes: Callable[[], Mapping[TP, Sequence[CommittableTask]]]) -> None:
+    def __init__(
+        self,
+        *,
+        tables: Callable[[], Any],
+        faults: FaultPoints | None,
+        producer: Callable[[], Any],
+        consumer: Callable[[], Any],
+        routes: Callable[[], Mapping[TP, Sequence[CommittableTask]]],
+    ) -> None:
         super().__init__(tables=tables, faults=faults)
         self._producer = producer
         self._consumer = consumer
@@ -236,7 +250,8 @@ class ExactlyOnceCommit(CommitUnit):
 
     def has_writes(self, tasks: list[CommittableTask], tables: Any) -> bool:
         return any(t.txn is not None and t.txn.in_transaction for t in tasks) or (
-            tables is not None and any(tables.dirty(writer=t.id) for t in tasks))
+            tables is not None and any(tables.dirty(writer=t.id) for t in tasks)
+        )
 
     async def flush_caches(self, tasks: list[CommittableTask], tables: Any) -> None:
         for task in tasks:

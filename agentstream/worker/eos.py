@@ -23,23 +23,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Iterable, Mapping, Protocol, Unpack
+from typing import Any, Protocol, Unpack
 
 from ..exceptions import TopologyError, TransactionsUnsupported, TransportError
 from ..runtime import current_task
 from ..transport.base import TP, Delivery, Producer, SendOptions
 
 
-
 class TransactionalTask(Protocol):
     """A task as the producers' set-up sees it (agentstream.worker.task.StreamTask): an id that
     names its transactional producer, and the slot that producer's transaction goes in."""
 
-    txn: "TaskTransaction | None"
+    txn: TaskTransaction | None
 
     @property
     def id(self) -> Any: ...
+
 
 log = logging.getLogger("agentstream.eos")
 
@@ -109,7 +110,9 @@ class TaskTransaction:
         """InitProducerId: fences any older producer of this task and aborts its open transaction."""
         await self.producer.start()
 
-    async def send(self, topic: str, key: bytes | None, value: bytes | None, **options: Unpack[SendOptions]) -> Delivery:
+    async def send(
+        self, topic: str, key: bytes | None, value: bytes | None, **options: Unpack[SendOptions]
+    ) -> Delivery:
         if not self.in_transaction:
             await self.producer.begin_transaction()
             self.in_transaction = True
@@ -144,8 +147,11 @@ class TaskTransaction:
         try:
             await self.producer.abort_transaction()
         except TransportError as exc:
-            log.warning("abort of transaction %s failed (%s); the broker aborts it when the task's next "
-                        "owner starts", self.transactional_id, exc)
+            log.warning(
+                "abort of transaction %s failed (%s); the broker aborts it when the task's next owner starts",
+                self.transactional_id,
+                exc,
+            )
 
     async def stop(self) -> None:
         try:
@@ -179,15 +185,17 @@ class ExactlyOnce:
 
     async def check_broker(self) -> None:
         """Refuse to start rather than degrade: InitProducerId must work on this broker."""
-        probe = self.app.transport.producer(transactional_id=transactional_id(self.app.id, "probe"),
-                                            **self.app.producer_settings())
+        probe = self.app.transport.producer(
+            transactional_id=transactional_id(self.app.id, "probe"), **self.app.producer_settings()
+        )
         try:
             await asyncio.wait_for(probe.start(), PROBE_TIMEOUT)
         except TransactionsUnsupported:
             raise
-        except asyncio.TimeoutError as exc:
-            raise TransactionsUnsupported(self.app.settings.broker,
-                                          f"InitProducerId got no answer within {PROBE_TIMEOUT:.0f}s") from exc
+        except TimeoutError as exc:
+            raise TransactionsUnsupported(
+                self.app.settings.broker, f"InitProducerId got no answer within {PROBE_TIMEOUT:.0f}s"
+            ) from exc
         finally:
             try:
                 await probe.stop()
@@ -201,8 +209,9 @@ class ExactlyOnce:
         pending = [t for t in tasks if t.txn is None]
 
         async def one(task: TransactionalTask) -> None:
-            producer = self.app.transport.producer(transactional_id=transactional_id(self.app.id, task.id),
-                                                   **self.app.producer_settings())
+            producer = self.app.transport.producer(
+                transactional_id=transactional_id(self.app.id, task.id), **self.app.producer_settings()
+            )
             txn = TaskTransaction(producer, self.app.id)
             await txn.start()
             task.txn = txn

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..events import Event
 from ..exceptions import StopProcessing
 from ..runtime import RunningTask  # what the policy names and sends through: a task's id, agent, transaction
 from ..transport.base import Message
-
 
 log = logging.getLogger("agentstream.errors")
 
@@ -42,17 +42,31 @@ class ErrorPolicy:
     async def decode_failed(self, task: RunningTask, message: Message, exc: Exception) -> None:
         self.decode_errors += 1
         policy = self.on_decode_error
-        log.error("cannot decode record %s for agent %s (task %s): %s: %s; policy on_decode_error=%s",
-                  _where(message), task.agent.name, task.id, type(exc).__name__, exc, policy)
+        log.error(
+            "cannot decode record %s for agent %s (task %s): %s: %s; policy on_decode_error=%s",
+            _where(message),
+            task.agent.name,
+            task.id,
+            type(exc).__name__,
+            exc,
+            policy,
+        )
         await self._apply(policy, message, exc, "decode", task)
 
     async def agent_failed(self, task: RunningTask, event: Event | None, exc: Exception) -> None:
         self.agent_errors += 1
         policy = self.on_agent_error
         where = _where(event.message) if event is not None else "(no record in hand)"
-        log.error("agent %s raised on record %s (task %s): %s: %s; policy on_agent_error=%s\n%s",
-                  task.agent.name, where, task.id, type(exc).__name__, exc, policy,
-                  "".join(traceback.format_exception(exc)).rstrip())
+        log.error(
+            "agent %s raised on record %s (task %s): %s: %s; policy on_agent_error=%s\n%s",
+            task.agent.name,
+            where,
+            task.id,
+            type(exc).__name__,
+            exc,
+            policy,
+            "".join(traceback.format_exception(exc)).rstrip(),
+        )
         if event is None:
             if policy == "stop":
                 raise StopProcessing(f"agent {task.agent.name} raised {exc!r}") from exc
@@ -73,8 +87,13 @@ class ErrorPolicy:
             ]
             # exactly_once: in the task's transaction, with the offset that skips the record
             producer = task.txn if task.txn is not None else await self.app.start_producer()
-            await producer.send(self.app.settings.dead_letter_topic, message.key, message.value,
-                                timestamp_ms=message.timestamp, headers=headers)
+            await producer.send(
+                self.app.settings.dead_letter_topic,
+                message.key,
+                message.value,
+                timestamp_ms=message.timestamp,
+                headers=headers,
+            )
             self.dead_lettered += 1
 
     def task_crashed(self, task: RunningTask, exc: BaseException) -> None:

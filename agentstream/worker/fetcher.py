@@ -66,8 +66,9 @@ class Fetcher(Generic[T]):
                     self._room.clear()
                     await self._room.wait()
                     continue
-                batches = await consumer.getmany(*wanted, timeout_ms=_PARTIAL_POLL_TIMEOUT_MS,
-                                                 max_records=self.max_poll_records)
+                batches = await consumer.getmany(
+                    *wanted, timeout_ms=_PARTIAL_POLL_TIMEOUT_MS, max_records=self.max_poll_records
+                )
             else:
                 batches = await consumer.getmany(timeout_ms=_POLL_TIMEOUT_MS, max_records=self.max_poll_records)
             routes = self.routes
@@ -97,7 +98,7 @@ class Fetcher(Generic[T]):
                 t.queue(tp).paused = False
             self._room.set()
 
-    async def stop(self, task: "asyncio.Task[None]") -> None:
+    async def stop(self, task: asyncio.Task[None]) -> None:
         task.cancel()
         try:
             await task

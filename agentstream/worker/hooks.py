@@ -11,9 +11,9 @@ from ..transport.base import TP
 
 __all__ = ["worker_init", "revoked", "assigned", "rebalance_complete", "committed", "before_shutdown"]
 
-_rebalance_state: "weakref.WeakKeyDictionary[Any, dict[int, Any]]" = weakref.WeakKeyDictionary()
-_last_offsets: "weakref.WeakKeyDictionary[Any, dict[TP, int]]" = weakref.WeakKeyDictionary()
-_processed: "weakref.WeakKeyDictionary[Any, int]" = weakref.WeakKeyDictionary()
+_rebalance_state: weakref.WeakKeyDictionary[Any, dict[int, Any]] = weakref.WeakKeyDictionary()
+_last_offsets: weakref.WeakKeyDictionary[Any, dict[TP, int]] = weakref.WeakKeyDictionary()
+_processed: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
 def _signal(app: Any, name: str) -> Any:
@@ -24,8 +24,12 @@ def worker_init(worker: Any) -> None:
     """The worker is starting: Faust sends its configuration signals when the app is first
     configured (lazily, in a worker), then ``on_worker_init``; so do we, in that order."""
     app = worker.app
-    for name, args in (("on_before_configured", ()), ("on_configured", (app.settings,)),
-                       ("on_after_configured", ()), ("on_worker_init", ())):
+    for name, args in (
+        ("on_before_configured", ()),
+        ("on_configured", (app.settings,)),
+        ("on_after_configured", ()),
+        ("on_worker_init", ()),
+    ):
         sig = _signal(app, name)
         if sig is not None:
             sig.send(app, *args)

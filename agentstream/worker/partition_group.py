@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Callable, Iterable, Union
+from collections.abc import Callable, Iterable
 
 from ..transport.base import TP, Message
 
@@ -76,7 +76,7 @@ class PartitionGroup:
     def buffered(self) -> int:
         return sum(len(q) for q in self._order)
 
-    def next(self) -> Union[Message, Wait, None]:
+    def next(self) -> Message | Wait | None:
         """The next record, a :class:`Wait` in seconds, or None when nothing is buffered."""
         single = self._single
         if single is not None:

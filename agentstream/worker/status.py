@@ -17,8 +17,17 @@ from ..tables.query import key_count
 from ..transport.base import TP
 
 Worker = Any  # agentstream.worker.worker.Worker, which imports this module
-__all__ = ["WorkerStatus", "AssignmentStatus", "TaskStatus", "PartitionStatus", "TableStatus",
-           "TablePartitionStatus", "RestoreStatus", "ErrorCounts", "snapshot"]
+__all__ = [
+    "WorkerStatus",
+    "AssignmentStatus",
+    "TaskStatus",
+    "PartitionStatus",
+    "TableStatus",
+    "TablePartitionStatus",
+    "RestoreStatus",
+    "ErrorCounts",
+    "snapshot",
+]
 
 POSITION_TIMEOUT = 0.2  # seconds a snapshot waits for a consumer's fetch position (else unknown)
 
@@ -139,11 +148,17 @@ async def snapshot(worker: Worker, *, now: float, lag: bool = True) -> WorkerSta
         crashed=None if worker.crashed is None else repr(worker.crashed),
         commits=worker.commits,
         seconds_since_commit=round(now - worker.last_commit, 2),
-        assignment=AssignmentStatus(a.generation, tuple(a.active), tuple(a.standby), bool(worker.assignor.is_leader),
-                                    tuple(sorted(a.owners.items()))),
+        assignment=AssignmentStatus(
+            a.generation,
+            tuple(a.active),
+            tuple(a.standby),
+            bool(worker.assignor.is_leader),
+            tuple(sorted(a.owners.items())),
+        ),
         agents=tuple(sorted(worker.agent_totals().items())),
-        tasks=tuple(TaskStatus(str(t.id), t.agent.name, t.processed, tuple(t.partitions))
-                    for t in list(worker.tasks.values())),
+        tasks=tuple(
+            TaskStatus(str(t.id), t.agent.name, t.processed, tuple(t.partitions)) for t in list(worker.tasks.values())
+        ),
         partitions=await _partitions(worker) if lag else (),
         tables=tables,
         restore=_restore(worker, tables),
@@ -166,13 +181,14 @@ async def _partitions(worker: Worker) -> tuple[PartitionStatus, ...]:
         handled = [o for o in (t.committable.get(tp) for t in tasks) if o is not None]
         pos: int | None = min(handled) if handled else None
         if pos is None:
-            heads = [q.messages[0].offset for q in (t.group.queues.get(tp) for t in tasks)
-                     if q is not None and q.messages]
+            heads = [
+                q.messages[0].offset for q in (t.group.queues.get(tp) for t in tasks) if q is not None and q.messages
+            ]
             pos = min(heads) if heads else committed.get(tp)
         if pos is None:
             try:
                 pos = await asyncio.wait_for(consumer.position(tp), POSITION_TIMEOUT)
-            except (asyncio.TimeoutError, Exception):
+            except (TimeoutError, Exception):
                 pos = None
         out.append(PartitionStatus(tp, consumer.highwater(tp), pos, committed.get(tp)))
     return tuple(out)
@@ -181,9 +197,10 @@ async def _partitions(worker: Worker) -> tuple[PartitionStatus, ...]:
 def _tables(worker: Worker) -> tuple[TableStatus, ...]:
     out = []
     for name, table in sorted(worker.app.tables.items()):
-        parts = tuple(TablePartitionStatus(p, part.state.value, part.active, part.ready, part.changelog_offset,
-                                           key_count(part))
-                      for p, part in sorted(table.parts.items()))
+        parts = tuple(
+            TablePartitionStatus(p, part.state.value, part.active, part.ready, part.changelog_offset, key_count(part))
+            for p, part in sorted(table.parts.items())
+        )
         out.append(TableStatus(name, table.partitions, table.changelog_topic.name, bool(table.is_global), parts))
     return tuple(out)
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from ..events import Event, set_current_event
 from ..exceptions import AgentError, StopProcessing, StoreError, TopologyError, TransportError, WorkerStopped
@@ -23,9 +24,9 @@ from .partition_group import PartitionGroup, RecordQueue, Wait
 
 if TYPE_CHECKING:
     from ..runtime import FaultPoints
+    from ..topology import SubTopology
     from .eos import CommitGate, TaskTransaction
     from .errors import ErrorPolicy
-    from ..topology import SubTopology
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +35,13 @@ __all__ = ["StreamTask", "TaskId", "FATAL_IN_AGENT"]
 _RUNNING = TaskState.RUNNING
 MAX_RESTART_DELAY = 30.0
 
-FATAL_IN_AGENT: tuple[type[BaseException], ...] = (StopProcessing, TopologyError, TransportError, StoreError,
-                                                   TableNotReady)
+FATAL_IN_AGENT: tuple[type[BaseException], ...] = (
+    StopProcessing,
+    TopologyError,
+    TransportError,
+    StoreError,
+    TableNotReady,
+)
 """Raised inside agent code, these stop the task (and the worker) instead of being handled as a
 bad record: the record is fine, the runtime under it is not (a failed produce, an unreachable or
 corrupt store, a table partition that is not here). Skipping would lose the record's effects."""
@@ -45,7 +51,7 @@ _NOT_HANDLED: tuple[type[BaseException], ...] = (asyncio.CancelledError, *FATAL_
 class TaskId(tuple[int, int]):
     """``(sub-topology, partition)``, printed like Kafka Streams' ``0_3``."""
 
-    def __new__(cls, subtopology: int, partition: int) -> "TaskId":
+    def __new__(cls, subtopology: int, partition: int) -> TaskId:
         return super().__new__(cls, (subtopology, partition))
 
     @property
@@ -66,10 +72,10 @@ class StreamTask:
     def __init__(
         self,
         task_id: TaskId,
-        subtopology: "SubTopology",
+        subtopology: SubTopology,
         partitions: Iterable[TP],
         *,
-        errors: "ErrorPolicy",
+        errors: ErrorPolicy,
         max_task_idle: float,
         buffer_max_records: int,
         lagging: Callable[[RecordQueue], bool | None],
@@ -87,9 +93,7 @@ class StreamTask:
         self._low_water = buffer_max_records // 2
         self._errors = errors
         self._on_drained = on_drained
-        self._codecs = {
-            t.name: (t.key_codec.loads, t.value_codec.loads) for t in subtopology.source_topic_objects
-        }
+        self._codecs = {t.name: (t.key_codec.loads, t.value_codec.loads) for t in subtopology.source_topic_objects}
         self._wakeup = asyncio.Event()
         self._closed = asyncio.Event()  # set by stop(): ends a restart backoff at once
         self.lifecycle: StateMachine[TaskState] = StateMachine(TaskState.CREATED, TASK_TRANSITIONS, f"task {task_id}")
@@ -106,9 +110,9 @@ class StreamTask:
         self.dirty: BaseException | None = None
         # exactly_once only (set by the worker): the task's transaction, and the gate that keeps
         # commits between records. None under at_least_once, so the hot path pays one check.
-        self.gate: "CommitGate | None" = None
-        self.txn: "TaskTransaction | None" = None
-        self.faults: "FaultPoints | None" = None
+        self.gate: CommitGate | None = None
+        self.txn: TaskTransaction | None = None
+        self.faults: FaultPoints | None = None
         self._fast = False  # poll_event() allowed: running, no commit gate, no fault points (set by start())
         self._undecodable: tuple[Message, TP, Exception] | None = None  # left by poll_event() for the policy
 
@@ -206,7 +210,7 @@ class StreamTask:
                 else:
                     try:
                         await asyncio.wait_for(self._wakeup.wait(), wait)
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         pass
                 continue
             message: Message = item  # type: ignore[assignment]
@@ -327,19 +331,31 @@ class StreamTask:
             return 0
         restarts += 1
         if restarts > self.restart_max:
-            log.critical("task %s: agent %s failed %d times in a row without handling a record; stopping "
-                         "(setting agent_restart_max=%d)", self.id, self.agent.name, restarts, self.restart_max)
+            log.critical(
+                "task %s: agent %s failed %d times in a row without handling a record; stopping "
+                "(setting agent_restart_max=%d)",
+                self.id,
+                self.agent.name,
+                restarts,
+                self.restart_max,
+            )
             raise exc
         delay = min(self.restart_backoff * 2 ** (restarts - 1), MAX_RESTART_DELAY)
-        log.warning("task %s: agent %s failed before handling a record; restart %d/%d in %.2fs",
-                    self.id, self.agent.name, restarts, self.restart_max, delay)
+        log.warning(
+            "task %s: agent %s failed before handling a record; restart %d/%d in %.2fs",
+            self.id,
+            self.agent.name,
+            restarts,
+            self.restart_max,
+            delay,
+        )
         gate = self.gate
         if gate is not None:
             gate.leave()  # a commit may run while the instance waits
         try:
             try:  # not _wakeup: arriving records must not cut the backoff short
                 await asyncio.wait_for(self._closed.wait(), delay)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         except BaseException:
             if gate is not None:
@@ -349,7 +365,7 @@ class StreamTask:
             await gate.enter()  # back in the agent: never while a commit holds the gate closed
         return restarts
 
-    def _instance_done(self, task: "asyncio.Task[None]") -> None:
+    def _instance_done(self, task: asyncio.Task[None]) -> None:
         if self.gate is not None:
             self.gate.leave()
         if task.cancelled() or task.exception() is None:
@@ -376,8 +392,13 @@ class StreamTask:
             for t in pending:
                 t.cancel()
             if pending:
-                log.warning("task %s: agent %s did not finish its record within %.1fs; cancelled "
-                            "(the record will be handled again)", self.id, self.agent.name, timeout)
+                log.warning(
+                    "task %s: agent %s did not finish its record within %.1fs; cancelled "
+                    "(the record will be handled again)",
+                    self.id,
+                    self.agent.name,
+                    timeout,
+                )
                 await asyncio.wait(pending)
         self._instances.clear()
         for q in self.group.queues.values():

@@ -21,8 +21,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .. import runtime
 from ..exceptions import CommitFailed, StopProcessing
 from ..lifecycle import WORKER_TRANSITIONS, StateMachine, WorkerState
-from ..transport.base import TP, Consumer, TopicSpec
 from ..naming import group_protocol_name
+from ..topology import Topology, adopt_partition_counts, autodiscover, resolve_patterns
+from ..transport.base import TP, Consumer, TopicSpec
+from . import hooks
 from .assignor import Assignment, PartitionNumberAssignor
 from .commit import AtLeastOnceCommit, CommitUnit, ExactlyOnceCommit
 from .eos import CommitGate, ExactlyOnce
@@ -31,8 +33,6 @@ from .fetcher import Fetcher
 from .partition_group import RecordQueue
 from .status import WorkerStatus, snapshot
 from .task import StreamTask, TaskId
-from . import hooks
-from ..topology import Topology, adopt_partition_counts, autodiscover, resolve_patterns
 
 if TYPE_CHECKING:
     from ..runtime import FaultPoints
@@ -69,8 +69,14 @@ def format_partitions(tps: set[TP] | list[TP]) -> str:
 class Worker:
     """Runs one app: ``await Worker(app).run()`` until SIGTERM/SIGINT or :meth:`request_stop`."""
 
-    def __init__(self, app: Any, *, install_signal_handlers: bool = False, web_port: int | None = None,
-                 faults: "FaultPoints | None" = None) -> None:
+    def __init__(
+        self,
+        app: Any,
+        *,
+        install_signal_handlers: bool = False,
+        web_port: int | None = None,
+        faults: FaultPoints | None = None,
+    ) -> None:
         self.app = app
         self.faults = faults  # tests only: named crash points; None costs one check per point
         self.eos: ExactlyOnce | None = None  # set in start() under processing_guarantee='exactly_once'
@@ -79,7 +85,8 @@ class Worker:
         self.topology: Topology | None = None
         self.assignor = PartitionNumberAssignor(
             host=f"{self.settings.web_host}:{web_port if web_port is not None else self.settings.web_port}",
-            standby_replicas=self.settings.table_standby_replicas, name=group_protocol_name(self.settings),
+            standby_replicas=self.settings.table_standby_replicas,
+            name=group_protocol_name(self.settings),
         )
         self.errors = ErrorPolicy(app, self._crash)
         self.consumer: Consumer | None = None
@@ -95,8 +102,9 @@ class Worker:
         self._commit_lock = asyncio.Lock()
         self.committer: CommitUnit | None = None  # set in start(): the one commit sequence
         self.crashed: BaseException | None = None  # why the worker stops (exit code 1), if it failed
-        self.lifecycle: StateMachine[WorkerState] = StateMachine(WorkerState.STARTING, WORKER_TRANSITIONS,
-                                                                 f"worker of {app.id}")
+        self.lifecycle: StateMachine[WorkerState] = StateMachine(
+            WorkerState.STARTING, WORKER_TRANSITIONS, f"worker of {app.id}"
+        )
         self.started = asyncio.Event()
         self.assigned = asyncio.Event()  # set after each assignment's tasks are running
         self.commits = 0
@@ -202,8 +210,10 @@ class Worker:
         log.info("topology of %s:\n%s", app.id, self.topology.describe())
         await app.start_producer()
         if s.web_enabled and not self.servers:
-            log.warning("web_enabled is on, but no web server is attached to this worker: run it with "
-                        "agentstream.web.run_worker(worker) (what the CLI does), or set web_enabled=False")
+            log.warning(
+                "web_enabled is on, but no web server is attached to this worker: run it with "
+                "agentstream.web.run_worker(worker) (what the CLI does), or set web_enabled=False"
+            )
         for server in self.servers:  # bound before joining: the group learns the address
             await server.start()
         if self.servers:
@@ -212,21 +222,32 @@ class Worker:
             from ..tables.manager import TableManager
 
             self.tables = TableManager(
-                app.tables.values(), settings=s, runtime=rt, producer=app.producer, faults=self.faults,
-                consumers=lambda **poll: transport.consumer(group_id=None, **{**app.consumer_settings(), **poll}))
+                app.tables.values(),
+                settings=s,
+                runtime=rt,
+                producer=app.producer,
+                faults=self.faults,
+                consumers=lambda **poll: transport.consumer(group_id=None, **{**app.consumer_settings(), **poll}),
+            )
             await self.tables.start()  # table writes find it in the runtime from here on
         if not self.topology.source_topics:  # channel agents only: no group to join, no consumer to leave open
             await self._start_without_consumer()
             return
         consumer = transport.consumer(group_id=app.id, assignor=self.assignor, **app.consumer_settings())
         self.consumer = consumer
-        self.fetcher = Fetcher[StreamTask](consumer, buffer_max_records=s.buffer_max_records, max_poll_records=s.max_poll_records)
+        self.fetcher = Fetcher[StreamTask](
+            consumer, buffer_max_records=s.buffer_max_records, max_poll_records=s.max_poll_records
+        )
         if self.eos is not None:
             self.committer = ExactlyOnceCommit(tables=lambda: self.tables, faults=self.faults)
         else:
             self.committer = AtLeastOnceCommit(
-                tables=lambda: self.tables, faults=self.faults, producer=lambda: self.app.producer,
-                consumer=lambda: self.consumer, routes=lambda: self.fetcher.routes if self.fetcher else {})
+                tables=lambda: self.tables,
+                faults=self.faults,
+                producer=lambda: self.app.producer,
+                consumer=lambda: self.consumer,
+                routes=lambda: self.fetcher.routes if self.fetcher else {},
+            )
         consumer.subscribe(self.topology.source_topics, self)
         await consumer.start()
         self._fetch_task = asyncio.ensure_future(self._guard(self.fetcher.run(), "fetcher"))
@@ -305,9 +326,12 @@ class Worker:
         await self._stop_tasks(tasks)
         try:
             await asyncio.wait_for(self.commit(final=True), max(deadline - loop.time(), STEP_MIN))
-        except asyncio.TimeoutError:
-            log.error("final commit did not finish within shutdown_timeout=%.1fs; records since the last commit "
-                      "will be handled again", self.settings.shutdown_timeout)
+        except TimeoutError:
+            log.error(
+                "final commit did not finish within shutdown_timeout=%.1fs; records since the last commit "
+                "will be handled again",
+                self.settings.shutdown_timeout,
+            )
         except Exception as exc:
             log.error("final commit failed: %s (records since the last commit will be handled again)", exc)
         tail = loop.time() + STEP_MIN * 2  # what follows the commit shares this much time
@@ -332,7 +356,7 @@ class Worker:
     async def _bounded(self, coro: Any, what: str, deadline: float) -> None:
         try:
             await asyncio.wait_for(coro, max(deadline - asyncio.get_running_loop().time(), 0.1))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.warning("%s did not finish within the shutdown's time; going on with the shutdown", what)
         except Exception as exc:
             log.warning("%s failed: %s", what, exc)
@@ -356,8 +380,11 @@ class Worker:
             # broker must not hold the rebalance (or a SIGTERM in the middle of it).
             await asyncio.wait_for(self.commit(final=True), self.settings.shutdown_timeout)
         except Exception as exc:
-            log.error("commit on revoke failed: %s (records since the last commit will be handled again; "
-                      "the tasks' table partitions drop their uncommitted writes and restore)", exc)
+            log.error(
+                "commit on revoke failed: %s (records since the last commit will be handled again; "
+                "the tasks' table partitions drop their uncommitted writes and restore)",
+                exc,
+            )
         if self.fetcher is not None:
             self.fetcher.set_routes({})
         if self.eos is not None:  # eager rebalance: the next owner (maybe us) starts a new producer
@@ -399,9 +426,15 @@ class Worker:
             for number, tps in by_number.items():
                 tid = TaskId(st.id, number)
                 tasks[tid] = StreamTask(
-                    tid, st, tps, errors=self.errors, max_task_idle=self.settings.max_task_idle,
-                    buffer_max_records=self.settings.buffer_max_records, lagging=lagging,
-                    on_drained=self.fetcher.drained, restart_max=self.settings.agent_restart_max,
+                    tid,
+                    st,
+                    tps,
+                    errors=self.errors,
+                    max_task_idle=self.settings.max_task_idle,
+                    buffer_max_records=self.settings.buffer_max_records,
+                    lagging=lagging,
+                    on_drained=self.fetcher.drained,
+                    restart_max=self.settings.agent_restart_max,
                     restart_backoff=self.settings.agent_restart_backoff,
                 )
                 if self.eos is not None:

@@ -1,6 +1,6 @@
 import agentstream as faust
 
-app = faust.App('faust-global-table', broker='kafka://localhost:9092', topic_partitions=2)
+app = faust.App("faust-global-table", broker="kafka://localhost:9092", topic_partitions=2)
 
 
 class Order(faust.Record):
@@ -9,10 +9,10 @@ class Order(faust.Record):
     quantity: int
 
 
-prices_topic = app.topic('faust-prices', key_type=str, value_type=float)
-orders_topic = app.topic('faust-orders', key_type=str, value_type=Order)
-totals_topic = app.topic('faust-order-totals', key_type=str, value_type=float)
-prices = app.GlobalTable('prices', default=float)
+prices_topic = app.topic("faust-prices", key_type=str, value_type=float)
+orders_topic = app.topic("faust-orders", key_type=str, value_type=Order)
+totals_topic = app.topic("faust-order-totals", key_type=str, value_type=float)
+prices = app.GlobalTable("prices", default=float)
 
 
 @app.agent(prices_topic)

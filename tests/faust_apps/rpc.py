@@ -1,7 +1,7 @@
 import agentstream as faust
 from agentstream.cli import option  # Faust: from faust.cli import option
 
-app = faust.App('faust-rpc', broker='kafka://localhost:9092', topic_partitions=2)
+app = faust.App("faust-rpc", broker="kafka://localhost:9092", topic_partitions=2)
 
 
 class Add(faust.Record):
@@ -16,10 +16,10 @@ async def adder(requests):
 
 
 @app.command(
-    option('--a', type=int, default=1, help='First number'),
-    option('--b', type=int, default=2, help='Second number'),
+    option("--a", type=int, default=1, help="First number"),
+    option("--b", type=int, default=2, help="Second number"),
 )
 async def call_add(self, a: int, b: int) -> None:
     """Ask the adder agent for a + b."""
     result = await adder.ask(Add(a=a, b=b))
-    self.say(f'RESULT {result}')
+    self.say(f"RESULT {result}")

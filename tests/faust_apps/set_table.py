@@ -1,6 +1,6 @@
 import agentstream as faust
 
-app = faust.App('faust-set-table', broker='kafka://localhost:9092', topic_partitions=2)
+app = faust.App("faust-set-table", broker="kafka://localhost:9092", topic_partitions=2)
 
 
 class Visit(faust.Record):
@@ -8,9 +8,9 @@ class Visit(faust.Record):
     page: str
 
 
-visits_topic = app.topic('faust-visits', value_type=Visit)
-user_pages_topic = app.topic('faust-user-pages', key_type=str)
-pages_by_user = app.SetTable('pages_by_user')
+visits_topic = app.topic("faust-visits", value_type=Visit)
+user_pages_topic = app.topic("faust-user-pages", key_type=str)
+pages_by_user = app.SetTable("pages_by_user")
 
 
 @app.agent(visits_topic)

@@ -2,9 +2,9 @@ import agentstream as faust
 from agentstream.web import View  # Faust: from faust.web import View
 
 app = faust.App(
-    'faust-word-count',
-    broker='kafka://localhost:9092',
-    store='memory://',
+    "faust-word-count",
+    broker="kafka://localhost:9092",
+    store="memory://",
     topic_partitions=4,
     version=1,
 )
@@ -18,9 +18,9 @@ class Word(faust.Record):
     word: str
 
 
-sentences_topic = app.topic('faust-sentences', value_type=Sentence)
-counts_topic = app.topic('faust-word-counts', key_type=str, value_type=int)
-word_counts = app.Table('word_counts', default=int, help='Keep count of words (str to int).')
+sentences_topic = app.topic("faust-sentences", value_type=Sentence)
+counts_topic = app.topic("faust-word-counts", key_type=str, value_type=int)
+word_counts = app.Table("word_counts", default=int, help="Keep count of words (str to int).")
 
 
 @app.agent(sentences_topic)
@@ -37,13 +37,13 @@ async def count_words(words):
         await counts_topic.send(key=word.word, value=word_counts[word.word])
 
 
-@app.page('/count/{word}/')
-@app.table_route(table=word_counts, match_info='word')
+@app.page("/count/{word}/")
+@app.table_route(table=word_counts, match_info="word")
 async def get_count(web, request, word):
     return web.json({word: word_counts[word]})
 
 
-@app.page('/hello/')
+@app.page("/hello/")
 class Hello(View):
     async def get(self, request):
-        return self.json({'hello': 'world', 'app': self.app.conf.id})
+        return self.json({"hello": "world", "app": self.app.conf.id})

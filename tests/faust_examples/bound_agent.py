@@ -4,8 +4,8 @@ Faust's example fails on the wall clock; this one fails device ids 3k (stage 1) 
 so the output is checkable: stage 2 sees ids 3k+2, the dead letters the rest."""
 
 import logging
+from collections.abc import AsyncIterator
 from functools import partial
-from typing import AsyncIterator
 
 import agentstream as faust
 from agentstream import ChannelT, StreamT
@@ -67,5 +67,6 @@ channel_deadletter = app.channel(value_type=DeadLetter)
 app.timer(interval=0.5, on_leader=True)(partial(action_generator, channel_device_action))
 app.agent(channel_deadletter, name="dead-letter-agent")(deadletter_agent)
 app.agent(channel_device_action, name="stage1-agent", sink=[channel_stage1_stage2])(
-    partial(stage1_agent, channel_deadletter))
+    partial(stage1_agent, channel_deadletter)
+)
 app.agent(channel_stage1_stage2, name="stage2-agent")(partial(stage2_agent, channel_deadletter))

@@ -17,8 +17,7 @@ class Withdrawal(faust.Record, isodates=True, serializer="json"):
     date: datetime = None
 
 
-app = faust.App("fx-withdrawals-isolated", broker="kafka://localhost:9092", store="rocksdb://",
-                topic_partitions=4)
+app = faust.App("fx-withdrawals-isolated", broker="kafka://localhost:9092", store="rocksdb://", topic_partitions=4)
 withdrawals_topic = app.topic("fx-withdrawals-isolated", value_type=Withdrawal)
 withdrawal_counts = app.Table("withdrawal-counts", default=int)
 seen_events = 0

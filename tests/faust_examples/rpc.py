@@ -3,7 +3,7 @@ a request, ``agent.join`` and ``agent.map`` from a timer, and ``ask`` from a CLI
 Faust prints ``JOINED: [...]`` with v**2 * 100 for each value, in the values' order, and one
 ``RECEIVED REPLY`` per value (in arrival order)."""
 
-from typing import AsyncIterable
+from collections.abc import AsyncIterable
 
 import agentstream as faust
 from agentstream import StreamT
@@ -19,7 +19,7 @@ VALUES = [30.3, 40.4, 50.5]
 @app.agent(pow_topic)
 async def pow(stream: StreamT[float]) -> AsyncIterable[float]:
     async for value in stream:
-        yield await mul.ask(value=value ** 2)
+        yield await mul.ask(value=value**2)
 
 
 @app.agent(mul_topic)

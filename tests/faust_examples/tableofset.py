@@ -4,8 +4,13 @@ CLI commands that send to them, and a timer that prints ``table.as_ansitable()``
 import agentstream as faust
 from agentstream.faust.cli import argument
 
-app = faust.App("fx-table-of-sets", broker="kafka://localhost:9092", origin="tests.faust_examples.tableofset",
-                topic_partitions=4, version=2)
+app = faust.App(
+    "fx-table-of-sets",
+    broker="kafka://localhost:9092",
+    origin="tests.faust_examples.tableofset",
+    topic_partitions=4,
+    version=2,
+)
 table = app.SetTable("people", value_type=str)
 joining_topic = app.topic("fx-people-joining", key_type=str, value_type=str)
 leaving_topic = app.topic("fx-people-leaving", key_type=str, value_type=str)

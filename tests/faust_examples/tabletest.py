@@ -10,9 +10,15 @@ import agentstream as faust
 ITERATIONS = 30
 EXPECTED_SUM = sum(range(ITERATIONS))
 
-app = faust.App("fx-tabletest", broker="kafka://localhost:9092", store="rocksdb://",
-                origin="tests.faust_examples.tabletest", version=1, topic_partitions=4,
-                stream_buffer_maxsize=16368)
+app = faust.App(
+    "fx-tabletest",
+    broker="kafka://localhost:9092",
+    store="rocksdb://",
+    origin="tests.faust_examples.tabletest",
+    version=1,
+    topic_partitions=4,
+    stream_buffer_maxsize=16368,
+)
 source_topic = app.topic("fx-countstopic", key_type=str, value_type=int)
 counts = app.Table("counts", default=int)
 seen = {}

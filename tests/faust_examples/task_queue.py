@@ -2,8 +2,9 @@
 Sequence and a Mapping field, ids from ``faust.uuid()``, the agent typed ``faust.Stream[Request]``.
 Faust's example sends random numbers; these are ``add(i, 2*i)`` so results are checkable."""
 
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from itertools import count
-from typing import Any, Awaitable, Callable, Mapping, MutableMapping, Sequence
+from typing import Any
 
 import agentstream as faust
 
@@ -47,8 +48,7 @@ class Task:
 
     async def apply_async(self, args: Sequence, kwargs: Mapping, id: str = None, **options: Any) -> None:
         id = id or faust.uuid()
-        return await process_task.send(value=Request(id=id, name=self.name, arguments=args,
-                                                     keyword_arguments=kwargs))
+        return await process_task.send(value=Request(id=id, name=self.name, arguments=args, keyword_arguments=kwargs))
 
 
 def task(fun: Callable) -> Task:

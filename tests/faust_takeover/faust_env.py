@@ -23,7 +23,10 @@ def faust_python() -> Path:
 
 def _works() -> bool:
     py = faust_python()
-    return py.exists() and subprocess.run([str(py), "-c", "import faust"], capture_output=True, timeout=120).returncode == 0
+    return (
+        py.exists()
+        and subprocess.run([str(py), "-c", "import faust"], capture_output=True, timeout=120).returncode == 0
+    )
 
 
 def ensure_faust_venv() -> tuple[Path | None, str]:
@@ -35,8 +38,10 @@ def ensure_faust_venv() -> tuple[Path | None, str]:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if _works():
             return faust_python(), ""
-        steps = [[sys.executable, "-m", "venv", "--clear", str(FAUST_VENV)],
-                 [str(faust_python()), "-m", "pip", "install", "-q", FAUST_REQUIREMENT]]
+        steps = [
+            [sys.executable, "-m", "venv", "--clear", str(FAUST_VENV)],
+            [str(faust_python()), "-m", "pip", "install", "-q", FAUST_REQUIREMENT],
+        ]
         for cmd in steps:
             try:
                 done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)

@@ -12,8 +12,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -25,8 +25,10 @@ VOCABULARY = [f"w{i}" for i in range(300)] + ["Hello", "WORLD", "it's", "naïve"
 
 def sentences(n: int, seed: int = 7) -> list[str]:
     rnd = random.Random(seed)
-    return [" ".join(rnd.choice(VOCABULARY) for _ in range(rnd.randint(3, 12))) + rnd.choice([".", "!", ""])
-            for _ in range(n)]
+    return [
+        " ".join(rnd.choice(VOCABULARY) for _ in range(rnd.randint(3, 12))) + rnd.choice([".", "!", ""])
+        for _ in range(n)
+    ]
 
 
 def true_counts(texts: list[str]) -> dict[str, int]:
@@ -39,24 +41,35 @@ def true_counts(texts: list[str]) -> dict[str, int]:
 def worker_env(broker_url: str) -> dict[str, str]:
     """The environment of a test worker or CLI process: short group timeouts, the repo importable."""
     env = dict(os.environ)
-    env.update({
-        "AGENTSTREAM_BROKER": broker_url,
-        "AGENTSTREAM_SESSION_TIMEOUT": "6",
-        "AGENTSTREAM_HEARTBEAT_INTERVAL": "1",
-        "AGENTSTREAM_REBALANCE_TIMEOUT": "6",
-        "AGENTSTREAM_COMMIT_INTERVAL": "0.5",
-        "PYTHONPATH": str(ROOT),
-        "PYTHONUNBUFFERED": "1",  # apps that print() must reach the log file at once
-    })
+    env.update(
+        {
+            "AGENTSTREAM_BROKER": broker_url,
+            "AGENTSTREAM_SESSION_TIMEOUT": "6",
+            "AGENTSTREAM_HEARTBEAT_INTERVAL": "1",
+            "AGENTSTREAM_REBALANCE_TIMEOUT": "6",
+            "AGENTSTREAM_COMMIT_INTERVAL": "0.5",
+            "PYTHONPATH": str(ROOT),
+            "PYTHONUNBUFFERED": "1",  # apps that print() must reach the log file at once
+        }
+    )
     return env
 
 
 class Worker:
     """A worker process of an app (``agentstream -A apps.wordcount worker``)."""
 
-    def __init__(self, name: str, broker_url: str, data_dir: Path, log_dir: Path, *, app: str = "apps.wordcount",
-                 env: dict[str, str] | None = None, prefix: list[str] | None = None,
-                 web_port: int | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        broker_url: str,
+        data_dir: Path,
+        log_dir: Path,
+        *,
+        app: str = "apps.wordcount",
+        env: dict[str, str] | None = None,
+        prefix: list[str] | None = None,
+        web_port: int | None = None,
+    ) -> None:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         self.data_dir = data_dir
@@ -65,10 +78,24 @@ class Worker:
         log_dir.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [*(prefix or []), sys.executable, "-m", "agentstream", "-A", app, "worker", "--data-dir", str(data_dir),
-             *(["--without-web"] if web_port is None else ["--web-port", str(web_port), "--web-host", "127.0.0.1"]),
-             "-l", "info"],
-            cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
+            [
+                *(prefix or []),
+                sys.executable,
+                "-m",
+                "agentstream",
+                "-A",
+                app,
+                "worker",
+                "--data-dir",
+                str(data_dir),
+                *(["--without-web"] if web_port is None else ["--web-port", str(web_port), "--web-host", "127.0.0.1"]),
+                "-l",
+                "info",
+            ],
+            cwd=ROOT,
+            env=full_env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
         )
 
     def log(self) -> str:
@@ -139,7 +166,7 @@ class Feeder(threading.Thread):
     def run(self) -> None:
         try:
             for i in range(0, len(self.texts), self.chunk):
-                feed(self.bootstrap, self.texts[i:i + self.chunk])
+                feed(self.bootstrap, self.texts[i : i + self.chunk])
                 self.sent = min(len(self.texts), i + self.chunk)
                 time.sleep(self.pause)
         except BaseException as exc:  # surfaced by finish()
@@ -200,7 +227,9 @@ def changelog_state(bootstrap: str, topic: str = "wordcount-word_counts-changelo
     return state
 
 
-def wait_counts(bootstrap: str, expected: dict[str, int], *, timeout: float = 120.0, at_least: bool = False) -> dict[str, int]:
+def wait_counts(
+    bootstrap: str, expected: dict[str, int], *, timeout: float = 120.0, at_least: bool = False
+) -> dict[str, int]:
     """Poll the output until it matches (exactly, or >= per word); returns the last reading."""
     deadline = time.monotonic() + timeout
     got: dict[str, int] = {}

@@ -32,9 +32,27 @@ class HostWorker(Worker):
         self.log_path = log_dir / f"{name}.log"
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agentstream", "-A", "apps.wordcount", "worker", "--data-dir", str(data_dir),
-             "--web-host", host, "--web-port", str(port), "-l", "info"],
-            cwd=ROOT, env=worker_env(broker_url), stdout=self._log, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "agentstream",
+                "-A",
+                "apps.wordcount",
+                "worker",
+                "--data-dir",
+                str(data_dir),
+                "--web-host",
+                host,
+                "--web-port",
+                str(port),
+                "-l",
+                "info",
+            ],
+            cwd=ROOT,
+            env=worker_env(broker_url),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
 
     @property
     def url(self) -> str:
@@ -76,8 +94,9 @@ def test_workers_on_two_hosts_answer_key_lookups_for_each_other(request: pytest.
     log_dir.mkdir(parents=True, exist_ok=True)
     with DevBroker(log_path=log_dir / "broker.log") as broker, tempfile.TemporaryDirectory() as tmp:
         port = free_port()  # the same port on both hosts: they are different addresses
-        workers = [HostWorker(f"host{i}", broker.url, Path(tmp) / f"h{i}", log_dir, h, port)
-                   for i, h in enumerate(hosts, 2)]
+        workers = [
+            HostWorker(f"host{i}", broker.url, Path(tmp) / f"h{i}", log_dir, h, port) for i, h in enumerate(hosts, 2)
+        ]
         try:
             for w in workers:
                 w.wait_log(r"assigned: .*sentences\[")
@@ -90,7 +109,10 @@ def test_workers_on_two_hosts_answer_key_lookups_for_each_other(request: pytest.
             deadline = time.monotonic() + 60
             while True:
                 metas = [asyncio.run(_owners(w.url)) for w in workers]
-                if all(set(m["partitions"].values()) == addresses and m["partitions"] == metas[0]["partitions"] for m in metas):
+                if all(
+                    set(m["partitions"].values()) == addresses and m["partitions"] == metas[0]["partitions"]
+                    for m in metas
+                ):
                     break
                 assert time.monotonic() < deadline, f"owners never settled: {metas}"
                 time.sleep(0.3)
@@ -106,8 +128,9 @@ def test_workers_on_two_hosts_answer_key_lookups_for_each_other(request: pytest.
             stop_all(workers)
 
 
-def test_reset_refuses_while_a_worker_of_the_app_runs(fresh_broker: DevBroker, tmp_path: Path,
-                                                      request: pytest.FixtureRequest) -> None:
+def test_reset_refuses_while_a_worker_of_the_app_runs(
+    fresh_broker: DevBroker, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     log_dir = ARTIFACTS / request.node.name
     data = tmp_path / "data"
     w = Worker("w", fresh_broker.url, data, log_dir)
@@ -119,9 +142,24 @@ def test_reset_refuses_while_a_worker_of_the_app_runs(fresh_broker: DevBroker, t
         assert stores.exists()
 
         def reset(data_dir: Path) -> subprocess.CompletedProcess[str]:
-            return subprocess.run([sys.executable, "-m", "agentstream", "-A", "apps.wordcount", "reset", "--yes",
-                                   "--data-dir", str(data_dir)], cwd=ROOT, env=worker_env(fresh_broker.url),
-                                  capture_output=True, text=True, timeout=120)
+            return subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "agentstream",
+                    "-A",
+                    "apps.wordcount",
+                    "reset",
+                    "--yes",
+                    "--data-dir",
+                    str(data_dir),
+                ],
+                cwd=ROOT,
+                env=worker_env(fresh_broker.url),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
 
         # The same data dir: the store lock says a worker is running.
         r = reset(data)

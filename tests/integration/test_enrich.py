@@ -38,15 +38,31 @@ def make_input(seed: int = 5, orders: int = 1200, customers: int = 40) -> tuple[
     """Customers, then orders and payments sorted by time (payments up to 60 s early, 420 s late)."""
     rnd = random.Random(seed)
     custs: list[Send] = [
-        ("customers", f"c{i}", {"customer_id": f"c{i}", "name": f"name{i}", "country": rnd.choice(["FR", "DE", "US"])},
-         BASE - 10) for i in range(customers)
+        (
+            "customers",
+            f"c{i}",
+            {"customer_id": f"c{i}", "name": f"name{i}", "country": rnd.choice(["FR", "DE", "US"])},
+            BASE - 10,
+        )
+        for i in range(customers)
     ]
     flow: list[Send] = []
     for i in range(orders):
         ts = BASE + i
         oid = f"o{i}"
-        flow.append(("orders", oid, {"order_id": oid, "customer_id": f"c{rnd.randrange(customers + 5)}",
-                                     "amount": rnd.randint(1, 500), "ts": ts}, ts))
+        flow.append(
+            (
+                "orders",
+                oid,
+                {
+                    "order_id": oid,
+                    "customer_id": f"c{rnd.randrange(customers + 5)}",
+                    "amount": rnd.randint(1, 500),
+                    "ts": ts,
+                },
+                ts,
+            )
+        )
         for _ in range(rnd.choice([0, 1, 1, 1, 2])):
             pts = ts + rnd.randint(-60, 420)
             flow.append(("payments", oid, {"order_id": oid, "paid": rnd.randint(1, 500), "ts": pts}, pts))
@@ -58,18 +74,30 @@ def reference(custs: list[Send], flow: list[Send]) -> tuple[set[tuple[Any, ...]]
     by_id = {v["customer_id"]: v for _, _, v, _ in custs}
     orders = [v for t, _, v, _ in flow if t == "orders"]
     payments = [v for t, _, v, _ in flow if t == "payments"]
-    enriched = {(o["order_id"], (by_id.get(o["customer_id"]) or {}).get("name"),
-                 (by_id.get(o["customer_id"]) or {}).get("country")) for o in orders}
-    paid = {(o["order_id"], o["ts"], p["ts"], p["paid"]) for o in orders for p in payments
-            if o["order_id"] == p["order_id"] and abs(o["ts"] - p["ts"]) <= WITHIN}
+    enriched = {
+        (
+            o["order_id"],
+            (by_id.get(o["customer_id"]) or {}).get("name"),
+            (by_id.get(o["customer_id"]) or {}).get("country"),
+        )
+        for o in orders
+    }
+    paid = {
+        (o["order_id"], o["ts"], p["ts"], p["paid"])
+        for o in orders
+        for p in payments
+        if o["order_id"] == p["order_id"] and abs(o["ts"] - p["ts"]) <= WITHIN
+    }
     return enriched, paid
 
 
 def outputs(bootstrap: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     enriched = [orjson.loads(v) for _, v in read_topic(bootstrap, "enriched-orders") if v is not None]
     paid = [orjson.loads(v) for _, v in read_topic(bootstrap, "paid-orders") if v is not None]
-    return ([(e["order_id"], e["name"], e["country"]) for e in enriched],
-            [(p["order_id"], p["order_ts"], p["paid_ts"], p["paid"]) for p in paid])
+    return (
+        [(e["order_id"], e["name"], e["country"]) for e in enriched],
+        [(p["order_id"], p["order_ts"], p["paid_ts"], p["paid"]) for p in paid],
+    )
 
 
 async def _produce(bootstrap: str, sends: list[Send]) -> None:
@@ -95,8 +123,9 @@ async def _create_topics(url: str) -> None:
         await transport.close()
 
 
-def wait_outputs(bootstrap: str, enriched: set[tuple[Any, ...]], paid: set[tuple[Any, ...]],
-                 timeout: float = 60.0) -> tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]]:
+def wait_outputs(
+    bootstrap: str, enriched: set[tuple[Any, ...]], paid: set[tuple[Any, ...]], timeout: float = 60.0
+) -> tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]]:
     """Poll the output topics until they hold every expected result (or the timeout passes)."""
     deadline = time.monotonic() + timeout
     got_e: set[tuple[Any, ...]] = set()
@@ -120,7 +149,7 @@ class Feeder(threading.Thread):
     def run(self) -> None:
         try:
             for i in range(0, len(self.sends), self.chunk):
-                produce(self.bootstrap, self.sends[i:i + self.chunk])
+                produce(self.bootstrap, self.sends[i : i + self.chunk])
                 self.sent = min(len(self.sends), i + self.chunk)
                 time.sleep(self.pause)
         except BaseException as exc:  # surfaced by finish()
@@ -133,8 +162,9 @@ class Feeder(threading.Thread):
             raise self.error
 
 
-def test_enrich_two_workers_then_kill9_and_restart(fresh_broker: DevBroker, tmp_path: Path,
-                                                    request: pytest.FixtureRequest) -> None:
+def test_enrich_two_workers_then_kill9_and_restart(
+    fresh_broker: DevBroker, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     logs = ARTIFACTS / request.node.name
     custs, flow = make_input()
     half = len(flow) // 2
@@ -145,9 +175,15 @@ def test_enrich_two_workers_then_kill9_and_restart(fresh_broker: DevBroker, tmp_
     workers = [w1, w2]
     try:
         deadline = time.monotonic() + 60
-        while not (w1.log().count("assigned: ") and w2.log().count("assigned: ")
-                   and w1.last_assignment("orders") and w2.last_assignment("orders")):
-            assert time.monotonic() < deadline, f"workers were not both assigned:\n{w1.log()[-2000:]}\n{w2.log()[-2000:]}"
+        while not (
+            w1.log().count("assigned: ")
+            and w2.log().count("assigned: ")
+            and w1.last_assignment("orders")
+            and w2.last_assignment("orders")
+        ):
+            assert time.monotonic() < deadline, (
+                f"workers were not both assigned:\n{w1.log()[-2000:]}\n{w2.log()[-2000:]}"
+            )
             for w in workers:
                 assert w.proc.poll() is None, w.log()[-3000:]
             time.sleep(0.2)

@@ -11,15 +11,27 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 import pytest
 
 from agentstream.devbroker import DevBroker
 
-from .cluster import ROOT, Worker, _produce, changelog_state, feed, read_topic, sentences, stop_all, true_counts, wait_counts
+from .cluster import (
+    ROOT,
+    Worker,
+    _produce,
+    changelog_state,
+    feed,
+    read_topic,
+    sentences,
+    stop_all,
+    true_counts,
+    wait_counts,
+)
 
 pytest.importorskip("pyspark", reason="needs the spark extra: pip install 'agentstream[spark]'")
 pa_parquet = pytest.importorskip("pyarrow.parquet")
@@ -40,8 +52,11 @@ except JavaNotFound as exc:  # pragma: no cover - the Makefile installs Java
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
     """One small local session for the module: starting a JVM is the slow part."""
-    session = spark_session("local[2]", app_name="agentstream-export-tests",
-                            conf={"spark.sql.shuffle.partitions": 4, "spark.default.parallelism": 2})
+    session = spark_session(
+        "local[2]",
+        app_name="agentstream-export-tests",
+        conf={"spark.sql.shuffle.partitions": 4, "spark.default.parallelism": 2},
+    )
     session.sparkContext.setLogLevel("ERROR")
     try:
         yield session
@@ -54,8 +69,9 @@ def _parquet_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def test_export_word_counts_equals_changelog_and_direct_count(fresh_broker: DevBroker, spark: Any, tmp_path: Path,
-                                                              request: pytest.FixtureRequest) -> None:
+def test_export_word_counts_equals_changelog_and_direct_count(
+    fresh_broker: DevBroker, spark: Any, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     texts = sentences(2000, seed=11)
     expected = true_counts(texts)
     w = Worker("w1", fresh_broker.url, tmp_path / "w1", ARTIFACTS / request.node.name)
@@ -75,8 +91,9 @@ def test_export_word_counts_equals_changelog_and_direct_count(fresh_broker: DevB
     lines: list[str] = []
     out = tmp_path / "word_counts.parquet"
     t = time.monotonic()
-    summary = export_table("apps.wordcount", "word_counts", out, broker=fresh_broker.url, spark=spark,
-                           progress=lines.append)
+    summary = export_table(
+        "apps.wordcount", "word_counts", out, broker=fresh_broker.url, spark=spark, progress=lines.append
+    )
     elapsed = time.monotonic() - t
     rows = _parquet_rows(out)
     exported = {r["key"]: int(r["value"]) for r in rows}
@@ -122,9 +139,28 @@ def test_export_cli_json(fresh_broker: DevBroker, tmp_path: Path, request: pytes
     out = tmp_path / "json-out"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run(
-        [sys.executable, "-m", "agentstream", "-A", "apps.wordcount", "export", "word_counts", "--out", str(out),
-         "--format", "json", "--master", "local[1]", "--broker", fresh_broker.url],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "agentstream",
+            "-A",
+            "apps.wordcount",
+            "export",
+            "word_counts",
+            "--out",
+            str(out),
+            "--format",
+            "json",
+            "--master",
+            "local[1]",
+            "--broker",
+            fresh_broker.url,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
@@ -145,7 +181,11 @@ def test_export_cli_json(fresh_broker: DevBroker, tmp_path: Path, request: pytes
 def test_export_cli_missing_table_is_a_clear_error(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "agentstream", "-A", "apps.wordcount", "export", "nope", "--out", str(tmp_path / "x")],
-        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 2
     assert "no table 'nope'" in proc.stderr and "word_counts" in proc.stderr
@@ -162,8 +202,10 @@ def _views(n: int, seed: int = 5) -> list[dict[str, Any]]:
     """Views in two windows, all within 90 s of BASE: with 30 s grace the first window closes
     at stream time BASE+90, so no view can be late whatever order partitions are processed in."""
     rnd = random.Random(seed)
-    views = [{"page": rnd.choice(PAGES), "user": f"u{rnd.randint(0, 50)}", "ts": BASE + rnd.uniform(0, 89.0)}
-             for _ in range(n)]
+    views = [
+        {"page": rnd.choice(PAGES), "user": f"u{rnd.randint(0, 50)}", "ts": BASE + rnd.uniform(0, 89.0)}
+        for _ in range(n)
+    ]
     views.sort(key=lambda v: v["ts"])
     return views
 
@@ -185,8 +227,9 @@ def _reported_counts(bootstrap: str) -> dict[tuple[str, int], int]:
     return out
 
 
-def test_export_windowed_page_views(fresh_broker: DevBroker, spark: Any, tmp_path: Path,
-                                    request: pytest.FixtureRequest) -> None:
+def test_export_windowed_page_views(
+    fresh_broker: DevBroker, spark: Any, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     views = _views(1500)
     expected = _window_counts(views)
     assert {start for _, start in expected} == {BASE, BASE + WINDOW}
@@ -285,8 +328,14 @@ def test_read_changelog_from_a_plain_spark_session(fresh_broker: DevBroker, tmp_
     asyncio.run(fill())
     env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
     env["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.run([sys.executable, "-c", PLAIN_SESSION, fresh_broker.url], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", PLAIN_SESSION, fresh_broker.url],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     rows = next(line for line in proc.stdout.splitlines() if line.startswith("ROWS "))
     assert json.loads(rows[5:]) == expected

@@ -15,8 +15,9 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 import pytest
@@ -46,15 +47,23 @@ def report(name: str, expected: dict[str, int], got: dict[str, int]) -> int:
     assert not low, f"{name}: {len(low)} words below the truth (lost updates), e.g. {list(low.items())[:5]}"
     assert set(got) == set(expected), f"{name}: unexpected words {set(got) - set(expected)}"
     duplicates = sum(got[w] - c for w, c in expected.items())
-    print(f"\n{name}: {sum(expected.values())} word records, {duplicates} duplicated effects "
-          f"({100.0 * duplicates / max(1, sum(expected.values())):.2f}%)")
+    print(
+        f"\n{name}: {sum(expected.values())} word records, {duplicates} duplicated effects "
+        f"({100.0 * duplicates / max(1, sum(expected.values())):.2f}%)"
+    )
     return duplicates
 
 
-def test_exactly_once_is_refused_by_a_broker_without_transactions(fresh_broker: DevBroker, tmp_path: Path,
-                                                                   request: pytest.FixtureRequest) -> None:
-    w = Worker("eos", fresh_broker.url, tmp_path / "w", ARTIFACTS / request.node.name,
-               env={"AGENTSTREAM_PROCESSING_GUARANTEE": "exactly_once"})
+def test_exactly_once_is_refused_by_a_broker_without_transactions(
+    fresh_broker: DevBroker, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    w = Worker(
+        "eos",
+        fresh_broker.url,
+        tmp_path / "w",
+        ARTIFACTS / request.node.name,
+        env={"AGENTSTREAM_PROCESSING_GUARANTEE": "exactly_once"},
+    )
     try:
         code = w.proc.wait(60)
         log = w.log()
@@ -65,8 +74,9 @@ def test_exactly_once_is_refused_by_a_broker_without_transactions(fresh_broker: 
         w.stop_quietly()
 
 
-def test_kill9_one_of_three_workers_every_few_seconds(fresh_broker: DevBroker, tmp_path: Path,
-                                                      request: pytest.FixtureRequest) -> None:
+def test_kill9_one_of_three_workers_every_few_seconds(
+    fresh_broker: DevBroker, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     texts = sentences(KILL_SENTENCES, seed=21)
     logs = ARTIFACTS / request.node.name
     workers = {n: Worker(n, fresh_broker.url, tmp_path / n, logs) for n in ("w1", "w2", "w3")}
@@ -108,7 +118,7 @@ class ProxyThread:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
 
-    def _call(self, coro: "asyncio.Future[None] | Any") -> None:
+    def _call(self, coro: asyncio.Future[None] | Any) -> None:
         asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
 
     def start(self) -> None:
@@ -124,7 +134,9 @@ class ProxyThread:
 
 
 @pytest.fixture
-def proxied_broker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[DevBroker, ProxyThread]]:
+def proxied_broker(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[DevBroker, ProxyThread]]:
     """tansu on one port, advertising a proxy port in front of it: every client goes through the proxy."""
     from agentstream import devbroker
 
@@ -133,9 +145,18 @@ def proxied_broker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
     broker_port, proxy_port = free_port(), free_port()
     proxy = ProxyThread(proxy_port, broker_port)
     proxy.start()
-    monkeypatch.setattr(devbroker, "_broker_command", lambda port, silent=False: [
-        tansu_binary(), "broker", "--listener-url", f"tcp://127.0.0.1:{port}",
-        "--advertised-listener-url", f"tcp://127.0.0.1:{proxy_port}"])
+    monkeypatch.setattr(
+        devbroker,
+        "_broker_command",
+        lambda port, silent=False: [
+            tansu_binary(),
+            "broker",
+            "--listener-url",
+            f"tcp://127.0.0.1:{port}",
+            "--advertised-listener-url",
+            f"tcp://127.0.0.1:{proxy_port}",
+        ],
+    )
     broker = DevBroker(broker_port, log_path=log_dir / "broker.log")
     broker.start()
     try:
@@ -154,7 +175,7 @@ class RetryingFeeder(Feeder):
             for i in range(0, len(self.texts), self.chunk):
                 while True:
                     try:
-                        feed(self.bootstrap, self.texts[i:i + self.chunk])
+                        feed(self.bootstrap, self.texts[i : i + self.chunk])
                         break
                     except Exception:
                         time.sleep(0.5)
@@ -164,8 +185,9 @@ class RetryingFeeder(Feeder):
             self.error = exc
 
 
-def test_broker_connection_lost_for_10s_mid_stream(proxied_broker: tuple[DevBroker, ProxyThread], tmp_path: Path,
-                                                   request: pytest.FixtureRequest) -> None:
+def test_broker_connection_lost_for_10s_mid_stream(
+    proxied_broker: tuple[DevBroker, ProxyThread], tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     broker, proxy = proxied_broker
     url = f"kafka://127.0.0.1:{proxy.proxy.listen_port}"
     bootstrap = f"127.0.0.1:{proxy.proxy.listen_port}"
@@ -192,8 +214,11 @@ def test_broker_connection_lost_for_10s_mid_stream(proxied_broker: tuple[DevBrok
         assert len(fed) >= len(texts)
         expected = true_counts(fed)
         got = wait_counts(bootstrap, expected, at_least=True, timeout=120)
-        report(f"broker connection lost for 10s ({len(fed) - len(texts)} sentences fed twice by the retrying feeder)",
-               expected, got)
+        report(
+            f"broker connection lost for 10s ({len(fed) - len(texts)} sentences fed twice by the retrying feeder)",
+            expected,
+            got,
+        )
         for w in workers:
             assert w.proc.poll() is None, f"{w.name} exited: it must recover without a restart"
             assert w.terminate() == 0
@@ -209,8 +234,9 @@ def table_dir(data: Path, partition: int) -> Path:
 
 
 @pytest.mark.parametrize("damage", ["corrupt-rocksdb", "checkpoint-ahead", "missing-manifest"])
-def test_damaged_store_is_wiped_and_restored_once(fresh_broker: DevBroker, tmp_path: Path,
-                                                  request: pytest.FixtureRequest, damage: str) -> None:
+def test_damaged_store_is_wiped_and_restored_once(
+    fresh_broker: DevBroker, tmp_path: Path, request: pytest.FixtureRequest, damage: str
+) -> None:
     from .test_recovery import store_state
 
     texts = sentences(6000, seed=41)
@@ -250,7 +276,8 @@ def test_damaged_store_is_wiped_and_restored_once(fresh_broker: DevBroker, tmp_p
 
 
 def test_unwritable_data_dir_stops_the_worker_with_a_clear_error_and_loses_nothing(
-        fresh_broker: DevBroker, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    fresh_broker: DevBroker, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     texts = sentences(8000, seed=51)
     logs = ARTIFACTS / request.node.name
     data = tmp_path / "w"

@@ -9,8 +9,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 import pytest
@@ -30,10 +31,17 @@ def _env(broker: DevBroker) -> dict[str, str]:
 class AppWorker(Worker):
     """``python -m agentstream -A tests.faust_apps.<module> worker`` with its log in artifacts/."""
 
-    def __init__(self, module: str, broker: DevBroker, data_dir: Path, *, name: str | None = None,
-                 web: bool = False) -> None:
-        super().__init__(name or module, broker.url, data_dir, ARTIFACTS, app=f"tests.faust_apps.{module}",
-                         web_port=0 if web else None)
+    def __init__(
+        self, module: str, broker: DevBroker, data_dir: Path, *, name: str | None = None, web: bool = False
+    ) -> None:
+        super().__init__(
+            name or module,
+            broker.url,
+            data_dir,
+            ARTIFACTS,
+            app=f"tests.faust_apps.{module}",
+            web_port=0 if web else None,
+        )
 
     @property
     def web_url(self) -> str:
@@ -42,8 +50,14 @@ class AppWorker(Worker):
 
 
 def cli(broker: DevBroker, module: str, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentstream", "-A", f"tests.faust_apps.{module}", *args],
-                          cwd=ROOT, env=_env(broker), capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "agentstream", "-A", f"tests.faust_apps.{module}", *args],
+        cwd=ROOT,
+        env=_env(broker),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 async def _produce(bootstrap: str, topic: str, records: list[tuple[Any, Any, float | None]]) -> None:
@@ -68,8 +82,10 @@ def wait_topic(broker: DevBroker, topic: str, check: Any, timeout: float = 60.0)
     deadline = time.monotonic() + timeout
     got: list[tuple[Any, Any]] = []
     while time.monotonic() < deadline:
-        got = [(None if k is None else k.decode(), None if v is None else orjson.loads(v))
-               for k, v in read_topic(broker.bootstrap, topic)]
+        got = [
+            (None if k is None else k.decode(), None if v is None else orjson.loads(v))
+            for k, v in read_topic(broker.bootstrap, topic)
+        ]
         if check(got):
             return got
         time.sleep(0.5)
@@ -139,8 +155,7 @@ def test_word_count_and_table_route_across_two_workers(broker: DevBroker, worker
 
 def test_windowed_tumbling_and_hopping(broker: DevBroker, workers: dict[str, AppWorker]) -> None:
     base = (int(time.time()) // 10) * 10 - 600
-    produce(broker, "faust-page-views",
-            [("/a", {"page": "/a", "user": "u"}, base + off) for off in (0, 3, 8, 12)])
+    produce(broker, "faust-page-views", [("/a", {"page": "/a", "user": "u"}, base + off) for off in (0, 3, 8, 12)])
     got = wait_topic(broker, "faust-window-counts", lambda got: len(got) >= 4)
     assert [v["tumbling"] for _, v in got] == [1, 2, 3, 1]
     assert [v["hopping"] for _, v in got] == [1, 2, 1, 1]

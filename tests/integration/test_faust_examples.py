@@ -9,8 +9,8 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -20,14 +20,14 @@ from .cluster import ROOT, Worker, worker_env
 from .test_faust_apps import http_json
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "faust_examples"
-MODULES = ["bound_agent", "rpc", "service", "leader", "task_queue", "tableofset", "isolated_partitions",
-           "concurrency"]
+MODULES = ["bound_agent", "rpc", "service", "leader", "task_queue", "tableofset", "isolated_partitions", "concurrency"]
 
 
 class ExampleWorker(Worker):
     def __init__(self, module: str, broker: DevBroker, data_dir: Path, *, web: bool = False) -> None:
-        super().__init__(module, broker.url, data_dir, ARTIFACTS, app=f"tests.faust_examples.{module}",
-                         web_port=0 if web else None)
+        super().__init__(
+            module, broker.url, data_dir, ARTIFACTS, app=f"tests.faust_examples.{module}", web_port=0 if web else None
+        )
 
     @property
     def web_url(self) -> str:
@@ -35,8 +35,14 @@ class ExampleWorker(Worker):
 
 
 def cli(broker: DevBroker, module: str, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentstream", "-A", f"tests.faust_examples.{module}", *args],
-                          cwd=ROOT, env=worker_env(broker.url), capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "agentstream", "-A", f"tests.faust_examples.{module}", *args],
+        cwd=ROOT,
+        env=worker_env(broker.url),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 async def _create_topic(bootstrap: str, name: str, partitions: int) -> None:
@@ -58,7 +64,7 @@ def workers(broker: DevBroker, tmp_path_factory: pytest.TempPathFactory) -> Iter
     started = {m: ExampleWorker(m, broker, data / m) for m in MODULES}
     started["tabletest"] = ExampleWorker("tabletest", broker, data / "tabletest", web=True)
     try:
-        for name, w in started.items():
+        for _name, w in started.items():
             w.wait_log(r"worker for \S+ started", timeout=90)
         yield started
     finally:
@@ -84,7 +90,7 @@ def test_rpc_join_map_and_ask(broker: DevBroker, workers: dict[str, ExampleWorke
     from tests.faust_examples.rpc import VALUES
 
     w = workers["rpc"]
-    expected = [(v ** 2) * 100.0 for v in VALUES]
+    expected = [(v**2) * 100.0 for v in VALUES]
     m = w.wait_log(r"JOINED: (\[.*\])")
     assert m.group(1) == repr(expected)  # join: in the values' order
     w.wait_log(r"RECEIVED REPLY", count=len(VALUES))
@@ -156,7 +162,8 @@ def test_isolated_partitions_progress(broker: DevBroker, workers: dict[str, Exam
 
 
 def test_concurrency_on_an_existing_topic_with_another_partition_count(
-        broker: DevBroker, workers: dict[str, ExampleWorker]) -> None:
+    broker: DevBroker, workers: dict[str, ExampleWorker]
+) -> None:
     w = workers["concurrency"]
     assert w.last_assignment("fx-concurrency") == {0, 1, 2}  # the existing count, not the declared 2
     out = cli(broker, "concurrency", "producer")

@@ -85,17 +85,19 @@ async def _end_with_single_record_batches(bootstrap: str, group: str) -> None:
     await producer.start()
     try:
         for p in range(PARTITIONS):
-            await producer.send_and_wait(f"{group}-word_counts-changelog", b"0", key=json.dumps(MARKER).encode(),
-                                         partition=p)
-            await producer.send_and_wait(f"{group}-daily_counts-changelog", b"0",
-                                         key=json.dumps([MARKER, [0.0, 86399.9]]).encode(), partition=p)
+            await producer.send_and_wait(
+                f"{group}-word_counts-changelog", b"0", key=json.dumps(MARKER).encode(), partition=p
+            )
+            await producer.send_and_wait(
+                f"{group}-daily_counts-changelog", b"0", key=json.dumps([MARKER, [0.0, 86399.9]]).encode(), partition=p
+            )
     finally:
         await producer.stop()
 
 
 def _feed_slowly(bootstrap: str, topic: str, texts: list[str]) -> None:
     for i in range(0, len(texts), 10):  # about 15 s: Faust is stopped while this goes on
-        feed(bootstrap, texts[i:i + 10], topic=topic)
+        feed(bootstrap, texts[i : i + 10], topic=topic)
         time.sleep(0.3)
 
 
@@ -103,8 +105,13 @@ class FaustWorker:
     def __init__(self, python: Path, env: dict[str, str], log_path: Path) -> None:
         self.log_path = log_path
         self._log = open(log_path, "wb")
-        self.proc = subprocess.Popen([str(python), "-m", "faust", "-A", MODULE, "worker", "-l", "info"],
-                                     cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [str(python), "-m", "faust", "-A", MODULE, "worker", "-l", "info"],
+            cwd=ROOT,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -141,9 +148,16 @@ def test_agentstream_continues_a_stopped_faust_app(faust_python: Path, fresh_bro
     source, output = f"{app_id}-sentences", f"{app_id}-counted"
     bootstrap = fresh_broker.bootstrap
     asyncio.run(_create_topics(bootstrap, [source, output]))
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", TAKEOVER_APP_ID=app_id,
-               TAKEOVER_BROKER=fresh_broker.url, TAKEOVER_SOURCE=source, TAKEOVER_OUTPUT=output,
-               TAKEOVER_DATADIR=str(tmp_path / "faust-data"))
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(ROOT),
+        PYTHONUNBUFFERED="1",
+        TAKEOVER_APP_ID=app_id,
+        TAKEOVER_BROKER=fresh_broker.url,
+        TAKEOVER_SOURCE=source,
+        TAKEOVER_OUTPUT=output,
+        TAKEOVER_DATADIR=str(tmp_path / "faust-data"),
+    )
     texts = sentences(900, seed=16)
     part_a, part_b, part_c = texts[:300], texts[300:700], texts[700:]
 
@@ -174,8 +188,14 @@ def test_agentstream_continues_a_stopped_faust_app(faust_python: Path, fresh_bro
     assert f"{group}-{MODULE}.count-Word.word-repartition" in faust_log
 
     # 2. agentstream takes over: same module, same id and version, topic_naming='faust'.
-    worker = Worker("agentstream", fresh_broker.url, tmp_path / "as-data", tmp_path, app=MODULE,
-                    env=dict(env, TAKEOVER_ENGINE="agentstream"))
+    worker = Worker(
+        "agentstream",
+        fresh_broker.url,
+        tmp_path / "as-data",
+        tmp_path,
+        app=MODULE,
+        env=dict(env, TAKEOVER_ENGINE="agentstream"),
+    )
     try:
         worker.wait_log(r"worker for \S+ started", timeout=60)
         feed(bootstrap, part_c, topic=source)
@@ -215,24 +235,28 @@ def test_agentstream_continues_a_stopped_faust_app(faust_python: Path, fresh_bro
         faust.wait_ready()
         feed(bootstrap, part_d, topic=source)
         final_expected = true_counts(texts + part_d)
-        back = _wait_counts(bootstrap, output, {w: got.get(w, 0) + c for w, c in true_counts(part_d).items()},
-                            timeout=60)
+        back = _wait_counts(
+            bootstrap, output, {w: got.get(w, 0) + c for w, c in true_counts(part_d).items()}, timeout=60
+        )
     finally:
         faust.stop()
         faust.kill()
     back.pop(MARKER, None)
-    assert {w: back[w] for w in final_expected} == {w: got.get(w, 0) + true_counts(part_d).get(w, 0)
-                                                     for w in final_expected}, "Faust did not restore agentstream's table"
+    assert {w: back[w] for w in final_expected} == {
+        w: got.get(w, 0) + true_counts(part_d).get(w, 0) for w in final_expected
+    }, "Faust did not restore agentstream's table"
     daily_back: collections.Counter[str] = collections.Counter()
     for k, v in _last_per_key(bootstrap, f"{group}-daily_counts-changelog").items():
         if json.loads(k)[0] != MARKER:
             daily_back[json.loads(k)[0]] += int(v)
     assert dict(daily_back) == back, "Faust did not restore agentstream's windowed table"
 
-    print(f"takeover: {len(texts)} sentences, {sum(expected.values())} words ({len(expected)} distinct); "
-          f"Faust counted {sum(by_faust.values())} of them before it stopped ({words_a} in "
-          f"part A, {of_b} of part B's "
-          f"{sum(true_counts(part_b).values())}); "
-          f"{outputs - total} output records repeated; final counts exact for {len(expected) - len(over)}/{len(expected)} words, over-counted "
-          f"(at-least-once redelivery) {len(over)}: {sorted(over.items())[:5]}; Faust then took back over and "
-          f"counted {len(part_d)} more sentences on the restored tables, exact")
+    print(
+        f"takeover: {len(texts)} sentences, {sum(expected.values())} words ({len(expected)} distinct); "
+        f"Faust counted {sum(by_faust.values())} of them before it stopped ({words_a} in "
+        f"part A, {of_b} of part B's "
+        f"{sum(true_counts(part_b).values())}); "
+        f"{outputs - total} output records repeated; final counts exact for {len(expected) - len(over)}/{len(expected)} words, over-counted "
+        f"(at-least-once redelivery) {len(over)}: {sorted(over.items())[:5]}; Faust then took back over and "
+        f"counted {len(part_d)} more sentences on the restored tables, exact"
+    )

@@ -33,8 +33,9 @@ def store_state(data_dir: Path) -> dict[bytes, bytes]:
 
 
 def restores(worker: Worker) -> list[tuple[list[int], int]]:
-    return [([int(x) for x in m.group(1).split(",") if x.strip()], int(m.group(2)))
-            for m in RESTORED.finditer(worker.log())]
+    return [
+        ([int(x) for x in m.group(1).split(",") if x.strip()], int(m.group(2))) for m in RESTORED.finditer(worker.log())
+    ]
 
 
 def wait_until(predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
@@ -47,8 +48,9 @@ def wait_until(predicate, timeout: float = 60.0) -> None:  # type: ignore[no-unt
 
 
 @pytest.mark.parametrize("wipe_data_dir", [False, True], ids=["same-data-dir", "data-dir-deleted"])
-def test_kill9_and_restart(fresh_broker: DevBroker, tmp_path: Path, request: pytest.FixtureRequest,
-                           wipe_data_dir: bool) -> None:
+def test_kill9_and_restart(
+    fresh_broker: DevBroker, tmp_path: Path, request: pytest.FixtureRequest, wipe_data_dir: bool
+) -> None:
     texts = sentences(12000, seed=11)
     logs = ARTIFACTS / request.node.name
     data = tmp_path / "w1"
@@ -94,7 +96,9 @@ def fresh_broker_records(broker: DevBroker) -> list[tuple[bytes | None, bytes | 
     return read_topic(broker.bootstrap, "wordcount-word_counts-changelog")
 
 
-def test_standby_takes_over_after_kill9(fresh_broker: DevBroker, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_standby_takes_over_after_kill9(
+    fresh_broker: DevBroker, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     texts = sentences(10000, seed=12)
     logs = ARTIFACTS / request.node.name
     env = {"AGENTSTREAM_TABLE_STANDBY_REPLICAS": "1"}
@@ -118,7 +122,9 @@ def test_standby_takes_over_after_kill9(fresh_broker: DevBroker, tmp_path: Path,
         assert set(got) == set(expected) and all(got[w] >= c for w, c in expected.items())
         takeover = next(n for p, n in restores(w1)[before:] if p == [0, 1, 2, 3])
         held = len(fresh_broker_records(fresh_broker))
-        assert takeover < held / 4, f"failover restored {takeover} of {held} changelog records: the standby was not warm"
+        assert takeover < held / 4, (
+            f"failover restored {takeover} of {held} changelog records: the standby was not warm"
+        )
         assert w1.terminate() == 0
     finally:
         stop_all(workers)

@@ -15,8 +15,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 import pytest
@@ -55,17 +56,45 @@ class SecureBroker:
         self._proxy_log = open(directory / "proxy.log", "wb")
         url = f"tcp://127.0.0.1:{self.plain_port}"
         self.broker = subprocess.Popen(
-            [tansu_binary(), "broker", "--listener-url", url,
-             "--advertised-listener-url", f"tcp://127.0.0.1:{self.port}"],
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
-        cmd = [sys.executable, "-m", "tests.integration.tls_proxy", "--listen", str(self.port),
-               "--upstream", str(self.plain_port), "--cert", str(self.certs["server_cert"]),
-               "--key", str(self.certs["server_key"]), f"--user={USER}:{PASSWORD}", f"--token={TOKEN}"]
+            [
+                tansu_binary(),
+                "broker",
+                "--listener-url",
+                url,
+                "--advertised-listener-url",
+                f"tcp://127.0.0.1:{self.port}",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "tests.integration.tls_proxy",
+            "--listen",
+            str(self.port),
+            "--upstream",
+            str(self.plain_port),
+            "--cert",
+            str(self.certs["server_cert"]),
+            "--key",
+            str(self.certs["server_key"]),
+            f"--user={USER}:{PASSWORD}",
+            f"--token={TOKEN}",
+        ]
         cmd += [f"--mechanism={m}" for m in MECHANISMS]
         if client_ca:
             cmd += ["--cafile", str(self.certs["ca"])]
-        self.proxy = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=self._proxy_log,
-                                      stderr=subprocess.STDOUT, start_new_session=True)
+        self.proxy = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=self._proxy_log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             _wait_port(self.plain_port, self.broker)
             _wait_port(self.port, self.proxy)
@@ -79,15 +108,21 @@ class SecureBroker:
 
     def env(self, mechanism: str = "SCRAM-SHA-512", password: str = PASSWORD) -> dict[str, str]:
         """A worker's AGENTSTREAM_* variables for TLS (our CA) + SASL."""
-        return {"AGENTSTREAM_BROKER_SSL_CAFILE": str(self.certs["ca"]),
-                "AGENTSTREAM_BROKER_SASL_MECHANISM": mechanism,
-                "AGENTSTREAM_BROKER_SASL_USERNAME": USER,
-                "AGENTSTREAM_BROKER_SASL_PASSWORD": password}
+        return {
+            "AGENTSTREAM_BROKER_SSL_CAFILE": str(self.certs["ca"]),
+            "AGENTSTREAM_BROKER_SASL_MECHANISM": mechanism,
+            "AGENTSTREAM_BROKER_SASL_USERNAME": USER,
+            "AGENTSTREAM_BROKER_SASL_PASSWORD": password,
+        }
 
     def client_kwargs(self) -> dict[str, Any]:
-        return {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-256",
-                "sasl_plain_username": USER, "sasl_plain_password": PASSWORD,
-                "ssl_context": build_ssl_context(cafile=str(self.certs["ca"]), certfile=None, keyfile=None)}
+        return {
+            "security_protocol": "SASL_SSL",
+            "sasl_mechanism": "SCRAM-SHA-256",
+            "sasl_plain_username": USER,
+            "sasl_plain_password": PASSWORD,
+            "ssl_context": build_ssl_context(cafile=str(self.certs["ca"]), certfile=None, keyfile=None),
+        }
 
     def stop(self) -> None:
         for proc in (self.proxy, self.broker):
@@ -125,8 +160,12 @@ async def _feed(b: SecureBroker, texts: list[str]) -> None:
 
 
 async def _counts(b: SecureBroker) -> dict[str, int]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=f"127.0.0.1:{b.port}", auto_offset_reset="earliest",
-                                enable_auto_commit=False, **b.client_kwargs())
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=f"127.0.0.1:{b.port}",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        **b.client_kwargs(),
+    )
     await consumer.start()
     out: dict[str, int] = {}
     try:
@@ -167,11 +206,13 @@ def _wait_counts(b: SecureBroker, expected: dict[str, int], timeout: float = 120
 
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "PLAIN"])
-def test_wordcount_over_tls_and_sasl(secure_broker: SecureBroker, tmp_path: Path, request: pytest.FixtureRequest,
-                                     mechanism: str) -> None:
+def test_wordcount_over_tls_and_sasl(
+    secure_broker: SecureBroker, tmp_path: Path, request: pytest.FixtureRequest, mechanism: str
+) -> None:
     texts = sentences(500, seed=11)
-    w = Worker("w1", secure_broker.url, tmp_path / "w1", ARTIFACTS / request.node.name,
-               env=secure_broker.env(mechanism))
+    w = Worker(
+        "w1", secure_broker.url, tmp_path / "w1", ARTIFACTS / request.node.name, env=secure_broker.env(mechanism)
+    )
     try:
         w.wait_log(r"assigned: .*sentences\[0, 1, 2, 3\]", timeout=90)
         asyncio.run(_feed(secure_broker, texts))
@@ -183,10 +224,16 @@ def test_wordcount_over_tls_and_sasl(secure_broker: SecureBroker, tmp_path: Path
         stop_all([w])
 
 
-def test_wrong_password_fails_at_start_with_one_line(secure_broker: SecureBroker, tmp_path: Path,
-                                                     request: pytest.FixtureRequest) -> None:
-    w = Worker("bad", secure_broker.url, tmp_path / "bad", ARTIFACTS / request.node.name,
-               env=secure_broker.env("SCRAM-SHA-256", password="not-the-password"))
+def test_wrong_password_fails_at_start_with_one_line(
+    secure_broker: SecureBroker, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    w = Worker(
+        "bad",
+        secure_broker.url,
+        tmp_path / "bad",
+        ARTIFACTS / request.node.name,
+        env=secure_broker.env("SCRAM-SHA-256", password="not-the-password"),
+    )
     try:
         rc = w.proc.wait(90)
         log = w.log()
@@ -199,8 +246,9 @@ def test_wrong_password_fails_at_start_with_one_line(secure_broker: SecureBroker
         stop_all([w])
 
 
-def test_untrusted_broker_certificate_fails_at_start(secure_broker: SecureBroker, tmp_path: Path,
-                                                     request: pytest.FixtureRequest) -> None:
+def test_untrusted_broker_certificate_fails_at_start(
+    secure_broker: SecureBroker, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     env = secure_broker.env()
     env["AGENTSTREAM_BROKER_SSL_CAFILE"] = str(secure_broker.certs["other_ca"])
     w = Worker("untrusted", secure_broker.url, tmp_path / "u", ARTIFACTS / request.node.name, env=env)
@@ -224,9 +272,16 @@ def test_oauthbearer_and_mutual_tls_clients(tmp_path: Path) -> None:
         c = b.certs
 
         async def run(token: str) -> None:
-            app = App("oauth-check", broker=b.url, store="memory://", broker_sasl_mechanism="OAUTHBEARER",
-                      broker_sasl_oauth_token=token, broker_ssl_cafile=str(c["ca"]),
-                      broker_ssl_certfile=str(c["client_cert"]), broker_ssl_keyfile=str(c["client_key"]))
+            app = App(
+                "oauth-check",
+                broker=b.url,
+                store="memory://",
+                broker_sasl_mechanism="OAUTHBEARER",
+                broker_sasl_oauth_token=token,
+                broker_ssl_cafile=str(c["ca"]),
+                broker_ssl_certfile=str(c["client_cert"]),
+                broker_ssl_keyfile=str(c["client_key"]),
+            )
             try:
                 await app.transport.ensure_topics([TopicSpec("oauth-topic", 2)])
             finally:

@@ -17,11 +17,20 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 SESSION = 60  # a new group's join takes about half of it on the dev broker
 
 
-def test_sigterm_during_the_first_join_stops_without_finishing_it(fresh_broker: DevBroker, tmp_path: Path,
-                                                                 request: pytest.FixtureRequest) -> None:
-    w = Worker("w1", fresh_broker.url, tmp_path / "w1", ARTIFACTS / request.node.name,
-               env={"AGENTSTREAM_SESSION_TIMEOUT": str(SESSION), "AGENTSTREAM_REBALANCE_TIMEOUT": str(SESSION),
-                    "AGENTSTREAM_SHUTDOWN_TIMEOUT": "3"})
+def test_sigterm_during_the_first_join_stops_without_finishing_it(
+    fresh_broker: DevBroker, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    w = Worker(
+        "w1",
+        fresh_broker.url,
+        tmp_path / "w1",
+        ARTIFACTS / request.node.name,
+        env={
+            "AGENTSTREAM_SESSION_TIMEOUT": str(SESSION),
+            "AGENTSTREAM_REBALANCE_TIMEOUT": str(SESSION),
+            "AGENTSTREAM_SHUTDOWN_TIMEOUT": "3",
+        },
+    )
     try:
         w.wait_log(r"topology of ")  # the consumer starts (and joins the group) right after
         time.sleep(2.0)  # in the join now: the group waits for members before it answers

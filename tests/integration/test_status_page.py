@@ -30,8 +30,10 @@ def _chromium() -> str | None:
 def _status() -> dict[str, Any]:
     """Ten samples: the worker had partitions 0-3, then gave 0 and 2 away (lag of 2 stuck at 20)."""
     t = [1000.0 + i for i in range(10)]
-    lag = {f"sentences[{p}]": [120 - 7 * i if p in (1, 3) or i < 5 else (20 if p == 2 else 3) for i in range(10)]
-           for p in range(4)}
+    lag = {
+        f"sentences[{p}]": [120 - 7 * i if p in (1, 3) or i < 5 else (20 if p == 2 else 3) for i in range(10)]
+        for p in range(4)
+    }
     for p in (0, 2):  # not in the later samples
         lag[f"sentences[{p}]"] = [v if i < 5 else None for i, v in enumerate(lag[f"sentences[{p}]"])]
     return {
@@ -43,8 +45,10 @@ def _status() -> dict[str, Any]:
         "restore": {"restored_records": 10, "restoring": False, "not_ready": []},
         "history": {
             "t": t,
-            "records_per_s": {"count_words": [8288.2, 438.9, 18.7, 7000, 1234, 0, 5, 90, 300, 8000],
-                              "split": [1.5] * 10},
+            "records_per_s": {
+                "count_words": [8288.2, 438.9, 18.7, 7000, 1234, 0, 5, 90, 300, 8000],
+                "split": [1.5] * 10,
+            },
             "lag": lag,
             "restore": {"ready_pct": [50, 75, 100, 100, 100, 100, 100, 100, 100, 100]},
             "table_keys": {"word_counts": [0.3, 0.7, 1.1, 1.2, 1.3, 1.3, 1.4, 1.4, 1.45, 1.45]},
@@ -54,7 +58,7 @@ def _status() -> dict[str, Any]:
 
 def _is_round_step(step: float) -> bool:
     exp = math.floor(math.log10(step))
-    mantissa = step / 10 ** exp
+    mantissa = step / 10**exp
     return any(abs(mantissa - m) < 1e-6 for m in (1, 2, 5, 10))
 
 
@@ -75,17 +79,32 @@ async def _render(chromium: str, shot: Path) -> str:
     port = runner.addresses[0][1]
     try:
         with tempfile.TemporaryDirectory() as profile:
-            common = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                      "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                      "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1200,900",
-                      "--virtual-time-budget=3000"]
+            common = [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-dev-shm-usage",
+                f"--user-data-dir={profile}",
+                "--window-size=1200,900",
+                "--virtual-time-budget=3000",
+            ]
             url = f"http://127.0.0.1:{port}/status.html"
-            shooter = await asyncio.create_subprocess_exec(*common, f"--screenshot={shot}", url,
-                                                           stdout=asyncio.subprocess.DEVNULL,
-                                                           stderr=asyncio.subprocess.DEVNULL)
+            shooter = await asyncio.create_subprocess_exec(
+                *common,
+                f"--screenshot={shot}",
+                url,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
+            )
             await asyncio.wait_for(shooter.wait(), 120)
-            dumper = await asyncio.create_subprocess_exec(*common, "--dump-dom", url, stdout=asyncio.subprocess.PIPE,
-                                                          stderr=asyncio.subprocess.DEVNULL)
+            dumper = await asyncio.create_subprocess_exec(
+                *common, "--dump-dom", url, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
+            )
             out, _ = await asyncio.wait_for(dumper.communicate(), 120)
             return out.decode()
     finally:

@@ -33,12 +33,21 @@ class Order(agentstream.Record):
     customer: str
 
 
-async def test_group_by_join_matches_a_table_topic_written_by_a_plain_producer(broker: DevBroker,
-                                                                              tmp_path: Path) -> None:
+async def test_group_by_join_matches_a_table_topic_written_by_a_plain_producer(
+    broker: DevBroker, tmp_path: Path
+) -> None:
     suffix = uuid.uuid4().hex[:6]
     app = agentstream.App(
-        f"keys-{suffix}", broker=broker.url, store="memory://", data_dir=tmp_path, topic_partitions=PARTITIONS,
-        commit_interval=0.2, session_timeout=6.0, heartbeat_interval=0.5, rebalance_timeout=6.0, web_enabled=False,
+        f"keys-{suffix}",
+        broker=broker.url,
+        store="memory://",
+        data_dir=tmp_path,
+        topic_partitions=PARTITIONS,
+        commit_interval=0.2,
+        session_timeout=6.0,
+        heartbeat_interval=0.5,
+        rebalance_timeout=6.0,
+        web_enabled=False,
     )
     orders = app.topic(f"orders-{suffix}", value_type=Order)
     customers = app.topic(f"customers-{suffix}", key_type=str, value_type=dict)
@@ -48,8 +57,9 @@ async def test_group_by_join_matches_a_table_topic_written_by_a_plain_producer(b
     @app.agent(orders)
     async def enrich(stream: agentstream.Stream) -> None:
         async for order, customer in stream.group_by(Order.customer).left_join(names):
-            await joined.send(key=order.customer, value={"id": order.id, "name": None if customer is None
-                                                          else customer["name"]})
+            await joined.send(
+                key=order.customer, value={"id": order.id, "name": None if customer is None else customer["name"]}
+            )
 
     producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap)
     worker = Worker(app)
@@ -58,14 +68,16 @@ async def test_group_by_join_matches_a_table_topic_written_by_a_plain_producer(b
         await app.transport.ensure_topics([t.spec() for t in app.topics.values()])
         # the table topic, as a Java/Go/aiokafka client writes it: UTF-8 keys, JSON values
         for i in range(CUSTOMERS):
-            await producer.send(customers.name, orjson.dumps({"name": f"N{i}"}), key=f"c{i}".encode(),
-                                timestamp_ms=1_000)
+            await producer.send(
+                customers.name, orjson.dumps({"name": f"N{i}"}), key=f"c{i}".encode(), timestamp_ms=1_000
+            )
         await producer.flush()
         await worker.start()
         await asyncio.wait_for(worker.assigned.wait(), 60)
         for i in range(ORDERS):  # orders spread over every partition, keyed by order id
-            await producer.send(orders.name, Order(i, f"c{i % CUSTOMERS}").dumps(), key=str(i).encode(),
-                                timestamp_ms=2_000 + i)
+            await producer.send(
+                orders.name, Order(i, f"c{i % CUSTOMERS}").dumps(), key=str(i).encode(), timestamp_ms=2_000 + i
+            )
         await producer.flush()
         got = await _read(broker.bootstrap, joined.name, ORDERS, timeout=90)
     finally:
@@ -77,8 +89,9 @@ async def test_group_by_join_matches_a_table_topic_written_by_a_plain_producer(b
 
 
 async def _read(bootstrap: str, topic: str, n: int, timeout: float) -> list[tuple[bytes, Any]]:
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                                enable_auto_commit=False, group_id=None)
+    consumer = AIOKafkaConsumer(
+        topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False, group_id=None
+    )
     await consumer.start()
     out: list[tuple[bytes, Any]] = []
     try:
@@ -111,8 +124,7 @@ async def test_export_types_an_untyped_tables_values_from_their_faust_tags(broke
     try:
         for i in range(6):
             value = Basket(f"u{i}", [Order(i, f"c{i}")])
-            await producer.send(baskets.changelog_topic.name, baskets.value_codec.dumps(value),
-                                key=f"u{i}".encode())
+            await producer.send(baskets.changelog_topic.name, baskets.value_codec.dumps(value), key=f"u{i}".encode())
         await producer.flush()
     finally:
         await producer.stop()

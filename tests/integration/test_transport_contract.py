@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -31,8 +32,9 @@ from agentstream.transport.partitioner import default_partition
 pytestmark = pytest.mark.asyncio
 
 # Short group timeouts: a new group's first join on tansu takes about half the session timeout.
-GROUP: dict[str, Any] = dict(session_timeout_ms=6000, heartbeat_interval_ms=500, rebalance_timeout_ms=6000,
-                             fetch_max_wait_ms=100)
+GROUP: dict[str, Any] = dict(
+    session_timeout_ms=6000, heartbeat_interval_ms=500, rebalance_timeout_ms=6000, fetch_max_wait_ms=100
+)
 _ids = itertools.count()
 
 
@@ -117,8 +119,9 @@ class AllToOneAssignor:
     def member_user_data(self) -> bytes:
         return self.tag
 
-    def assign(self, partitions_per_topic: Mapping[str, int],
-               members: Sequence[MemberInfo]) -> dict[str, tuple[list[TP], bytes]]:
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], members: Sequence[MemberInfo]
+    ) -> dict[str, tuple[list[TP], bytes]]:
         self.seen_members = list(members)
         first = min(m.member_id for m in members)
         everything = [TP(t, p) for t, n in sorted(partitions_per_topic.items()) for p in range(n)]
@@ -193,8 +196,17 @@ async def test_records_come_back_in_order_with_keys_headers_timestamps_and_offse
     p0, p1 = TP(topic, 0), TP(topic, 1)
     async with started(producer, consumer):
         assert await producer.partitions_for(topic) == 2
-        sent = [await producer.send(topic, b"k%d" % (i % 3), b"v%d" % i, partition=0, timestamp_ms=1_000 + i,
-                                    headers=[("h", b"%d" % i), ("h", b"again")]) for i in range(10)]
+        sent = [
+            await producer.send(
+                topic,
+                b"k%d" % (i % 3),
+                b"v%d" % i,
+                partition=0,
+                timestamp_ms=1_000 + i,
+                headers=[("h", b"%d" % i), ("h", b"again")],
+            )
+            for i in range(10)
+        ]
         tombstone = await producer.send(topic, b"gone", None, partition=1)
         keyless = await producer.send(topic, None, b"no key", partition=1, timestamp_ms=5)
         await producer.flush()
@@ -209,7 +221,8 @@ async def test_records_come_back_in_order_with_keys_headers_timestamps_and_offse
         got = await drain(consumer, 12)
     by_tp = {tp: [r for r in got if (r.topic, r.partition) == tp] for tp in (p0, p1)}
     assert [(r.offset, r.key, r.value, r.timestamp) for r in by_tp[p0]] == [
-        (i, b"k%d" % (i % 3), b"v%d" % i, 1_000 + i) for i in range(10)]
+        (i, b"k%d" % (i % 3), b"v%d" % i, 1_000 + i) for i in range(10)
+    ]
     assert [list(r.headers) for r in by_tp[p0]] == [[("h", b"%d" % i), ("h", b"again")] for i in range(10)]
     assert [(r.offset, r.key, r.value) for r in by_tp[p1]] == [(0, b"gone", None), (1, None, b"no key")]
     assert by_tp[p1][1].timestamp == 5 and list(by_tp[p1][1].headers) == []
@@ -356,8 +369,9 @@ async def test_two_members_split_the_partitions_with_revoke_and_assign_callbacks
         assert all(tps == set() for kind, tps in la.events if kind == "revoked")
         async with started(b):
             # a keeps polling like a worker, so it takes part in the rebalance b's join starts.
-            await asyncio.gather(poll_until(a, lambda: len(a.assignment()) == 2),
-                                 poll_until(b, lambda: len(b.assignment()) == 2))
+            await asyncio.gather(
+                poll_until(a, lambda: len(a.assignment()) == 2), poll_until(b, lambda: len(b.assignment()) == 2)
+            )
             assert a.assignment() | b.assignment() == everything and not a.assignment() & b.assignment()
             assert ("revoked", everything) in la.events  # eager protocol: everything revoked first ...
             assert la.events[-1] == ("assigned", a.assignment())  # ... then the new share assigned

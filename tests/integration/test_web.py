@@ -11,8 +11,9 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import quote
 
 import aiohttp
@@ -64,9 +65,12 @@ def wait_stable_metadata(workers: list[WebWorker], timeout: float = 60.0) -> dic
             time.sleep(0.3)
             continue
         owners = [m["partitions"] for m in last]
-        if (all(o == owners[0] for o in owners) and len(owners[0]) == 4
-                and set(owners[0].values()) == {w.address for w in workers}
-                and all(m["active"] for m in last)):
+        if (
+            all(o == owners[0] for o in owners)
+            and len(owners[0]) == 4
+            and set(owners[0].values()) == {w.address for w in workers}
+            and all(m["active"] for m in last)
+        ):
             return owners[0]  # type: ignore[no-any-return]
         time.sleep(0.3)
     raise AssertionError(f"the workers did not agree on partition owners: {last}")
@@ -82,7 +86,7 @@ def cluster() -> Iterator[Cluster]:
         try:
             for w in workers:
                 w.wait_log(r"assigned: .*sentences\[")
-                w.wait_log(r"web server for wordcount listening on http://127\.0\.0\.1:%d" % w.web_port)
+                w.wait_log(r"web server for wordcount listening on http://127\.0\.0\.1:" + str(w.web_port))
             wait_stable_metadata(workers)
             texts = sentences(2000, seed=11)
             feed(broker.bootstrap, texts)
@@ -136,8 +140,7 @@ def test_metadata_and_metrics_agree_across_workers(cluster: Cluster) -> None:
         for w in cluster.workers:
             text = asyncio.run(fetch(w.url + "/metrics"))
             for line in text.splitlines():
-                m = re.match(r'agentstream_table_keys\{table="word_counts",partition="\d+",role="active"\} (\S+)',
-                             line)
+                m = re.match(r'agentstream_table_keys\{table="word_counts",partition="\d+",role="active"\} (\S+)', line)
                 if m:
                     total += float(m.group(1))
         return total
@@ -161,22 +164,41 @@ def _chromium() -> str | None:
 def test_status_page_renders_live_plots_in_headless_chromium(cluster: Cluster) -> None:
     chromium = _chromium()
     if chromium is None:
-        pytest.skip("chromium not found: `make test` installs it (apt-get install chromium); "
-                    "no headless browser to render the status page with")
+        pytest.skip(
+            "chromium not found: `make test` installs it (apt-get install chromium); "
+            "no headless browser to render the status page with"
+        )
     w = cluster.workers[0]
     shot = ARTIFACTS / "status.png"
     shot.unlink(missing_ok=True)
     time.sleep(3)  # a few one-second samples of history beyond the feed
     with tempfile.TemporaryDirectory() as profile:
-        common = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1200,900",
-                  "--virtual-time-budget=5000"]
+        common = [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            f"--user-data-dir={profile}",
+            "--window-size=1200,900",
+            "--virtual-time-budget=5000",
+        ]
         page = f"{w.url}/status.html"
-        subprocess.run(common + [f"--screenshot={shot}", page], check=True, timeout=120,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        dom = subprocess.run(common + ["--dump-dom", page], check=True, timeout=120, capture_output=True,
-                             text=True).stdout
+        subprocess.run(
+            common + [f"--screenshot={shot}", page],
+            check=True,
+            timeout=120,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        dom = subprocess.run(
+            common + ["--dump-dom", page], check=True, timeout=120, capture_output=True, text=True
+        ).stdout
     assert shot.exists() and shot.stat().st_size > 10_000, "no screenshot"
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     (ARTIFACTS / "status.dom.html").write_text(dom)

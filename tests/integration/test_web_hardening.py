@@ -37,12 +37,22 @@ async def _hold_partial_connections(port: int, n: int) -> list[tuple[asyncio.Str
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to count descriptors")
-def test_idle_partial_header_connections_do_not_exhaust_the_worker(fresh_broker: DevBroker, tmp_path: Path,
-                                                                    request: pytest.FixtureRequest) -> None:
+def test_idle_partial_header_connections_do_not_exhaust_the_worker(
+    fresh_broker: DevBroker, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     port = free_port()
-    w = Worker("w1", fresh_broker.url, tmp_path / "w1", ARTIFACTS / request.node.name, web_port=port,
-               env={"AGENTSTREAM_WEB_MAX_CONNECTIONS": str(CAP), "AGENTSTREAM_WEB_HEADER_TIMEOUT": "3",
-                    "AGENTSTREAM_WEB_TOKEN": "integration-token"})
+    w = Worker(
+        "w1",
+        fresh_broker.url,
+        tmp_path / "w1",
+        ARTIFACTS / request.node.name,
+        web_port=port,
+        env={
+            "AGENTSTREAM_WEB_MAX_CONNECTIONS": str(CAP),
+            "AGENTSTREAM_WEB_HEADER_TIMEOUT": "3",
+            "AGENTSTREAM_WEB_TOKEN": "integration-token",
+        },
+    )
     try:
         w.wait_log(r"assigned: .*sentences\[0, 1, 2, 3\]")
         baseline = _fds(w.proc.pid)

@@ -32,8 +32,9 @@ def test_one_worker_exact_counts(fresh_broker: DevBroker, tmp_path: Path, reques
         stop_all([w])
 
 
-def test_two_workers_share_partitions_exact_counts(fresh_broker: DevBroker, tmp_path: Path,
-                                                     request: pytest.FixtureRequest) -> None:
+def test_two_workers_share_partitions_exact_counts(
+    fresh_broker: DevBroker, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     texts = sentences(4000, seed=2)
     logs = _workers_dir(request)
     w1 = Worker("w1", fresh_broker.url, tmp_path / "w1", logs)
@@ -54,8 +55,9 @@ def test_two_workers_share_partitions_exact_counts(fresh_broker: DevBroker, tmp_
         stop_all(workers)
 
 
-def test_worker_joins_and_another_leaves_mid_stream(fresh_broker: DevBroker, tmp_path: Path,
-                                                     request: pytest.FixtureRequest) -> None:
+def test_worker_joins_and_another_leaves_mid_stream(
+    fresh_broker: DevBroker, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     texts = sentences(16000, seed=3)
     logs = _workers_dir(request)
     w1 = Worker("w1", fresh_broker.url, tmp_path / "w1", logs)

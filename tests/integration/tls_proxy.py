@@ -46,20 +46,79 @@ def make_certs(directory: Path) -> dict[str, Path]:
     def run(*args: str) -> None:
         subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True, timeout=60)
 
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
-        "-subj", "/CN=agentstream-test-ca")
+    run(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=agentstream-test-ca",
+    )
     (directory / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
     for name in ("server", "client"):
-        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
-            "-subj", f"/CN={name}")
-        run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-            "-out", f"{name}.pem", "-days", "2", "-extfile", "ext.cnf")
+        run(
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            f"{name}.key",
+            "-out",
+            f"{name}.csr",
+            "-subj",
+            f"/CN={name}",
+        )
+        run(
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            f"{name}.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+        )
     # a second, unrelated CA: a client trusting only it must refuse the broker
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "other-ca.key", "-out", "other-ca.pem",
-        "-days", "2", "-subj", "/CN=some-other-ca")
-    return {n: directory / f for n, f in (("ca", "ca.pem"), ("server_cert", "server.pem"), ("server_key", "server.key"),
-                                          ("client_cert", "client.pem"), ("client_key", "client.key"),
-                                          ("other_ca", "other-ca.pem"))}
+    run(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "other-ca.key",
+        "-out",
+        "other-ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=some-other-ca",
+    )
+    return {
+        n: directory / f
+        for n, f in (
+            ("ca", "ca.pem"),
+            ("server_cert", "server.pem"),
+            ("server_key", "server.key"),
+            ("client_cert", "client.pem"),
+            ("client_key", "client.key"),
+            ("other_ca", "other-ca.pem"),
+        )
+    }
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -142,15 +201,21 @@ class SaslServer:
         return b"v=" + base64.b64encode(server_signature), True, True
 
 
-async def _login(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, upstream: int,
-                 mechanisms: list[str], users: dict[str, str], tokens: set[str]) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+async def _login(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    upstream: int,
+    mechanisms: list[str],
+    users: dict[str, str],
+    tokens: set[str],
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
     """Serve ApiVersions (from tansu) and the SASL exchange; the upstream connection on success."""
     up_r, up_w = await asyncio.open_connection("127.0.0.1", upstream)
     server: SaslServer | None = None
     while True:
         frame = await _read_frame(reader)
         api_key, version, correlation, client_len = struct.unpack(">hhih", frame[:10])
-        body = frame[10 + max(client_len, 0):]
+        body = frame[10 + max(client_len, 0) :]
         if api_key == 18:  # ApiVersions: tansu's answer
             up_w.write(struct.pack(">i", len(frame)) + frame)
             await up_w.drain()
@@ -160,7 +225,7 @@ async def _login(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ups
             continue
         if api_key == 17:  # SaslHandshake
             n = struct.unpack(">h", body[:2])[0]
-            mechanism = body[2:2 + n].decode()
+            mechanism = body[2 : 2 + n].decode()
             error = 0 if mechanism in mechanisms else UNSUPPORTED_SASL_MECHANISM
             out = struct.pack(">ih", correlation, error) + struct.pack(">i", len(mechanisms))
             out += b"".join(_string(m) for m in mechanisms)
@@ -172,11 +237,17 @@ async def _login(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ups
             continue
         if api_key == 36 and server is not None:  # SaslAuthenticate v0/v1
             n = struct.unpack(">i", body[:4])[0]
-            answer_bytes, done, ok = server.step(body[4:4 + n])
+            answer_bytes, done, ok = server.step(body[4 : 4 + n])
             failed = done and not ok
             error = SASL_AUTHENTICATION_FAILED if failed else 0
-            message = (f"Authentication failed during authentication due to invalid credentials with SASL "
-                       f"mechanism {server.mechanism}") if failed else None
+            message = (
+                (
+                    f"Authentication failed during authentication due to invalid credentials with SASL "
+                    f"mechanism {server.mechanism}"
+                )
+                if failed
+                else None
+            )
             out = struct.pack(">ih", correlation, error) + _string(message)
             out += struct.pack(">i", len(answer_bytes)) + answer_bytes
             if version >= 1:
@@ -191,8 +262,16 @@ async def _login(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ups
         return None  # anything else before logging in: refused
 
 
-async def serve(listen: int, upstream: int, cert: str, key: str, cafile: str | None, mechanisms: list[str],
-                users: dict[str, str], tokens: set[str]) -> None:
+async def serve(
+    listen: int,
+    upstream: int,
+    cert: str,
+    key: str,
+    cafile: str | None,
+    mechanisms: list[str],
+    users: dict[str, str],
+    tokens: set[str],
+) -> None:
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ctx.load_cert_chain(cert, key)
     if cafile:  # mutual TLS: the client must present a certificate signed by this CA

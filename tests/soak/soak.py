@@ -79,7 +79,7 @@ class Feeder(threading.Thread):
         began = time.monotonic()
         chunks = range(0, len(self.texts), self.chunk)
         for n, i in enumerate(chunks):
-            values = [orjson.dumps({"text": t}) for t in self.texts[i:i + self.chunk]]
+            values = [orjson.dumps({"text": t}) for t in self.texts[i : i + self.chunk]]
             while True:
                 producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=20, request_timeout_ms=15000)
                 try:
@@ -293,23 +293,37 @@ def main() -> int:
             total = sum(truth.values())
             duplicates = sum(max(0, got.get(w, 0) - n) for w, n in truth.items())
             exits = {}
-            for name, w in chaos.workers.items():
+            for w in chaos.workers.values():
                 exits[w.name] = w.terminate(timeout=60)
             report: dict[str, Any] = {
-                "seconds": SECONDS, "seed": SEED, "sentences_planned": len(texts), "sentences_in_topic": len(fed),
-                "feeder_retries": feeder.retries, "word_records": total, "words": len(truth),
-                "words_lost": len(lost), "lost_examples": dict(list(lost.items())[:10]), "unexpected_words": extra[:10],
-                "duplicated_effects": duplicates, "duplicate_share": duplicates / max(1, total),
-                "actions": dict(chaos.actions), "worker_incarnations": sum(chaos.incarnation.values()),
+                "seconds": SECONDS,
+                "seed": SEED,
+                "sentences_planned": len(texts),
+                "sentences_in_topic": len(fed),
+                "feeder_retries": feeder.retries,
+                "word_records": total,
+                "words": len(truth),
+                "words_lost": len(lost),
+                "lost_examples": dict(list(lost.items())[:10]),
+                "unexpected_words": extra[:10],
+                "duplicated_effects": duplicates,
+                "duplicate_share": duplicates / max(1, total),
+                "actions": dict(chaos.actions),
+                "worker_incarnations": sum(chaos.incarnation.values()),
                 "sigterm_exit_seconds_max": max(chaos.sigterm_seconds, default=0.0),
-                "lag_at_end": lag, "drain_seconds": round(drain_seconds, 1), "final_exit_codes": exits,
-                "findings": chaos.findings, "log_findings": log_findings(run_dir),
+                "lag_at_end": lag,
+                "drain_seconds": round(drain_seconds, 1),
+                "final_exit_codes": exits,
+                "findings": chaos.findings,
+                "log_findings": log_findings(run_dir),
             }
             (run_dir / "report.json").write_text(json.dumps(report, indent=2))
             say("report:\n" + json.dumps(report, indent=2))
             ok = not lost and not extra and lag == 0
-            say(f"{'PASS' if ok else 'FAIL'}: {len(lost)} of {len(truth)} words lost, "
-                f"{100.0 * duplicates / max(1, total):.2f}% duplicated effects ({duplicates} of {total} word records)")
+            say(
+                f"{'PASS' if ok else 'FAIL'}: {len(lost)} of {len(truth)} words lost, "
+                f"{100.0 * duplicates / max(1, total):.2f}% duplicated effects ({duplicates} of {total} word records)"
+            )
             return 0 if ok else 1
         finally:
             proxy.resume()

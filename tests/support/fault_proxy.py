@@ -29,9 +29,10 @@ import ipaddress
 import random
 import threading
 import time
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 from unittest import mock
 
 __all__ = ["FaultProxy", "ThreadedFaultProxy", "proxied_broker_command", "proxied_dev_broker", "MAX_DELAY"]
@@ -62,8 +63,12 @@ def _check_delay(delay: Delay) -> Delay:
 class _Connection:
     """One client connection and its upstream twin: two directions, each a reader and a writer task."""
 
-    def __init__(self, proxy: "FaultProxy", client: tuple[asyncio.StreamReader, asyncio.StreamWriter],
-                 upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> None:
+    def __init__(
+        self,
+        proxy: FaultProxy,
+        client: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+        upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+    ) -> None:
         self.proxy = proxy
         self.writers = (client[1], upstream[1])
         self.tasks = [
@@ -85,7 +90,7 @@ class _Connection:
             forward.cancel()
             self.abort()
 
-    async def _forward(self, queue: "asyncio.Queue[tuple[float, bytes] | None]", writer: asyncio.StreamWriter) -> None:
+    async def _forward(self, queue: asyncio.Queue[tuple[float, bytes] | None], writer: asyncio.StreamWriter) -> None:
         while (item := await queue.get()) is not None:
             due, data = item
             wait = due - time.monotonic()
@@ -109,8 +114,15 @@ class _Connection:
 class FaultProxy:
     """A TCP forwarder on ``host:listen_port`` to ``host:target_port`` with injectable faults."""
 
-    def __init__(self, listen_port: int, target_port: int, host: str = "127.0.0.1", *,
-                 max_connections: int = 256, seed: int | None = None) -> None:
+    def __init__(
+        self,
+        listen_port: int,
+        target_port: int,
+        host: str = "127.0.0.1",
+        *,
+        max_connections: int = 256,
+        seed: int | None = None,
+    ) -> None:
         _check_loopback(host)
         self.host = host
         self.listen_port = listen_port
@@ -174,7 +186,7 @@ class FaultProxy:
         return len(self._connections)
 
     # -- internals ---------------------------------------------------------------------------------
-    def _spawn(self, coro: Any) -> "asyncio.Task[None]":
+    def _spawn(self, coro: Any) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -225,6 +237,7 @@ class ThreadedFaultProxy:
     def _do(self, fn: Callable[[], None]) -> None:
         async def run() -> None:
             fn()
+
         self._call(run())
 
     @property
@@ -264,8 +277,14 @@ class ThreadedFaultProxy:
 
 def proxied_broker_command(binary: str, broker_port: int, proxy_port: int) -> list[str]:
     """tansu listening on ``broker_port`` but advertising the proxy, so every client goes through it."""
-    return [binary, "broker", "--listener-url", f"tcp://127.0.0.1:{broker_port}",
-            "--advertised-listener-url", f"tcp://127.0.0.1:{proxy_port}"]
+    return [
+        binary,
+        "broker",
+        "--listener-url",
+        f"tcp://127.0.0.1:{broker_port}",
+        "--advertised-listener-url",
+        f"tcp://127.0.0.1:{proxy_port}",
+    ]
 
 
 @contextlib.contextmanager

@@ -36,10 +36,12 @@ def test_standby_never_on_the_owner() -> None:
 
 def test_same_partition_number_of_every_topic_goes_to_one_member() -> None:
     a = PartitionNumberAssignor(host="h1:1")
-    members = [MemberInfo("m1", frozenset({"x", "y"}), a.member_user_data()),
-               MemberInfo("m2", frozenset({"x", "y"}), PartitionNumberAssignor(host="h2:2").member_user_data())]
+    members = [
+        MemberInfo("m1", frozenset({"x", "y"}), a.member_user_data()),
+        MemberInfo("m2", frozenset({"x", "y"}), PartitionNumberAssignor(host="h2:2").member_user_data()),
+    ]
     result = a.assign({"x": 4, "y": 4, "other": 9}, members)
-    for member, (tps, data) in result.items():
+    for _member, (tps, data) in result.items():
         numbers = {tp.partition for tp in tps if tp.topic == "x"}
         assert numbers == {tp.partition for tp in tps if tp.topic == "y"}
         assert all(tp.topic != "other" for tp in tps)

@@ -4,8 +4,8 @@ A record naming the app's own changelog or another app's topic gets no reply wri
 from __future__ import annotations
 
 import logging
-from typing import Any
 import uuid
+from typing import Any
 
 import pytest
 
@@ -62,6 +62,7 @@ async def test_reply_topics_setting_allows_more() -> None:
 
 
 # -- item 6: one far-future timestamp does not wipe a windowed partition --------------------------------
+
 
 def _windowed_app(**settings: object) -> tuple[agentstream.App, Any]:
     app = agentstream.App(f"future-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1, **settings)

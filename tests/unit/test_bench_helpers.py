@@ -57,8 +57,18 @@ def test_scale_assignment_needs_a_disjoint_cover() -> None:
 
 def test_merge_rows_keeps_other_cases_of_the_same_size(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
-    out.write_text(json.dumps({"quick": False, "results": [{"case": "scale-wordcount", "v": 1}, {"case": "passthrough", "v": 1},
-                                                         {"case": "scale", "v": 0}]}))  # a case no longer run: dropped
+    out.write_text(
+        json.dumps(
+            {
+                "quick": False,
+                "results": [
+                    {"case": "scale-wordcount", "v": 1},
+                    {"case": "passthrough", "v": 1},
+                    {"case": "scale", "v": 0},
+                ],
+            }
+        )
+    )  # a case no longer run: dropped
     merged = _merge_rows(out, [{"case": "latency", "v": 2}, {"case": "passthrough", "v": 2}], quick=False)
     assert merged == [{"case": "passthrough", "v": 2}, {"case": "latency", "v": 2}, {"case": "scale-wordcount", "v": 1}]
     assert _merge_rows(out, [{"case": "latency"}], quick=True) == [{"case": "latency"}]

@@ -6,8 +6,9 @@ from __future__ import annotations
 import logging
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 import pytest
@@ -36,20 +37,38 @@ def test_listings_print_json(command: str, capsys: pytest.CaptureFixture[str]) -
     assert main(["-A", module, command, "--json"]) == 0
     doc = orjson.loads(capsys.readouterr().out)
     text = orjson.dumps(doc).decode()
-    expected = {"agents": "count_words", "tables": "word_counts", "topics": "sentences",
-                "models": "Word"}[command]
+    expected = {"agents": "count_words", "tables": "word_counts", "topics": "sentences", "models": "Word"}[command]
     assert expected in text, text
 
 
-@pytest.mark.parametrize("command,lines", [
-    ("agents", ["split_sentences: topics=sentences concurrency=1 splits=-",
+@pytest.mark.parametrize(
+    "command,lines",
+    [
+        (
+            "agents",
+            [
+                "split_sentences: topics=sentences concurrency=1 splits=-",
                 "count_words: topics=wordcount-words concurrency=1 splits=-",
-                "sub-topology 0: sentences -> agent split_sentences (stage 0)"]),
-    ("tables", ["word_counts\tkind=Table\tstore=rocksdb://\tpartitions=4\t"
-                "changelog=wordcount-word_counts-changelog\twindow=-"]),
-    ("topics", ["sentences\tpartitions=4\ttopic", "wordcount-words\tpartitions=4\tinternal",
-                "wordcount-word_counts-changelog\tpartitions=4\tchangelog"]),
-])
+                "sub-topology 0: sentences -> agent split_sentences (stage 0)",
+            ],
+        ),
+        (
+            "tables",
+            [
+                "word_counts\tkind=Table\tstore=rocksdb://\tpartitions=4\t"
+                "changelog=wordcount-word_counts-changelog\twindow=-"
+            ],
+        ),
+        (
+            "topics",
+            [
+                "sentences\tpartitions=4\ttopic",
+                "wordcount-words\tpartitions=4\tinternal",
+                "wordcount-word_counts-changelog\tpartitions=4\tchangelog",
+            ],
+        ),
+    ],
+)
 def test_listings_print_a_line_per_row(command: str, lines: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["-A", "apps.wordcount", command]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -81,13 +100,25 @@ def test_plain_text_values_are_still_text() -> None:
     assert parse_value("3") == 3 and parse_value('{"a": [1]}') == {"a": [1]} and parse_value('"x"') == "x"
 
 
-@pytest.mark.parametrize("body,where,error", [
-    ("import agentstream\napp = agentstream.App('x', broker='memory://')\ndef broken(:\n    pass\n", 3, "SyntaxError"),
-    ("import agentstream\n\napp = agentstream.App('x', broker='memory://')\nn = 1 / 0\n", 4, "ZeroDivisionError"),
-    ("import agentstream\napp = agentstream.App('x', broker='memory://', commit_interval=-1)\n", 2, "commit_interval"),
-])
-def test_a_broken_app_module_is_one_line_and_exit_code_2(app_dir: Path, body: str, where: int, error: str,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "body,where,error",
+    [
+        (
+            "import agentstream\napp = agentstream.App('x', broker='memory://')\ndef broken(:\n    pass\n",
+            3,
+            "SyntaxError",
+        ),
+        ("import agentstream\n\napp = agentstream.App('x', broker='memory://')\nn = 1 / 0\n", 4, "ZeroDivisionError"),
+        (
+            "import agentstream\napp = agentstream.App('x', broker='memory://', commit_interval=-1)\n",
+            2,
+            "commit_interval",
+        ),
+    ],
+)
+def test_a_broken_app_module_is_one_line_and_exit_code_2(
+    app_dir: Path, body: str, where: int, error: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     name = f"cliapp_{error.lower()}"
     (app_dir / f"{name}.py").write_text(body)
     assert main(["-A", name, "agents"]) == 2
@@ -131,15 +162,41 @@ def test_worker_flags_old_and_faust_spellings(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setattr("agentstream.worker.worker.Worker", FakeWorker)
     monkeypatch.setattr("agentstream.web.runner.serve", lambda worker: None)  # no web server beside the fake
     monkeypatch.setattr("gc.freeze", lambda: None)
-    assert main(["worker", "--datadir", str(tmp_path / "d"), "--web-bind", "127.0.0.9", "--web-port", "7001",
-                 "--commit-interval", "0.25", "--no-web-enabled", "--table-standby-replicas", "1"], app=app) == 0
+    assert (
+        main(
+            [
+                "worker",
+                "--datadir",
+                str(tmp_path / "d"),
+                "--web-bind",
+                "127.0.0.9",
+                "--web-port",
+                "7001",
+                "--commit-interval",
+                "0.25",
+                "--no-web-enabled",
+                "--table-standby-replicas",
+                "1",
+            ],
+            app=app,
+        )
+        == 0
+    )
     s = seen["settings"]
     assert (s.data_dir, s.web_host, s.web_port, s.commit_interval, s.web_enabled, s.table_standby_replicas) == (
-        tmp_path / "d", "127.0.0.9", 7001, 0.25, False, 1)
-    assert main(["worker", "--data-dir", str(tmp_path / "e"), "--web-host", "127.0.0.8", "--without-web"],
-                app=app) == 0
+        tmp_path / "d",
+        "127.0.0.9",
+        7001,
+        0.25,
+        False,
+        1,
+    )
+    assert main(["worker", "--data-dir", str(tmp_path / "e"), "--web-host", "127.0.0.8", "--without-web"], app=app) == 0
     assert (seen["settings"].data_dir, seen["settings"].web_host, seen["settings"].web_enabled) == (
-        tmp_path / "e", "127.0.0.8", False)
+        tmp_path / "e",
+        "127.0.0.8",
+        False,
+    )
 
 
 def test_a_bad_flag_value_names_the_setting(capsys: pytest.CaptureFixture[str]) -> None:
@@ -149,9 +206,9 @@ def test_a_bad_flag_value_names_the_setting(capsys: pytest.CaptureFixture[str]) 
 
 
 @pytest.mark.parametrize("command", ["send", "worker"])
-def test_faust_notices_are_printed_by_the_worker_only(command: str, app_dir: Path,
-                                                      monkeypatch: pytest.MonkeyPatch,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_faust_notices_are_printed_by_the_worker_only(
+    command: str, app_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     class FakeWorker:
         def __init__(self, app: App, **kwargs: Any) -> None:
             pass
@@ -163,10 +220,12 @@ def test_faust_notices_are_printed_by_the_worker_only(command: str, app_dir: Pat
     monkeypatch.setattr("agentstream.web.runner.serve", lambda worker: None)  # no web server beside the fake
     monkeypatch.setattr("gc.freeze", lambda: None)
     name = f"cliapp_notice_{command}"
-    (app_dir / f"{name}.py").write_text(textwrap.dedent(f"""
+    (app_dir / f"{name}.py").write_text(
+        textwrap.dedent(f"""
         import agentstream
         app = agentstream.App('cli-faust', broker='memory://', topic_partitions=1, {name}_option=True)
-    """))
+    """)
+    )
     root = logging.getLogger()
     saved = root.handlers[:], root.level
     root.handlers[:] = []  # as in a new process: logging is set up after the app module is imported
@@ -190,10 +249,18 @@ def test_shell_completion_lists_the_commands(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_rebalance_warnings_of_aiokafka_go_to_debug() -> None:
-    noise = logging.LogRecord("aiokafka.consumer.group_coordinator", logging.WARNING, __file__, 1,
-                              "Heartbeat failed for group %s because it is rebalancing", ("g",), None)
-    other = logging.LogRecord("aiokafka.consumer.group_coordinator", logging.WARNING, __file__, 1,
-                              "Unable to connect", (), None)
+    noise = logging.LogRecord(
+        "aiokafka.consumer.group_coordinator",
+        logging.WARNING,
+        __file__,
+        1,
+        "Heartbeat failed for group %s because it is rebalancing",
+        ("g",),
+        None,
+    )
+    other = logging.LogRecord(
+        "aiokafka.consumer.group_coordinator", logging.WARNING, __file__, 1, "Unable to connect", (), None
+    )
     root = logging.getLogger()
     saved = root.level
     root.setLevel(logging.INFO)

@@ -5,9 +5,9 @@ Deliberately *without* ``from __future__ import annotations`` so plain annotatio
 
 import base64
 import pickle
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any, List, Optional
+from typing import Any
 
 import orjson
 import pytest
@@ -25,17 +25,17 @@ class Item(Record):
 
 class Order(Record):
     id: int
-    items: List[Item]
+    items: list[Item]
     at: datetime
     total: Decimal
-    note: Optional[str] = None
+    note: str | None = None
 
 
 class Pickled(Record, serializer="pickle"):
     a: int
 
 
-ORDER = Order(1, [Item("a", 2)], datetime(2024, 1, 1, tzinfo=timezone.utc), Decimal("9.99"))
+ORDER = Order(1, [Item("a", 2)], datetime(2024, 1, 1, tzinfo=UTC), Decimal("9.99"))
 
 
 # -- registry -----------------------------------------------------------------------------------
@@ -60,10 +60,10 @@ def test_unknown_serializer_is_a_config_error_listing_names() -> None:
 
 def test_register_makes_a_codec_available_to_get_and_codec_for() -> None:
     class Upper:
-        def dumps(self, obj: Any) -> Optional[bytes]:
+        def dumps(self, obj: Any) -> bytes | None:
             return None if obj is None else obj.upper().encode()
 
-        def loads(self, data: Optional[bytes]) -> Any:
+        def loads(self, data: bytes | None) -> Any:
             return None if data is None else data.decode().lower()
 
     upper = Upper()
@@ -210,10 +210,10 @@ def test_codec_for_other_json_types() -> None:
         codec_for(dict).loads(b"[1]")
     with pytest.raises(ValueDecodeError):
         codec_for(bool).loads(b"1")
-    items = codec_for(List[Item]).loads(b'[{"sku": "a"}, {"sku": "b", "qty": 2}]')
+    items = codec_for(list[Item]).loads(b'[{"sku": "a"}, {"sku": "b", "qty": 2}]')
     assert items == [Item("a"), Item("b", 2)]
     with pytest.raises(ValueDecodeError, match=r"\[1\]\.qty"):
-        codec_for(List[Item]).loads(b'[{"sku": "a"}, {"sku": "b", "qty": "x"}]')
+        codec_for(list[Item]).loads(b'[{"sku": "a"}, {"sku": "b", "qty": "x"}]')
 
 
 def test_codec_for_serializer_name_wins_over_type() -> None:
@@ -250,7 +250,7 @@ def test_codec_for_returns_the_same_instance_for_the_same_arguments() -> None:
         *(codecs.get(n) for n in ("raw", "str", "json", "binary", "pickle")),
         RecordCodec(Order),
         codec_for(int),
-        codec_for(List[Item]),
+        codec_for(list[Item]),
     ],
     ids=lambda c: type(c).__name__,
 )

@@ -40,7 +40,8 @@ def test_a_broker_that_never_listens_times_out_and_is_stopped(monkeypatch: pytes
 
 
 async def test_the_same_failure_from_sync_code_inside_a_loop_and_from_async_code(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     stand_in(monkeypatch, "import sys; sys.exit(4)")
     with pytest.raises(DevBrokerError, match="tansu exited with code 4"):
         DevBroker(startup_timeout=60).start()  # a running loop here: the wait gets its own

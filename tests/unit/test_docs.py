@@ -26,8 +26,9 @@ FENCE = re.compile(r"(?P<skip><!-- no-run: [^>]+-->\s*\n)?^```python[^\n]*\n(?P<
 
 def samples(page: Path) -> list[tuple[int, str]]:
     text = page.read_text()
-    return [(text[:m.start("code")].count("\n") + 1, m.group("code")) for m in FENCE.finditer(text)
-            if not m.group("skip")]
+    return [
+        (text[: m.start("code")].count("\n") + 1, m.group("code")) for m in FENCE.finditer(text) if not m.group("skip")
+    ]
 
 
 def test_the_docs_have_samples_and_every_skip_says_why() -> None:
@@ -52,7 +53,7 @@ def test_page_samples_run(page: Path, monkeypatch: pytest.MonkeyPatch, tmp_path:
         ast.increment_lineno(tree, line - 1)
         exec(compile(tree, str(page), "exec"), ns)
     tests = [(n, f) for n, f in ns.items() if n.startswith("test_") and callable(f)]
-    for n, fn in tests:
+    for _n, fn in tests:
         if inspect.iscoroutinefunction(fn):
             asyncio.run(asyncio.wait_for(fn(), 60))
         else:

@@ -15,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import random
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import orjson
 import pytest
@@ -37,8 +38,15 @@ APP_ID = "eoswc"
 PARTITIONS = 3
 VOCABULARY = [f"w{i}" for i in range(30)]
 # How many times each point is typically reached in one life: nth is drawn from 1..this.
-REACH = {"before_record": 40, "in_agent": 8, "after_produce_before_commit": 4,
-         "after_commit_before_checkpoint": 4, "mid_restore": 3, "rebalance_revoked": 1, "rebalance_assigned": 1}
+REACH = {
+    "before_record": 40,
+    "in_agent": 8,
+    "after_produce_before_commit": 4,
+    "after_commit_before_checkpoint": 4,
+    "mid_restore": 3,
+    "rebalance_revoked": 1,
+    "rebalance_assigned": 1,
+}
 
 
 class Holder:
@@ -54,8 +62,13 @@ FAILURES = {
     "failed_txn_offsets": (MemoryProducer, "send_offsets_to_transaction", TransportError, ("exactly_once",)),
     "failed_offset_commit": (MemoryConsumer, "commit", CommitFailed, ("at_least_once",)),
 }
-FAIL_REACH = {"failed_send": 60, "failed_flush": 6, "failed_txn_commit": 6, "failed_txn_offsets": 6,
-              "failed_offset_commit": 6}
+FAIL_REACH = {
+    "failed_send": 60,
+    "failed_flush": 6,
+    "failed_txn_commit": 6,
+    "failed_txn_offsets": 6,
+    "failed_offset_commit": 6,
+}
 
 
 class Failure(FailingCall):
@@ -74,8 +87,16 @@ def sentences(n: int, seed: int) -> list[dict[str, Any]]:
 
 def make_app(url: str, guarantee: str, holder: Holder) -> agentstream.App:
     """Word count in two sub-topologies (split -> repartition -> count), with a table and sinks."""
-    app = agentstream.App(APP_ID, broker=url, topic_partitions=PARTITIONS, processing_guarantee=guarantee,
-                          store="memory://", commit_interval=0.01, web_enabled=False, shutdown_timeout=2.0)
+    app = agentstream.App(
+        APP_ID,
+        broker=url,
+        topic_partitions=PARTITIONS,
+        processing_guarantee=guarantee,
+        store="memory://",
+        commit_interval=0.01,
+        web_enabled=False,
+        shutdown_timeout=2.0,
+    )
     source = app.topic("sentences", value_type=dict)
     words = app.topic(f"{APP_ID}-words", key_type=str, value_type=dict, internal=True)
     counts_topic = app.topic("counts", key_type=str, value_type=int)
@@ -186,8 +207,11 @@ class Cluster:
                 await asyncio.sleep(0.002)
         except InjectedCrash:
             pass
-        if worker.crashed is not None and not isinstance(worker.crashed, InjectedCrash) and not (
-                faults is not None and faults.fired):
+        if (
+            worker.crashed is not None
+            and not isinstance(worker.crashed, InjectedCrash)
+            and not (faults is not None and faults.fired)
+        ):
             self.stopped_by[type(worker.crashed).__name__] += 1
             if faults is not None:
                 faults.point = None  # this life ends by the transport fault, not a crash point
@@ -244,8 +268,15 @@ def changelog(cluster: Cluster) -> dict[bytes, bytes]:
     return state
 
 
-async def crash_run(name: str, guarantee: str, texts: list[dict[str, Any]], crashes: int, seed: int,
-                    failures: bool = True, transport_faults: tuple[str, ...] = ()) -> tuple[Cluster, dict[Any, Any]]:
+async def crash_run(
+    name: str,
+    guarantee: str,
+    texts: list[dict[str, Any]],
+    crashes: int,
+    seed: int,
+    failures: bool = True,
+    transport_faults: tuple[str, ...] = (),
+) -> tuple[Cluster, dict[Any, Any]]:
     """Lives until ``crashes`` crash points fired; some lives (``failures``) fail a client call
     instead; with ``transport_faults``, each life also arms one of those memory-transport faults
     (it fires at the next operation of its kind)."""
@@ -254,7 +285,7 @@ async def crash_run(name: str, guarantee: str, texts: list[dict[str, Any]], cras
     await cluster.transport.ensure_topics([TopicSpec("sentences", PARTITIONS)])
     per_life = max(1, len(texts) // max(crashes, 1))
     while cluster.fed < len(texts) and sum(cluster.crashes.values()) < crashes:
-        await cluster.feed(texts[cluster.fed: cluster.fed + per_life])
+        await cluster.feed(texts[cluster.fed : cluster.fed + per_life])
         if failures and rnd.random() < 0.3:
             name = rnd.choice([n for n, f in FAILURES.items() if guarantee in f[3]])
             cluster.transport.faults.clear()  # one failure per life: an armed transport fault waits for later
@@ -265,7 +296,7 @@ async def crash_run(name: str, guarantee: str, texts: list[dict[str, Any]], cras
         point = rnd.choice(CRASH_POINTS)
         await cluster.life(FaultInjector(point, rnd.randint(1, REACH[point])))
     cluster.transport.faults.clear()  # the last life runs clean and drains everything
-    await cluster.feed(texts[cluster.fed:])
+    await cluster.feed(texts[cluster.fed :])
     table = await cluster.life(None, clean=True)
     return cluster, table
 
@@ -314,12 +345,15 @@ EOS_FAULTS = ("send_fail", "send_cancel", "txn_commit_fail", "txn_abort")
 ALO_FAULTS = ("send_fail", "send_cancel", "commit_fail")
 
 
-@pytest.mark.parametrize("kind", [
-    "txn_commit_fail",
-    "txn_abort",
-    "send_fail",
-    "send_cancel",
-])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "txn_commit_fail",
+        "txn_abort",
+        "send_fail",
+        "send_cancel",
+    ],
+)
 async def test_exactly_once_is_exact_after_a_worker_stops_on_a_transport_fault(kind: str) -> None:
     """One fault, no crash point: the worker stops on its own (commit fails, Worker.stop() runs as in a
     real process), a new worker drains the rest; the committed output is exactly the truth."""
@@ -345,11 +379,14 @@ async def test_exactly_once_equals_the_run_without_crashes_under_transport_fault
     (injected by the memory transport): the read_committed output is still exactly the truth."""
     texts = sentences(400, seed=15)
     reference, ref_table = await crash_run("eosf-reference", "exactly_once", texts, crashes=0, seed=0)
-    cluster, table = await crash_run("eosf-crashes", "exactly_once", texts, crashes=60, seed=77,
-                                     transport_faults=EOS_FAULTS)
+    cluster, table = await crash_run(
+        "eosf-crashes", "exactly_once", texts, crashes=60, seed=77, transport_faults=EOS_FAULTS
+    )
     fired = dict(cluster.transport.faults.fired)
-    print(f"\nexactly_once + transport faults: {cluster.lives} lives, crashes {dict(cluster.crashes)}, "
-          f"injected {fired}, workers stopped by {dict(cluster.stopped_by)}")
+    print(
+        f"\nexactly_once + transport faults: {cluster.lives} lives, crashes {dict(cluster.crashes)}, "
+        f"injected {fired}, workers stopped by {dict(cluster.stopped_by)}"
+    )
     assert all(fired.get(k, 0) > 0 for k in EOS_FAULTS), fired
     expected = truth(texts)
     assert ref_table == expected
@@ -365,24 +402,32 @@ async def test_exactly_once_equals_the_run_without_crashes_under_transport_fault
 async def test_at_least_once_loses_nothing_under_transport_faults() -> None:
     """Crashes plus failed and cancelled sends and failed offset commits: every effect at least once."""
     texts = sentences(400, seed=16)
-    cluster, table = await crash_run("alof-crashes", "at_least_once", texts, crashes=60, seed=78,
-                                     transport_faults=ALO_FAULTS)
+    cluster, table = await crash_run(
+        "alof-crashes", "at_least_once", texts, crashes=60, seed=78, transport_faults=ALO_FAULTS
+    )
     fired = dict(cluster.transport.faults.fired)
     expected = truth(texts)
     duplicates = sum(table.get(w, 0) - n for w, n in expected.items())
-    print(f"\nat_least_once + transport faults: {cluster.lives} lives, crashes {dict(cluster.crashes)}, "
-          f"injected {fired}, workers stopped by {dict(cluster.stopped_by)}, "
-          f"{duplicates} duplicated word counts of {sum(expected.values())}")
+    print(
+        f"\nat_least_once + transport faults: {cluster.lives} lives, crashes {dict(cluster.crashes)}, "
+        f"injected {fired}, workers stopped by {dict(cluster.stopped_by)}, "
+        f"{duplicates} duplicated word counts of {sum(expected.values())}"
+    )
     assert all(fired.get(k, 0) > 0 for k in ALO_FAULTS), fired
     low = {w: (table.get(w), n) for w, n in expected.items() if table.get(w, 0) < n}
     assert not low, f"lost updates: {low}"
     # Duplicates can hide a lost count in the table, so check the first stage record by record:
     # every word of every sentence reached the words topic at least once.
-    got = collections.Counter((orjson.loads(v)["id"], k.decode())
-                              for k, v in cluster.committed(f"{APP_ID}-words") if k is not None and v is not None)
+    got = collections.Counter(
+        (orjson.loads(v)["id"], k.decode())
+        for k, v in cluster.committed(f"{APP_ID}-words")
+        if k is not None and v is not None
+    )
     need = collections.Counter((s["id"], w) for s in texts for w in s["text"].split())
     lost = {key: (got[key], n) for key, n in need.items() if got[key] < n}
-    assert not lost, f"{len(lost)} (sentence, word) records never reached the words topic, e.g. {list(lost.items())[:5]}"
+    assert not lost, (
+        f"{len(lost)} (sentence, word) records never reached the words topic, e.g. {list(lost.items())[:5]}"
+    )
     seen = {k.decode() for k, _ in cluster.committed("seen") if k is not None}
     assert seen == {str(s["id"]) for s in texts}
     counts = per_key(cluster.committed("counts"))
@@ -395,8 +440,10 @@ async def test_at_least_once_loses_nothing_under_hundreds_of_crashes() -> None:
     fired = sum(cluster.crashes.values())
     expected = truth(texts)
     duplicates = sum(table.get(w, 0) - n for w, n in expected.items())
-    print(f"\nat_least_once: {cluster.lives} lives, {fired} crashes ({dict(cluster.crashes)}), "
-          f"{duplicates} duplicated word counts of {sum(expected.values())}")
+    print(
+        f"\nat_least_once: {cluster.lives} lives, {fired} crashes ({dict(cluster.crashes)}), "
+        f"{duplicates} duplicated word counts of {sum(expected.values())}"
+    )
     assert fired >= 100, cluster.crashes
     low = {w: (table.get(w), n) for w, n in expected.items() if table.get(w, 0) < n}
     assert not low, f"lost updates: {low}"
@@ -407,8 +454,13 @@ async def test_at_least_once_loses_nothing_under_hundreds_of_crashes() -> None:
 
 
 async def test_exactly_once_refuses_a_topic_read_by_two_agents() -> None:
-    app = agentstream.App("eos-shared", broker="memory://eos-shared", topic_partitions=1,
-                          processing_guarantee="exactly_once", web_enabled=False)
+    app = agentstream.App(
+        "eos-shared",
+        broker="memory://eos-shared",
+        topic_partitions=1,
+        processing_guarantee="exactly_once",
+        web_enabled=False,
+    )
     src = app.topic("src", value_type=int)
 
     @app.agent(src)
@@ -430,8 +482,14 @@ async def test_exactly_once_refuses_a_topic_read_by_two_agents() -> None:
 async def test_exactly_once_refuses_a_table_written_by_two_sub_topologies() -> None:
     from agentstream.testing import AppHarness
 
-    app = agentstream.App("eos-two-writers", broker="memory://", topic_partitions=2,
-                          processing_guarantee="exactly_once", web_enabled=False, on_agent_error="skip")
+    app = agentstream.App(
+        "eos-two-writers",
+        broker="memory://",
+        topic_partitions=2,
+        processing_guarantee="exactly_once",
+        web_enabled=False,
+        on_agent_error="skip",
+    )
     src = app.topic("src", value_type=int)
     table = app.Table("t", default=int)
 
@@ -453,15 +511,21 @@ async def test_exactly_once_refuses_a_table_written_by_two_sub_topologies() -> N
 
 
 async def test_exactly_once_start_fails_clearly_when_the_broker_has_no_transactions(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from agentstream.transport.memory import MemoryProducer
 
     async def no_init(self: MemoryProducer) -> None:
         raise TransactionsUnsupported("memory://", "InitProducerId: UnknownError")
 
     monkeypatch.setattr(MemoryProducer, "start", no_init)
-    app = agentstream.App("eos-no-txn", broker="memory://eos-no-txn", topic_partitions=1,
-                          processing_guarantee="exactly_once", web_enabled=False)
+    app = agentstream.App(
+        "eos-no-txn",
+        broker="memory://eos-no-txn",
+        topic_partitions=1,
+        processing_guarantee="exactly_once",
+        web_enabled=False,
+    )
 
     @app.agent(app.topic("src", value_type=int))
     async def a(stream: agentstream.Stream) -> None:
@@ -488,8 +552,16 @@ async def test_a_commit_waiting_for_a_record_does_not_commit_the_task_when_the_r
     fail = [True]
 
     def app_(commit_interval: float) -> agentstream.App:
-        app = agentstream.App("eosgate", broker=url, topic_partitions=1, processing_guarantee="exactly_once",
-                              store="memory://", commit_interval=commit_interval, web_enabled=False, shutdown_timeout=2.0)
+        app = agentstream.App(
+            "eosgate",
+            broker=url,
+            topic_partitions=1,
+            processing_guarantee="exactly_once",
+            store="memory://",
+            commit_interval=commit_interval,
+            web_enabled=False,
+            shutdown_timeout=2.0,
+        )
         source = app.topic("sentences", value_type=dict)
         out = app.topic("out", key_type=str, value_type=int)
 

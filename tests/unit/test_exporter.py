@@ -7,7 +7,7 @@ import datetime as dt
 import os
 import stat
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 
@@ -22,7 +22,7 @@ from agentstream.tables.windows import window_key
 
 class Address(agentstream.Record):
     city: str
-    zip: Optional[str] = None
+    zip: str | None = None
 
 
 class Order(agentstream.Record):
@@ -36,10 +36,19 @@ class Order(agentstream.Record):
     note: Any = None
 
 
-ORDER_SPEC = ["struct", [
-    ["id", "long"], ["amount", "double"], ["paid", "boolean"], ["at", "timestamp"], ["tags", ["array", "string"]],
-    ["extra", ["map", "long"]], ["address", ["struct", [["city", "string"], ["zip", "string"]]]], ["note", "json"],
-]]
+ORDER_SPEC = [
+    "struct",
+    [
+        ["id", "long"],
+        ["amount", "double"],
+        ["paid", "boolean"],
+        ["at", "timestamp"],
+        ["tags", ["array", "string"]],
+        ["extra", ["map", "long"]],
+        ["address", ["struct", [["city", "string"], ["zip", "string"]]]],
+        ["note", "json"],
+    ],
+]
 
 
 def _app() -> agentstream.App:
@@ -97,19 +106,35 @@ def test_untyped_json_keys_are_text() -> None:
 
 
 def test_record_values_become_struct_dicts() -> None:
-    order = Order(id=1, amount=2.5, paid=True, at=dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc),
-                  tags=["x"], extra={"n": 3}, address=Address(city="Oslo"), note={"free": ["form"]})
+    order = Order(
+        id=1,
+        amount=2.5,
+        paid=True,
+        at=dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.UTC),
+        tags=["x"],
+        extra={"n": 3},
+        address=Address(city="Oslo"),
+        note={"free": ["form"]},
+    )
     raw = codecs.RecordCodec(Order).dumps(order)
     assert raw is not None
     got = side_decoder({"codec": "json", "type": ORDER_SPEC})(raw)
-    assert got == {"id": 1, "amount": 2.5, "paid": True, "at": order.at, "tags": ["x"], "extra": [("n", 3)],
-                   "address": {"city": "Oslo", "zip": None}, "note": '{"free":["form"]}'}
+    assert got == {
+        "id": 1,
+        "amount": 2.5,
+        "paid": True,
+        "at": order.at,
+        "tags": ["x"],
+        "extra": [("n", 3)],
+        "address": {"city": "Oslo", "zip": None},
+        "note": '{"free":["form"]}',
+    }
 
 
 def test_timestamp_converter_naive_is_utc_and_numbers_are_epoch_seconds() -> None:
     conv = converter("timestamp")
-    assert conv("2024-01-02T03:04:05") == dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
-    assert conv(0) == dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    assert conv("2024-01-02T03:04:05") == dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+    assert conv(0) == dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
     assert conv(None) is None
 
 
@@ -142,20 +167,34 @@ def test_partition_reader_builds_arrow_batches_windowed() -> None:
     views = app.Table("views", default=int).tumbling(60)
     part, columns = _reader(table_spec(views.table), 10, 15)
     rows = columns()
-    part._add(rows, [
-        _Msg(10, window_key(b"/a", 60.0), b"3"),
-        _Msg(11, STREAM_TIME_KEY, b"61000"),          # bookkeeping: skipped
-        _Msg(12, window_key(b"/b", 120.0), None),    # an expired window's tombstone
-        _Msg(13, None, b"1"),                          # keyless: not a table record, skipped
-        _Msg(15, window_key(b"/c", 0.0), b"9"),      # past the end offset: not in the snapshot
-    ])
+    part._add(
+        rows,
+        [
+            _Msg(10, window_key(b"/a", 60.0), b"3"),
+            _Msg(11, STREAM_TIME_KEY, b"61000"),  # bookkeeping: skipped
+            _Msg(12, window_key(b"/b", 120.0), None),  # an expired window's tombstone
+            _Msg(13, None, b"1"),  # keyless: not a table record, skipped
+            _Msg(15, window_key(b"/c", 0.0), b"9"),  # past the end offset: not in the snapshot
+        ],
+    )
     batch = part._batch(rows)
-    assert batch.schema.names == ["key", "window_start", "window_end", "value", "partition", "offset", "timestamp",
-                                  "raw_key", "tombstone"]
+    assert batch.schema.names == [
+        "key",
+        "window_start",
+        "window_end",
+        "value",
+        "partition",
+        "offset",
+        "timestamp",
+        "raw_key",
+        "tombstone",
+    ]
     got = batch.to_pylist()
-    utc = dt.timezone.utc
-    assert [(r["key"], r["window_start"], r["window_end"], r["value"], r["partition"], r["offset"], r["tombstone"])
-            for r in got] == [
+    utc = dt.UTC
+    assert [
+        (r["key"], r["window_start"], r["window_end"], r["value"], r["partition"], r["offset"], r["tombstone"])
+        for r in got
+    ] == [
         ("/a", dt.datetime.fromtimestamp(60, utc), dt.datetime.fromtimestamp(120, utc), 3, 2, 10, False),
         ("/b", dt.datetime.fromtimestamp(120, utc), dt.datetime.fromtimestamp(180, utc), None, 2, 12, True),
     ]
@@ -166,8 +205,15 @@ def test_partition_reader_record_values() -> None:
     app = _app()
     orders = app.Table("orders", key_type=int, value_type=Order)
     part, columns = _reader(table_spec(orders), 0, 10)
-    order = Order(id=7, amount=1.0, paid=False, at=dt.datetime(2024, 5, 6, tzinfo=dt.timezone.utc), tags=[],
-                  extra={}, address=Address(city="Rome", zip="00100"))
+    order = Order(
+        id=7,
+        amount=1.0,
+        paid=False,
+        at=dt.datetime(2024, 5, 6, tzinfo=dt.UTC),
+        tags=[],
+        extra={},
+        address=Address(city="Rome", zip="00100"),
+    )
     rows = columns()
     part._add(rows, [_Msg(0, b"7", codecs.RecordCodec(Order).dumps(order))])
     (row,) = part._batch(rows).to_pylist()
@@ -206,7 +252,7 @@ def test_missing_java_names_the_fix(monkeypatch: pytest.MonkeyPatch, tmp_path: P
 def test_old_java_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     java = tmp_path / "bin" / "java"
     java.parent.mkdir()
-    java.write_text('#!/bin/sh\necho \'java version "1.8.0_401"\' >&2\n')
+    java.write_text("#!/bin/sh\necho 'java version \"1.8.0_401\"' >&2\n")
     java.chmod(java.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("JAVA_HOME", str(tmp_path))
     with pytest.raises(JavaNotFound, match="needs Java 17"):
@@ -235,10 +281,19 @@ def _rows_both_ways(spec: Any, msgs: list[Any], start: int = 0, end: int = 100) 
 def test_bulk_decode_gives_the_rows_the_per_record_path_gives() -> None:
     app = _app()
     counts = app.Table("counts", default=int, key_serializer="json")  # untyped JSON keys: their text
-    msgs = [_Msg(0, b'"plain"', b"1"), _Msg(1, b'"caf\\u00e9"', b"2"), _Msg(2, b"42", b"3"),  # escaped, non-string
-            _Msg(3, b'"\xff bad utf8"', b"4"), _Msg(4, b'""', b"5", timestamp=-1), _Msg(5, None, b"6"),  # keyless
-            _Msg(6, b'"a"', b"7.5"), _Msg(7, b'"b"', b"true"), _Msg(8, b'"c"', None),  # float, bool, tombstone
-            _Msg(99, b'"late"', b"9"), _Msg(100, b'"past end"', b"9")]
+    msgs = [
+        _Msg(0, b'"plain"', b"1"),
+        _Msg(1, b'"caf\\u00e9"', b"2"),
+        _Msg(2, b"42", b"3"),  # escaped, non-string
+        _Msg(3, b'"\xff bad utf8"', b"4"),
+        _Msg(4, b'""', b"5", timestamp=-1),
+        _Msg(5, None, b"6"),  # keyless
+        _Msg(6, b'"a"', b"7.5"),
+        _Msg(7, b'"b"', b"true"),
+        _Msg(8, b'"c"', None),  # float, bool, tombstone
+        _Msg(99, b'"late"', b"9"),
+        _Msg(100, b'"past end"', b"9"),
+    ]
     bulk, single = _rows_both_ways(table_spec(counts), msgs)
     assert bulk == single
     assert [r["key"] for r in bulk] == ["plain", "café", "42", "\ufffd bad utf8", "", "a", "b", "c", "late"]

@@ -30,8 +30,9 @@ def url(name: str) -> str:
     return f"memory://fp-{name}-{_n}"
 
 
-async def feed(app: agentstream.App, topic: str, values: list[Any], *, key: Any = None,
-               partition: int | None = 0) -> None:
+async def feed(
+    app: agentstream.App, topic: str, values: list[Any], *, key: Any = None, partition: int | None = 0
+) -> None:
     t = app.topics[topic]
     for v in values:
         await t.send(key=key, value=v, partition=partition)
@@ -54,8 +55,15 @@ async def committed(worker: Worker, tp: TP) -> int:
 
 def passthrough_app(name: str, **settings: Any) -> tuple[agentstream.App, list[Any]]:
     settings.setdefault("shutdown_timeout", 2.0)
-    app = agentstream.App(name, broker=url(name), topic_partitions=1, store="memory://", web_enabled=False,
-                          commit_interval=1000.0, **settings)
+    app = agentstream.App(
+        name,
+        broker=url(name),
+        topic_partitions=1,
+        store="memory://",
+        web_enabled=False,
+        commit_interval=1000.0,
+        **settings,
+    )
     source = app.topic("src", value_type=int)
     out = app.topic("out", value_type=int)
     seen: list[Any] = []
@@ -135,8 +143,15 @@ async def test_eos_aborted_transaction_offsets_are_not_committed_at_stop(monkeyp
 
 # -- defect 5 ------------------------------------------------------------------------------------------
 async def test_failed_commit_at_revoke_drops_cache_and_restores() -> None:
-    app = agentstream.App("d5", broker=url("d5"), topic_partitions=1, store="memory://", web_enabled=False,
-                          commit_interval=1000.0, shutdown_timeout=2.0)
+    app = agentstream.App(
+        "d5",
+        broker=url("d5"),
+        topic_partitions=1,
+        store="memory://",
+        web_enabled=False,
+        commit_interval=1000.0,
+        shutdown_timeout=2.0,
+    )
     source = app.topic("src", key_type=str, value_type=int)
     table = app.Table("counts", default=int, partitions=1)
     handled = [0]
@@ -185,8 +200,16 @@ async def test_write_to_a_partition_this_worker_does_not_own_raises() -> None:
     name = url("d6")
     apps, workers = [], []
     for i in range(2):
-        app = agentstream.App("d6", broker=name, topic_partitions=2, store="memory://", web_enabled=False,
-                              commit_interval=0.05, table_standby_replicas=1, data_dir=f"/tmp/d6-{_n}-{i}")
+        app = agentstream.App(
+            "d6",
+            broker=name,
+            topic_partitions=2,
+            store="memory://",
+            web_enabled=False,
+            commit_interval=0.05,
+            table_standby_replicas=1,
+            data_dir=f"/tmp/d6-{_n}-{i}",
+        )
         src = app.topic("src", key_type=str, value_type=int)
         app.Table("counts", default=int, partitions=2)
 
@@ -209,8 +232,9 @@ async def test_write_to_a_partition_this_worker_does_not_own_raises() -> None:
         from agentstream.transport.partitioner import default_partition
 
         table = apps[0].tables["counts"]
-        key = next(k for k in (f"k{i}" for i in range(100))
-                   if default_partition(k.encode(), 2) in standby)  # str keys are raw UTF-8
+        key = next(
+            k for k in (f"k{i}" for i in range(100)) if default_partition(k.encode(), 2) in standby
+        )  # str keys are raw UTF-8
         with pytest.raises(TableNotActive, match="standby"):
             table[key] = 1  # a timer or web view writing a standby partition
     finally:
@@ -220,8 +244,16 @@ async def test_write_to_a_partition_this_worker_does_not_own_raises() -> None:
 
 # -- defect 7 ------------------------------------------------------------------------------------------
 def dl_app(name: str, shape: str, concurrency: int = 1) -> tuple[agentstream.App, list[Any]]:
-    app = agentstream.App(name, broker=url(name), topic_partitions=1, store="memory://", web_enabled=False,
-                          commit_interval=0.02, shutdown_timeout=2.0, on_agent_error="dead-letter")
+    app = agentstream.App(
+        name,
+        broker=url(name),
+        topic_partitions=1,
+        store="memory://",
+        web_enabled=False,
+        commit_interval=0.02,
+        shutdown_timeout=2.0,
+        on_agent_error="dead-letter",
+    )
     source = app.topic("src", value_type=int)
     seen: list[Any] = []
 
@@ -234,6 +266,7 @@ def dl_app(name: str, shape: str, concurrency: int = 1) -> tuple[agentstream.App
                     raise ValueError("bad record 3")
                 seen.append(v)
         elif shape == "group_by":
+
             def key(v: int) -> str:
                 if v == 3:
                     raise ValueError("no key for 3")
@@ -316,8 +349,9 @@ async def test_concurrency_2_filtered_stream_error_does_not_stall_commits() -> N
 
 
 async def test_ask_gets_its_reply_from_an_agent_over_a_filtered_stream() -> None:
-    app = agentstream.App("d7d", broker=url("d7d"), topic_partitions=1, store="memory://", web_enabled=False,
-                          commit_interval=0.05)
+    app = agentstream.App(
+        "d7d", broker=url("d7d"), topic_partitions=1, store="memory://", web_enabled=False, commit_interval=0.05
+    )
     source = app.topic("src", value_type=int)
 
     @app.agent(source)
@@ -336,8 +370,15 @@ async def test_ask_gets_its_reply_from_an_agent_over_a_filtered_stream() -> None
 
 # -- defect 8 ------------------------------------------------------------------------------------------
 async def test_agent_crashing_before_its_first_record_backs_off_then_stops_the_worker() -> None:
-    app = agentstream.App("d8", broker=url("d8"), topic_partitions=1, store="memory://", web_enabled=False,
-                          agent_restart_max=4, agent_restart_backoff=0.01)
+    app = agentstream.App(
+        "d8",
+        broker=url("d8"),
+        topic_partitions=1,
+        store="memory://",
+        web_enabled=False,
+        agent_restart_max=4,
+        agent_restart_backoff=0.01,
+    )
     source = app.topic("src", value_type=int)
     ticks = [0]
     seen_ticks: list[int] = []
@@ -382,8 +423,15 @@ async def test_agent_restart_max_is_validated() -> None:
 
 # -- suspected: store/transport errors inside agent code ----------------------------------------------
 async def test_store_error_inside_an_agent_stops_the_worker_not_skipped() -> None:
-    app = agentstream.App("s1", broker=url("s1"), topic_partitions=1, store="memory://", web_enabled=False,
-                          commit_interval=0.02, on_agent_error="skip")
+    app = agentstream.App(
+        "s1",
+        broker=url("s1"),
+        topic_partitions=1,
+        store="memory://",
+        web_enabled=False,
+        commit_interval=0.02,
+        on_agent_error="skip",
+    )
     source = app.topic("src", value_type=int)
     seen: list[int] = []
 
@@ -429,8 +477,9 @@ async def test_stop_is_bounded_when_the_offset_commit_hangs() -> None:
 
 # -- suspected: async on_window_close output belongs to the commit of the record that closed it --------
 async def test_async_on_window_close_output_is_delivered_before_the_offset_commit() -> None:
-    app = agentstream.App("wclose", broker=url("wclose"), topic_partitions=1, store="memory://", web_enabled=False,
-                          commit_interval=1000.0)
+    app = agentstream.App(
+        "wclose", broker=url("wclose"), topic_partitions=1, store="memory://", web_enabled=False, commit_interval=1000.0
+    )
     topic = app.topic("events", key_type=str, value_type=int)
     out = app.topic("closed", key_type=str, value_type=int)
     release = asyncio.Event()
@@ -471,7 +520,9 @@ async def test_async_on_window_close_output_is_delivered_before_the_offset_commi
         await asyncio.sleep(0.05)
         release.set()
         await asyncio.wait_for(commit, 20)
-        assert outputs_at_commit == [1], "the offset of the record that closed the window was committed before its output"
+        assert outputs_at_commit == [1], (
+            "the offset of the record that closed the window was committed before its output"
+        )
     finally:
         await worker.stop()
 
@@ -483,8 +534,15 @@ async def test_queued_join_results_of_a_failed_record_go_with_it_and_commits_go_
     with it (settled: they are that record's effects), and commits go on past it. Joins run with
     concurrency=1 (a join refuses more), so there is no out-of-order ack to stall on."""
     concurrency = 1
-    app = agentstream.App(f"jq{concurrency}", broker=url("jq"), topic_partitions=1, store="memory://",
-                          web_enabled=False, commit_interval=0.02, on_agent_error="dead-letter")
+    app = agentstream.App(
+        f"jq{concurrency}",
+        broker=url("jq"),
+        topic_partitions=1,
+        store="memory://",
+        web_enabled=False,
+        commit_interval=0.02,
+        on_agent_error="dead-letter",
+    )
     left = app.topic("left", key_type=str, value_type=dict)
     right = app.topic("right", key_type=str, value_type=dict)
     got: list[tuple[str, str]] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
@@ -30,8 +30,9 @@ async def proxy() -> AsyncIterator[FaultProxy]:
     await server.wait_closed()
 
 
-async def roundtrip(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, data: bytes,
-                    timeout: float = 5.0) -> bytes:
+async def roundtrip(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, data: bytes, timeout: float = 5.0
+) -> bytes:
     writer.write(data)
     await writer.drain()
     return await asyncio.wait_for(reader.readexactly(len(data)), timeout)

@@ -49,11 +49,27 @@ def _declare(app: faust.App, **faust_only: Any) -> None:
 
 
 EXPECTED = [
-    "app.timer(traced=", "app.timer(max_drift_correction=", "app.crontab(traced=", "app.task(traced=",
-    "app.page(base=", "app.page(cors_options=", "app.page(name=", "app.command(base=", "app.command(aliases=",
-    "app.channel(loop=", "app.agent(supervisor_strategy=", "app.agent(help=", "app.agent(value_type=", "app.topic(replicas=",
-    "app.topic(acks=", "app.Table(use_partitioner=", "app.Table(recovery_buffer_size=", "Service(loop=",
-    "Service(beacon=", "Worker(blocking_timeout=", "SSLCredentials(purpose=",
+    "app.timer(traced=",
+    "app.timer(max_drift_correction=",
+    "app.crontab(traced=",
+    "app.task(traced=",
+    "app.page(base=",
+    "app.page(cors_options=",
+    "app.page(name=",
+    "app.command(base=",
+    "app.command(aliases=",
+    "app.channel(loop=",
+    "app.agent(supervisor_strategy=",
+    "app.agent(help=",
+    "app.agent(value_type=",
+    "app.topic(replicas=",
+    "app.topic(acks=",
+    "app.Table(use_partitioner=",
+    "app.Table(recovery_buffer_size=",
+    "Service(loop=",
+    "Service(beacon=",
+    "Worker(blocking_timeout=",
+    "SSLCredentials(purpose=",
 ]
 
 
@@ -82,8 +98,9 @@ def test_arguments_left_at_their_defaults_are_not_logged(caplog: pytest.LogCaptu
 
 
 @pytest.mark.usefixtures("fresh_log_once")
-def test_notices_wait_for_the_worker_to_set_up_logging(monkeypatch: pytest.MonkeyPatch,
-                                                        caplog: pytest.LogCaptureFixture) -> None:
+def test_notices_wait_for_the_worker_to_set_up_logging(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """Before logging is configured (the CLI imports the app first) a notice is kept; the worker
     command writes it once logging is set up, other commands drop it."""
     monkeypatch.setattr(faust_args, "_deferred", [])

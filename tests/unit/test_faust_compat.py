@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -21,9 +21,16 @@ from agentstream.testing import AppHarness
 def test_faust_settings_are_translated_and_unknown_ones_logged_once(caplog: pytest.LogCaptureFixture) -> None:
     _logged.discard("setting:debug")
     with caplog.at_level(logging.INFO, logger="agentstream.faust"):
-        app = faust.App("f-settings", broker="memory://", broker_commit_interval=timedelta(seconds=2),
-                        broker_session_timeout=timedelta(seconds=30), stream_buffer_maxsize=50, debug=True,
-                        datadir="/tmp/x", value_serializer="raw")
+        app = faust.App(
+            "f-settings",
+            broker="memory://",
+            broker_commit_interval=timedelta(seconds=2),
+            broker_session_timeout=timedelta(seconds=30),
+            stream_buffer_maxsize=50,
+            debug=True,
+            datadir="/tmp/x",
+            value_serializer="raw",
+        )
         faust.App("f-settings-2", broker="memory://", debug=True)
     assert app.settings.commit_interval == 2.0 and app.settings.session_timeout == 30.0
     assert app.settings.buffer_max_records == 50 and str(app.settings.data_dir) == "/tmp/x"
@@ -155,15 +162,15 @@ async def test_service_lifecycle_task_and_timer() -> None:
 
 
 def test_crontab_next_fire_times() -> None:
-    t = datetime(2024, 1, 31, 23, 59, 30, tzinfo=timezone.utc)
-    assert crontab.next_fire("*/15 * * * *", t) == datetime(2024, 2, 1, 0, 0, tzinfo=timezone.utc)
-    assert crontab.next_fire("30 9 * * mon-fri", t) == datetime(2024, 2, 1, 9, 30, tzinfo=timezone.utc)
-    assert crontab.next_fire("0 0 29 2 *", t) == datetime(2024, 2, 29, tzinfo=timezone.utc)
-    assert crontab.next_fire("@hourly", t) == datetime(2024, 2, 1, 0, 0, tzinfo=timezone.utc)
+    t = datetime(2024, 1, 31, 23, 59, 30, tzinfo=UTC)
+    assert crontab.next_fire("*/15 * * * *", t) == datetime(2024, 2, 1, 0, 0, tzinfo=UTC)
+    assert crontab.next_fire("30 9 * * mon-fri", t) == datetime(2024, 2, 1, 9, 30, tzinfo=UTC)
+    assert crontab.next_fire("0 0 29 2 *", t) == datetime(2024, 2, 29, tzinfo=UTC)
+    assert crontab.next_fire("@hourly", t) == datetime(2024, 2, 1, 0, 0, tzinfo=UTC)
     # dom and dow both restricted: either matches (Vixie cron); Feb 1 2024 is a Thursday.
-    assert crontab.next_fire("0 12 15 * thu", t) == datetime(2024, 2, 1, 12, 0, tzinfo=timezone.utc)
+    assert crontab.next_fire("0 12 15 * thu", t) == datetime(2024, 2, 1, 12, 0, tzinfo=UTC)
     ny = crontab.next_fire("0 8 * * *", t, tz="America/New_York")
-    assert ny.hour == 8 and ny.astimezone(timezone.utc) == datetime(2024, 2, 1, 13, 0, tzinfo=timezone.utc)
+    assert ny.hour == 8 and ny.astimezone(UTC) == datetime(2024, 2, 1, 13, 0, tzinfo=UTC)
     for bad in ("* * *", "61 * * * *", "* * * foo *", "5-1 * * * *"):
         with pytest.raises(crontab.CronError):
             crontab.CronSchedule(bad)
@@ -191,8 +198,12 @@ def test_app_command_with_options(capsys: pytest.CaptureFixture[str]) -> None:
     app = faust.App("f-cmd", broker="memory://")
     calls: list[Any] = []
 
-    @app.command(option("--count", type=int, default=1), option("--dry-run", is_flag=True),
-                 option("--tag", multiple=True), faust.cli.argument("name"))
+    @app.command(
+        option("--count", type=int, default=1),
+        option("--dry-run", is_flag=True),
+        option("--tag", multiple=True),
+        faust.cli.argument("name"),
+    )
     async def greet_all(self: Any, name: str, count: int, dry_run: bool, tag: list[str]) -> None:
         """Say hello."""
         calls.append((name, count, dry_run, tag))

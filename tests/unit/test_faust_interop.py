@@ -42,12 +42,13 @@ class Order(agentstream.Record):
 
 
 FAUST_ORDER = (
-    b'{"id": 7, "customer": "alice", "lines": [{"sku": "a", "qty": 2, "__faust": {"ns": "' + NS.encode()
+    b'{"id": 7, "customer": "alice", "lines": [{"sku": "a", "qty": 2, "__faust": {"ns": "'
+    + NS.encode()
     + b'.Line"}}], "at": "2024-01-02T03:04:05+00:00", "total": "9.99", "tags": ["x"], "__faust": {"ns": "'
-    + NS.encode() + b'.Order"}}'
+    + NS.encode()
+    + b'.Order"}}'
 )
-ORDER = Order(7, "alice", [Line("a", 2)], dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc),
-              Decimal("9.99"), {"x"})
+ORDER = Order(7, "alice", [Line("a", 2)], dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.UTC), Decimal("9.99"), {"x"})
 
 
 def _app() -> agentstream.App:
@@ -61,8 +62,16 @@ def test_faust_bytes_decode_with_and_without_a_declared_type() -> None:
     assert untyped.value_codec.loads(FAUST_ORDER) == ORDER  # the __faust tags rebuild the records
     assert typed.value_codec.loads(FAUST_ORDER) == ORDER
     # a payload without the tag (a non-Faust producer) decodes where the type is declared
-    plain = orjson.dumps({"id": 7, "customer": "alice", "lines": [{"sku": "a", "qty": 2}],
-                          "at": "2024-01-02T03:04:05+00:00", "total": "9.99", "tags": ["x"]})
+    plain = orjson.dumps(
+        {
+            "id": 7,
+            "customer": "alice",
+            "lines": [{"sku": "a", "qty": 2}],
+            "at": "2024-01-02T03:04:05+00:00",
+            "total": "9.99",
+            "tags": ["x"],
+        }
+    )
     assert typed.value_codec.loads(plain) == ORDER
     assert untyped.value_codec.loads(plain) == orjson.loads(plain)  # no type, no tag: plain data
     # keys: raw; untyped keys stay bytes (Faust), typed keys are parsed from their text

@@ -397,14 +397,16 @@ async def test_autodiscover_imports_listed_packages(tmp_path: Path, monkeypatch:
     (pkg / "sub").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "sub" / "__init__.py").write_text("")
-    (pkg / "sub" / "agents.py").write_text(textwrap.dedent("""
+    (pkg / "sub" / "agents.py").write_text(
+        textwrap.dedent("""
         from tests.unit.test_faust_round_two import DISCOVER_APP as app
 
         @app.agent(app.topic("discovered"))
         async def found(stream):
             async for _ in stream:
                 pass
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     async with AppHarness(DISCOVER_APP) as h:
         assert "discoverpkg.sub.agents" in sys.modules

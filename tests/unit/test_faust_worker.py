@@ -74,8 +74,14 @@ def test_execute_from_commandline_runs_the_cli_worker_and_exits_with_its_code(tm
     script.write_text(textwrap.dedent(SCRIPT))
     logfile = tmp_path / "worker.log"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, str(script), str(tmp_path / "data"), str(logfile)], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "data"), str(logfile)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()  # the service and the task start side by side
     assert sorted(lines[:2]) == ["service started", "worker running"] and lines[2:] == ["service stopped"], lines

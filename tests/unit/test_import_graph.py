@@ -92,10 +92,19 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 # Must never be part of a cycle: the foundation and the runtime pieces issue 13 restructured.
 ACYCLIC = [
-    "agentstream.exceptions", "agentstream.runtime", "agentstream.lifecycle", "agentstream.events",
-    "agentstream.transport.base", "agentstream.tables.cache", "agentstream.tables.partition",
-    "agentstream.worker.commit", "agentstream.worker.eos", "agentstream.worker.errors",
-    "agentstream.worker.fetcher", "agentstream.worker.partition_group", "agentstream.worker.assignor",
+    "agentstream.exceptions",
+    "agentstream.runtime",
+    "agentstream.lifecycle",
+    "agentstream.events",
+    "agentstream.transport.base",
+    "agentstream.tables.cache",
+    "agentstream.tables.partition",
+    "agentstream.worker.commit",
+    "agentstream.worker.eos",
+    "agentstream.worker.errors",
+    "agentstream.worker.fetcher",
+    "agentstream.worker.partition_group",
+    "agentstream.worker.assignor",
 ]
 
 
@@ -125,15 +134,15 @@ if __name__ == "__main__":
 def test_upper_layers_install_their_entry_points_on_package_import() -> None:
     """What lower modules call upward without importing it is installed by ``import agentstream``
     (the web server by ``import agentstream.web``, which every process that runs a worker imports)."""
-    import agentstream.web
     from agentstream import app, streams
     from agentstream.agents import agent
     from agentstream.tables import table
     from agentstream.worker import worker
 
     assert streams.upper.join_stream.__module__ == "agentstream.joins"
-    assert {table.upper.tumbling.__module__, table.upper.hopping.__module__,
-            table.upper.windowed.__module__} == {"agentstream.tables.windowed"}
+    assert {table.upper.tumbling.__module__, table.upper.hopping.__module__, table.upper.windowed.__module__} == {
+        "agentstream.tables.windowed"
+    }
     assert table.upper.from_topic.__module__ == "agentstream.joins.tables"
     assert table.upper.join_tables.__module__ == "agentstream.joins"
     assert agent.upper.test_context.__module__ == "agentstream.testing"

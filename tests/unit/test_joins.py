@@ -29,8 +29,10 @@ def task_order(sends: list[Send], partitions: int) -> list[Send]:
     out: list[Send] = []
     topics = sorted({s[0] for s in sends})
     for p in range(partitions):
-        queues = {t: collections.deque(s for s in sends if s[0] == t and default_partition(s[1].encode(), partitions) == p)
-                  for t in topics}
+        queues = {
+            t: collections.deque(s for s in sends if s[0] == t and default_partition(s[1].encode(), partitions) == p)
+            for t in topics
+        }
         while any(queues.values()):
             _, t = min((q[0][3], t) for t, q in queues.items() if q)
             out.append(queues[t].popleft())
@@ -111,10 +113,10 @@ async def test_stream_table_update_after_the_record_is_not_seen() -> None:
     sends: list[Send] = [
         ("prices", "a", {"price": 1}, 1.0),
         ("prices", "a", {"price": 2}, 3.0),
-        ("orders", "a", {"id": "before"}, 0.5),   # older than every price: no match
-        ("orders", "a", {"id": "first"}, 2.0),    # sees price 1 although price 2 was produced earlier
+        ("orders", "a", {"id": "before"}, 0.5),  # older than every price: no match
+        ("orders", "a", {"id": "first"}, 2.0),  # sees price 1 although price 2 was produced earlier
         ("orders", "a", {"id": "second"}, 4.0),
-        ("prices", "a", None, 5.0),               # tombstone
+        ("prices", "a", None, 5.0),  # tombstone
         ("orders", "a", {"id": "deleted"}, 6.0),
     ]
     app, out = stream_table_app("left", partitions=1)
@@ -179,7 +181,7 @@ async def test_table_table_views_follow_both_sides() -> None:
         assert outer["z"] == (None, 30) and len(outer) == 3
         with pytest.raises(KeyError):
             inner["x"]
-        await h.send("updates", {"table": "b", "v": 10}, key="x")   # a change of either side shows at once
+        await h.send("updates", {"table": "b", "v": 10}, key="x")  # a change of either side shows at once
         await h.send("updates", {"table": "a", "v": None}, key="y")
         await h.wait_idle()
         assert inner.as_dict() == {"x": (1, 10)}
@@ -199,7 +201,9 @@ async def test_table_table_join_refuses_tables_not_copartitioned() -> None:
 def _app_joining(make: Any, *, table_partitions: int | None = None) -> agentstream.App:
     app = agentstream.App(f"stj-bad-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=4)
     orders = app.topic("orders")
-    prices = app.Table("prices", partitions=table_partitions).from_topic(app.topic("prices", partitions=table_partitions))
+    prices = app.Table("prices", partitions=table_partitions).from_topic(
+        app.topic("prices", partitions=table_partitions)
+    )
 
     @app.agent(orders)
     async def joiner(stream: agentstream.Stream) -> None:
@@ -209,11 +213,14 @@ def _app_joining(make: Any, *, table_partitions: int | None = None) -> agentstre
     return app
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda s, t: s.outer_join(t), "inner or left"),
-    (lambda s, t: s.join(t, key=lambda v: v["item"]), "group_by"),
-    (lambda s, t: s.join(t, within=5), "within"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda s, t: s.outer_join(t), "inner or left"),
+        (lambda s, t: s.join(t, key=lambda v: v["item"]), "group_by"),
+        (lambda s, t: s.join(t, within=5), "within"),
+    ],
+)
 async def test_bad_stream_table_joins_fail_at_discovery(make: Any, message: str) -> None:
     app = _app_joining(make)
     with pytest.raises(TopologyError, match=message):
@@ -248,8 +255,11 @@ async def test_a_topic_table_is_joined_by_one_agent_only() -> None:
 
 
 async def test_filter_before_a_join_applies_to_the_stream_side_only() -> None:
-    sends: list[Send] = [("prices", "a", {"price": 1}, 1.0), ("orders", "a", {"id": "x", "keep": False}, 2.0),
-                         ("orders", "a", {"id": "y", "keep": True}, 3.0)]
+    sends: list[Send] = [
+        ("prices", "a", {"price": 1}, 1.0),
+        ("orders", "a", {"id": "x", "keep": False}, 2.0),
+        ("orders", "a", {"id": "y", "keep": True}, 3.0),
+    ]
     app = agentstream.App(f"stj-f-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
     orders = app.topic("orders", key_type=str, value_type=dict)
     prices = app.Table("prices").from_topic(app.topic("prices", key_type=str, value_type=dict))
@@ -274,13 +284,16 @@ async def test_join_after_group_by_reads_the_table_topic_in_the_repartitioned_st
 
     @app.agent(orders)
     async def by_customer(stream: agentstream.Stream) -> None:
-        async for order, discount in stream.group_by(lambda o: o["customer"], name="by_cust",
-                                                         key_serializer="json").left_join(discounts):
+        async for order, discount in stream.group_by(
+            lambda o: o["customer"], name="by_cust", key_serializer="json"
+        ).left_join(discounts):
             out.append((order["id"], None if discount is None else discount["pct"]))
 
     async with AppHarness(app, web_enabled=False) as h:
         assert [st.source_topics for st in app.topology().subtopologies] == [
-            ["orders"], [f"{app.id}-by_cust-repartition", "discounts"]]
+            ["orders"],
+            [f"{app.id}-by_cust-repartition", "discounts"],
+        ]
         for c in ("c1", "c2", "c3"):
             await h.send("discounts", {"pct": int(c[1]) * 10}, key=c, timestamp=1.0)
         await h.wait_idle()

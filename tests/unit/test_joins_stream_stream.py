@@ -48,7 +48,7 @@ class Preloaded(AppHarness):
         super().__init__(app, **{"max_task_idle": 2.0, "web_enabled": False, **settings})
         self.sends = [(r.topic, r.key, {"id": r.id}, r.ts / 1000) if isinstance(r, Rec) else r for r in records]
 
-    async def __aenter__(self) -> "Preloaded":
+    async def __aenter__(self) -> Preloaded:
         self._saved = _use_memory(self.app, f"join-test-{uuid.uuid4().hex[:8]}")
         self.app.settings = self.app.settings.replace(commit_interval=0.05, **self.settings)
         await self.app.transport.ensure_topics([t.spec() for t in self.app.topics.values()])
@@ -74,9 +74,12 @@ def task_order(records: list[Rec], partitions: int) -> dict[int, list[Rec]]:
     """Per partition number, the order a task takes the records in (see PartitionGroup.next)."""
     out: dict[int, list[Rec]] = {}
     for p in range(partitions):
-        queues = {t: collections.deque(r for r in records if r.topic == t
-                                       and default_partition(r.key.encode(), partitions) == p)
-                  for t in sorted({"left", "right"})}
+        queues = {
+            t: collections.deque(
+                r for r in records if r.topic == t and default_partition(r.key.encode(), partitions) == p
+            )
+            for t in sorted({"left", "right"})
+        }
         order: list[Rec] = []
         while any(queues.values()):
             best = min((q[0].ts, t) for t, q in queues.items() if q)
@@ -177,17 +180,17 @@ async def test_input_has_late_and_out_of_order_records() -> None:
 async def test_hand_written_scenario() -> None:
     """Within 5 s, grace 3 s, one partition; the comments follow the task's order (lowest head first)."""
     recs = [
-        Rec("left", "a", "L1", 10_000),    # 1. stream time 10
-        Rec("right", "a", "R1", 14_000),   # 2. |14-10| <= 5: (L1, R1)
-        Rec("left", "a", "L2", 15_000),    # 3. (L2, R1)
-        Rec("right", "a", "R2", 16_000),   # 4. (L2, R2); 6 s from L1: no match
-        Rec("left", "b", "L3", 20_000),    # 5. never matched
-        Rec("right", "b", "R3", 26_000),   # 6. 6 s after L3: no match, never matched
-        Rec("right", "c", "R5", 36_000),   # 7. time 36: L3 closes (20 + 2*5 + 3 < 36): (L3, None)
-        Rec("right", "c", "R4", 27_000),   # 8. 27 + 5 + 3 < 36: late, dropped (else outer: (None, R4))
-        Rec("left", "c", "L4", 40_000),    # 9. time 40: R3 closes: (None, R3); (L4, R5)
-        Rec("left", "c", "L5", 32_500),    # 10. out of order but 32.5 + 8 >= 40: (L5, R5)
-        Rec("left", "z", "L6", 60_000),    # 11. time 60: the rest expires, all matched
+        Rec("left", "a", "L1", 10_000),  # 1. stream time 10
+        Rec("right", "a", "R1", 14_000),  # 2. |14-10| <= 5: (L1, R1)
+        Rec("left", "a", "L2", 15_000),  # 3. (L2, R1)
+        Rec("right", "a", "R2", 16_000),  # 4. (L2, R2); 6 s from L1: no match
+        Rec("left", "b", "L3", 20_000),  # 5. never matched
+        Rec("right", "b", "R3", 26_000),  # 6. 6 s after L3: no match, never matched
+        Rec("right", "c", "R5", 36_000),  # 7. time 36: L3 closes (20 + 2*5 + 3 < 36): (L3, None)
+        Rec("right", "c", "R4", 27_000),  # 8. 27 + 5 + 3 < 36: late, dropped (else outer: (None, R4))
+        Rec("left", "c", "L4", 40_000),  # 9. time 40: R3 closes: (None, R3); (L4, R5)
+        Rec("left", "c", "L5", 32_500),  # 10. out of order but 32.5 + 8 >= 40: (L5, R5)
+        Rec("left", "z", "L6", 60_000),  # 11. time 60: the rest expires, all matched
     ]
     inner = {("L1", "R1"): 1, ("L2", "R1"): 1, ("L2", "R2"): 1, ("L4", "R5"): 1, ("L5", "R5"): 1}
     by_kind = {"inner": inner, "left": {**inner, ("L3", None): 1}, "outer": {**inner, ("L3", None): 1, (None, "R3"): 1}}
@@ -259,12 +262,15 @@ async def test_not_copartitioned_topics_are_refused_at_build() -> None:
     assert "orders has 4, payments has 3" in msg and "group_by" in msg and "joiner" in msg
 
 
-@pytest.mark.parametrize("make", [
-    lambda s, other: s.join(other),                                   # no within
-    lambda s, other: s.join(other, within=5, key=lambda v: v["x"]),   # key extractor
-    lambda s, other: s.join(other, within=5).group_by(lambda v: 1, name="x"),
-    lambda s, other: s.join(object()),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda s, other: s.join(other),  # no within
+        lambda s, other: s.join(other, within=5, key=lambda v: v["x"]),  # key extractor
+        lambda s, other: s.join(other, within=5).group_by(lambda v: 1, name="x"),
+        lambda s, other: s.join(object()),
+    ],
+)
 async def test_bad_joins_fail_at_discovery_with_the_fix(make: Any) -> None:
     app = agentstream.App(f"ssj-bad-{uuid.uuid4().hex[:6]}", broker="memory://")
     a = app.topic("a")

@@ -61,12 +61,14 @@ class FakeAioProducer:
         for builder, fut in self.queued:
             builder.closed = True
             if not fut.done():
-                fut.set_result(type("MD", (), {"offset": 0, "timestamp": -1, "timestamp_type": 0,
-                                               "log_start_offset": 0})())
+                fut.set_result(
+                    type("MD", (), {"offset": 0, "timestamp": -1, "timestamp_type": 0, "log_start_offset": 0})()
+                )
 
     def delivered_values(self) -> list[bytes | None]:
-        return [v for b, f in self.queued if f.done() and not f.cancelled() and f.exception() is None
-                for v in b.records]
+        return [
+            v for b, f in self.queued if f.done() and not f.cancelled() and f.exception() is None for v in b.records
+        ]
 
     async def flush(self) -> None:
         self.deliver_all()

@@ -5,8 +5,16 @@ from __future__ import annotations
 import pytest
 
 import agentstream
-from agentstream.lifecycle import (PARTITION_TRANSITIONS, TASK_TRANSITIONS, WORKER_TRANSITIONS, IllegalTransition,
-                                   PartitionState, StateMachine, TaskState, WorkerState)
+from agentstream.lifecycle import (
+    PARTITION_TRANSITIONS,
+    TASK_TRANSITIONS,
+    WORKER_TRANSITIONS,
+    IllegalTransition,
+    PartitionState,
+    StateMachine,
+    TaskState,
+    WorkerState,
+)
 from agentstream.tables.partition import TableNotActive, TablePartition
 from agentstream.tables.store import MemoryStore
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -222,11 +223,16 @@ class StickyAssignor:
     def member_user_data(self) -> bytes:
         return self.tag
 
-    def assign(self, partitions_per_topic: Mapping[str, int], members: Sequence[MemberInfo]) -> dict[str, tuple[list[TP], bytes]]:
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], members: Sequence[MemberInfo]
+    ) -> dict[str, tuple[list[TP], bytes]]:
         self.calls += 1
         tps = [TP(t, p) for t, n in partitions_per_topic.items() for p in range(n)]
         return {
-            m.member_id: (tps if m.user_data == b"winner" else [], b"echo:" + m.user_data + b":" + ",".join(sorted(m.topics)).encode())
+            m.member_id: (
+                tps if m.user_data == b"winner" else [],
+                b"echo:" + m.user_data + b":" + ",".join(sorted(m.topics)).encode(),
+            )
             for m in members
         }
 
@@ -249,7 +255,9 @@ async def test_custom_assignor_user_data_round_trip(transport: MemoryTransport) 
 
 async def test_broken_assignor_surfaces_in_getmany(transport: MemoryTransport) -> None:
     class Greedy(StickyAssignor):
-        def assign(self, partitions_per_topic: Mapping[str, int], members: Sequence[MemberInfo]) -> dict[str, tuple[list[TP], bytes]]:
+        def assign(
+            self, partitions_per_topic: Mapping[str, int], members: Sequence[MemberInfo]
+        ) -> dict[str, tuple[list[TP], bytes]]:
             return {m.member_id: ([TP("orders", 0)], b"") for m in members}
 
     c1 = await member(transport, assignor=Greedy(b""))
@@ -312,8 +320,9 @@ def values(t: MemoryTransport, topic: str, *, committed: bool = False) -> list[b
 
 
 @pytest.mark.parametrize("kind", ["send_fail", "send_cancel"])
-async def test_a_failed_or_cancelled_send_fails_every_later_flush_until_stop(transport: MemoryTransport,
-                                                                             kind: str) -> None:
+async def test_a_failed_or_cancelled_send_fails_every_later_flush_until_stop(
+    transport: MemoryTransport, kind: str
+) -> None:
     from agentstream.exceptions import ProducerError
 
     p = transport.producer()
@@ -349,8 +358,9 @@ async def test_injected_commit_failure_stores_nothing(transport: MemoryTransport
 
 
 @pytest.mark.parametrize("kind", ["txn_commit_fail", "txn_abort", "send_fail", "send_cancel"])
-async def test_a_failed_transaction_can_only_be_aborted_and_shows_nothing(transport: MemoryTransport,
-                                                                          kind: str) -> None:
+async def test_a_failed_transaction_can_only_be_aborted_and_shows_nothing(
+    transport: MemoryTransport, kind: str
+) -> None:
     from agentstream.exceptions import ProducerError
 
     p = transport.producer(transactional_id="app-0_0")

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import Any, Optional
+from typing import Any
 
 import orjson
 import pytest
@@ -43,7 +43,7 @@ class Order(Record):
     lines: list[Line]  # forward reference: Line is defined below
     at: datetime
     total: Decimal
-    note: Optional[str] = None
+    note: str | None = None
     tags: dict[str, Line] = field(default_factory=dict)
     color: Color = Color.RED
     due: date | None = None
@@ -63,7 +63,7 @@ class Node(Record):
 class Strict(Record, validation=True):
     n: int
     name: str
-    p: Optional[Point] = None
+    p: Point | None = None
     items: list[int] = field(default_factory=list)
 
 
@@ -71,7 +71,7 @@ def make_order() -> Order:
     return Order(
         customer=Customer(7, "ann"),
         lines=[Line("a", 2, 1.5), Line("b")],
-        at=datetime(2024, 5, 1, 12, 30, tzinfo=timezone.utc),
+        at=datetime(2024, 5, 1, 12, 30, tzinfo=UTC),
         total=Decimal("3.10"),
         note="gift",
         tags={"first": Line("c", 3)},
@@ -212,13 +212,13 @@ def test_datetime_from_iso_string_or_epoch_and_decimal_from_numbers() -> None:
     class Event(Record):
         at: datetime
         amount: Decimal
-        when: Optional[date] = None
+        when: date | None = None
 
     e = Event.from_data({"at": 1_700_000_000, "amount": 0.1})
-    assert e.at == datetime.fromtimestamp(1_700_000_000, tz=timezone.utc)
+    assert e.at == datetime.fromtimestamp(1_700_000_000, tz=UTC)
     assert e.amount == Decimal("0.1")  # not 0.1000000000000000055511151231257827...
     e = Event.from_data({"at": "2024-01-02T03:04:05Z", "amount": "12.50", "when": "2024-01-02"})
-    assert e.at == datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    assert e.at == datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
     assert e.amount == Decimal("12.50") and e.when == date(2024, 1, 2)
     assert Event.from_data({"at": 0, "amount": 7}).amount == Decimal(7)
     with pytest.raises(ValidationError, match=r"Event\.at: expected an ISO 8601 datetime, got 'yesterday'"):

@@ -55,8 +55,14 @@ EXPORTED = {
 }
 # Faust's spellings: answered by ``agentstream`` (``import agentstream as faust``), not exported.
 FAUST_ONLY = {
-    "Model": "Record", "EventT": "Event", "StreamT": "Stream", "TopicT": "Topic", "ChannelT": "Channel",
-    "AgentT": "Agent", "TableT": "Table", "ServiceT": "Service",
+    "Model": "Record",
+    "EventT": "Event",
+    "StreamT": "Stream",
+    "TopicT": "Topic",
+    "ChannelT": "Channel",
+    "AgentT": "Agent",
+    "TableT": "Table",
+    "ServiceT": "Service",
 }
 
 
@@ -89,7 +95,7 @@ def test_faust_spellings_come_from_the_compat_package() -> None:
         assert getattr(agentstream, alias) is getattr(agentstream.faust, alias) is getattr(agentstream, name), alias
     assert agentstream.uuid is agentstream.faust.uuid and len(agentstream.uuid()) == 36
     namespace: dict[str, object] = {}
-    exec("from agentstream import StreamT, ChannelT, Model", namespace)  # noqa: S102 - Faust's import lines
+    exec("from agentstream import StreamT, ChannelT, Model", namespace)
     assert namespace["StreamT"] is agentstream.Stream and namespace["Model"] is agentstream.Record
     # ``import agentstream.faust as faust`` has every name ``import agentstream as faust`` has
     # (the exceptions as in Faust: listed by ``faust.exceptions``, answered by ``faust`` too)
@@ -133,7 +139,12 @@ def test_one_class_behind_each_public_name() -> None:
 
 def test_the_package_ships_py_typed(tmp_path: Path) -> None:
     assert (ROOT / "agentstream" / "py.typed").is_file()
-    done = subprocess.run([sys.executable, "setup.py", "-q", "build_py", "-d", str(tmp_path)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_py", "-d", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "agentstream" / "py.typed").is_file()

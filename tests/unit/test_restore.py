@@ -75,8 +75,9 @@ async def consumer(transport: MemoryTransport) -> MemoryConsumer:
     return c
 
 
-async def test_empty_polls_mean_wait_restore_ends_at_the_high_watermark(transport: MemoryTransport,
-                                                                         tmp_path: Path) -> None:
+async def test_empty_polls_mean_wait_restore_ends_at_the_high_watermark(
+    transport: MemoryTransport, tmp_path: Path
+) -> None:
     await fill(transport, [(b"k%d" % i, b"%d" % i) for i in range(1000)])
     part = partition(tmp_path)
     slow = SlowConsumer(await consumer(transport), empty=5)  # the old restorer gave up after 3
@@ -85,17 +86,22 @@ async def test_empty_polls_mean_wait_restore_ends_at_the_high_watermark(transpor
     assert len(part.store) == 1000 and part.changelog_offset == 1000
 
 
-async def test_a_restore_without_progress_fails_with_restore_timeout(transport: MemoryTransport,
-                                                                     tmp_path: Path) -> None:
+async def test_a_restore_without_progress_fails_with_restore_timeout(
+    transport: MemoryTransport, tmp_path: Path
+) -> None:
     await fill(transport, [(b"k", b"1")])
     slow = SlowConsumer(await consumer(transport), empty=10**9)  # the broker never answers
-    with pytest.raises(RestoreTimeout, match=r"no progress for 0.6s .*rs-t-changelog\[0\] at offset 0 of "
-                                             r"an unknown end \(no fetch was answered\).*restore_timeout"):
+    with pytest.raises(
+        RestoreTimeout,
+        match=r"no progress for 0.6s .*rs-t-changelog\[0\] at offset 0 of "
+        r"an unknown end \(no fetch was answered\).*restore_timeout",
+    ):
         await asyncio.wait_for(Restorer(slow, "test", timeout=0.6).run({TP0: partition(tmp_path)}), 30)  # type: ignore[arg-type]
 
 
 async def test_null_key_and_undecodable_records_are_skipped_logged_and_counted(
-        transport: MemoryTransport, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    transport: MemoryTransport, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     good = orjson.dumps(5)
     await fill(transport, [(b"a", good), (None, good), (b"b", b"\xff not json"), (b"c", good), (b"a", None)])
     before = restore.SKIPPED[TOPIC]
@@ -109,8 +115,9 @@ async def test_null_key_and_undecodable_records_are_skipped_logged_and_counted(
     assert f"{TOPIC}[0]@2" in caplog.text and "cannot be decoded" in caplog.text
 
 
-async def test_a_checkpoint_beyond_the_end_wipes_and_restores_from_zero(transport: MemoryTransport,
-                                                                        tmp_path: Path) -> None:
+async def test_a_checkpoint_beyond_the_end_wipes_and_restores_from_zero(
+    transport: MemoryTransport, tmp_path: Path
+) -> None:
     await fill(transport, [(b"k%d" % i, b"%d" % i) for i in range(10)])
     part = partition(tmp_path, offset=50)  # the changelog was recreated shorter
     part.store.put(b"stale", b"1")
@@ -162,8 +169,12 @@ async def test_standby_and_global_following_skip_unusable_changelog_records() ->
         before = restore.SKIPPED[changelog]
         producer = app.transport.producer()
         await producer.start()
-        for key, value in [(b"a", orjson.dumps(1)), (None, orjson.dumps(2)), (b"b", b"\xff garbage"),
-                           (b"c", orjson.dumps(3))]:  # raw str keys: the table key encoding
+        for key, value in [
+            (b"a", orjson.dumps(1)),
+            (None, orjson.dumps(2)),
+            (b"b", b"\xff garbage"),
+            (b"c", orjson.dumps(3)),
+        ]:  # raw str keys: the table key encoding
             await producer.send(changelog, key, value, partition=0)
         for _ in range(250):
             if everything.as_dict() == {"a": 1, "c": 3}:
@@ -202,8 +213,15 @@ def test_a_bad_record_anywhere_in_a_batch_is_skipped_alone(tmp_path: Path, caplo
     good_tag = orjson.dumps(tagged)
     del tagged["x"]
     bad_tag = orjson.dumps(tagged)  # valid JSON, but the tagged record cannot be built
-    msgs = [_Msg(0, b"a", b"1"), _Msg(1, b"b", b"1,2"), _Msg(2, b"c", bad_tag), _Msg(3, bytearray(b"d"), b"4"),
-            _Msg(4, None, b"5"), _Msg(5, b"e", None), _Msg(6, b"f", good_tag)]
+    msgs = [
+        _Msg(0, b"a", b"1"),
+        _Msg(1, b"b", b"1,2"),
+        _Msg(2, b"c", bad_tag),
+        _Msg(3, bytearray(b"d"), b"4"),
+        _Msg(4, None, b"5"),
+        _Msg(5, b"e", None),
+        _Msg(6, b"f", good_tag),
+    ]
     before = restore.SKIPPED[TOPIC]
     with caplog.at_level(logging.WARNING, logger="agentstream.tables"):
         keys, values = restore.changelog_columns(partition(tmp_path), msgs)

@@ -12,14 +12,22 @@ import pytest
 from agentstream.exceptions import ConfigError
 from agentstream.settings import Settings
 
-
 # -- item 8: finite numbers, store URL, data dir, web host, unknown variables -------------------------
 
-@pytest.mark.parametrize("name,value", [
-    ("commit_interval", float("nan")), ("session_timeout", float("inf")), ("rebalance_timeout", float("-inf")),
-    ("max_task_idle", float("nan")), ("producer_linger", float("nan")), ("shutdown_timeout", float("inf")),
-    ("consumer_fetch_max_wait", float("nan")), ("heartbeat_interval", float("nan")),
-])
+
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("commit_interval", float("nan")),
+        ("session_timeout", float("inf")),
+        ("rebalance_timeout", float("-inf")),
+        ("max_task_idle", float("nan")),
+        ("producer_linger", float("nan")),
+        ("shutdown_timeout", float("inf")),
+        ("consumer_fetch_max_wait", float("nan")),
+        ("heartbeat_interval", float("nan")),
+    ],
+)
 def test_nan_and_infinity_are_rejected_with_the_setting_name(name: str, value: float) -> None:
     with pytest.raises(ConfigError) as info:
         Settings.build("a", {name: value}, environ={})
@@ -102,12 +110,20 @@ def test_unknown_agentstream_variable_is_named_with_the_closest_match(caplog: py
 
 # -- item 10: TLS and SASL settings ----------------------------------------------------------------------
 
+
 def test_sasl_settings_from_the_environment_become_client_arguments() -> None:
     from agentstream.transport.kafka.security import client_security
 
-    s = Settings.build("a", {}, environ={"AGENTSTREAM_BROKER_SASL_MECHANISM": "scram-sha-512",
-                                          "AGENTSTREAM_BROKER_SASL_USERNAME": "u",
-                                          "AGENTSTREAM_BROKER_SASL_PASSWORD": "hunter2", "AGENTSTREAM_BROKER_SSL": "1"})
+    s = Settings.build(
+        "a",
+        {},
+        environ={
+            "AGENTSTREAM_BROKER_SASL_MECHANISM": "scram-sha-512",
+            "AGENTSTREAM_BROKER_SASL_USERNAME": "u",
+            "AGENTSTREAM_BROKER_SASL_PASSWORD": "hunter2",
+            "AGENTSTREAM_BROKER_SSL": "1",
+        },
+    )
     kw = client_security(s)
     assert kw["security_protocol"] == "SASL_SSL" and kw["sasl_mechanism"] == "SCRAM-SHA-512"
     assert kw["sasl_plain_username"] == "u" and kw["sasl_plain_password"] == "hunter2"
@@ -118,11 +134,25 @@ def test_sasl_settings_from_the_environment_become_client_arguments() -> None:
 def test_secrets_are_redacted_everywhere() -> None:
     from agentstream import OAuthCredentials, SASLCredentials, SSLCredentials
 
-    s = Settings.build("a", {"broker_sasl_mechanism": "PLAIN", "broker_sasl_username": "u",
-                             "broker_sasl_password": "hunter2", "web_token": "tok-secret"}, environ={})
-    for text in (repr(s), str(s), f"{s.broker_sasl_password}", "%s" % s.web_token,
-                 repr(SASLCredentials(username="u", password="hunter2")),
-                 repr(SSLCredentials(password="hunter2")), repr(OAuthCredentials(token="hunter2"))):
+    s = Settings.build(
+        "a",
+        {
+            "broker_sasl_mechanism": "PLAIN",
+            "broker_sasl_username": "u",
+            "broker_sasl_password": "hunter2",
+            "web_token": "tok-secret",
+        },
+        environ={},
+    )
+    for text in (
+        repr(s),
+        str(s),
+        f"{s.broker_sasl_password}",
+        f"{s.web_token}",
+        repr(SASLCredentials(username="u", password="hunter2")),
+        repr(SSLCredentials(password="hunter2")),
+        repr(OAuthCredentials(token="hunter2")),
+    ):
         assert "hunter2" not in text and "tok-secret" not in text, text
     assert s.broker_sasl_password == "hunter2"  # still usable as the value
 
@@ -132,11 +162,22 @@ def test_faust_credential_objects() -> None:
     from agentstream.transport.kafka.security import client_security
 
     ctx = ssl.create_default_context()
-    kw = client_security(Settings.build("a", {"broker_credentials": SASLCredentials(
-        username="u", password="p", mechanism="SCRAM-SHA-256", ssl_context=ctx)}, environ={}))
+    kw = client_security(
+        Settings.build(
+            "a",
+            {
+                "broker_credentials": SASLCredentials(
+                    username="u", password="p", mechanism="SCRAM-SHA-256", ssl_context=ctx
+                )
+            },
+            environ={},
+        )
+    )
     assert kw["security_protocol"] == "SASL_SSL" and kw["ssl_context"] is ctx
     assert client_security(Settings.build("a", {"broker_credentials": SSLCredentials(ctx)}, environ={})) == {
-        "security_protocol": "SSL", "ssl_context": ctx}
+        "security_protocol": "SSL",
+        "ssl_context": ctx,
+    }
     assert client_security(Settings.build("a", {"ssl_context": ctx}, environ={}))["security_protocol"] == "SSL"
 
     class Provider:
@@ -146,22 +187,26 @@ def test_faust_credential_objects() -> None:
     provider = Provider()
     kw = client_security(Settings.build("a", {"broker_credentials": OAuthCredentials(provider)}, environ={}))
     assert kw["sasl_mechanism"] == "OAUTHBEARER" and kw["sasl_oauth_token_provider"] is provider
-    kw = client_security(Settings.build("a", {"broker_credentials": GSSAPICredentials(kerberos_service_name="k")},
-                                        environ={}))
+    kw = client_security(
+        Settings.build("a", {"broker_credentials": GSSAPICredentials(kerberos_service_name="k")}, environ={})
+    )
     assert kw["sasl_mechanism"] == "GSSAPI" and kw["sasl_kerberos_service_name"] == "k"
     assert client_security(Settings.build("a", {}, environ={})) == {}
 
 
-@pytest.mark.parametrize("options,setting", [
-    ({"broker_sasl_mechanism": "MD5"}, "broker_sasl_mechanism"),
-    ({"broker_sasl_mechanism": "PLAIN", "broker_sasl_password": "p"}, "broker_sasl_username"),
-    ({"broker_sasl_mechanism": "SCRAM-SHA-256", "broker_sasl_username": "u"}, "broker_sasl_password"),
-    ({"broker_sasl_mechanism": "OAUTHBEARER"}, "broker_sasl_oauth_token"),
-    ({"broker_ssl_cafile": "/nonexistent/ca.pem"}, "broker_ssl_cafile"),
-    ({"broker_ssl_keyfile": __file__}, "broker_ssl_certfile"),
-    ({"broker_credentials": "user:pass"}, "broker_credentials"),
-    ({"ssl_context": "yes"}, "ssl_context"),
-])
+@pytest.mark.parametrize(
+    "options,setting",
+    [
+        ({"broker_sasl_mechanism": "MD5"}, "broker_sasl_mechanism"),
+        ({"broker_sasl_mechanism": "PLAIN", "broker_sasl_password": "p"}, "broker_sasl_username"),
+        ({"broker_sasl_mechanism": "SCRAM-SHA-256", "broker_sasl_username": "u"}, "broker_sasl_password"),
+        ({"broker_sasl_mechanism": "OAUTHBEARER"}, "broker_sasl_oauth_token"),
+        ({"broker_ssl_cafile": "/nonexistent/ca.pem"}, "broker_ssl_cafile"),
+        ({"broker_ssl_keyfile": __file__}, "broker_ssl_certfile"),
+        ({"broker_credentials": "user:pass"}, "broker_credentials"),
+        ({"ssl_context": "yes"}, "ssl_context"),
+    ],
+)
 def test_bad_security_settings_name_the_setting(options: dict[str, object], setting: str) -> None:
     with pytest.raises(ConfigError) as info:
         Settings.build("a", options, environ={})

@@ -20,16 +20,19 @@ def test_cli_replace_overrides_everything_and_validates() -> None:
         s.replace(web_port=70000)
 
 
-@pytest.mark.parametrize("options,setting", [
-    ({"broker": "localhost:9092"}, "broker"),
-    ({"on_agent_error": "explode"}, "on_agent_error"),
-    ({"heartbeat_interval": 20.0, "session_timeout": 10.0}, "heartbeat_interval"),
-    ({"topic_partitions": 0}, "topic_partitions"),
-    ({"processing_guarantee": "maybe"}, "processing_guarantee"),
-    ({"consumer_fetch_max_wait": -1}, "consumer_fetch_max_wait"),
-    ({"producer_max_batch_size": 0}, "producer_max_batch_size"),
-    ({"producer_linger": -0.1}, "producer_linger"),
-])
+@pytest.mark.parametrize(
+    "options,setting",
+    [
+        ({"broker": "localhost:9092"}, "broker"),
+        ({"on_agent_error": "explode"}, "on_agent_error"),
+        ({"heartbeat_interval": 20.0, "session_timeout": 10.0}, "heartbeat_interval"),
+        ({"topic_partitions": 0}, "topic_partitions"),
+        ({"processing_guarantee": "maybe"}, "processing_guarantee"),
+        ({"consumer_fetch_max_wait": -1}, "consumer_fetch_max_wait"),
+        ({"producer_max_batch_size": 0}, "producer_max_batch_size"),
+        ({"producer_linger": -0.1}, "producer_linger"),
+    ],
+)
 def test_errors_name_the_setting_and_the_fix(options: dict[str, object], setting: str) -> None:
     with pytest.raises(ConfigError) as info:
         Settings.build("a", options, environ={})

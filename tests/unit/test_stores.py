@@ -62,9 +62,7 @@ def test_get_put_delete_contains(store: Store) -> None:
 
 def test_write_batch_applies_in_order_with_deletes(store: Store) -> None:
     store.put(b"gone", b"x")
-    store.write_batch(
-        [(b"a", b"1"), (b"b", b"2"), (b"a", b"3"), (b"gone", None), (b"b", None), (b"b", b"4")]
-    )
+    store.write_batch([(b"a", b"1"), (b"b", b"2"), (b"a", b"3"), (b"gone", None), (b"b", None), (b"b", b"4")])
     assert list(store.items()) == [(b"a", b"3"), (b"b", b"4")]
 
 
@@ -183,7 +181,8 @@ def _scribble(path: Path, name_part: str, offset: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("victim", "offset"), [("CURRENT", 0), ("MANIFEST-", 0), (".sst", -60)]  # -60: sst footer
+    ("victim", "offset"),
+    [("CURRENT", 0), ("MANIFEST-", 0), (".sst", -60)],  # -60: sst footer
 )
 def test_rocksdb_corrupt_files_raise_store_corrupt_then_destroy_recovers(
     tmp_path: Path, victim: str, offset: int
@@ -291,9 +290,7 @@ def test_checkpoint_that_is_a_directory_reads_none(tmp_path: Path) -> None:
     assert read_checkpoint(tmp_path / "offset") is None
 
 
-def test_checkpoint_write_is_atomic_when_interrupted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_checkpoint_write_is_atomic_when_interrupted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cp = tmp_path / "offset"
     write_checkpoint(cp, 7)
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import deque
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 import pytest
 from aiokafka.structs import ConsumerRecord
@@ -24,8 +25,19 @@ from agentstream.transport.memory import MemoryTransport
 
 
 def event(offset: int, value: Any, key: Any = None, ts: int = 1000) -> Event:
-    message = ConsumerRecord("src", 0, offset, ts + offset, 0, None if key is None else str(key).encode(),
-                             b"%d" % value if isinstance(value, int) else None, None, -1, -1, ())
+    message = ConsumerRecord(
+        "src",
+        0,
+        offset,
+        ts + offset,
+        0,
+        None if key is None else str(key).encode(),
+        b"%d" % value if isinstance(value, int) else None,
+        None,
+        -1,
+        -1,
+        (),
+    )
     return Event(key, value, message)
 
 
@@ -55,7 +67,7 @@ class FakeInput:
             self.fed.clear()
             try:
                 await asyncio.wait_for(self.fed.wait(), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return None
         return self.queue.popleft()
 
@@ -228,8 +240,12 @@ async def test_take_refuses_an_empty_batch_size() -> None:
 
 @pytest.fixture
 async def app() -> AsyncIterator[agentstream.App]:
-    a = agentstream.App(f"st{uuid.uuid4().hex[:6]}", broker=f"memory://streams-{uuid.uuid4().hex[:6]}",
-                        store="memory://", web_enabled=False)
+    a = agentstream.App(
+        f"st{uuid.uuid4().hex[:6]}",
+        broker=f"memory://streams-{uuid.uuid4().hex[:6]}",
+        store="memory://",
+        web_enabled=False,
+    )
     yield a
     await a.stop_clients()
 

@@ -7,7 +7,6 @@ import uuid
 from decimal import Decimal
 
 import aiohttp
-import pytest
 
 import agentstream
 from agentstream import codecs
@@ -15,7 +14,6 @@ from agentstream.exporter.schema import side_decoder, table_spec
 from agentstream.testing import AppHarness
 from agentstream.transport.memory import MemoryTransport
 from agentstream.transport.partitioner import default_partition
-
 
 
 class Item(agentstream.Record):
@@ -136,8 +134,7 @@ async def test_case4_record_values_keep_their_type_after_a_commit() -> None:
             latest[event.key] = basket
             lists[event.key] = lists[event.key] + basket.items
 
-    b = Basket("ann", [Item("a", 1), Item("b", 2)], dt.datetime(2024, 1, 2, 3, 4, tzinfo=dt.timezone.utc),
-               Decimal("9.99"))
+    b = Basket("ann", [Item("a", 1), Item("b", 2)], dt.datetime(2024, 1, 2, 3, 4, tzinfo=dt.UTC), Decimal("9.99"))
     async with AppHarness(app) as h:
         await h.send("baskets", b, key="ann")
         await h.wait_idle()  # commits: the cache is flushed, reads now decode the store's bytes
@@ -209,7 +206,7 @@ def test_case7_export_types_int_table_values() -> None:
     assert spec.value["type"][0] == "struct"
     row = side_decoder(spec.value)(raw)  # type: ignore[arg-type]
     assert row["owner"] == "x" and row["items"] == [{"sku": "a", "qty": 1}]
-    assert row["at"] == dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    assert row["at"] == dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 
 
 async def test_case4_on_window_close_gets_records_after_a_commit() -> None:

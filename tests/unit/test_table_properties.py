@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import uuid
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Callable, Optional
+from typing import Any
 
 import aiohttp
 import pytest
@@ -42,7 +43,7 @@ class Nested(agentstream.Record):
     at: dt.datetime
     total: Decimal
     tags: set[str]
-    parent: Optional[Line] = None
+    parent: Line | None = None
 
 
 texts = st.text(max_size=12)
@@ -60,10 +61,14 @@ VALUES: dict[str, st.SearchStrategy[Any]] = {
     "record": lines,
     "list_of_records": st.lists(lines, max_size=4),
     "nested": st.builds(
-        Nested, texts, st.lists(lines, max_size=3), st.dictionaries(texts, lines, max_size=3),
-        st.datetimes(timezones=st.just(dt.timezone.utc)),
-        st.decimals(allow_nan=False, allow_infinity=False, places=3, min_value=-10**6, max_value=10**6),
-        st.sets(texts, max_size=3), st.none() | lines,
+        Nested,
+        texts,
+        st.lists(lines, max_size=3),
+        st.dictionaries(texts, lines, max_size=3),
+        st.datetimes(timezones=st.just(dt.UTC)),
+        st.decimals(allow_nan=False, allow_infinity=False, places=3, min_value=-(10**6), max_value=10**6),
+        st.sets(texts, max_size=3),
+        st.none() | lines,
     ),
 }
 
@@ -184,8 +189,7 @@ def test_agent_writes_survive_a_restart_and_read_back_from_a_standby(case: tuple
 
     async def scenario() -> None:
         app_id, broker = f"prop-r-{uuid.uuid4().hex[:6]}", f"memory://prop-r-{uuid.uuid4().hex[:8]}"
-        opts = dict(broker=broker, store="memory://", commit_interval=0.05, table_standby_replicas=1,
-                    web_enabled=False)
+        opts = dict(broker=broker, store="memory://", commit_interval=0.05, table_standby_replicas=1, web_enabled=False)
         a = Probe(app_id, key_kind, **opts)
         ha = await _worker(a.app)
         hb = None
@@ -202,8 +206,7 @@ def test_agent_writes_survive_a_restart_and_read_back_from_a_standby(case: tuple
             assert standby, "B should follow A's partition as a standby"
             from agentstream.transport.partitioner import default_partition
 
-            on_standby = {k: v for k, v in data.items()
-                          if default_partition(b.table._key_dumps(k), 2) in standby}
+            on_standby = {k: v for k, v in data.items() if default_partition(b.table._key_dumps(k), 2) in standby}
             for _ in range(500):  # the standby follows the changelog asynchronously
                 if {k: b.table.get(k) for k in on_standby} == on_standby:
                     break

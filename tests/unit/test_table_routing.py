@@ -25,7 +25,8 @@ def _split_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 async def test_a_keyless_writer_on_one_worker_gets_one_value_per_key_and_one_warning(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     app = agentstream.App(f"route-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=4)
     ticks = app.topic("ticks", value_type=int)
     stats = app.Table("stats", default=int)
@@ -49,7 +50,8 @@ async def test_a_keyless_writer_on_one_worker_gets_one_value_per_key_and_one_war
 
 
 async def test_a_stream_key_encoded_unlike_the_table_key_is_named_with_the_fix(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     app = agentstream.App(f"enc-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=8)
     events = app.topic("events", key_type=str, key_serializer="json")  # b'"alice"' on the wire
     counts = app.Table("counts", default=int)  # Faust's raw keys: b"alice"
@@ -59,8 +61,11 @@ async def test_a_stream_key_encoded_unlike_the_table_key_is_named_with_the_fix(
         async for event in stream.events():
             counts[event.key] += 1
 
-    keys = [k for k in (f"u{i}" for i in range(50))
-            if default_partition(f'"{k}"'.encode(), 8) != default_partition(k.encode(), 8)][:5]
+    keys = [
+        k
+        for k in (f"u{i}" for i in range(50))
+        if default_partition(f'"{k}"'.encode(), 8) != default_partition(k.encode(), 8)
+    ][:5]
     caplog.set_level(logging.WARNING, "agentstream.tables.table")
     async with AppHarness(app) as h:
         for k in keys:
@@ -74,12 +79,14 @@ async def test_a_stream_key_encoded_unlike_the_table_key_is_named_with_the_fix(
 
 
 async def test_across_workers_a_foreign_key_is_refused_outside_agents_and_the_split_is_told(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     broker, app_id = f"memory://two-{uuid.uuid4().hex[:8]}", f"two-{uuid.uuid4().hex[:6]}"
 
     def build() -> tuple[agentstream.App, Any]:
-        app = agentstream.App(app_id, broker=broker, store="memory://", topic_partitions=2, commit_interval=0.05,
-                              web_enabled=False)
+        app = agentstream.App(
+            app_id, broker=broker, store="memory://", topic_partitions=2, commit_interval=0.05, web_enabled=False
+        )
         ticks = app.topic("ticks", value_type=int)
         stats = app.Table("stats", default=int)
 

@@ -66,6 +66,7 @@ async def test_table_restores_from_changelog_in_a_new_worker() -> None:
         if sum(t.processed for t in w1.tasks.values()) >= 60:
             break
         import asyncio
+
         await asyncio.sleep(0.02)
     await w1.stop()
     # A fresh process's view: new app object, memory store (starts empty), same broker.
@@ -74,6 +75,7 @@ async def test_table_restores_from_changelog_in_a_new_worker() -> None:
     w2 = Worker(app2)
     await w2.start()
     import asyncio
+
     await asyncio.wait_for(w2.assigned.wait(), 10)
     assert dict(table2.items()) == {f"k{i}": 10 for i in range(6)}  # type: ignore[attr-defined]
     assert w2.tables.restored_records >= 6
@@ -102,6 +104,7 @@ async def test_global_table_sees_every_partition() -> None:
             await h.send("updates", i * 10, key=f"k{i}")
         await h.wait_idle()
         import asyncio
+
         for _ in range(100):  # global tables apply writes by following their changelog
             if len(dict(everything.items())) == 12:
                 break
@@ -126,8 +129,13 @@ async def test_set_table_add_and_discard() -> None:
                 members[event.key].discard(event.value["user"])
 
     async with AppHarness(app) as h:
-        for group, op, user in [("g1", "add", "a"), ("g1", "add", "b"), ("g2", "add", "c"),
-                                ("g1", "discard", "a"), ("g2", "add", "c")]:
+        for group, op, user in [
+            ("g1", "add", "a"),
+            ("g1", "add", "b"),
+            ("g2", "add", "c"),
+            ("g1", "discard", "a"),
+            ("g2", "add", "c"),
+        ]:
             await h.send("actions", {"op": op, "user": user}, key=group)
         await h.wait_idle()
         assert h.table("members") == {"g1": {"b"}, "g2": {"c"}}

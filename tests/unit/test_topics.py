@@ -21,9 +21,16 @@ def make_app() -> agentstream.App:
 
 def test_every_topic_option_reaches_the_topic() -> None:
     app = make_app()
-    options: TopicOptions = {"key_type": str, "value_type": int, "partitions": 3, "key_serializer": "raw",
-                             "value_serializer": "json", "internal": True, "compacted": True,
-                             "config": {"retention.ms": "1000"}}
+    options: TopicOptions = {
+        "key_type": str,
+        "value_type": int,
+        "partitions": 3,
+        "key_serializer": "raw",
+        "value_serializer": "json",
+        "internal": True,
+        "compacted": True,
+        "config": {"retention.ms": "1000"},
+    }
     assert set(options) == TopicOptions.__optional_keys__  # a new option gets a line here
     t = app.topic("t", **options)
     assert (t.key_type, t.value_type, t.partitions) == (str, int, 3)
@@ -42,8 +49,9 @@ def test_left_out_options_take_the_defaults() -> None:
 
 def test_faust_arguments_are_translated_next_to_the_options() -> None:
     app = make_app()
-    t = app.topic("f", value_type=int, config={"segment.ms": "60000"}, retention=timedelta(seconds=2),
-                  compacting=True, replicas=3)
+    t = app.topic(
+        "f", value_type=int, config={"segment.ms": "60000"}, retention=timedelta(seconds=2), compacting=True, replicas=3
+    )
     assert t.compacted
     assert t.config == {"retention.ms": "2000", "segment.ms": "60000"}
     assert t.value_type is int

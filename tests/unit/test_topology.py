@@ -15,8 +15,13 @@ from agentstream.transport.memory import MemoryTransport
 
 
 def new_app(**settings: object) -> agentstream.App:
-    return agentstream.App(f"topo{uuid.uuid4().hex[:6]}", broker=f"memory://topo-{uuid.uuid4().hex[:6]}",
-                           store="memory://", web_enabled=False, **settings)
+    return agentstream.App(
+        f"topo{uuid.uuid4().hex[:6]}",
+        broker=f"memory://topo-{uuid.uuid4().hex[:6]}",
+        store="memory://",
+        web_enabled=False,
+        **settings,
+    )
 
 
 async def topology_of(app: agentstream.App) -> Topology:

@@ -8,7 +8,8 @@ import collections
 import re
 import socket
 import uuid
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import pytest
@@ -189,8 +190,11 @@ async def test_metrics_in_prometheus_text_format(wordcount: AppHarness) -> None:
     keys = sum(v for lb, v in metrics["agentstream_table_keys"] if lb["table"] == "word_counts")
     assert keys == len(expected_counts(TEXTS * 3))
     assert metrics["agentstream_commits_total"][0][1] >= 1
-    for name in ("agentstream_decode_errors_total", "agentstream_agent_errors_total",
-                 "agentstream_table_restored_records_total"):
+    for name in (
+        "agentstream_decode_errors_total",
+        "agentstream_agent_errors_total",
+        "agentstream_table_restored_records_total",
+    ):
         assert metrics[name] == [({}, 0.0)], name
 
 
@@ -232,7 +236,7 @@ class StubOwner:
         self.requests.append(request)
         return web.json_response({"value": 99, "served_by": "stub"})
 
-    async def __aenter__(self) -> "StubOwner":
+    async def __aenter__(self) -> StubOwner:
         app = web.Application()
         app.router.add_get("/{tail:.*}", self.handle)
         self.runner = web.AppRunner(app)
@@ -277,8 +281,10 @@ async def test_remote_keys_are_forwarded_or_redirected(wordcount: AppHarness) ->
         assert len(stub.requests) == 1  # a redirect does not call the owner
 
         # a forwarded request for a partition we do not own is never forwarded again
-        status, body, _ = await get(url(wordcount, f"/tables/word_counts/hello?partition={p}"),
-                                    headers={"X-Agentstream-Forwarded-By": "127.0.0.1:1"})
+        status, body, _ = await get(
+            url(wordcount, f"/tables/word_counts/hello?partition={p}"),
+            headers={"X-Agentstream-Forwarded-By": "127.0.0.1:1"},
+        )
         assert status == 503 and "rebalancing" in body["error"]
         assert len(stub.requests) == 1
 
@@ -378,8 +384,9 @@ async def test_without_web_no_server_is_started() -> None:
 async def test_a_taken_explicit_port_fails_with_a_config_error() -> None:
     from agentstream.worker.worker import Worker
 
-    app = agentstream.App(f"taken-{uuid.uuid4().hex[:6]}", broker=f"memory://taken-{uuid.uuid4().hex[:6]}",
-                          topic_partitions=1)
+    app = agentstream.App(
+        f"taken-{uuid.uuid4().hex[:6]}", broker=f"memory://taken-{uuid.uuid4().hex[:6]}", topic_partitions=1
+    )
     app.topic("src")
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -399,8 +406,13 @@ async def test_the_web_server_starts_after_the_producer_and_before_tables_and_th
     from agentstream.web import serve
     from agentstream.worker.worker import Worker
 
-    app = agentstream.App(f"order-{uuid.uuid4().hex[:6]}", broker=f"memory://order-{uuid.uuid4().hex[:6]}",
-                          topic_partitions=1, web_port=0, store="memory://")
+    app = agentstream.App(
+        f"order-{uuid.uuid4().hex[:6]}",
+        broker=f"memory://order-{uuid.uuid4().hex[:6]}",
+        topic_partitions=1,
+        web_port=0,
+        store="memory://",
+    )
     src = app.topic("src")
     app.Table("t")
 
@@ -460,8 +472,9 @@ async def test_the_web_server_starts_after_the_producer_and_before_tables_and_th
 async def test_a_hand_built_worker_without_a_web_server_says_how_to_get_one(caplog: pytest.LogCaptureFixture) -> None:
     from agentstream.worker.worker import Worker
 
-    app = agentstream.App(f"bare-{uuid.uuid4().hex[:6]}", broker=f"memory://bare-{uuid.uuid4().hex[:6]}",
-                          topic_partitions=1)
+    app = agentstream.App(
+        f"bare-{uuid.uuid4().hex[:6]}", broker=f"memory://bare-{uuid.uuid4().hex[:6]}", topic_partitions=1
+    )
     app.topic("src")
     worker = Worker(app)
     try:
@@ -501,7 +514,9 @@ async def test_windowed_lookup_by_window() -> None:
             assert status == 400 and "bad window" in body["error"], bad
         status, body, _ = await get(url(h, "/tables/counts"))
         assert sorted((i["key"], tuple(i["window"]), i["value"]) for i in body["items"]) == [
-            ("k", (0.0, 10.0), 2), ("k", (10.0, 20.0), 3)]
+            ("k", (0.0, 10.0), 2),
+            ("k", (10.0, 20.0), 3),
+        ]
         assert body["total"] == 2
         status, body, _ = await get(url(h, "/tables"))
         assert body["tables"][0]["windowed"]["kind"] == "tumbling"
@@ -511,9 +526,9 @@ async def test_windowed_lookup_by_window() -> None:
 
 
 async def test_key_count_of_a_rocksdb_partition_is_exact_despite_overwrites(tmp_path: Any) -> None:
-    from agentstream.tables.store import store_for
-    from agentstream.tables.partition import TablePartition
     from agentstream.tables import query as web_tables
+    from agentstream.tables.partition import TablePartition
+    from agentstream.tables.store import store_for
 
     app = agentstream.App(f"count-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
     table = app.Table("t", default=int)

@@ -11,7 +11,8 @@ import logging
 import random
 import time
 import uuid
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import pytest
@@ -22,7 +23,6 @@ from agentstream.testing import AppHarness
 from agentstream.transport.partitioner import default_partition
 
 from .test_web import TEXTS, expected_counts, get, hand_partition_to, url
-
 
 
 async def _harness(**settings: Any) -> AppHarness:
@@ -44,14 +44,14 @@ async def _closed_by_server(reader: asyncio.StreamReader, limit: float) -> bool:
     """True when the server closes the connection within ``limit`` seconds (a bounded wait)."""
     try:
         data = await asyncio.wait_for(reader.read(65536), limit)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return False
     except (ConnectionError, OSError):
         return True
     while data:  # an error answer may come first, then the close
         try:
             data = await asyncio.wait_for(reader.read(65536), limit)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         except (ConnectionError, OSError):
             return True
@@ -59,6 +59,7 @@ async def _closed_by_server(reader: asyncio.StreamReader, limit: float) -> bool:
 
 
 # -- item 2: partial headers, trickling clients, connection cap ------------------------------------
+
 
 async def test_partial_header_client_is_dropped(guarded: AppHarness) -> None:
     port = guarded.web.port
@@ -127,10 +128,21 @@ async def test_many_idle_connections_are_capped(guarded: AppHarness) -> None:
 
 # -- item 10: bearer token ----------------------------------------------------------------------------
 
+
 async def test_bearer_token_guards_every_endpoint_but_livez() -> None:
     async with await _harness(web_token="s3cret-token") as h:
-        for path in ("/", "/tables", "/tables/word_counts", "/tables/word_counts/hello", "/metadata", "/status",
-                     "/status.html", "/metrics", "/readyz", "/no/such/path"):
+        for path in (
+            "/",
+            "/tables",
+            "/tables/word_counts",
+            "/tables/word_counts/hello",
+            "/metadata",
+            "/status",
+            "/status.html",
+            "/metrics",
+            "/readyz",
+            "/no/such/path",
+        ):
             status, body, headers = await get(url(h, path))
             assert status == 401 and "bearer token" in body["error"], path
             assert headers["WWW-Authenticate"].startswith("Bearer")
@@ -146,6 +158,7 @@ async def test_bearer_token_guards_every_endpoint_but_livez() -> None:
 
 
 # -- /livez and /readyz -------------------------------------------------------------------------------
+
 
 async def test_livez_and_readyz(guarded: AppHarness) -> None:
     status, body, _ = await get(url(guarded, "/livez"))
@@ -163,6 +176,7 @@ async def test_livez_and_readyz(guarded: AppHarness) -> None:
 
 # -- item 3: SSRF and spoofing through group metadata ----------------------------------------------
 
+
 class EvilOwner:
     """A server a hostile group member points at: records requests, answers HTML."""
 
@@ -176,7 +190,7 @@ class EvilOwner:
         self.requests.append(str(request.rel_url))
         return web.Response(text=self.body, content_type=self.content_type)
 
-    async def __aenter__(self) -> "EvilOwner":
+    async def __aenter__(self) -> EvilOwner:
         app = web.Application()
         app.router.add_get("/{tail:.*}", self.handle)
         self.runner = web.AppRunner(app)
@@ -193,9 +207,15 @@ class EvilOwner:
 async def test_owner_with_a_path_in_its_address_is_never_contacted(guarded: AppHarness) -> None:
     p = default_partition(b"hello", 4)
     async with EvilOwner() as evil:
-        for bad in (f"127.0.0.1:{evil.port}/steal?x=", f"127.0.0.1:{evil.port}#", f"user@127.0.0.1:{evil.port}",
-                    f"http://127.0.0.1:{evil.port}", f"127.0.0.1:{evil.port}?a=b", "127.0.0.1:0",
-                    f"127.0.0.1:{evil.port} "):
+        for bad in (
+            f"127.0.0.1:{evil.port}/steal?x=",
+            f"127.0.0.1:{evil.port}#",
+            f"user@127.0.0.1:{evil.port}",
+            f"http://127.0.0.1:{evil.port}",
+            f"127.0.0.1:{evil.port}?a=b",
+            "127.0.0.1:0",
+            f"127.0.0.1:{evil.port} ",
+        ):
             hand_partition_to(guarded, p, bad)
             for query in (f"?partition={p}", f"?partition={p}&redirect=1"):
                 status, body, headers = await get(url(guarded, f"/tables/word_counts/hello{query}"))
@@ -235,8 +255,9 @@ async def test_forwarding_carries_the_token() -> None:
         async with await _harness(web_token="tok") as h:
             p = default_partition(b"hello", 4)
             hand_partition_to(h, p, f"127.0.0.1:{runner.addresses[0][1]}")
-            status, _, _ = await get(url(h, f"/tables/word_counts/hello?partition={p}"),
-                                     headers={"Authorization": "Bearer tok"})
+            status, _, _ = await get(
+                url(h, f"/tables/word_counts/hello?partition={p}"), headers={"Authorization": "Bearer tok"}
+            )
             assert status == 200 and seen == ["Bearer tok"]
     finally:
         await runner.cleanup()
@@ -244,9 +265,11 @@ async def test_forwarding_carries_the_token() -> None:
 
 # -- item 4: key listings and counts never stall the loop -----------------------------------------
 
+
 async def test_deep_key_listing_yields_to_the_loop(tmp_path: Any) -> None:
-    app = agentstream.App(f"big-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1,
-                          store="rocksdb://", data_dir=tmp_path)
+    app = agentstream.App(
+        f"big-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1, store="rocksdb://", data_dir=tmp_path
+    )
     src = app.topic("src", key_type=str, value_type=int)
     table = app.Table("t", default=int, key_type=str)
 
@@ -298,6 +321,7 @@ async def test_deep_key_listing_yields_to_the_loop(tmp_path: Any) -> None:
 
 # -- item 9: window values, malformed requests ---------------------------------------------------------
 
+
 async def test_huge_and_negative_windows_are_4xx() -> None:
     app = agentstream.App(f"win-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
     topic = app.topic("events", key_type=str, value_type=dict)
@@ -317,12 +341,18 @@ async def test_huge_and_negative_windows_are_4xx() -> None:
             assert isinstance(body, dict) and "error" in body
 
 
-async def test_malformed_requests_log_one_line_not_tracebacks(guarded: AppHarness,
-                                                             caplog: pytest.LogCaptureFixture) -> None:
+async def test_malformed_requests_log_one_line_not_tracebacks(
+    guarded: AppHarness, caplog: pytest.LogCaptureFixture
+) -> None:
     port = guarded.web.port
     with caplog.at_level(logging.DEBUG):
-        for junk in (b"GARBAGE\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n", b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03",
-                     b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: -5\r\n\r\n", b"G\x00T / HTTP/1.1\r\n\r\n") * 4:
+        for junk in (
+            b"GARBAGE\r\n\r\n",
+            b"GET / HTTP/9.9\r\n\r\n",
+            b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03",
+            b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: -5\r\n\r\n",
+            b"G\x00T / HTTP/1.1\r\n\r\n",
+        ) * 4:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(junk)
             await writer.drain()
@@ -336,12 +366,50 @@ async def test_malformed_requests_log_one_line_not_tracebacks(guarded: AppHarnes
 
 # -- fuzz: random paths, query strings and headers -----------------------------------------------------
 
-PATHS = ["/", "/tables", "/tables/", "/tables/word_counts", "/tables/word_counts/", "/metadata", "/status",
-         "/status.json", "/status.html", "/metrics", "/livez", "/readyz", "/tables/nope", "/x/../tables"]
+PATHS = [
+    "/",
+    "/tables",
+    "/tables/",
+    "/tables/word_counts",
+    "/tables/word_counts/",
+    "/metadata",
+    "/status",
+    "/status.json",
+    "/status.html",
+    "/metrics",
+    "/livez",
+    "/readyz",
+    "/tables/nope",
+    "/x/../tables",
+]
 TEXT_ENDPOINTS = {"/status.html": "text/html", "/metrics": "text/plain", "/status": "text/html"}
 PARAMS = ["window", "offset", "limit", "partition", "hops", "redirect", "format", "history"]
-VALUES = ["", "0", "-1", "1e20", "1e308", "nan", "inf", "-inf", "current", "now", "1,2,3", "99999999999999999999",
-          "%00", "%ff", "\u00e9", "<script>", "'\"", "true", "html", "json", "0x10", " ", "1.5", "-0"]
+VALUES = [
+    "",
+    "0",
+    "-1",
+    "1e20",
+    "1e308",
+    "nan",
+    "inf",
+    "-inf",
+    "current",
+    "now",
+    "1,2,3",
+    "99999999999999999999",
+    "%00",
+    "%ff",
+    "\u00e9",
+    "<script>",
+    "'\"",
+    "true",
+    "html",
+    "json",
+    "0x10",
+    " ",
+    "1.5",
+    "-0",
+]
 
 
 def _random_key(rnd: random.Random) -> str:
@@ -399,8 +467,9 @@ async def test_a_host_this_machine_cannot_bind_is_reported_as_web_host() -> None
     from agentstream.exceptions import ConfigError
     from agentstream.worker.worker import Worker
 
-    app = agentstream.App(f"host-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1,
-                          web_host="192.0.2.1")  # TEST-NET-1: a valid address no local interface has
+    app = agentstream.App(
+        f"host-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1, web_host="192.0.2.1"
+    )  # TEST-NET-1: a valid address no local interface has
     app.topic("src")
     from agentstream.web import run_worker
 

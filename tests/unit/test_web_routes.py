@@ -5,7 +5,8 @@ the same forwarder (and header) as the table endpoints."""
 from __future__ import annotations
 
 import uuid
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import pytest
@@ -37,7 +38,7 @@ class AnyOwner:
         self.requests.append((request.method, str(request.rel_url), await request.read(), dict(request.headers)))
         return web.Response(text="owner says hi", status=201)
 
-    async def __aenter__(self) -> "AnyOwner":
+    async def __aenter__(self) -> AnyOwner:
         application = web.Application()
         application.router.add_route("*", "/{tail:.*}", self.handle)
         self.runner = web.AppRunner(application)
@@ -52,8 +53,7 @@ class AnyOwner:
 
 
 def build() -> tuple[agentstream.App, Any, list[str]]:
-    app = agentstream.App(f"routes-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=4,
-                          store="memory://")
+    app = agentstream.App(f"routes-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=4, store="memory://")
     counts = app.Table("counts", default=int)
     words = app.topic("words", key_type=str, value_type=int)
     ran: list[str] = []
@@ -126,7 +126,8 @@ async def test_a_key_owned_here_runs_here(routed: tuple[AppHarness, Any, list[st
 
 
 async def test_a_key_owned_elsewhere_is_forwarded_with_method_body_and_the_one_header(
-        routed: tuple[AppHarness, Any, list[str]]) -> None:
+    routed: tuple[AppHarness, Any, list[str]],
+) -> None:
     h, counts, ran = routed
     p = partition_of(counts, "pear")
     async with AnyOwner() as owner:
@@ -152,7 +153,8 @@ async def test_a_key_owned_elsewhere_is_forwarded_with_method_body_and_the_one_h
 
 
 async def test_an_owner_address_that_is_not_host_port_is_never_fetched(
-        routed: tuple[AppHarness, Any, list[str]]) -> None:
+    routed: tuple[AppHarness, Any, list[str]],
+) -> None:
     h, counts, ran = routed
     p = partition_of(counts, "plum")
     async with AnyOwner() as owner:

@@ -4,7 +4,8 @@ through :func:`agentstream.web.run_worker` (the worker itself never constructs i
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 

@@ -34,8 +34,16 @@ def windows_of(ts: float, size: float, step: float) -> list[Window]:
     return out
 
 
-def counting_app(name: str, *, size: float = 10.0, step: float | None = None, expires: float | None = None,
-                 grace: float = 0.0, partitions: int = 1, **table_kwargs: Any) -> tuple[Any, Any]:
+def counting_app(
+    name: str,
+    *,
+    size: float = 10.0,
+    step: float | None = None,
+    expires: float | None = None,
+    grace: float = 0.0,
+    partitions: int = 1,
+    **table_kwargs: Any,
+) -> tuple[Any, Any]:
     """An app counting `events` per key in a windowed table `counts` (time = record timestamp)."""
     app = agentstream.App(f"{name}-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=partitions)
     topic = app.topic("events", key_type=str, value_type=dict)
@@ -223,7 +231,10 @@ async def test_on_window_close_fires_when_the_window_expires_with_its_final_valu
         await h.send("events", {}, key="a", timestamp=45.0)  # expires [10, 20) for a and c
         await h.wait_idle()
         assert sorted(closed) == [
-            (("a", (0.0, 10.0)), 3), (("a", (10.0, 20.0)), 1), (("b", (0.0, 10.0)), 1), (("c", (10.0, 20.0)), 2),
+            (("a", (0.0, 10.0)), 3),
+            (("a", (10.0, 20.0)), 1),
+            (("b", (0.0, 10.0)), 1),
+            (("c", (10.0, 20.0)), 2),
         ]
 
 
@@ -276,8 +287,9 @@ async def test_async_on_window_close() -> None:
 
 def restore_app(broker: str, app_id: str, counted: list[float], **settings: Any) -> tuple[Any, Any]:
     """A fresh app object each call, as a restarted process would build it."""
-    app = agentstream.App(app_id, broker=broker, store="memory://", topic_partitions=2, commit_interval=0.05,
-                          **settings)
+    app = agentstream.App(
+        app_id, broker=broker, store="memory://", topic_partitions=2, commit_interval=0.05, **settings
+    )
     topic = app.topic("events", key_type=str, value_type=dict)
     wt = app.Table("counts", default=int).tumbling(10, expires=1000, grace=5)
 
@@ -353,8 +365,10 @@ async def test_pageviews_counts_equal_direct_computation() -> None:
 
     rng = random.Random(3)
     base = 1_700_000_000.0
-    views = [{"page": rng.choice(["/", "/a", "/b", "/c", "/d"]), "user": f"u{rng.randrange(20)}",
-              "ts": base + i * 2.7} for i in range(300)]  # 13.5 minutes of views, in time order
+    views = [
+        {"page": rng.choice(["/", "/a", "/b", "/c", "/d"]), "user": f"u{rng.randrange(20)}", "ts": base + i * 2.7}
+        for i in range(300)
+    ]  # 13.5 minutes of views, in time order
     dropped_before = page_views.late_dropped
     async with AppHarness(app) as h:
         for v in views:

@@ -127,7 +127,10 @@ def test_window_key_range_scans_exactly_one_key() -> None:
             store.put(window_key(k, s), k + b"@%d" % s)
     lo, hi = window_key_range(b"a")
     assert [parse_window_key(k) for k, _ in store.items(lo, hi)] == [
-        (b"a", 0.0), (b"a", 10.0), (b"a", 20.0), (b"a", 30.0)
+        (b"a", 0.0),
+        (b"a", 10.0),
+        (b"a", 20.0),
+        (b"a", 30.0),
     ]
     lo, hi = window_key_range(b"a", start_from=10, start_to=30)
     assert [v for _, v in store.items(lo, hi)] == [b"a@10", b"a@20"]

@@ -12,8 +12,17 @@ from typing import Any
 
 from agentstream.models import FieldDescriptor
 
-__all__ = ["FieldDescriptor", "field_for", "StringField", "IntegerField", "FloatField", "DecimalField",
-           "BooleanField", "DatetimeField", "BytesField"]
+__all__ = [
+    "FieldDescriptor",
+    "field_for",
+    "StringField",
+    "IntegerField",
+    "FloatField",
+    "DecimalField",
+    "BooleanField",
+    "DatetimeField",
+    "BytesField",
+]
 
 
 def field_for(*, default: Any = dataclasses.MISSING, required: bool | None = None, **options: Any) -> Any:

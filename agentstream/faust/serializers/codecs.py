@@ -23,7 +23,7 @@ class Codec(_codecs.Codec):
     """Base class of Faust-style codecs: override ``_dumps(obj) -> bytes`` and ``_loads(bytes)``;
     ``dumps``/``loads`` (agentstream's codec interface) call them and the chained children."""
 
-    def __init__(self, children: tuple["Codec | Any", ...] | None = None, **kwargs: Any) -> None:
+    def __init__(self, children: tuple[Codec | Any, ...] | None = None, **kwargs: Any) -> None:
         self.children: tuple[Any, ...] = tuple(children or ())
         self.nodes: tuple[Any, ...] = (self,) + self.children
         self.kwargs = kwargs
@@ -50,14 +50,14 @@ class Codec(_codecs.Codec):
             data = child.loads(data)
         return self._loads(data)
 
-    def clone(self, *children: Any) -> "Codec":
+    def clone(self, *children: Any) -> Codec:
         new = type(self).__new__(type(self))
         new.__dict__.update(self.__dict__)
         new.children = self.children + children
         new.nodes = (new,) + new.children
         return new
 
-    def __or__(self, other: Any) -> "Codec":
+    def __or__(self, other: Any) -> Codec:
         return self.clone(other)
 
     def __repr__(self) -> str:

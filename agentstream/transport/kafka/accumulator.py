@@ -35,8 +35,9 @@ class Accumulator:
 
     def new_batch(self, topic: str, partition: int, builder: Any, loop: asyncio.AbstractEventLoop) -> OpenBatch:
         """Open the next batch of a partition (replacing a full, taken or failed one)."""
-        batch = self.open[topic][partition] = OpenBatch(topic, partition, builder, loop, self._batch_failed,
-                                                        self.generation)
+        batch = self.open[topic][partition] = OpenBatch(
+            topic, partition, builder, loop, self._batch_failed, self.generation
+        )
         return batch
 
     def reset(self) -> None:
@@ -63,8 +64,11 @@ class Accumulator:
             self.failure = (str(error), error)
         else:
             what = "was cancelled" if isinstance(error, asyncio.CancelledError) else "failed"
-            self.failure = (f"delivery to {batch.topic}[{batch.partition}] {what}: "
-                            f"{describe(error).rstrip('.')}; offsets past it must not be committed", error)
+            self.failure = (
+                f"delivery to {batch.topic}[{batch.partition}] {what}: "
+                f"{describe(error).rstrip('.')}; offsets past it must not be committed",
+                error,
+            )
 
     def raise_failure(self) -> None:
         """Raise ProducerError if a batch of this generation failed."""

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unused-ignore]
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # type: ignore[import-untyped,unused-ignore]
@@ -39,8 +40,9 @@ class TopicAdmin:
                     bootstrap_servers=self._bootstrap, request_timeout_ms=self._request_timeout_ms, **self._security
                 )
                 try:
-                    await start_client(admin.start, admin.close, self._security, "admin client",
-                                       ",".join(self._bootstrap))
+                    await start_client(
+                        admin.start, admin.close, self._security, "admin client", ",".join(self._bootstrap)
+                    )
                 except kafka_errors.KafkaError as exc:
                     await admin.close()
                     raise TransportError(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from aiokafka.coordinator.protocol import (  # type: ignore[import-untyped,unused-ignore]
     ConsumerProtocolMemberAssignment,
@@ -55,4 +56,3 @@ class AssignorAdapter:
 
     def on_assignment(self, assignment: Any) -> None:
         self.assignor.on_assignment(list(assignment.partitions()), bytes(assignment.user_data or b""))
-

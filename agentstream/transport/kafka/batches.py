@@ -11,7 +11,8 @@ partition memo) and needs delivery only per commit, so it appends to aiokafka's
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Generator, Optional
+from collections.abc import Callable, Generator
+from typing import Any
 
 from aiokafka.structs import RecordMetadata, TopicPartition  # type: ignore[import-untyped,unused-ignore]
 
@@ -30,8 +31,15 @@ class OpenBatch:
 
     __slots__ = ("topic", "partition", "builder", "delivered", "generation", "_on_failed")
 
-    def __init__(self, topic: str, partition: int, builder: Any, loop: asyncio.AbstractEventLoop,
-                 on_failed: Optional[FailureHook] = None, generation: int = 0) -> None:
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        builder: Any,
+        loop: asyncio.AbstractEventLoop,
+        on_failed: FailureHook | None = None,
+        generation: int = 0,
+    ) -> None:
         self.topic = topic
         self.partition = partition
         self.builder = builder
@@ -40,10 +48,10 @@ class OpenBatch:
         # Resolved from aiokafka's batch future once the broker acknowledged (or refused) it.
         self.delivered: asyncio.Future[RecordMetadata] = loop.create_future()
 
-    def track(self, aiokafka_future: "asyncio.Future[Any]") -> None:
+    def track(self, aiokafka_future: asyncio.Future[Any]) -> None:
         aiokafka_future.add_done_callback(self._settle)
 
-    def _settle(self, fut: "asyncio.Future[Any]") -> None:
+    def _settle(self, fut: asyncio.Future[Any]) -> None:
         if self.delivered.done():
             return
         if fut.cancelled():
@@ -98,10 +106,17 @@ class RecordDelivery:
         batch = self._batch
         md = batch.delivered.result()
         timestamp = self._meta.timestamp if md.timestamp in (None, -1) else md.timestamp
-        return RecordMetadata(batch.topic, batch.partition, TopicPartition(batch.topic, batch.partition),
-                              md.offset + self._meta.offset, timestamp, md.timestamp_type, md.log_start_offset)
+        return RecordMetadata(
+            batch.topic,
+            batch.partition,
+            TopicPartition(batch.topic, batch.partition),
+            md.offset + self._meta.offset,
+            timestamp,
+            md.timestamp_type,
+            md.log_start_offset,
+        )
 
-    def add_done_callback(self, fn: Callable[["RecordDelivery"], Any]) -> None:
+    def add_done_callback(self, fn: Callable[[RecordDelivery], Any]) -> None:
         self._batch.delivered.add_done_callback(lambda _f: fn(self))
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:

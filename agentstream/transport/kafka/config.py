@@ -6,7 +6,8 @@ way whichever client raised it.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ...exceptions import TransportError
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener  # type: ignore[import-untyped,unused-ignore]
 from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unused-ignore]
@@ -84,7 +85,10 @@ class KafkaConsumer:
         if self._assignor is not None:
             config["partition_assignment_strategy"] = (self._assignor,)
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=self._bootstrap, group_id=self.group_id, enable_auto_commit=False, **config,
+            bootstrap_servers=self._bootstrap,
+            group_id=self.group_id,
+            enable_auto_commit=False,
+            **config,
             **self._security,
         )
         if self._subscription is not None:
@@ -178,8 +182,9 @@ class KafkaConsumer:
             return None
         try:
             # read_committed: the last stable offset is as far as this consumer will ever get.
-            hw: int | None = (consumer.last_stable_offset(partition) if self._read_committed
-                              else consumer.highwater(partition))
+            hw: int | None = (
+                consumer.last_stable_offset(partition) if self._read_committed else consumer.highwater(partition)
+            )
         except kafka_errors.KafkaError:
             return None  # not assigned
         return hw
@@ -207,4 +212,3 @@ class KafkaConsumer:
         except kafka_errors.KafkaError as exc:
             raise TransportError(f"cannot read committed offset of {partition}: {describe(exc)}") from exc
         return offset
-

@@ -15,7 +15,8 @@ few dict reads and one C-level append.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped,unused-ignore]
 from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unused-ignore]
@@ -50,9 +51,13 @@ class KafkaProducer:
     ``client_factory`` builds aiokafka's producer at :meth:`start` (a seam for tests that script it).
     """
 
-    def __init__(self, bootstrap: list[str], settings: Mapping[str, Any],
-                 security: Mapping[str, Any] | None = None,
-                 client_factory: Callable[..., Any] = AIOKafkaProducer) -> None:
+    def __init__(
+        self,
+        bootstrap: list[str],
+        settings: Mapping[str, Any],
+        security: Mapping[str, Any] | None = None,
+        client_factory: Callable[..., Any] = AIOKafkaProducer,
+    ) -> None:
         self._bootstrap = bootstrap
         self._config: dict[str, Any] = {"acks": "all", "linger_ms": 5}
         self._config.update(pick(settings, PRODUCER_KEYS))
@@ -98,8 +103,16 @@ class KafkaProducer:
     def _require(self) -> Any:
         return started(self._producer, "producer")
 
-    async def send(self, topic: str, key: bytes | None, value: bytes | None, *, partition: int | None = None,
-                   timestamp_ms: int | None = None, headers: Headers | None = None) -> Delivery:
+    async def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        *,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Headers | None = None,
+    ) -> Delivery:
         """:class:`~agentstream.transport.base.SendOptions` spelled out: keyword-only parameters
         cost a third of ``**options`` per call, and changelog writes come through here."""
         route = self._routes.get(topic)  # one lookup per record for all the per-topic state
@@ -126,12 +139,21 @@ class KafkaProducer:
                 return RecordDelivery(batch, meta)
         # No open batch, or it is full or already taken by the sender: open the next one.
         batch = self._new_batch(topic, partition)
-        meta = batch.builder.append(timestamp=timestamp_ms, key=key, value=value, headers=hdrs)  # a first record always fits
+        meta = batch.builder.append(
+            timestamp=timestamp_ms, key=key, value=value, headers=hdrs
+        )  # a first record always fits
         await self._hand_over(batch)
         return RecordDelivery(batch, meta)
 
-    def send_now(self, topic: str, key: bytes | None, value: bytes | None, partition: int | None,
-                 timestamp_ms: int | None, headers: Headers | None) -> Delivery | None:
+    def send_now(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        timestamp_ms: int | None,
+        headers: Headers | None,
+    ) -> Delivery | None:
         """:meth:`send`'s common case without a coroutine: a keyed (or explicitly placed) record
         whose partition's open batch has room. None: nothing was appended, call :meth:`send`
         (first send to the topic, keyless, no open batch or a full one). ``Topic.send_raw`` tries
@@ -151,8 +173,9 @@ class KafkaProducer:
         batch = open_batches.get(partition)
         if batch is None:
             return None
-        meta = batch.builder.append(timestamp=timestamp_ms, key=key, value=value,
-                                    headers=list(headers) if headers else _NO_HEADERS)
+        meta = batch.builder.append(
+            timestamp=timestamp_ms, key=key, value=value, headers=list(headers) if headers else _NO_HEADERS
+        )
         if meta is None:
             return None
         return RecordDelivery(batch, meta)
@@ -210,8 +233,11 @@ class KafkaProducer:
 
     async def send_offsets_to_transaction(self, offsets: Mapping[TP, int], group_id: str) -> None:
         if offsets:
-            await run_transaction_call(self.transactional_id, "send_offsets_to_transaction",
-                                       self._require().send_offsets_to_transaction(dict(offsets), group_id))
+            await run_transaction_call(
+                self.transactional_id,
+                "send_offsets_to_transaction",
+                self._require().send_offsets_to_transaction(dict(offsets), group_id),
+            )
 
     async def commit_transaction(self) -> None:
         await run_transaction_call(self.transactional_id, "commit_transaction", self._require().commit_transaction())

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unused-ignore]
 from aiokafka.abc import AbstractTokenProvider  # type: ignore[import-untyped,unused-ignore]
@@ -52,8 +53,9 @@ def security_kwargs(sec: BrokerSecurity) -> dict[str, Any]:
         out["sasl_plain_username"] = sec.username
         out["sasl_plain_password"] = reveal(sec.password)
     elif sec.mechanism == "OAUTHBEARER":
-        out["sasl_oauth_token_provider"] = (sec.token_provider if sec.token_provider is not None
-                                            else StaticTokenProvider(reveal(sec.token) or ""))
+        out["sasl_oauth_token_provider"] = (
+            sec.token_provider if sec.token_provider is not None else StaticTokenProvider(reveal(sec.token) or "")
+        )
     elif sec.mechanism == "GSSAPI":
         out["sasl_kerberos_service_name"] = sec.kerberos_service_name
         if sec.kerberos_domain_name:
@@ -76,11 +78,17 @@ def _auth_failure(exc: BaseException, security: dict[str, Any]) -> tuple[str, st
         e = e.__cause__ or e.__context__
     for e in chain:
         if isinstance(e, ssl.SSLCertVerificationError):
-            return "broker_ssl_cafile", f"the broker's TLS certificate was not accepted ({e.verify_message or e.reason})"
+            return (
+                "broker_ssl_cafile",
+                f"the broker's TLS certificate was not accepted ({e.verify_message or e.reason})",
+            )
         if isinstance(e, ssl.SSLError):
             return "broker_ssl_certfile", f"the TLS handshake with the broker failed ({e.reason or e})"
         if isinstance(e, (kafka_errors.SaslAuthenticationFailed, kafka_errors.AuthenticationFailedError)):
-            return "broker_sasl_password", f"the broker refused the SASL {mechanism} login (wrong username or password?)"
+            return (
+                "broker_sasl_password",
+                f"the broker refused the SASL {mechanism} login (wrong username or password?)",
+            )
         if isinstance(e, kafka_errors.UnsupportedSaslMechanismError):
             return "broker_sasl_mechanism", f"the broker does not offer SASL {mechanism}"
         if isinstance(e, kafka_errors.IllegalSaslStateError):
@@ -88,7 +96,10 @@ def _auth_failure(exc: BaseException, security: dict[str, Any]) -> tuple[str, st
         if mechanism and mechanism.startswith("SCRAM") and isinstance(e, (KeyError, ValueError)):
             # aiokafka reads the server's final SCRAM message without checking for "e=...": a
             # rejected proof (wrong password or unknown user) surfaces as KeyError('v').
-            return "broker_sasl_password", f"the broker rejected the SASL {mechanism} login (wrong username or password?)"
+            return (
+                "broker_sasl_password",
+                f"the broker rejected the SASL {mechanism} login (wrong username or password?)",
+            )
     return None
 
 
@@ -101,18 +112,24 @@ async def _probe(bootstrap: str, security: dict[str, Any]) -> BaseException | No
 
     host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
     try:
-        conn = await asyncio.wait_for(create_conn(host.strip("[]"), int(port), request_timeout_ms=10_000,
-                                                  **security), 15)
+        conn = await asyncio.wait_for(
+            create_conn(host.strip("[]"), int(port), request_timeout_ms=10_000, **security), 15
+        )
     except asyncio.CancelledError:
         raise
-    except BaseException as exc:  # noqa: BLE001 - the cause is the answer
+    except BaseException as exc:
         return exc
     conn.close()
     return None
 
 
-async def start_client(start: Callable[[], Awaitable[Any]], stop: Callable[[], Awaitable[Any]],
-                       security: dict[str, Any], what: str, bootstrap: str) -> None:
+async def start_client(
+    start: Callable[[], Awaitable[Any]],
+    stop: Callable[[], Awaitable[Any]],
+    security: dict[str, Any],
+    what: str,
+    bootstrap: str,
+) -> None:
     """``await start()``; an authentication or TLS failure stops the client and raises
     :class:`BrokerAuthError` (one line, names the settings, never a secret). Other errors pass."""
     try:
@@ -126,9 +143,11 @@ async def start_client(start: Callable[[], Awaitable[Any]], stop: Callable[[], A
             raise
         try:
             await stop()
-        except Exception:  # noqa: BLE001 - the auth failure is the error to report
+        except Exception:
             pass
         setting, text = reason
-        raise BrokerAuthError(setting, f"{what} could not connect securely to {bootstrap}: {text}",
-                              "check the broker_sasl_*/broker_ssl_* settings (or broker_credentials) "
-                              "against the broker's listener") from None
+        raise BrokerAuthError(
+            setting,
+            f"{what} could not connect securely to {bootstrap}: {text}",
+            "check the broker_sasl_*/broker_ssl_* settings (or broker_credentials) against the broker's listener",
+        ) from None

@@ -53,8 +53,12 @@ class Sender:
             # Never queued: its records (this one and any appended while it waited) will never
             # reach the broker. Failing it drops it from the open batches and makes every later
             # flush() raise, so no commit passes them.
-            batch.fail(ProducerError(f"send to {batch.topic}[{batch.partition}] was cancelled before its batch "
-                                     "was queued; its records were not delivered"))
+            batch.fail(
+                ProducerError(
+                    f"send to {batch.topic}[{batch.partition}] was cancelled before its batch "
+                    "was queued; its records were not delivered"
+                )
+            )
             raise
         except (kafka_errors.KafkaError, kafka_errors.IllegalOperation, AssertionError) as exc:
             error = ProducerError(f"could not send to {batch.topic}[{batch.partition}]: {describe(exc)}")

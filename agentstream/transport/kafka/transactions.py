@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Awaitable
+from collections.abc import Awaitable
+from typing import Any
 
 from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unused-ignore]
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator, Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
@@ -59,9 +60,15 @@ async def until(pred: Callable[[], bool], what: str, timeout: float = 10.0) -> N
 
 class Env:
     def __init__(self, tmp_path: Path) -> None:
-        self.app = agentstream.App(f"tm{uuid.uuid4().hex[:6]}", broker=f"memory://tm-{uuid.uuid4().hex[:6]}",
-                                   store="rocksdb://", data_dir=str(tmp_path), web_enabled=False,
-                                   topic_partitions=PARTITIONS, commit_interval=0.05)
+        self.app = agentstream.App(
+            f"tm{uuid.uuid4().hex[:6]}",
+            broker=f"memory://tm-{uuid.uuid4().hex[:6]}",
+            store="rocksdb://",
+            data_dir=str(tmp_path),
+            web_enabled=False,
+            topic_partitions=PARTITIONS,
+            commit_interval=0.05,
+        )
         self.table = self.app.Table("counts", default=int)
         self.transport = self.app.transport
         assert isinstance(self.transport, MemoryTransport)
@@ -70,9 +77,14 @@ class Env:
 
     async def manager(self, faults: MidRestore | None = None) -> TableManager:
         """A started manager (as the worker makes it, after the producer)."""
-        manager = TableManager(self.app.tables.values(), settings=self.app.settings, runtime=runtime_for(self.app),
-                               consumers=partial(self.transport.consumer, group_id=None),
-                               producer=await self.app.start_producer(), faults=faults)
+        manager = TableManager(
+            self.app.tables.values(),
+            settings=self.app.settings,
+            runtime=runtime_for(self.app),
+            consumers=partial(self.transport.consumer, group_id=None),
+            producer=await self.app.start_producer(),
+            faults=faults,
+        )
         await manager.start()
         self.managers.append(manager)
         return manager
@@ -88,8 +100,11 @@ class Env:
             await producer.send(self.changelog, key.encode(), raw, partition=partition)
 
     def changelog_records(self, partition: int) -> list[tuple[bytes, Any]]:
-        return [(m.key, None if m.value is None else self.table.value_codec.loads(m.value))
-                for m in self.transport.read_topic(self.changelog) if m.partition == partition]
+        return [
+            (m.key, None if m.value is None else self.table.value_codec.loads(m.value))
+            for m in self.transport.read_topic(self.changelog)
+            if m.partition == partition
+        ]
 
     def checkpoint_path(self, partition: int) -> Path:
         return Path(self.app.settings.data_dir) / self.app.id / "tables" / "counts" / str(partition) / CHECKPOINT_FILE
@@ -290,7 +305,9 @@ async def test_changelog_records_of_a_partition_go_to_that_changelog_partition(e
     assert env.changelog_records(0) == [(key_in(0).encode(), 1)]
     assert env.changelog_records(3) == [(key_in(3).encode(), 2)]
     assert env.transport.end_offsets([TP(env.changelog, 1), TP(env.changelog, 2)]) == {
-        TP(env.changelog, 1): 0, TP(env.changelog, 2): 0}
+        TP(env.changelog, 1): 0,
+        TP(env.changelog, 2): 0,
+    }
 
 
 # -- global tables ---------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ except in the last test, which runs real StreamTasks.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
@@ -133,8 +134,9 @@ async def running(consumer: CountingConsumer) -> AsyncIterator[Callable[..., Run
 # -- routing ----------------------------------------------------------------------------------------
 
 
-async def test_records_go_to_the_task_that_owns_their_partition(transport: MemoryTransport,
-                                                               running: Callable[..., Running]) -> None:
+async def test_records_go_to_the_task_that_owns_their_partition(
+    transport: MemoryTransport, running: Callable[..., Running]
+) -> None:
     await produce(transport, T0, 5)
     await produce(transport, T1, 3)
     task0, task1 = FakeTask(T0), FakeTask(T1)
@@ -147,8 +149,9 @@ async def test_records_go_to_the_task_that_owns_their_partition(transport: Memor
     assert fetcher.fetched == 8
 
 
-async def test_a_partition_read_by_two_tasks_goes_to_both(transport: MemoryTransport,
-                                                         running: Callable[..., Running]) -> None:
+async def test_a_partition_read_by_two_tasks_goes_to_both(
+    transport: MemoryTransport, running: Callable[..., Running]
+) -> None:
     await produce(transport, T0, 4)
     first, second = FakeTask(T0), FakeTask(T0)  # two sub-topologies read topic t
     fetcher = running().start()
@@ -157,9 +160,9 @@ async def test_a_partition_read_by_two_tasks_goes_to_both(transport: MemoryTrans
     assert first.received[T0] == second.received[T0] == [0, 1, 2, 3]
 
 
-async def test_records_of_a_partition_no_task_owns_are_dropped(transport: MemoryTransport,
-                                                              consumer: CountingConsumer,
-                                                              running: Callable[..., Running]) -> None:
+async def test_records_of_a_partition_no_task_owns_are_dropped(
+    transport: MemoryTransport, consumer: CountingConsumer, running: Callable[..., Running]
+) -> None:
     await produce(transport, T0, 3)
     await produce(transport, T1, 3)
     task0 = FakeTask(T0)
@@ -171,9 +174,9 @@ async def test_records_of_a_partition_no_task_owns_are_dropped(transport: Memory
     assert set(task0.received) == {T0}
 
 
-async def test_records_fetched_while_their_partition_was_revoked_are_dropped(transport: MemoryTransport,
-                                                                            consumer: CountingConsumer,
-                                                                            running: Callable[..., Running]) -> None:
+async def test_records_fetched_while_their_partition_was_revoked_are_dropped(
+    transport: MemoryTransport, consumer: CountingConsumer, running: Callable[..., Running]
+) -> None:
     old = FakeTask(T0)
     fetcher = running().start()
     fetcher.set_routes({T0: [old]})
@@ -189,7 +192,8 @@ async def test_records_fetched_while_their_partition_was_revoked_are_dropped(tra
 
 
 async def test_a_full_buffer_leaves_its_partition_out_of_the_poll_until_drained_to_half(
-        transport: MemoryTransport, consumer: CountingConsumer, running: Callable[..., Running]) -> None:
+    transport: MemoryTransport, consumer: CountingConsumer, running: Callable[..., Running]
+) -> None:
     await produce(transport, T0, 20)
     await produce(transport, T1, 3)
     task0, task1 = FakeTask(T0), FakeTask(T1)
@@ -216,7 +220,8 @@ async def test_a_full_buffer_leaves_its_partition_out_of_the_poll_until_drained_
 
 
 async def test_with_every_buffer_full_the_fetcher_stops_polling_until_one_drains(
-        transport: MemoryTransport, consumer: CountingConsumer, running: Callable[..., Running]) -> None:
+    transport: MemoryTransport, consumer: CountingConsumer, running: Callable[..., Running]
+) -> None:
     await produce(transport, T0, 10)
     task0 = FakeTask(T0)
     fetcher = running(buffer_max_records=4, max_poll_records=4).start()
@@ -230,8 +235,9 @@ async def test_with_every_buffer_full_the_fetcher_stops_polling_until_one_drains
     await until(lambda: len(task0.received[T0]) == 8, "polling again after the drain")
 
 
-async def test_new_routes_with_empty_queues_are_polled_again(transport: MemoryTransport,
-                                                            running: Callable[..., Running]) -> None:
+async def test_new_routes_with_empty_queues_are_polled_again(
+    transport: MemoryTransport, running: Callable[..., Running]
+) -> None:
     await produce(transport, T0, 10)
     before = FakeTask(T0)
     fetcher = running(buffer_max_records=4, max_poll_records=4).start()
@@ -256,9 +262,9 @@ async def test_drained_for_a_partition_that_is_not_paused_changes_nothing(runnin
 # -- with real tasks ------------------------------------------------------------------------------------
 
 
-async def test_real_tasks_get_every_record_in_order_through_many_pauses(transport: MemoryTransport,
-                                                                       consumer: CountingConsumer,
-                                                                       running: Callable[..., Running]) -> None:
+async def test_real_tasks_get_every_record_in_order_through_many_pauses(
+    transport: MemoryTransport, consumer: CountingConsumer, running: Callable[..., Running]
+) -> None:
     """The task calls the fetcher's drained() as it works through its buffer: with a buffer of 8
     and 200 records, nothing arrives unless the partition is resumed again and again."""
     await produce(transport, T0, 200)
@@ -286,8 +292,19 @@ async def test_real_tasks_get_every_record_in_order_through_many_pauses(transpor
         if was_paused and tp not in fetcher.paused:
             resumed.append(tp)
 
-    tasks = [StreamTask(TaskId(0, p), st, [TP("t", p)], errors=errors, max_task_idle=0.0, buffer_max_records=8,
-                        lagging=lambda q: False, on_drained=drained) for p in (0, 1)]
+    tasks = [
+        StreamTask(
+            TaskId(0, p),
+            st,
+            [TP("t", p)],
+            errors=errors,
+            max_task_idle=0.0,
+            buffer_max_records=8,
+            lagging=lambda q: False,
+            on_drained=drained,
+        )
+        for p in (0, 1)
+    ]
     fetcher.set_routes({T0: [tasks[0]], T1: [tasks[1]]})
     for t in tasks:
         t.start()

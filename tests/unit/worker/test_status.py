@@ -14,8 +14,16 @@ import pytest
 import agentstream
 from agentstream.testing import AppHarness
 from agentstream.transport.base import TP
-from agentstream.worker.status import (AssignmentStatus, ErrorCounts, PartitionStatus, RestoreStatus, TablePartitionStatus,
-                                       TableStatus, TaskStatus, WorkerStatus)
+from agentstream.worker.status import (
+    AssignmentStatus,
+    ErrorCounts,
+    PartitionStatus,
+    RestoreStatus,
+    TablePartitionStatus,
+    TableStatus,
+    TaskStatus,
+    WorkerStatus,
+)
 from agentstream.worker.worker import Worker
 
 pytestmark = pytest.mark.asyncio
@@ -97,14 +105,29 @@ async def test_agent_totals_survive_a_rebalance() -> None:
 def _published() -> WorkerStatus:
     tp = TP("ticks", 1)
     return WorkerStatus(
-        app="published", state="running", started=True, running=True, crashed=None, commits=41,
+        app="published",
+        state="running",
+        started=True,
+        running=True,
+        crashed=None,
+        commits=41,
         seconds_since_commit=0.5,
         assignment=AssignmentStatus(7, (1,), (0,), True, ((0, "elsewhere:1"), (1, "here:2"))),
-        agents=(("tally", 1234),), tasks=(TaskStatus("0_1", "tally", 34, (tp,)),),
+        agents=(("tally", 1234),),
+        tasks=(TaskStatus("0_1", "tally", 34, (tp,)),),
         partitions=(PartitionStatus(tp, 500, 480, 470),),
-        tables=(TableStatus("totals", 2, "x-totals-changelog", False,
-                            (TablePartitionStatus(0, "standby", False, False, 3, 11),
-                             TablePartitionStatus(1, "restoring", True, False, 9, 22))),),
+        tables=(
+            TableStatus(
+                "totals",
+                2,
+                "x-totals-changelog",
+                False,
+                (
+                    TablePartitionStatus(0, "standby", False, False, 3, 11),
+                    TablePartitionStatus(1, "restoring", True, False, 9, 22),
+                ),
+            ),
+        ),
         restore=RestoreStatus(True, 99, 1, 0, ("totals[1]",)),
         errors=ErrorCounts(5, 6, 7),
     )

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 from aiokafka.structs import ConsumerRecord
@@ -27,8 +28,19 @@ A0, B0 = TP("a", 0), TP("b", 0)
 
 
 def rec(tp: TP, offset: int, value: bytes | None, ts: int | None = None) -> ConsumerRecord:  # type: ignore[type-arg]
-    return ConsumerRecord(tp.topic, tp.partition, offset, offset if ts is None else ts, 0, None, value, None, -1,
-                          -1 if value is None else len(value), ())
+    return ConsumerRecord(
+        tp.topic,
+        tp.partition,
+        offset,
+        offset if ts is None else ts,
+        0,
+        None,
+        value,
+        None,
+        -1,
+        -1 if value is None else len(value),
+        (),
+    )
 
 
 def values(tp: TP, *vs: int, start: int = 0, ts: list[int] | None = None) -> list[ConsumerRecord]:  # type: ignore[type-arg]
@@ -52,19 +64,34 @@ async def ticks(n: int = 20) -> None:
 class Harness:
     """One app with one agent over ``topics`` and its task for partition 0."""
 
-    def __init__(self, fun: Callable[[agentstream.Stream], Awaitable[None]], topics: tuple[str, ...] = ("a",), *,
-                 concurrency: int = 1, max_task_idle: float = 0.0, buffer_max_records: int = 100,
-                 lagging: Callable[[RecordQueue], bool | None] = lambda q: False, restart_max: int = 10,
-                 restart_backoff: float = 0.001, **settings: Any) -> None:
-        self.app = agentstream.App("tasktest", broker=f"memory://task-{uuid.uuid4().hex[:8]}", store="memory://",
-                                   web_enabled=False, **settings)
+    def __init__(
+        self,
+        fun: Callable[[agentstream.Stream], Awaitable[None]],
+        topics: tuple[str, ...] = ("a",),
+        *,
+        concurrency: int = 1,
+        max_task_idle: float = 0.0,
+        buffer_max_records: int = 100,
+        lagging: Callable[[RecordQueue], bool | None] = lambda q: False,
+        restart_max: int = 10,
+        restart_backoff: float = 0.001,
+        **settings: Any,
+    ) -> None:
+        self.app = agentstream.App(
+            "tasktest", broker=f"memory://task-{uuid.uuid4().hex[:8]}", store="memory://", web_enabled=False, **settings
+        )
         sources = [self.app.topic(name, value_type=int) for name in topics]
         self.agent = self.app.agent(sources, concurrency=concurrency)(fun)
         self.crashes: list[BaseException] = []
         self.drained: list[tuple[TP, int]] = []
         self.errors = ErrorPolicy(self.app, self.crashes.append)
-        self.kwargs = dict(max_task_idle=max_task_idle, buffer_max_records=buffer_max_records, lagging=lagging,
-                           restart_max=restart_max, restart_backoff=restart_backoff)
+        self.kwargs = dict(
+            max_task_idle=max_task_idle,
+            buffer_max_records=buffer_max_records,
+            lagging=lagging,
+            restart_max=restart_max,
+            restart_backoff=restart_backoff,
+        )
         self.task: StreamTask | None = None
 
     async def build(self, gated: bool = False) -> StreamTask:
@@ -73,8 +100,7 @@ class Harness:
         await self.app.discover()
         st = self.app.topology().subtopologies[0]
         tps = [TP(name, 0) for name in st.source_topics]
-        self.task = StreamTask(TaskId(st.id, 0), st, tps, errors=self.errors, on_drained=self._drained,
-                               **self.kwargs)  # type: ignore[arg-type]
+        self.task = StreamTask(TaskId(st.id, 0), st, tps, errors=self.errors, on_drained=self._drained, **self.kwargs)  # type: ignore[arg-type]
         if gated:
             self.task.gate = CommitGate()
         return self.task
@@ -97,7 +123,8 @@ async def stopper() -> Any:
 
 @pytest.mark.parametrize("gated", [False, True], ids=["fast-path", "gated"])
 async def test_records_reach_the_agent_lowest_head_timestamp_first_across_inputs(
-        stopper: list[StreamTask], gated: bool) -> None:
+    stopper: list[StreamTask], gated: bool
+) -> None:
     seen: list[tuple[str, int]] = []
 
     async def agent(stream: agentstream.Stream) -> None:
@@ -114,7 +141,8 @@ async def test_records_reach_the_agent_lowest_head_timestamp_first_across_inputs
 
 
 async def test_an_empty_lagging_input_holds_the_others_back_so_its_earlier_record_goes_first(
-        stopper: list[StreamTask]) -> None:
+    stopper: list[StreamTask],
+) -> None:
     seen: list[str] = []
 
     async def agent(stream: agentstream.Stream) -> None:
@@ -123,8 +151,9 @@ async def test_an_empty_lagging_input_holds_the_others_back_so_its_earlier_recor
 
     # b is empty but the broker has records for it: the task waits (up to max_task_idle).
     # (lagging as the worker tells it: the broker's end is past what the queue has fetched)
-    task = await Harness(agent, ("a", "b"), max_task_idle=60.0,
-                         lagging=lambda q: q.tp == B0 and (q.next_offset or 0) < 1).build()
+    task = await Harness(
+        agent, ("a", "b"), max_task_idle=60.0, lagging=lambda q: q.tp == B0 and (q.next_offset or 0) < 1
+    ).build()
     stopper.append(task)
     task.add(A0, values(A0, 2, ts=[200]))
     task.start()
@@ -169,7 +198,8 @@ async def test_an_empty_input_without_lag_is_not_waited_for(stopper: list[Stream
 
 @pytest.mark.parametrize("gated", [False, True], ids=["fast-path", "gated"])
 async def test_depth_first_the_next_record_is_taken_only_when_the_agent_asks_for_it(
-        stopper: list[StreamTask], gated: bool) -> None:
+    stopper: list[StreamTask], gated: bool
+) -> None:
     release = asyncio.Event()
     seen: list[int] = []
 
@@ -194,7 +224,8 @@ async def test_depth_first_the_next_record_is_taken_only_when_the_agent_asks_for
 
 @pytest.mark.parametrize("gated", [False, True], ids=["fast-path", "gated"])
 async def test_committable_offset_is_last_handled_plus_one_never_the_record_in_hand(
-        stopper: list[StreamTask], gated: bool) -> None:
+    stopper: list[StreamTask], gated: bool
+) -> None:
     release = asyncio.Event()
     seen: list[int] = []
 
@@ -254,7 +285,8 @@ async def test_concurrent_instances_commit_only_up_to_the_first_unfinished_recor
 
 
 async def test_add_reports_the_buffer_length_and_a_paused_queue_is_reported_drained_at_half(
-        stopper: list[StreamTask]) -> None:
+    stopper: list[StreamTask],
+) -> None:
     permits: asyncio.Queue[None] = asyncio.Queue()
     seen: list[int] = []
 
@@ -302,7 +334,8 @@ async def test_a_queue_that_is_not_paused_is_never_reported_drained(stopper: lis
 
 @pytest.mark.parametrize("gated", [False, True], ids=["fast-path", "gated"])
 async def test_an_undecodable_record_is_skipped_and_committed_past_under_skip(
-        stopper: list[StreamTask], gated: bool) -> None:
+    stopper: list[StreamTask], gated: bool
+) -> None:
     seen: list[int] = []
 
     async def agent(stream: agentstream.Stream) -> None:
@@ -341,7 +374,8 @@ async def test_an_undecodable_record_stops_the_task_uncommitted_under_stop(stopp
 
 @pytest.mark.parametrize("gated", [False, True], ids=["fast-path", "gated"])
 async def test_an_agent_error_on_a_record_skips_that_record_and_the_agent_goes_on(
-        stopper: list[StreamTask], gated: bool) -> None:
+    stopper: list[StreamTask], gated: bool
+) -> None:
     seen: list[int] = []
 
     async def agent(stream: agentstream.Stream) -> None:
@@ -378,7 +412,8 @@ async def test_an_agent_error_under_stop_crashes_without_committing_the_record(s
 
 
 async def test_an_agent_failing_before_any_record_is_restarted_then_stops_after_restart_max(
-        stopper: list[StreamTask]) -> None:
+    stopper: list[StreamTask],
+) -> None:
     calls: list[int] = []
     armed = [False]
 
@@ -397,7 +432,6 @@ async def test_an_agent_failing_before_any_record_is_restarted_then_stops_after_
     await until(lambda: bool(h.crashes), "the task gave up")
     assert isinstance(h.crashes[0], RuntimeError)
     assert len(calls) == 3  # the first run and restart_max restarts
-
 
 
 async def test_a_dead_lettered_record_is_copied_with_the_error_and_committed_past(stopper: list[StreamTask]) -> None:
@@ -429,7 +463,8 @@ async def test_a_dead_lettered_record_is_copied_with_the_error_and_committed_pas
 
 
 async def test_an_agent_that_changes_its_stream_operations_between_runs_is_stopped_with_the_reason(
-        stopper: list[StreamTask]) -> None:
+    stopper: list[StreamTask],
+) -> None:
     """The topology is found once (discovery); an agent that then builds another split point would
     send records to a sub-topology that does not exist."""
     discovered = [False]
@@ -447,6 +482,7 @@ async def test_an_agent_that_changes_its_stream_operations_between_runs_is_stopp
     await until(lambda: bool(h.crashes), "the task stopped")
     assert isinstance(h.crashes[0], (AgentError, StopProcessing))
     assert "same stream operations" in str(h.crashes[0]) or "same stream operations" in str(h.crashes[0].__cause__)
+
 
 # -- lifecycle --------------------------------------------------------------------------------------
 
