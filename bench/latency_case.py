@@ -8,7 +8,12 @@ output topic has it.
 
 Steps (all on the case's fresh broker):
 
-1. Max rate: a quick backlog drain of ``min(n, 100 000)`` pass-through records by each side
+Sides: the agentstream pass-through worker, the raw loop (``send()`` per record) and the
+batch-API loop (:mod:`bench.raw_passthrough` ``--batch``). The rate is issue 17's 1,000 records/s
+unless ``BENCH_LATENCY_RATE`` says otherwise; ``BENCH_LATENCY_RATE=half`` paces at half the
+max rate, measured first (step 1).
+
+1. (``half`` only) Max rate: a quick backlog drain of ``min(n, 100 000)`` pass-through records by each side
    (``bench.apps.passthrough`` worker and ``bench.raw_passthrough``, as in the passthrough case).
    The paced rate is **half of the lower of the two** (in practice agentstream's), so both sides
    get the *same* offered load and neither is near its ceiling. Measured in the case rather than
@@ -65,7 +70,8 @@ IDLE_S = 2.0  # the worker sits idle (joined, long-polling an empty topic) befor
 VALUE_SIZE = 100  # as the passthrough case's values
 STAMP = 19 + 10  # send stamp (ns, 19 digits) + sequence number (10 digits)
 PAD = b"x" * (VALUE_SIZE - STAMP)
-SIDES = ("agentstream", "raw")
+SIDES = ("agentstream", "raw", "batch")
+TARGET_RATE = 1000.0  # issue 17's target: p99 at 1,000 records/s within 20 ms of the raw loop's
 TICK_S = 0.005  # feeder granularity: like a producer's linger of 5 ms, both sides' default
 PROBE_FETCH_WAIT_MS = 10  # see the module docstring: the probe must not add tansu's fetch hold to every figure
 
@@ -100,12 +106,13 @@ def worker_argv(
     return (
         [
             "bench.raw_passthrough",
+            *(["--batch"] if side == "batch" else []),
             "--in",
             in_topic,
             "--out",
             out_topic,
             "--group",
-            f"raw-{tag}",
+            f"{side}-{tag}",
             "--expect",
             str(expect),
         ],
@@ -204,45 +211,50 @@ async def read_sequences(bootstrap: str, topic: str) -> dict[str, int]:
     return {"records": state["records"], "distinct": len(seen), "duplicates": state["records"] - len(seen)}
 
 
-def headline(a: dict[str, Any], r: dict[str, Any], rate: float, max_rate: dict[str, Any]) -> dict[str, Any]:
-    """The row's figures: percentiles per side and agentstream/raw p99 as the ratio."""
+def headline(sides: dict[str, dict[str, Any]], rate: float, max_rate: dict[str, Any]) -> dict[str, Any]:
+    """The row's figures: percentiles per side, agentstream/raw p99 as the ratio, and the p99
+    differences to both baselines (the target is a difference, in ms)."""
     row: dict[str, Any] = {
         "paced_rate": round(rate, 1),
         "max_rate": max_rate,
         "ratio_is": "p99 latency agentstream/raw (lower is better)",
     }
-    for name, side in (("agentstream", a), ("raw", r)):
+    for name, side in sides.items():
         for q in ("p50", "p99", "max"):
             row[f"{name}_{q}_ms"] = round(side["latency_ms"].get(q, 0.0), 2)
         row[f"{name}_hop_p99_ms"] = round(side["hop_ms"].get("p99", 0.0), 2)
     ra, rr = row["agentstream_p99_ms"], row["raw_p99_ms"]
     row["ratio"] = round(ra / rr, 3) if rr else None
     row["ratio_p50"] = round(row["agentstream_p50_ms"] / row["raw_p50_ms"], 3) if row["raw_p50_ms"] else None
+    for base in sides:
+        if base != "agentstream":
+            row[f"p99_minus_{base}_ms"] = round(ra - row[f"{base}_p99_ms"], 2)
     paced = (
         "fixed by BENCH_LATENCY_RATE" if max_rate.get("max_rate") is None else f"half of {max_rate['max_rate']:,.0f}"
     )
-    row["summary"] = (
-        f"at {rate:,.0f} records/s ({paced}): "
-        f"p50/p99/max agentstream {row['agentstream_p50_ms']:.1f}/{ra:.1f}/{row['agentstream_max_ms']:.1f} ms, "
-        f"raw {row['raw_p50_ms']:.1f}/{rr:.1f}/{row['raw_max_ms']:.1f} ms "
-        f"(broker hop p99 {row['agentstream_hop_p99_ms']:.1f}/{row['raw_hop_p99_ms']:.1f} ms)"
+    per_side = "; ".join(
+        f"{name} {row[f'{name}_p50_ms']:.1f}/{row[f'{name}_p99_ms']:.1f}/{row[f'{name}_max_ms']:.1f} ms"
+        f" (hop p99 {row[f'{name}_hop_p99_ms']:.1f})"
+        for name in sides
     )
+    diffs = ", ".join(f"{row[f'p99_minus_{b}_ms']:+.1f} ms vs {b}" for b in sides if b != "agentstream")
+    row["summary"] = f"at {rate:,.0f} records/s ({paced}): p50/p99/max {per_side}; agentstream p99 {diffs}"
     return row
 
 
 def case_latency(case: Case, n: int) -> dict[str, Any]:
-    """A :mod:`bench.run` case: ``n`` records paced at half the max rate, through each side."""
-    fixed = os.environ.get("BENCH_LATENCY_RATE")  # e.g. 1000: issue 17's target is p99 at 1,000 records/s
-    if fixed:
+    """A :mod:`bench.run` case: ``n`` records paced at 1,000/s (``BENCH_LATENCY_RATE``: another
+    rate, or ``half`` for half of the lowest max rate measured first), through each side."""
+    fixed = os.environ.get("BENCH_LATENCY_RATE", "") or str(TARGET_RATE)
+    if fixed != "half":
         max_rate: dict[str, Any] = {"max_rate": None, "fixed_rate": float(fixed)}
         rate = float(fixed)
     else:
         max_rate = measure_max_rate(case, min(n, MAX_RATE_RECORDS))
         rate = max_rate["max_rate"] / 2
     log(f"pacing {n} records at {rate:.0f} records/s ({n / rate:.1f} s) per side")
-    a = run_side(case, "agentstream", n, rate)
-    r = run_side(case, "raw", n, rate)
-    return {"paced_rate": rate, "max_rate": max_rate, "agentstream": a, "raw": r, "row": headline(a, r, rate, max_rate)}
+    sides = {side: run_side(case, side, n, rate) for side in SIDES}
+    return {"paced_rate": rate, "max_rate": max_rate, **sides, "row": headline(sides, rate, max_rate)}
 
 
 # -- feeder and probe (their own processes) -----------------------------------------------------------

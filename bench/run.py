@@ -12,17 +12,23 @@ acknowledged by the broker (so visible to consumers) and its input offsets are c
 Input is loaded before the process starts, so group join and start-up are not in the interval.
 
 Cases:
+  Baselines (bench/raw_loop.py, one loop for both): raw = aiokafka's send() per record; batch =
+  aiokafka's batch API (BatchBuilder per partition, send_batch, partition memoised per key), the
+  target. passthrough and wordcount run both; latency and scale run the batch one as well.
+
   passthrough  N records (100-byte values, 8-byte keys, 4 partitions) copied unchanged to another topic.
   wordcount    N sentences of ~10 words (vocabulary of 1000) through apps/wordcount.py (the real
                app: split -> repartition by word -> count in a RocksDB table -> counts topic);
                records/s counts input sentences (each becomes ~10 repartition + ~10 output records).
-  restore      N-key changelog (16-byte keys, JSON int values, 4 partitions) into RocksDB.
+  restore      N-key changelog (16-byte keys, JSON int values, 4 partitions) into RocksDB; 3 runs per
+               side, alternating, each into fresh stores; the median of each side.
   export       N-record changelog exported to Parquet by Spark vs a raw aiokafka read into Arrow (bench/export_case.py).
   latency      (bench/latency_case.py) end-to-end latency of the pass-through workload: N records
-               paced at half of the max rate (the lower of both sides' backlog throughput,
-               measured in the case on min(N, 100 000) records), each stamped with its send time;
-               a probe consumer of the output topic reports p50/p99/max per side. The worker is
-               joined and idle before the feed starts. ratio = p99 agentstream/raw (lower is better).
+               paced at 1,000 records/s (issue 17's target; BENCH_LATENCY_RATE=R or =half: half of
+               the lowest backlog throughput, measured first), each stamped with its send time,
+               through agentstream, the raw loop and the batch-API loop; a probe consumer of the
+               output topic reports p50/p99/max per side. The worker is joined and idle before the
+               feed starts. ratio = p99 agentstream/raw (lower is better); p99_minus_* in ms.
   backlog      (bench/backlog_case.py) memory while draining an N-record pass-through backlog:
                RSS sampled every 0.25 s next to the records handled; RSS after the first
                min(100 000, N/5) records, peak/min after it, "flat" = all within +-20 %.
@@ -31,8 +37,10 @@ Cases:
                (N sentences; Zipf-skewed words) and on bench/apps/passthrough.py (N records with
                distinct keys: no skew); every topic has --scale-partitions partitions (default 8);
                workers settle in the group on empty topics before the input is loaded; also the
-               broker's and the machine's CPU. No raw side: the raw_* fields are the 1-worker run
-               and ratio = the speedup.
+               broker's, the orchestrator's and the machine's CPU (where the cores went). The
+               batch-API loop runs the same way with 1 and 2 processes (its own speedup: what the
+               machine allows a hand-written loop). raw_* = agentstream's 1-worker run, batch_* =
+               the batch loop's 2-process run; ratio = the speedup; 3 pairs, the median (--quick: 1).
 
 Cases can add headline fields to their row (percentiles, speedup...) and a one-line summary.
 A run of some of the cases keeps the other cases' rows of the results file (same size only).
@@ -72,7 +80,7 @@ FULL = {
     "wordcount": 200_000,
     "restore": 1_000_000,
     "export": 1_000_000,
-    "latency": 400_000,
+    "latency": 20_000,
     "backlog": 1_000_000,
     "scale-wordcount": 100_000,
     "scale-passthrough": 500_000,
@@ -82,7 +90,7 @@ QUICK = {
     "wordcount": 5_000,
     "restore": 50_000,
     "export": 50_000,
-    "latency": 15_000,
+    "latency": 3_000,
     "backlog": 50_000,
     "scale-wordcount": 5_000,
     "scale-passthrough": 20_000,
@@ -254,7 +262,8 @@ def case_passthrough(case: Case, n: int) -> dict[str, Any]:
     bt = case.run(
         "batch",
         [
-            "bench.raw_batch_passthrough",
+            "bench.raw_passthrough",
+            "--batch",
             "--in",
             "pt-in",
             "--out",
@@ -332,7 +341,8 @@ def case_wordcount(case: Case, n: int) -> dict[str, Any]:
     bt = case.run(
         "batch",
         [
-            "bench.raw_batch_wordcount",
+            "bench.raw_wordcount",
+            "--batch",
             "--in",
             "sentences",
             "--words",
@@ -376,49 +386,73 @@ async def _restore_setup(bootstrap: str, records: list[tuple[bytes, bytes]]) -> 
     await common.load_topic(bootstrap, RESTORE_TOPIC, records, partitioner=default_partition)
 
 
+RESTORE_REPEAT = 3
+
+
 def case_restore(case: Case, n: int) -> dict[str, Any]:
+    """RESTORE_REPEAT restores per side, alternating (agentstream, raw, agentstream, ...), each
+    into fresh stores; each side's median run is its figure (every run in ``runs_records_per_s``)."""
     b = case.broker
     records = common.changelog_records(n)
     t = time.perf_counter()
     asyncio.run(_restore_setup(b.bootstrap, records))
     log(f"restore: loaded {n} changelog records in {time.perf_counter() - t:.1f}s")
     del records
-    a = case.run(
-        "agentstream",
-        [
-            "bench.as_runner",
-            "restore",
-            "--topic",
-            RESTORE_TOPIC,
-            "--partitions",
-            "4",
-            "--expect",
-            str(n),
-            "--data-dir",
-            str(case.scratch / "as"),
-            "--logfile",
-            str(case.logs / "restore.log"),
-        ],
-    )
-    log(f"restore: agentstream {a['records_per_s']:.0f} records/s")
-    r = case.run(
-        "raw",
-        [
-            "bench.raw_restore",
-            "--topic",
-            RESTORE_TOPIC,
-            "--partitions",
-            "4",
-            "--expect",
-            str(n),
-            "--data-dir",
-            str(case.scratch / "raw"),
-        ],
-    )
-    log(f"restore: raw {r['records_per_s']:.0f} records/s")
-    for side in (a, r):
-        side["correct"] = side["records"] == n and side["keys"] == n
-    return {"agentstream": a, "raw": r}
+    runs: dict[str, list[dict[str, Any]]] = {"agentstream": [], "raw": []}
+    for i in range(RESTORE_REPEAT):
+        a = case.run(
+            "agentstream",
+            [
+                "bench.as_runner",
+                "restore",
+                "--topic",
+                RESTORE_TOPIC,
+                "--partitions",
+                "4",
+                "--expect",
+                str(n),
+                "--data-dir",
+                str(case.scratch / f"as{i}"),
+                "--logfile",
+                str(case.logs / "restore.log"),
+            ],
+        )
+        r = case.run(
+            "raw",
+            [
+                "bench.raw_restore",
+                "--topic",
+                RESTORE_TOPIC,
+                "--partitions",
+                "4",
+                "--expect",
+                str(n),
+                "--data-dir",
+                str(case.scratch / f"raw{i}"),
+            ],
+        )
+        log(
+            f"restore: agentstream {a['records_per_s']:.0f}, raw {r['records_per_s']:.0f} records/s "
+            f"({a['records_per_s'] / r['records_per_s']:.2f}x)"
+        )
+        runs["agentstream"].append(a)
+        runs["raw"].append(r)
+    out: dict[str, Any] = {}
+    for side, results in runs.items():
+        for res in results:
+            res["correct"] = res["records"] == n and res["keys"] == n
+        median = dict(sorted(results, key=lambda x: x["records_per_s"])[len(results) // 2])
+        median["runs_records_per_s"] = [round(x["records_per_s"], 1) for x in results]
+        median["correct"] = all(x["correct"] for x in results)
+        out[side] = median
+    pairs = [round(x["records_per_s"] / y["records_per_s"], 3) for x, y in zip(runs["agentstream"], runs["raw"])]
+    out["row"] = {
+        "pair_ratios": pairs,
+        "summary": f"median of {RESTORE_REPEAT} runs per side, alternating: agentstream "
+        f"{out['agentstream']['runs_records_per_s']}, raw {out['raw']['runs_records_per_s']} "
+        f"records/s; ratio per pair {pairs}",
+    }
+    return out
 
 
 CASES = {
@@ -543,7 +577,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         "units: passthrough records/s, wordcount input sentences/s (~10 words each), restore changelog records/s;"
         " CPU% = the working process's CPU over the timed interval (100% = one core);"
         " ratio/CPU = agentstream/raw in records per CPU-second of the working process;"
-        " scale-*: agentstream = the 2-worker run (CPU% of both workers summed), raw = the 1-worker run"
+        " scale-*: agentstream = the 2-worker run (CPU% of both workers summed), raw = the 1-worker run,"
+        " batch = the batch-API loop's 2-process run"
     )
     batch_rows = [row for row in rows if "batch_ratio" in row]
     if batch_rows:
@@ -594,12 +629,14 @@ def main(argv: list[str] | None = None) -> int:
         "--scale-repeat",
         type=int,
         default=None,
-        help="scale cases: run this many 1-worker/2-worker pairs and report the median (default 1; "
-        "env BENCH_SCALE_REPEAT)",
+        help="scale cases: run this many 1-worker/2-worker pairs and report the median (default 3, "
+        "--quick 1; env BENCH_SCALE_REPEAT)",
     )
     args = p.parse_args(argv)
     if args.scale_repeat is not None:
         os.environ["BENCH_SCALE_REPEAT"] = str(max(1, args.scale_repeat))
+    elif not args.quick:
+        os.environ.setdefault("BENCH_SCALE_REPEAT", "3")  # issue 17: the median of 3 pairs
     if args.scale_partitions is not None:
         if args.scale_partitions < 2:
             p.error("--scale-partitions must be >= 2 (two workers)")

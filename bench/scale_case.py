@@ -104,6 +104,7 @@ class Workload:
     load: Callable[[str, int], Any]  # (bootstrap, partitions) -> coroutine
     check: Callable[[str, int], bool]  # (bootstrap, partitions) -> output correct
     env: dict[str, str] = field(default_factory=dict)
+    batch_argv: list[str] = field(default_factory=list)  # the batch-API loop (bench.raw_*, --batch) on the same topics
 
 
 def log(msg: str) -> None:
@@ -124,8 +125,18 @@ def fresh_broker(case: Case, label: str) -> Iterator[DevBroker]:
         broker.stop()
 
 
-def spawn_workers(case: Case, k: int, work: Workload, parts: int) -> list[common.Spawned]:
-    """``k`` workers, each with a new data dir (every run has a fresh broker: no old tables)."""
+def spawn_workers(case: Case, k: int, work: Workload, parts: int, side: str = "agentstream") -> list[common.Spawned]:
+    """``k`` workers, each with a new data dir (every run has a fresh broker: no old tables).
+    ``side="batch"``: ``k`` processes of the batch-API loop in one group instead, on topics the
+    orchestrator creates (the agentstream workers create theirs)."""
+    if side == "batch":
+        asyncio.run(common.create_topics(case.broker.bootstrap, work.topics, partitions=parts))
+        return [
+            case.spawn(
+                f"{k}b-batch{i}", [*work.batch_argv, "--until-signal", "--progress", str(PROGRESS_S)], profile=False
+            )
+            for i in range(1, k + 1)
+        ]
     env = {"AGENTSTREAM_TOPIC_PARTITIONS": str(parts), **work.env}
     return [
         case.spawn(
@@ -215,15 +226,20 @@ def wait_handled(workers: list[common.Spawned], total: int, timeout: float) -> N
         time.sleep(0.005)
 
 
-def run_workers(case: Case, k: int, n: int, work: Workload, parts: int) -> dict[str, Any]:
-    """One run on a fresh broker: ``k`` workers join, settle, then drain the input."""
-    with fresh_broker(case, f"{k}w") as broker:
-        workers = spawn_workers(case, k, work, parts)
+def run_workers(case: Case, k: int, n: int, work: Workload, parts: int, side: str = "agentstream") -> dict[str, Any]:
+    """One run on a fresh broker: ``k`` workers (of ``side``) join, settle, then drain the input."""
+    with fresh_broker(case, f"{k}{'w' if side == 'agentstream' else 'b'}") as broker:
+        workers = spawn_workers(case, k, work, parts, side)
         try:
             assigned = wait_settled(workers, parts)
             settled = [len(w.events) for w in workers]  # any later assigned/revoked event is a rebalance
-            log(f"{work.label}: {k} worker(s) settled on partitions {assigned}; loading {n} records")
-            with common.Sampler(lambda: common.machine_sample(broker._proc.pid if broker._proc else None)) as sampler:
+            log(f"{work.label}: {k} {side} worker(s) settled on partitions {assigned}; loading {n} records")
+            with common.Sampler(
+                lambda: {
+                    **common.machine_sample(broker._proc.pid if broker._proc else None),
+                    "orchestrator_cpu_s": common.cpu_seconds(),
+                }
+            ) as sampler:
                 with profiled(case, workers):
                     t = time.perf_counter()
                     asyncio.run(work.load(broker.bootstrap, parts))
@@ -241,7 +257,9 @@ def run_workers(case: Case, k: int, n: int, work: Workload, parts: int) -> dict[
     counts_ok = all(c == parts for c in counts.values())
     if not counts_ok:
         log(f"{work.label}: topics do not all have {parts} partitions: {counts}")
-    return summarize(work.label, k, n, results, assigned, sampler, load_s, correct and counts_ok, rebalanced, counts)
+    return summarize(
+        f"{work.label} ({side})", k, n, results, assigned, sampler, load_s, correct and counts_ok, rebalanced, counts
+    )
 
 
 def summarize(
@@ -261,6 +279,7 @@ def summarize(
     seconds = t1 - t0
     broker = sampler.rate("broker_cpu_s", t0, t1)
     busy = sampler.rate("machine_busy_s", t0, t1)
+    orchestrator = sampler.rate("orchestrator_cpu_s", t0, t1)
     for r in results:
         r.pop("timeline", None)
     handled = [r["processed"] for r in results]
@@ -278,6 +297,8 @@ def summarize(
         "worker_handled_per_cpu_s": [round(r["processed"] / r["cpu_s"], 1) if r["cpu_s"] else None for r in results],
         "broker_cpu_pct": round(100 * broker, 1) if broker is not None else None,
         "machine_busy_cores": round(busy, 2) if busy is not None else None,
+        # where the machine's 2 cores went over the timed interval, in cores
+        "cores": cores_used(cpu_s / seconds if seconds else 0.0, broker, orchestrator, busy),
         "peak_rss_mb": max(r["peak_rss_mb"] for r in results),
         "total_peak_rss_mb": sum(r["peak_rss_mb"] for r in results),
         "partitions": parts,
@@ -292,48 +313,90 @@ def summarize(
     }
     log(
         f"{label}: {k} worker(s): {out['records_per_s']:.0f} records/s over {seconds:.1f}s; worker CPU "
-        f"{out['worker_cpu_s']} s ({out['worker_cpu_pct']} %), broker {out['broker_cpu_pct']} %, machine "
-        f"{out['machine_busy_cores']} cores busy; handled {handled}; correct={out['correct']}"
+        f"{out['worker_cpu_s']} s ({out['worker_cpu_pct']} %); cores {describe_cores(out['cores'])}; "
+        f"handled {handled}; correct={out['correct']}"
     )
     return out
 
 
+def cores_used(
+    workers: float, broker: float | None, orchestrator: float | None, busy: float | None, ncpu: int = 2
+) -> dict[str, float | None]:
+    """The machine's cores over an interval split into workers, broker, orchestrator (the loader
+    and this process), other processes (other people's runs) and idle, each in cores."""
+    if broker is None or orchestrator is None or busy is None:
+        return {"workers": round(workers, 2), "broker": None, "orchestrator": None, "other": None, "idle": None}
+    other = max(0.0, busy - workers - broker - orchestrator)
+    return {
+        "workers": round(workers, 2),
+        "broker": round(broker, 2),
+        "orchestrator": round(orchestrator, 2),
+        "other": round(other, 2),
+        "idle": round(max(0.0, ncpu - busy), 2),
+    }
+
+
+def describe_cores(cores: dict[str, float | None]) -> str:
+    return ", ".join(f"{name} {value:.2f}" for name, value in cores.items() if value is not None) or "unknown"
+
+
+def median_pair(
+    pairs: list[tuple[float, dict[str, Any], dict[str, Any]]],
+) -> tuple[float, dict[str, Any], dict[str, Any]]:
+    """The median (speedup, 1-worker run, 2-worker run) pair (the upper one of an even count)."""
+    ordered = sorted(pairs, key=lambda x: x[0])
+    return ordered[len(ordered) // 2]
+
+
 def compare(work: Workload, n: int, parts: int, unit: str, extra: dict[str, Any]) -> Callable[[Case], dict[str, Any]]:
-    """Run ``work`` with 1 worker, then 2; the :mod:`bench.run` detail (``raw`` = the 1-worker run)."""
+    """Run ``work`` with 1 worker, then 2, then the batch-API loop with 1 process and 2; the
+    :mod:`bench.run` detail (``raw`` = agentstream's 1-worker run, ``batch`` = the batch loop's
+    2-process run)."""
 
     def run(case: Case) -> dict[str, Any]:
-        pairs = []
+        pairs, batch_pairs = [], []
         for _ in range(repeats()):  # 1 worker, 2 workers, 1, 2, ...: machine noise hits both alike
             one = run_workers(case, 1, n, work, parts)
             two = run_workers(case, 2, n, work, parts)
             pairs.append((two["records_per_s"] / one["records_per_s"], one, two))
-        pairs.sort(key=lambda x: x[0])
-        speedup, one, two = pairs[len(pairs) // 2]  # the median pair (the upper one of an even count)
+            b1 = run_workers(case, 1, n, work, parts, "batch")
+            b2 = run_workers(case, 2, n, work, parts, "batch")
+            batch_pairs.append((b2["records_per_s"] / b1["records_per_s"], b1, b2))
+        speedup, one, two = median_pair(pairs)
+        bspeedup, b1, b2 = median_pair(batch_pairs)
         ideal = 1 / two["max_share"]  # the most 2 workers can gain when the busiest one has that share
         cpu_growth = two["cpu_s"] / one["cpu_s"]
         row = {
-            "ratio_is": f"speedup: 2 workers / 1 worker, {unit} (raw_* = the 1-worker run)",
+            "ratio_is": f"speedup: 2 workers / 1 worker, {unit} (raw_* = the 1-worker run, batch_* = the batch-API "
+            "loop's 2-process run)",
             "partitions_per_topic": parts,
             "speedup": round(speedup, 3),
             "ideal_speedup": round(ideal, 3),
             "max_share": two["max_share"],
-            "speedups": [round(x[0], 3) for x in pairs],  # every pair of --scale-repeat, sorted
+            "speedups": sorted(round(x[0], 3) for x in pairs),  # every pair of --scale-repeat, sorted
+            "batch_speedup": round(bspeedup, 3),
+            "batch_speedups": sorted(round(x[0], 3) for x in batch_pairs),
             "one_worker_records_per_s": round(one["records_per_s"], 1),
             "two_workers_records_per_s": round(two["records_per_s"], 1),
+            "batch_one_records_per_s": round(b1["records_per_s"], 1),
+            "batch_two_records_per_s": round(b2["records_per_s"], 1),
             "cpu_s": {"1": round(one["cpu_s"], 2), "2": two["worker_cpu_s"]},
             "cpu_s_2_over_1": round(cpu_growth, 3),
             "broker_cpu_pct": {"1": one["broker_cpu_pct"], "2": two["broker_cpu_pct"]},
             "machine_busy_cores": {"1": one["machine_busy_cores"], "2": two["machine_busy_cores"]},
+            "cores": {"1": one["cores"], "2": two["cores"], "batch 1": b1["cores"], "batch 2": b2["cores"]},
             "summary": (
-                f"{parts} partitions{f', median of {len(pairs)} pairs' if len(pairs) > 1 else ''}: 1 worker {one['records_per_s']:,.0f}/s -> 2 workers "
+                f"{parts} partitions{f', median of {len(pairs)} pairs' if len(pairs) > 1 else ''}: "
+                f"1 worker {one['records_per_s']:,.0f}/s -> 2 workers "
                 f"{two['records_per_s']:,.0f}/s, speedup {speedup:.2f} (at most {ideal:.2f}: the busiest "
-                f"worker handled {100 * two['max_share']:.0f} % of the records); CPU-s "
-                f"{one['cpu_s']:.1f} -> {two['worker_cpu_s']} (x{cpu_growth:.2f}); broker CPU "
-                f"{one['broker_cpu_pct']} -> {two['broker_cpu_pct']} %, machine busy "
-                f"{one['machine_busy_cores']} -> {two['machine_busy_cores']} of 2 cores"
+                f"worker handled {100 * two['max_share']:.0f} % of the records); batch-API loop "
+                f"{b1['records_per_s']:,.0f}/s -> {b2['records_per_s']:,.0f}/s, speedup {bspeedup:.2f}; "
+                f"CPU-s {one['cpu_s']:.1f} -> {two['worker_cpu_s']} (x{cpu_growth:.2f}); "
+                f"cores (of 2) 1 worker: {describe_cores(one['cores'])}; 2 workers: "
+                f"{describe_cores(two['cores'])}; batch 2 processes: {describe_cores(b2['cores'])}"
             ),
         }
-        return {**extra, "partitions": parts, "agentstream": two, "raw": one, "row": row}
+        return {**extra, "partitions": parts, "agentstream": two, "raw": one, "batch": b2, "batch_one": b1, "row": row}
 
     return run
 
@@ -355,6 +418,18 @@ def case_scale_wordcount(case: Case, n: int) -> dict[str, Any]:
         total=n + words,
         load=lambda bootstrap, parts: common.load_sentences(bootstrap, texts, parts),
         check=check,
+        batch_argv=[
+            "bench.raw_wordcount",
+            "--batch",
+            "--in",
+            "sentences",
+            "--words",
+            "wordcount-words",
+            "--out",
+            "word-counts",
+            "--group",
+            "batch-scale-wordcount",
+        ],
     )
     return compare(work, n, parts, "sentences/s", {"words": words})(case)
 
@@ -377,5 +452,15 @@ def case_scale_passthrough(case: Case, n: int) -> dict[str, Any]:
         load=lambda bootstrap, parts: common.load_topic(bootstrap, src, records, partitions=parts),
         check=check,
         env={"BENCH_IN": src, "BENCH_OUT": dst, "BENCH_APP_ID": "bench-scale-passthrough"},
+        batch_argv=[
+            "bench.raw_passthrough",
+            "--batch",
+            "--in",
+            src,
+            "--out",
+            dst,
+            "--group",
+            "batch-scale-passthrough",
+        ],
     )
     return compare(work, n, parts, "records/s", {})(case)

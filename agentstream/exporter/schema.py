@@ -45,7 +45,16 @@ if TYPE_CHECKING:
 
     from ..tables.table import Table
 
-__all__ = ["TableSpec", "table_spec", "type_spec", "spark_type", "converter", "SOURCE_COLUMNS"]
+__all__ = [
+    "TableSpec",
+    "table_spec",
+    "type_spec",
+    "spark_type",
+    "converter",
+    "side_decoder",
+    "bulk_decoder",
+    "SOURCE_COLUMNS",
+]
 
 TypeSpec = Any  # str | list: see the module docstring
 
@@ -148,8 +157,10 @@ class TableSpec:
     def loads(cls, text: str) -> TableSpec:
         return cls(**orjson.loads(text))
 
-    def spark_schema(self) -> StructType:
-        """The data source's schema: :data:`SOURCE_COLUMNS` (window columns if windowed)."""
+    def spark_schema(self, bookkeeping: bool = True) -> StructType:
+        """The data source's schema: :data:`SOURCE_COLUMNS` (window columns if windowed;
+        ``bookkeeping=False``: without ``raw_key`` and ``tombstone``, which only the latest-value
+        computation needs)."""
         from pyspark.sql.types import (
             BinaryType,
             BooleanType,
@@ -168,9 +179,9 @@ class TableSpec:
             StructField("partition", IntegerType()),
             StructField("offset", LongType()),
             StructField("timestamp", TimestampType()),
-            StructField("raw_key", BinaryType()),
-            StructField("tombstone", BooleanType()),
         ]
+        if bookkeeping:
+            fields += [StructField("raw_key", BinaryType()), StructField("tombstone", BooleanType())]
         return StructType(fields)
 
 
@@ -414,6 +425,63 @@ def side_decoder(side: dict[str, Any]) -> Callable[[bytes], Any]:
         loads = _load_codec(side["pickled"]).loads
         return lambda raw: conv(loads(raw))
     raise ValueError(f"unknown codec kind {codec!r}")
+
+
+def bulk_decoder(side: dict[str, Any]) -> Callable[[list[bytes]], Any]:
+    """Like :func:`side_decoder`, for a whole fetched batch of non-null payloads at once: a list,
+    or a pyarrow array where Arrow does the work (untyped JSON keys that are plain strings). The
+    per-payload calls are made by ``map`` (no Python loop); raises where any payload fails (the
+    caller then goes record by record to name it)."""
+    codec, spec = side["codec"], side["type"]
+    one = side_decoder(side)
+    if codec == "json" and spec == "text":
+        return _json_key_texts
+    if codec == "json_text" or (codec == "str" and spec != "json") or (codec == "utf8" and spec == "string"):
+        return lambda raws: _utf8_texts(raws, one)
+    if codec == "json" and isinstance(spec, str):
+        loads, conv = orjson.loads, converter(spec)
+        exact = {"long": int, "string": str, "text": str, "double": float, "boolean": bool}.get(spec)
+
+        def decode_json(raws: list[bytes]) -> list[Any]:
+            decoded = list(map(loads, raws))
+            if exact is not None and set(map(type, decoded)) <= {exact}:
+                return decoded  # already what the converter would return
+            return list(map(conv, decoded))
+
+        return decode_json
+    return lambda raws: list(map(one, raws))
+
+
+def _utf8_texts(raws: list[bytes], one: Callable[[bytes], Any]) -> Any:
+    """UTF-8 payloads as a string array, checked by Arrow in one pass; with a bad one, ``one`` per
+    payload decides (replacement characters, or an error naming the record)."""
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    try:
+        return pa.array(raws, pa.binary()).cast(pa.string())
+    except pa.ArrowInvalid:
+        return list(map(one, raws))
+
+
+def _json_key_texts(raws: list[bytes]) -> Any:
+    """:func:`_json_key_text` of every key: when all are plain JSON strings (quoted, no escapes),
+    Arrow slices the quotes off and checks the UTF-8 in one pass; otherwise key by key."""
+    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+    arr = pa.array(raws, pa.binary())
+    plain = (
+        pc.all(pc.starts_with(arr, '"')).as_py()
+        and pc.all(pc.ends_with(arr, '"')).as_py()
+        and pc.max(pc.count_substring(arr, '"')).as_py() == 2
+        and pc.max(pc.count_substring(arr, "\\")).as_py() == 0
+    )
+    if plain:
+        try:
+            return pc.binary_slice(arr, 1, -1).cast(pa.string())
+        except pa.ArrowInvalid:  # not UTF-8: the per-key path replaces bad bytes, as before
+            pass
+    return list(map(_json_key_text, raws))
 
 
 def _utf8(raw: bytes) -> str:

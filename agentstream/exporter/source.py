@@ -17,13 +17,15 @@ Direct use (``read_changelog`` sets all of this up from the app's table)::
 
 Options: ``bootstrap.servers``, ``topic`` (or ``spec``: a :class:`~.schema.TableSpec` as JSON),
 ``ranges`` (JSON ``[[partition, start, end], ...]``; default: every partition up to its end
-now, computed when Spark plans the read), ``window.size.ms`` (windowed changelog without a
+now, computed when Spark plans the read), ``bookkeeping`` (``false``: no ``raw_key`` and
+``tombstone`` columns, which only the latest-value computation needs), ``window.size.ms`` (windowed changelog without a
 spec), ``idle.timeout`` (seconds a partition may make no progress before the read fails; 60).
 """
 
 from __future__ import annotations
 
 import asyncio
+import operator
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -32,13 +34,16 @@ import orjson
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from ..tables.restore import bulk_gc
 from .offsets import ExportError, PartitionRange, snapshot_ranges
-from .schema import TableSpec, side_decoder, split_window_key
+from .schema import TableSpec, bulk_decoder, side_decoder, split_window_key
 
 __all__ = ["ChangelogDataSource", "ChangelogReader", "ChangelogPartition", "SOURCE_NAME"]
 
 SOURCE_NAME = "agentstream_changelog"
 BATCH_ROWS = 65_536  # rows per Arrow batch handed to Spark: big enough to amortise per-batch costs
+_KEY, _VALUE = operator.attrgetter("key"), operator.attrgetter("value")
+_OFFSET, _TIMESTAMP = operator.attrgetter("offset"), operator.attrgetter("timestamp")
 
 
 class ChangelogPartition(InputPartition):  # type: ignore[misc]
@@ -65,6 +70,10 @@ def _spec_from(options: Any) -> TableSpec:
     )
 
 
+def _bookkeeping(options: Any) -> bool:
+    return str(options.get("bookkeeping", "true")).lower() != "false"
+
+
 class ChangelogDataSource(DataSource):  # type: ignore[misc]
     """``spark.read.format("agentstream_changelog")``: see the module docstring."""
 
@@ -73,7 +82,7 @@ class ChangelogDataSource(DataSource):  # type: ignore[misc]
         return SOURCE_NAME
 
     def schema(self) -> StructType:
-        return _spec_from(self.options).spark_schema()
+        return _spec_from(self.options).spark_schema(bookkeeping=_bookkeeping(self.options))
 
     def reader(self, schema: StructType) -> ChangelogReader:
         return ChangelogReader(dict(self.options), schema)
@@ -112,15 +121,19 @@ class _PartitionReader:
 
     def __init__(self, reader: ChangelogReader, part: ChangelogPartition) -> None:
         import pyarrow as pa  # type: ignore[import-untyped]
+        import pyarrow.compute as pc  # type: ignore[import-untyped]
         from pyspark.sql.pandas.types import to_arrow_schema
 
         self.reader, self.part = reader, part
-        self.pa = pa
+        self.pa, self.pc = pa, pc
         # Exactly the schema Spark checks returned batches against.
         self.arrow_schema = to_arrow_schema(reader.schema, timezone="UTC")
         self.decode_key = side_decoder(reader.spec.key)
         self.decode_value = side_decoder(reader.spec.value)
+        self.decode_keys = bulk_decoder(reader.spec.key)
+        self.decode_values = bulk_decoder(reader.spec.value)
         self.window_ms = reader.spec.window_size_ms
+        self.bookkeeping = "raw_key" in self.arrow_schema.names
 
     def batches(self) -> Iterator[Any]:
         from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -144,34 +157,39 @@ class _PartitionReader:
             return consumer
 
         try:
-            consumer = loop.run_until_complete(start())
-            try:
-                rows = _Columns()
-                position, last_progress = part.start, time.monotonic()
-                while position < part.end:
-                    fetched = loop.run_until_complete(consumer.getmany(tp, timeout_ms=500, max_records=BATCH_ROWS))
-                    messages = fetched.get(tp, ())
-                    before = position
-                    if messages:
-                        self._add(rows, messages)
-                        position = messages[-1].offset + 1
-                    else:  # nothing returned: control records / aborted data may still move us on
-                        position = max(position, loop.run_until_complete(consumer.position(tp)))
-                    now = time.monotonic()
-                    if position > before:
-                        last_progress = now
-                    elif now - last_progress > self.reader.idle_timeout:
-                        raise ExportError(
-                            f"{tp.topic}[{part.partition}]: no progress for {self.reader.idle_timeout:.0f}s at offset "
-                            f"{position} (reading up to {part.end})"
-                        )
-                    if len(rows) >= BATCH_ROWS or (position >= part.end and len(rows)):
-                        yield self._batch(rows)
-                        rows = _Columns()
-            finally:
-                loop.run_until_complete(consumer.stop())
+            with bulk_gc():  # a record object per changelog record: see bulk_gc
+                yield from self._read(loop, start, tp)
         finally:
             loop.close()
+
+    def _read(self, loop: asyncio.AbstractEventLoop, start: Any, tp: Any) -> Iterator[Any]:
+        part = self.part
+        consumer = loop.run_until_complete(start())
+        try:
+            rows = _Columns()
+            position, last_progress = part.start, time.monotonic()
+            while position < part.end:
+                fetched = loop.run_until_complete(consumer.getmany(tp, timeout_ms=500, max_records=BATCH_ROWS))
+                messages = fetched.get(tp, ())
+                before = position
+                if messages:
+                    self._add(rows, messages)
+                    position = messages[-1].offset + 1
+                else:  # nothing returned: control records / aborted data may still move us on
+                    position = max(position, loop.run_until_complete(consumer.position(tp)))
+                now = time.monotonic()
+                if position > before:
+                    last_progress = now
+                elif now - last_progress > self.reader.idle_timeout:
+                    raise ExportError(
+                        f"{tp.topic}[{part.partition}]: no progress for {self.reader.idle_timeout:.0f}s at offset "
+                        f"{position} (reading up to {part.end})"
+                    )
+                if len(rows) >= BATCH_ROWS or (position >= part.end and len(rows)):
+                    yield self._batch(rows)
+                    rows = _Columns()
+        finally:
+            loop.run_until_complete(consumer.stop())
 
     def _add(self, rows: _Columns, messages: Any) -> None:
         if self.window_ms is None:
@@ -180,31 +198,46 @@ class _PartitionReader:
             self._add_rows(rows, messages)
 
     def _add_bulk(self, rows: _Columns, messages: Any) -> None:
-        """A plain (not windowed) changelog: decode a whole fetched batch column by column
-        (``map`` and comprehensions instead of six appends per row); a record that fails to
-        decode sends the batch through :meth:`_add_rows`, which names it."""
+        """A plain (not windowed) changelog: a whole fetched batch decoded column by column
+        (:func:`~.schema.bulk_decoder`; offsets, timestamps and bookkeeping columns by Arrow), one
+        Arrow chunk per column; a record that fails to decode sends the batch through
+        :meth:`_add_rows`, which names it."""
+        pa, pc = self.pa, self.pc
         end = self.part.end
         if messages and messages[-1].offset >= end:
             messages = [m for m in messages if m.offset < end]  # written after the read started
-        if any(m.key is None for m in messages):
+        raw_keys = list(map(_KEY, messages))
+        if None in raw_keys:
             messages = [m for m in messages if m.key is not None]  # a table never writes keyless records
-        raw_keys = [m.key for m in messages]
-        raw_values = [m.value for m in messages]
-        decode_value = self.decode_value
+            raw_keys = list(map(_KEY, messages))
+        if not messages:
+            return
+        raw_values = list(map(_VALUE, messages))
         try:
-            keys = list(map(self.decode_key, raw_keys))
-            values = [None if v is None else decode_value(v) for v in raw_values]
+            keys = self.decode_keys(raw_keys)
+            if None in raw_values:  # tombstones: decoded around
+                decode_value = self.decode_value
+                values = [None if v is None else decode_value(v) for v in raw_values]
+            else:
+                values = self.decode_values(raw_values)
         except Exception:
             self._add_rows(rows, messages)  # raises ExportError naming the record
             return
-        rows.key.extend(keys)
-        rows.value.extend(values)
-        rows.offset.extend([m.offset for m in messages])
-        rows.timestamp.extend([None if (t := m.timestamp) is None or t < 0 else t * 1000 for m in messages])
-        rows.raw_key.extend(raw_keys)
-        rows.tombstone.extend([v is None for v in raw_values])
+        stamps = pa.array(list(map(_TIMESTAMP, messages)), pa.int64())
+        stamps = pc.multiply_checked(pc.if_else(pc.less(stamps, 0), pa.scalar(None, pa.int64()), stamps), 1000)
+        chunk: dict[str, Any] = {
+            "key": keys,
+            "value": values,
+            "offset": pa.array(list(map(_OFFSET, messages)), pa.int64()),
+            "timestamp": stamps,
+        }
+        if self.bookkeeping:
+            chunk["raw_key"] = pa.array(raw_keys, pa.binary())
+            chunk["tombstone"] = pa.array(raw_values, pa.binary()).is_null()
+        rows.add(chunk, len(messages))
 
     def _add_rows(self, rows: _Columns, messages: Any) -> None:
+        out = rows.open_rows()
         end, p = self.part.end, self.part.partition
         decode_key, decode_value, window_ms = self.decode_key, self.decode_value, self.window_ms
         for m in messages:
@@ -220,42 +253,44 @@ class _PartitionReader:
                     if split is None:
                         continue  # the windowed table's stream-time entry: bookkeeping, not data
                     kb, start_ms = split
-                    rows.window_start.append(start_ms * 1000)
-                    rows.window_end.append((start_ms + window_ms) * 1000)
+                    out.window_start.append(start_ms * 1000)
+                    out.window_end.append((start_ms + window_ms) * 1000)
                 else:
                     kb = raw
-                rows.key.append(decode_key(kb))
+                out.key.append(decode_key(kb))
                 v = m.value
-                rows.value.append(None if v is None else decode_value(v))
+                out.value.append(None if v is None else decode_value(v))
             except Exception as exc:
                 raise ExportError(
                     f"{self.reader.topic}[{p}] offset {offset}: cannot decode the record (key {raw[:60]!r}): {exc!r}"
                 ) from exc
-            rows.offset.append(offset)
-            rows.timestamp.append(m.timestamp * 1000 if m.timestamp is not None and m.timestamp >= 0 else None)
-            rows.raw_key.append(raw)
-            rows.tombstone.append(m.value is None)
+            out.offset.append(offset)
+            out.timestamp.append(m.timestamp * 1000 if m.timestamp is not None and m.timestamp >= 0 else None)
+            out.raw_key.append(raw)
+            out.tombstone.append(m.value is None)
 
     def _batch(self, rows: _Columns) -> Any:
         pa, schema = self.pa, self.arrow_schema
-        n = len(rows)
-        columns: dict[str, Any] = {
-            "key": rows.key,
-            "value": rows.value,
-            "offset": rows.offset,
-            "timestamp": rows.timestamp,
-            "raw_key": rows.raw_key,
-            "tombstone": rows.tombstone,
-            "partition": [self.part.partition] * n,
-            "window_start": rows.window_start,
-            "window_end": rows.window_end,
-        }
-        arrays = [pa.array(columns[f.name], type=f.type) for f in schema]
+        partition = pa.scalar(self.part.partition, pa.int32())
+        arrays = []
+        for f in schema:
+            parts = []
+            for chunk, n in rows.chunks():
+                if f.name == "partition":
+                    parts.append(pa.repeat(partition, n))
+                    continue
+                col = chunk[f.name]
+                if not isinstance(col, pa.Array):
+                    col = pa.array(col, type=f.type)
+                elif col.type != f.type:
+                    col = col.cast(f.type)
+                parts.append(col)
+            arrays.append(parts[0] if len(parts) == 1 else pa.concat_arrays(parts))
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-class _Columns:
-    """Column lists of the rows of one Arrow batch being built."""
+class _Rows:
+    """Column lists of rows added one at a time (windowed changelogs, a batch with a bad record)."""
 
     __slots__ = ("key", "value", "offset", "timestamp", "raw_key", "tombstone", "window_start", "window_end")
 
@@ -271,3 +306,40 @@ class _Columns:
 
     def __len__(self) -> int:
         return len(self.offset)
+
+    def columns(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+class _Columns:
+    """The rows of one Arrow batch being built: chunks of columns (Arrow arrays or lists), one per
+    fetched batch decoded in bulk, and rows added one at a time in between."""
+
+    def __init__(self) -> None:
+        self._chunks: list[tuple[dict[str, Any], int]] = []
+        self._rows: _Rows | None = None
+        self._n = 0
+
+    def add(self, chunk: dict[str, Any], n: int) -> None:
+        self._seal()
+        self._chunks.append((chunk, n))
+        self._n += n
+
+    def open_rows(self) -> _Rows:
+        """Where rows added one at a time go (kept in order with the chunks around them)."""
+        if self._rows is None:
+            self._rows = _Rows()
+        return self._rows
+
+    def _seal(self) -> None:
+        if self._rows is not None and len(self._rows):
+            self._chunks.append((self._rows.columns(), len(self._rows)))
+            self._n += len(self._rows)
+        self._rows = None
+
+    def chunks(self) -> list[tuple[dict[str, Any], int]]:
+        self._seal()
+        return self._chunks
+
+    def __len__(self) -> int:
+        return self._n + (len(self._rows) if self._rows is not None else 0)

@@ -138,6 +138,7 @@ def changelog_frame(
         .option("topic", spec.topic)
         .option("spec", spec.dumps())
         .option("ranges", orjson.dumps([[r.partition, r.start, r.end] for r in planned]).decode())
+        .option("bookkeeping", "true" if latest else "false")  # raw_key/tombstone: for the latest values only
         .load()
     )
     columns = [c for c in df.columns if c not in ("raw_key", "tombstone")]

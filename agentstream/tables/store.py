@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -55,6 +55,10 @@ class Store(Protocol):
 
     def write_batch(self, items: Iterable[tuple[bytes, bytes | None]]) -> None:
         """Apply puts (and deletes, value None) all-or-nothing, in order."""
+
+    def write_many(self, keys: Sequence[bytes], values: Sequence[bytes | None]) -> None:
+        """:meth:`write_batch` of ``zip(keys, values)`` given as two columns: bulk writers (restore)
+        hand over a fetched batch without building a pair per record."""
 
     def items(self, lo: bytes | None = None, hi: bytes | None = None) -> Iterator[tuple[bytes, bytes]]: ...
 
@@ -103,6 +107,14 @@ class MemoryStore:
                 data.pop(key, None)
             else:
                 data[key] = value
+
+    def write_many(self, keys: Sequence[bytes], values: Sequence[bytes | None]) -> None:
+        if len(keys) != len(values):
+            raise ValueError(f"write_many: {len(keys)} keys but {len(values)} values")
+        if None in values:
+            self.write_batch(zip(keys, values))
+        else:
+            self._data.update(zip(keys, values))  # type: ignore[arg-type]  # no None among the values
 
     def items(self, lo: bytes | None = None, hi: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
         # Sorting copies, which is also what makes the scan a snapshot.

@@ -72,3 +72,67 @@ def test_merge_rows_keeps_other_cases_of_the_same_size(tmp_path: Path) -> None:
     merged = _merge_rows(out, [{"case": "latency", "v": 2}, {"case": "passthrough", "v": 2}], quick=False)
     assert merged == [{"case": "passthrough", "v": 2}, {"case": "latency", "v": 2}, {"case": "scale-wordcount", "v": 1}]
     assert _merge_rows(out, [{"case": "latency"}], quick=True) == [{"case": "latency"}]
+
+
+def test_scale_cores_split_the_machine_into_its_users() -> None:
+    from bench.scale_case import cores_used, median_pair
+
+    cores = cores_used(workers=1.2, broker=0.3, orchestrator=0.1, busy=1.9)
+    assert cores == {"workers": 1.2, "broker": 0.3, "orchestrator": 0.1, "other": 0.3, "idle": 0.1}
+    assert cores_used(1.0, None, 0.1, 1.5)["broker"] is None  # not sampled: nothing made up
+    pairs = [(1.5, {"r": 1}, {"r": 2}), (1.1, {"r": 3}, {"r": 4}), (1.9, {"r": 5}, {"r": 6})]
+    assert median_pair(pairs)[0] == 1.5
+
+
+class _Builder:
+    def __init__(self, room: int) -> None:
+        self.records: list[bytes] = []
+        self.room = room
+
+    def append(self, key: bytes, value: bytes, timestamp: None) -> object | None:
+        if len(self.records) >= self.room:
+            return None
+        self.records.append(key)
+        return object()
+
+    def record_count(self) -> int:
+        return len(self.records)
+
+
+class _Producer:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, int, list[bytes]]] = []
+
+    def create_batch(self) -> _Builder:
+        return _Builder(room=2)
+
+    async def send_batch(self, batch: _Builder, topic: str, partition: int) -> Any:
+        import asyncio
+
+        self.sent.append((topic, partition, batch.records))
+        fut = asyncio.get_running_loop().create_future()
+        fut.set_result(None)
+        return fut
+
+
+async def test_batch_sender_ships_full_and_lingered_batches_and_flushes_the_rest() -> None:
+    import asyncio
+
+    from bench.raw_loop import BatchSender
+
+    producer = _Producer()
+    sender = BatchSender(producer, {"t": 1}, linger=0.05)  # type: ignore[arg-type]
+    assert sender.due_in() is None
+    for key in (b"a", b"b", b"c"):
+        await sender.send("t", key, b"v")
+    assert producer.sent == [("t", 0, [b"a", b"b"])]  # full: shipped at once
+    due = sender.due_in()
+    assert due is not None and 0 < due <= 0.05
+    await sender.ship()
+    assert len(producer.sent) == 1  # "c" has not lingered yet
+    await asyncio.sleep(0.06)
+    await sender.ship()
+    assert producer.sent[-1] == ("t", 0, [b"c"]) and sender.due_in() is None
+    await sender.send("t", b"d", b"v")
+    await sender.flush()  # a commit sends everything, lingered or not
+    assert producer.sent[-1] == ("t", 0, [b"d"])

@@ -267,3 +267,76 @@ def test_cli_export_unknown_table_fails_before_spark(capsys: pytest.CaptureFixtu
     assert main(["export", "nope", "--out", os.devnull], app=app) == 2
     err = capsys.readouterr().err
     assert "no table 'nope'" in err and "counts" in err
+
+
+def _rows_both_ways(spec: Any, msgs: list[Any], start: int = 0, end: int = 100) -> tuple[list[Any], list[Any]]:
+    """The rows of ``msgs`` decoded in bulk (``_add``) and record by record (``_add_rows``)."""
+    part, columns = _reader(spec, start, end)
+    bulk, single = columns(), columns()
+    part._add(bulk, msgs)
+    part._add_rows(single, msgs)
+    return part._batch(bulk).to_pylist(), part._batch(single).to_pylist()
+
+
+def test_bulk_decode_gives_the_rows_the_per_record_path_gives() -> None:
+    app = _app()
+    counts = app.Table("counts", default=int, key_serializer="json")  # untyped JSON keys: their text
+    msgs = [
+        _Msg(0, b'"plain"', b"1"),
+        _Msg(1, b'"caf\\u00e9"', b"2"),
+        _Msg(2, b"42", b"3"),  # escaped, non-string
+        _Msg(3, b'"\xff bad utf8"', b"4"),
+        _Msg(4, b'""', b"5", timestamp=-1),
+        _Msg(5, None, b"6"),  # keyless
+        _Msg(6, b'"a"', b"7.5"),
+        _Msg(7, b'"b"', b"true"),
+        _Msg(8, b'"c"', None),  # float, bool, tombstone
+        _Msg(99, b'"late"', b"9"),
+        _Msg(100, b'"past end"', b"9"),
+    ]
+    bulk, single = _rows_both_ways(table_spec(counts), msgs)
+    assert bulk == single
+    assert [r["key"] for r in bulk] == ["plain", "café", "42", "\ufffd bad utf8", "", "a", "b", "c", "late"]
+    assert [r["value"] for r in bulk] == [1, 2, 3, 4, 5, 7, 1, None, 9]
+    assert bulk[4]["timestamp"] is None and bulk[7]["tombstone"] is True
+    # every key a plain JSON string, no tombstone: the Arrow path for keys, the exact-type shortcut for values
+    plain = [_Msg(i, b'"k%d"' % i, b"%d" % i) for i in range(5)]
+    bulk, single = _rows_both_ways(table_spec(counts), plain)
+    assert bulk == single and [r["key"] for r in bulk] == ["k0", "k1", "k2", "k3", "k4"]
+    quoted = [_Msg(0, b'"a"', b"1"), _Msg(1, b'"caf\\u00e9"', b"2"), _Msg(2, b'"x\\"y"', b"3")]  # escapes
+    for one in quoted[1:]:
+        bulk, single = _rows_both_ways(table_spec(counts), [quoted[0], one])
+        assert bulk == single and bulk[1]["key"] in ("café", 'x"y')
+    # Faust's raw keys (the default): UTF-8 text, bad bytes replaced; str keys: bad bytes are an error
+    raw_keys = app.Table("raw_keys", default=int)
+    bulk, single = _rows_both_ways(table_spec(raw_keys), [_Msg(0, b"a", b"1"), _Msg(1, b"\xffb", b"2")])
+    assert bulk == single and [r["key"] for r in bulk] == ["a", "\ufffdb"]
+    from agentstream.exporter import ExportError
+
+    part, columns = _reader(table_spec(app.Table("str_keys", default=int, key_type=str)), 0, 10)
+    with pytest.raises(ExportError, match=r"offset 1"):
+        part._add(columns(), [_Msg(0, b"a", b"1"), _Msg(1, b"\xffb", b"2")])
+
+
+def test_bulk_decode_of_a_bad_value_names_the_record() -> None:
+    from agentstream.exporter import ExportError
+
+    counts = _app().Table("counts", default=int)
+    part, columns = _reader(table_spec(counts), 0, 10)
+    with pytest.raises(ExportError, match=r"exp-counts-changelog\[2\] offset 6"):
+        part._add(columns(), [_Msg(5, b'"a"', b"1"), _Msg(6, b'"b"', b"{oops")])
+
+
+def test_without_bookkeeping_the_source_yields_only_the_exported_columns() -> None:
+    pytest.importorskip("pyspark")
+    from agentstream.exporter.source import ChangelogPartition, ChangelogReader, _Columns, _PartitionReader
+
+    spec = table_spec(_app().Table("counts", default=int))
+    schema = spec.spark_schema(bookkeeping=False)
+    reader = ChangelogReader({"bootstrap.servers": "127.0.0.1:1", "spec": spec.dumps(), "bookkeeping": "false"}, schema)
+    part = _PartitionReader(reader, ChangelogPartition(1, 0, 10))
+    rows = _Columns()
+    part._add(rows, [_Msg(0, b"a", b"1"), _Msg(1, b"a", None)])
+    batch = part._batch(rows)
+    assert batch.schema.names == ["key", "value", "partition", "offset", "timestamp"]
+    assert [(r["key"], r["value"], r["partition"]) for r in batch.to_pylist()] == [("a", 1, 1), ("a", None, 1)]

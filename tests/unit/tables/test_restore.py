@@ -183,3 +183,96 @@ async def test_standby_and_global_following_skip_unusable_changelog_records() ->
         assert everything.as_dict() == {"a": 1, "c": 3}
         assert restore.SKIPPED[changelog] - before == 2
         assert h.worker.crashed is None
+
+
+# -- the bulk path: a fetched batch checked and written as columns ---------------------------------
+
+
+class _Msg:
+    """A changelog record as a consumer returns it (only what restore reads)."""
+
+    def __init__(self, offset: int, key: Any, value: bytes | None) -> None:
+        self.topic, self.partition, self.offset, self.key, self.value = TOPIC, 0, offset, key, value
+
+
+def test_a_clean_batch_goes_through_whole_tombstones_included(tmp_path: Path) -> None:
+    msgs = [_Msg(0, b"a", b"1"), _Msg(1, b"b", None), _Msg(2, b"c", b'{"x": [1, 2]}')]
+    before = restore.SKIPPED[TOPIC]
+    assert restore.changelog_columns(partition(tmp_path), msgs) == ([b"a", b"b", b"c"], [b"1", None, b'{"x": [1, 2]}'])
+    assert restore.SKIPPED[TOPIC] == before
+
+
+class _Point(agentstream.Record):
+    x: int
+
+
+def test_a_bad_record_anywhere_in_a_batch_is_skipped_alone(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The bulk check must not let a bad value through because its neighbours are good, nor drop
+    the good ones: the bad batch goes record by record."""
+    tagged = orjson.loads(_Point(x=1).dumps())
+    good_tag = orjson.dumps(tagged)
+    del tagged["x"]
+    bad_tag = orjson.dumps(tagged)  # valid JSON, but the tagged record cannot be built
+    msgs = [
+        _Msg(0, b"a", b"1"),
+        _Msg(1, b"b", b"1,2"),
+        _Msg(2, b"c", bad_tag),
+        _Msg(3, bytearray(b"d"), b"4"),
+        _Msg(4, None, b"5"),
+        _Msg(5, b"e", None),
+        _Msg(6, b"f", good_tag),
+    ]
+    before = restore.SKIPPED[TOPIC]
+    with caplog.at_level(logging.WARNING, logger="agentstream.tables"):
+        keys, values = restore.changelog_columns(partition(tmp_path), msgs)
+    assert keys == [b"a", b"e", b"f"] and values == [b"1", None, good_tag]
+    assert restore.SKIPPED[TOPIC] - before == 4
+    for offset in (1, 2, 3, 4):
+        assert f"{TOPIC}[0]@{offset}" in caplog.text
+    # a tagged record that cannot be built fails the batch on its own (orjson alone accepts it)
+    before = restore.SKIPPED[TOPIC]
+    keys, values = restore.changelog_columns(partition(tmp_path), [_Msg(0, b"a", b"1"), _Msg(1, b"c", bad_tag)])
+    assert keys == [b"a"] and restore.SKIPPED[TOPIC] - before == 1
+
+
+@pytest.mark.parametrize("url", ["memory://", "rocksdb://"])
+def test_write_many_applies_columns_in_order_with_deletes(url: str, tmp_path: Path) -> None:
+    store = store_for(url, tmp_path / "s")
+    try:
+        store.put(b"gone", b"x")
+        store.write_many([b"a", b"b"], [b"1", b"2"])  # the no-delete fast path
+        store.write_many([b"a", b"gone", b"b", b"b"], [b"3", None, None, b"4"])
+        assert list(store.items()) == [(b"a", b"3"), (b"b", b"4")]
+        with pytest.raises(ValueError):
+            store.write_many([b"a"], [])
+    finally:
+        store.close()
+
+
+def test_bulk_gc_holds_only_while_restores_run_nested_or_failing() -> None:
+    import gc
+
+    threshold = gc.get_threshold()
+    assert gc.get_freeze_count() == 0
+    with restore.bulk_gc():
+        frozen = gc.get_freeze_count()
+        assert frozen > 0 and gc.get_threshold()[0] == restore.BULK_GEN0_THRESHOLD
+        with restore.bulk_gc():  # an overlapping restore
+            pass
+        assert gc.get_freeze_count() >= frozen  # the first one still runs: still frozen
+        assert gc.get_threshold()[0] == restore.BULK_GEN0_THRESHOLD
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == threshold
+    with pytest.raises(RuntimeError):
+        with restore.bulk_gc():
+            raise RuntimeError("restore failed")
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == threshold
+
+
+async def test_a_failed_restore_leaves_the_heap_unfrozen(transport: MemoryTransport, tmp_path: Path) -> None:
+    import gc
+
+    await fill(transport, [(b"k", b"1")])
+    c = SlowConsumer(await consumer(transport), empty=10**6)  # never answers: times out
+    with pytest.raises(RestoreTimeout):
+        await Restorer(c, "test", timeout=0.3).run({TP0: partition(tmp_path)})  # type: ignore[arg-type]
+    assert gc.get_freeze_count() == 0 and gc.get_threshold()[0] != restore.BULK_GEN0_THRESHOLD
