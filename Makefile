@@ -7,7 +7,7 @@ DEMO_STAMP := $(VENV)/.demo-installed
 CHROMIUM := $(VENV)/.chromium
 FAUST_VENV := $(VENV)/faust-takeover/bin/python
 
-.PHONY: faust-venv install demo test docs docs-serve unit integration typecheck bench bench-quick soak clean
+.PHONY: faust-venv install demo test lint format docs docs-serve unit integration typecheck bench bench-quick soak clean
 
 # The full install: everything `make test` runs (test, dev broker, Spark with Java 17, docs).
 $(STAMP): setup.py Makefile
@@ -44,6 +44,8 @@ demo: $(DEMO_STAMP)
 	@$(PY) scripts/demo.py $(DEMO_ARGS)
 
 test: $(STAMP) $(CHROMIUM) $(FAUST_VENV)
+	$(VENV)/bin/ruff check .  # lint (pyproject.toml [tool.ruff])
+	$(VENV)/bin/ruff format --check .
 	$(PY) -m mypy agentstream
 	$(VENV)/bin/lint-imports  # the layers contract in pyproject.toml
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet --site-dir build/site
@@ -61,6 +63,13 @@ unit: $(STAMP)
 
 integration: $(STAMP) $(CHROMIUM) $(FAUST_VENV)
 	$(PY) -m pytest -q tests/integration
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+# Fix what ruff can and format the tree.
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix . && $(VENV)/bin/ruff format .
 
 typecheck: $(STAMP)
 	$(PY) -m mypy agentstream
