@@ -171,7 +171,7 @@ class App:
     # -- declarations --------------------------------------------------------------------------
     def topic(self, name: str = "", *more: str, **options: Unpack[TopicDeclaration]) -> Topic:
         """Declare a topic (created with ``partitions`` or ``topic_partitions`` when missing); its
-        options are :class:`~agentstream.topics.TopicOptions`.
+        options are :class:`~agentstream.types.TopicOptions`.
 
         Faust's other arguments (``compacting``, ``retention``, ``schema``, ``replicas``...) are
         translated or accepted and logged once by :func:`agentstream.faust_args.topic_options`.

@@ -37,6 +37,14 @@ class Topic:
     _value_codec_enc: dict[type, Callable[[Any], bytes]]
 
     def __init__(self, app: App, name: str, **options: Unpack[TopicOptions]) -> None:
+        from .types import TopicOptions as declared  # the runtime class (imported for typing only above)
+
+        unknown = options.keys() - (declared.__optional_keys__ | declared.__required_keys__)
+        if unknown:  # a misspelt option (valu_type=) must not be silently dropped
+            raise TypeError(
+                f"Topic() got unexpected keyword argument(s) {', '.join(map(repr, sorted(unknown)))}; "
+                f"the options are {', '.join(sorted(declared.__optional_keys__))}"
+            )
         key_type, key_serializer = options.get("key_type"), options.get("key_serializer")
         value_type, value_serializer = options.get("value_type"), options.get("value_serializer")
         internal = options.get("internal", False)

@@ -17,7 +17,6 @@ from typing import Any, NoReturn
 from agentstream.background import service_runner
 from agentstream.cli import main
 from agentstream.faust_args import ignored
-from agentstream.web.runner import serve
 from agentstream.worker.worker import Worker as _RuntimeWorker
 
 __all__ = ["Worker"]
@@ -59,6 +58,8 @@ class Worker(_RuntimeWorker):
 
     async def run(self) -> int:
         """Run with the web server the settings ask for beside it (as the CLI does), until stopped."""
+        from agentstream.web.runner import serve  # here: ``import agentstream`` must not load aiohttp
+
         serve(self)
         return await super().run()
 

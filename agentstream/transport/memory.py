@@ -430,9 +430,14 @@ class MemoryProducer:
         self._stopped = True
         self._failure = None
 
+    _SEND_OPTIONS: ClassVar[frozenset[str]] = SendOptions.__optional_keys__ | SendOptions.__required_keys__
+
     async def send(
         self, topic: str, key: bytes | None, value: bytes | None, **options: Unpack[SendOptions]
     ) -> asyncio.Future[RecordMetadata]:
+        if options and not self._SEND_OPTIONS.issuperset(options):  # as the Kafka producer's keywords
+            unknown = sorted(options.keys() - self._SEND_OPTIONS)
+            raise TypeError(f"send() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}")
         partition = options.get("partition")
         if not self._started or self._stopped:
             raise TransportError("memory producer is not running: call start() before send() and not after stop()")

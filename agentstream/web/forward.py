@@ -3,10 +3,13 @@ table endpoints and ``@app.table_route`` pages.
 
 The owner's address comes from another member's group metadata, so it is checked to be exactly a
 ``host:port`` first (anything else could make this worker fetch an arbitrary URL for a client).
-The forwarded request carries :data:`FORWARDED_HEADER` (the owner never forwards it again: during
-a rebalance two workers could otherwise bounce it between them) and the app's web token; the
-answer is passed back with ``X-Agentstream-Served-By``. An unreachable owner is a 503 with
-``Retry-After``, never a hang: the call is bounded by ``web_forward_timeout``.
+The forwarded request carries the client's end-to-end headers (not the hop-by-hop ones),
+:data:`FORWARDED_HEADER` (the owner never forwards it again: during a rebalance two workers could
+otherwise bounce it between them; the older ``X-Agentstream-Routed-By`` counts too, so a rolling
+upgrade cannot bounce a request) and, when one is set, the app's web token in place of the
+client's Authorization; the answer (read to its end, at most 4 MiB) is passed back with
+``X-Agentstream-Served-By``. An unreachable owner is a 503 with ``Retry-After``, never a hang: the
+call is bounded by ``web_forward_timeout``.
 """
 
 from __future__ import annotations
@@ -19,19 +22,37 @@ from typing import Any, Protocol
 import aiohttp
 import orjson
 from aiohttp import web
+from multidict import CIMultiDict
 from yarl import URL
 
 from .responses import error_response
 
 log = logging.getLogger("agentstream.web")
 
-__all__ = ["Forwarder", "FORWARDED_HEADER", "SERVED_BY_HEADER", "RETRY_AFTER", "valid_owner"]
+__all__ = ["Forwarder", "FORWARDED_HEADER", "SERVED_BY_HEADER", "RETRY_AFTER", "forwarded_by", "valid_owner"]
 
 FORWARDED_HEADER = "X-Agentstream-Forwarded-By"
+_OLD_FORWARDED_HEADER = "X-Agentstream-Routed-By"  # what workers before 0.1 sent: still "already forwarded"
 SERVED_BY_HEADER = "X-Agentstream-Served-By"
 RETRY_AFTER = {"Retry-After": "1"}
 MAX_FORWARDED_BYTES = 4 * 1024 * 1024
-_PASSED_HEADERS = ("Accept", "Content-Type", "Accept-Language", "If-None-Match")  # what a page may care about
+# RFC 9110 7.6.1: hop-by-hop headers are for one connection, not for the owner; Host and
+# Content-Length are the forwarded request's own.
+_HOP_BY_HOP = frozenset(
+    (
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    )
+)
 _HOST_LABELS = re.compile(
     r"^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*$"
 )
@@ -51,6 +72,35 @@ def valid_owner(address: object) -> str | None:
         except ValueError:
             return None
     return address if _HOST_LABELS.match(host) else None
+
+
+def forwarded_by(request: web.Request) -> str | None:
+    """The worker that forwarded ``request`` here (None when a client sent it): such a request is
+    answered here, never forwarded again."""
+    return request.headers.get(FORWARDED_HEADER) or request.headers.get(_OLD_FORWARDED_HEADER)
+
+
+def _end_to_end(request: web.Request) -> CIMultiDict[str]:
+    """The client's headers minus the hop-by-hop ones (also those its Connection header names)."""
+    named = {h.strip().lower() for v in request.headers.getall("Connection", ()) for h in v.split(",")}
+    drop = _HOP_BY_HOP | named
+    headers: CIMultiDict[str] = CIMultiDict()
+    for name, value in request.headers.items():
+        if name.lower() not in drop and not name.lower().startswith("proxy-"):
+            headers.add(name, value)
+    return headers
+
+
+async def _read_capped(resp: aiohttp.ClientResponse) -> bytes:
+    """The answer's whole body, or its first ``MAX_FORWARDED_BYTES + 1`` bytes when it is longer
+    (``content.read(n)`` returns only what has arrived so far)."""
+    data = bytearray()
+    while len(data) <= MAX_FORWARDED_BYTES:
+        chunk = await resp.content.read(MAX_FORWARDED_BYTES + 1 - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return bytes(data)
 
 
 class _Sender(Protocol):
@@ -83,10 +133,11 @@ class Forwarder:
         what: str,
         *,
         url: URL | None = None,
+        method: str | None = None,
         json_only: bool = False,
         **details: Any,
     ) -> web.Response:
-        """``request`` (same method, body and, unless given, path and query) sent to ``owner``.
+        """``request`` (same body and, unless given, method, path and query) sent to ``owner``.
 
         ``what`` names the partition(s) in errors; ``json_only``: only a JSON answer of at most
         4 MiB is passed on (the table endpoints), else any answer (an app page); ``details`` go
@@ -95,8 +146,11 @@ class Forwarder:
         server = self.server
         target = url if url is not None else request.rel_url
         if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=server.forward_timeout))
-        headers = {h: request.headers[h] for h in _PASSED_HEADERS if h in request.headers}
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=server.forward_timeout),
+                cookie_jar=aiohttp.DummyCookieJar(),  # shared by all clients: never keep one's cookies
+            )
+        headers = _end_to_end(request)
         headers[FORWARDED_HEADER] = server.address
         if json_only:
             headers["Accept"] = "application/json"
@@ -105,13 +159,13 @@ class Forwarder:
         body = await request.read() if request.can_read_body else b""
         try:
             async with self._session.request(
-                request.method,
+                method or request.method,
                 f"{server.scheme}://{owner}{target.raw_path_qs}",
                 data=body or None,
                 headers=headers,
                 allow_redirects=False,
             ) as resp:
-                data = await resp.content.read(MAX_FORWARDED_BYTES + 1)
+                data = await _read_capped(resp)
                 status, content_type = resp.status, resp.content_type
                 raw_type = resp.headers.get("Content-Type", "application/octet-stream")
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
@@ -141,9 +195,9 @@ class Forwarder:
             return error_response(
                 502,
                 f"the owner of {what} ({owner}) answered {problem}",
-                "only JSON answers of workers are passed on"
+                f"only JSON answers of workers of at most {MAX_FORWARDED_BYTES} bytes (4 MiB) are passed on"
                 if json_only
-                else "answers of routed pages are limited to 4 MiB",
+                else f"answers of routed pages are limited to {MAX_FORWARDED_BYTES} bytes (4 MiB)",
                 owner=owner,
                 **details,
             )

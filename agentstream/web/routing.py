@@ -16,7 +16,7 @@ from ..routes import TableRoute
 from ..tables.query import encode_key, key_partition
 from ..tables.table import Table
 from ..transport.partitioner import default_partition
-from .forward import FORWARDED_HEADER, RETRY_AFTER, valid_owner
+from .forward import RETRY_AFTER, forwarded_by, valid_owner
 from .responses import error_response
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ async def routed(server: Web, route: TableRoute, request: web.Request, handle: C
             400, f"key {key!r} cannot be encoded for {name!r}: {exc}", "pass a key the table's key type accepts"
         )
     assignment = server.assignment()
-    if getattr(route.source, "is_global", False) or p in assignment.active or request.headers.get(FORWARDED_HEADER):
+    if getattr(route.source, "is_global", False) or p in assignment.active or forwarded_by(request):
         return await handle()
     owner = valid_owner(assignment.owners.get(p))
     if owner is None or owner == server.address:

@@ -21,10 +21,15 @@ __all__ = ["serve", "run_worker"]
 
 def serve(worker: Worker) -> Web | None:
     """Attach the web server the worker's settings ask for (None with ``web_enabled=False``);
-    call before the worker starts. A port that cannot be bound fails the start, naming ``web_port``."""
+    call before the worker starts. A port that cannot be bound fails the start, naming ``web_port``.
+    Idempotent: a worker that has a web server attached keeps it (``run_worker(faust.Worker(app))``
+    would otherwise bind ``web_port`` twice)."""
     s = worker.settings
     if not s.web_enabled:
         return None
+    for server in worker.servers:
+        if isinstance(server, Web):
+            return server
     web = Web(worker.app, worker, host=s.web_host, port=worker.web_port)
     worker.serve(web)
     return web

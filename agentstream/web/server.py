@@ -287,7 +287,7 @@ class Web:
 
     async def readyz(self, request: web.Request) -> web.Response:
         """Ready: partitions assigned, every active table partition restored, not crashed."""
-        st = await self.worker.status(lag=False)
+        st = await self.worker.status(lag=False, keys=False)
         problems: list[str] = []
         if st.crashed is not None:
             problems.append("the worker crashed")
@@ -302,7 +302,7 @@ class Web:
         )
 
     async def metadata(self, request: web.Request) -> web.Response:
-        st = await self.worker.status(lag=False)
+        st = await self.worker.status(lag=False, keys=False)
         a = st.assignment
         workers: dict[str, list[int]] = {}
         for p, owner in a.owners:

@@ -185,7 +185,8 @@ class Stats:
         for table in st.tables:
             for part in table.parts:
                 role = "active" if part.active or table.is_global else "standby"
-                m.sample("agentstream_table_keys", part.keys, table=table.name, partition=part.partition, role=role)
+                if part.keys is not None:
+                    m.sample("agentstream_table_keys", part.keys, table=table.name, partition=part.partition, role=role)
                 m.sample(
                     "agentstream_table_partition_ready",
                     int(part.ready),

@@ -21,7 +21,7 @@ from aiohttp import web
 from ..exceptions import StoreError
 from ..tables import query
 from ..transport.partitioner import default_partition
-from .forward import FORWARDED_HEADER, RETRY_AFTER, valid_owner
+from .forward import RETRY_AFTER, forwarded_by, valid_owner
 from .responses import error_response, json_response
 
 if TYPE_CHECKING:
@@ -269,7 +269,7 @@ class TableViews:
         at their owners, in candidate order."""
         assignment = self.server.assignment()
         me = self.server.address
-        forwarded_by = request.headers.get(FORWARDED_HEADER)
+        sender = forwarded_by(request)
         redirect = self.server.redirect or request.query.get("redirect", "").lower() in ("1", "true", "yes")
         unavailable: web.Response | None = None
         local = [p for p in candidates if table.is_global or p in assignment.active]
@@ -292,12 +292,12 @@ class TableViews:
                     table.name,
                     p,
                 )
-            if forwarded_by or not owner or owner == me:
+            if sender or not owner or owner == me:
                 remaining.pop(0)
-                if forwarded_by:  # the sender thinks we own it: ownership is moving. Never forward twice.
+                if sender:  # the sender thinks we own it: ownership is moving. Never forward twice.
                     error = (
                         f"partition {p} of table {table.name!r} is not on this worker (forwarded by "
-                        f"{forwarded_by}); the group is rebalancing"
+                        f"{sender}); the group is rebalancing"
                     )
                 else:
                     error = (
@@ -405,6 +405,7 @@ class TableViews:
             owner,
             f"table {table.name!r} partitions {partitions}",
             url=url,
+            method="GET",  # a HEAD answer has no body to check; the server drops the body for HEAD
             json_only=True,
             partitions=partitions,
         )

@@ -71,7 +71,7 @@ class TablePartitionStatus:
     active: bool  # the active copy (restoring or restored), else a standby
     ready: bool  # restored and serving
     changelog_offset: int | None
-    keys: int  # unflushed writes included; RocksDB: the last exact count, else an estimate
+    keys: int | None  # unflushed writes included; RocksDB: the last exact count, else an estimate; None: not counted
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class TableStatus:
 
     @property
     def local_keys(self) -> int:
-        return sum(p.keys for p in self.serving)
+        return sum(p.keys or 0 for p in self.serving)
 
 
 @dataclass(frozen=True)
@@ -135,11 +135,13 @@ class WorkerStatus:
         return self.crashed is None and self.running and not self.restore.not_ready
 
 
-async def snapshot(worker: Worker, *, now: float, lag: bool = True) -> WorkerStatus:
+async def snapshot(worker: Worker, *, now: float, lag: bool = True, keys: bool = True) -> WorkerStatus:
     """The worker's status at this moment (``now``: ``time.monotonic()``); ``lag=False`` leaves
-    :attr:`WorkerStatus.partitions` empty (it may wait briefly for fetch positions)."""
+    :attr:`WorkerStatus.partitions` empty (it may wait briefly for fetch positions); ``keys=False``
+    leaves each table partition's key count None (counting merges the unflushed writes of every
+    partition: too dear for probes and metadata)."""
     a = worker.assignor.assignment
-    tables = _tables(worker)
+    tables = _tables(worker, keys)
     return WorkerStatus(
         app=worker.app.id,
         state=worker.state.value,
@@ -194,11 +196,13 @@ async def _partitions(worker: Worker) -> tuple[PartitionStatus, ...]:
     return tuple(out)
 
 
-def _tables(worker: Worker) -> tuple[TableStatus, ...]:
+def _tables(worker: Worker, keys: bool) -> tuple[TableStatus, ...]:
     out = []
     for name, table in sorted(worker.app.tables.items()):
         parts = tuple(
-            TablePartitionStatus(p, part.state.value, part.active, part.ready, part.changelog_offset, key_count(part))
+            TablePartitionStatus(
+                p, part.state.value, part.active, part.ready, part.changelog_offset, key_count(part) if keys else None
+            )
             for p, part in sorted(table.parts.items())
         )
         out.append(TableStatus(name, table.partitions, table.changelog_topic.name, bool(table.is_global), parts))

@@ -162,10 +162,10 @@ class Worker:
             totals[name] = totals.get(name, 0) + task.processed
         return totals
 
-    async def status(self, *, lag: bool = True) -> WorkerStatus:
+    async def status(self, *, lag: bool = True, keys: bool = True) -> WorkerStatus:
         """This worker's published status: an immutable snapshot (:mod:`agentstream.worker.status`);
-        ``lag=False`` skips the per-partition positions (cheaper: probes, metadata)."""
-        return await snapshot(self, now=time.monotonic(), lag=lag)
+        ``lag=False``/``keys=False`` skip the per-partition positions/table key counts (probes, metadata)."""
+        return await snapshot(self, now=time.monotonic(), lag=lag, keys=keys)
 
     def _retire(self, tasks: list[StreamTask]) -> None:
         """Keep the counts of tasks about to be discarded (a rebalance rebuilds them)."""

@@ -7,7 +7,7 @@ import base64
 import pickle
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, List, Optional
 
 import orjson
 import pytest
@@ -25,10 +25,10 @@ class Item(Record):
 
 class Order(Record):
     id: int
-    items: list[Item]
+    items: List[Item]
     at: datetime
     total: Decimal
-    note: str | None = None
+    note: Optional[str] = None
 
 
 class Pickled(Record, serializer="pickle"):
@@ -60,10 +60,10 @@ def test_unknown_serializer_is_a_config_error_listing_names() -> None:
 
 def test_register_makes_a_codec_available_to_get_and_codec_for() -> None:
     class Upper:
-        def dumps(self, obj: Any) -> bytes | None:
+        def dumps(self, obj: Any) -> Optional[bytes]:
             return None if obj is None else obj.upper().encode()
 
-        def loads(self, data: bytes | None) -> Any:
+        def loads(self, data: Optional[bytes]) -> Any:
             return None if data is None else data.decode().lower()
 
     upper = Upper()
@@ -210,10 +210,10 @@ def test_codec_for_other_json_types() -> None:
         codec_for(dict).loads(b"[1]")
     with pytest.raises(ValueDecodeError):
         codec_for(bool).loads(b"1")
-    items = codec_for(list[Item]).loads(b'[{"sku": "a"}, {"sku": "b", "qty": 2}]')
+    items = codec_for(List[Item]).loads(b'[{"sku": "a"}, {"sku": "b", "qty": 2}]')
     assert items == [Item("a"), Item("b", 2)]
     with pytest.raises(ValueDecodeError, match=r"\[1\]\.qty"):
-        codec_for(list[Item]).loads(b'[{"sku": "a"}, {"sku": "b", "qty": "x"}]')
+        codec_for(List[Item]).loads(b'[{"sku": "a"}, {"sku": "b", "qty": "x"}]')
 
 
 def test_codec_for_serializer_name_wins_over_type() -> None:
@@ -250,7 +250,7 @@ def test_codec_for_returns_the_same_instance_for_the_same_arguments() -> None:
         *(codecs.get(n) for n in ("raw", "str", "json", "binary", "pickle")),
         RecordCodec(Order),
         codec_for(int),
-        codec_for(list[Item]),
+        codec_for(List[Item]),
     ],
     ids=lambda c: type(c).__name__,
 )

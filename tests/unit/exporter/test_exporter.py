@@ -7,7 +7,7 @@ import datetime as dt
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
@@ -22,7 +22,7 @@ from agentstream.tables.windows import window_key
 
 class Address(agentstream.Record):
     city: str
-    zip: str | None = None
+    zip: Optional[str] = None
 
 
 class Order(agentstream.Record):

@@ -10,7 +10,7 @@ import enum
 from dataclasses import field
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Optional
 
 import orjson
 import pytest
@@ -43,7 +43,7 @@ class Order(Record):
     lines: list[Line]  # forward reference: Line is defined below
     at: datetime
     total: Decimal
-    note: str | None = None
+    note: Optional[str] = None
     tags: dict[str, Line] = field(default_factory=dict)
     color: Color = Color.RED
     due: date | None = None
@@ -63,7 +63,7 @@ class Node(Record):
 class Strict(Record, validation=True):
     n: int
     name: str
-    p: Point | None = None
+    p: Optional[Point] = None
     items: list[int] = field(default_factory=list)
 
 
@@ -212,7 +212,7 @@ def test_datetime_from_iso_string_or_epoch_and_decimal_from_numbers() -> None:
     class Event(Record):
         at: datetime
         amount: Decimal
-        when: date | None = None
+        when: Optional[date] = None
 
     e = Event.from_data({"at": 1_700_000_000, "amount": 0.1})
     assert e.at == datetime.fromtimestamp(1_700_000_000, tz=UTC)

@@ -11,9 +11,8 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import uuid
-from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
+from typing import Any, Callable, Optional
 
 import aiohttp
 import pytest
@@ -43,7 +42,7 @@ class Nested(agentstream.Record):
     at: dt.datetime
     total: Decimal
     tags: set[str]
-    parent: Line | None = None
+    parent: Optional[Line] = None
 
 
 texts = st.text(max_size=12)

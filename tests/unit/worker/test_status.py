@@ -140,7 +140,7 @@ async def test_the_web_shows_what_the_worker_publishes() -> None:
     async with AppHarness(app) as h:
         published = _published()
 
-        async def status(*, lag: bool = True) -> WorkerStatus:
+        async def status(*, lag: bool = True, keys: bool = True) -> WorkerStatus:
             return published if lag else dataclasses.replace(published, partitions=())
 
         h.worker.status = status
