@@ -126,19 +126,38 @@ class Topic:
         except Exception:  # e.g. an int past orjson's 64 bits: the codecs' own result, or their error
             kb, vb = self.encode(key, value)
         if timestamp is None and headers is None:
-            app = self.app
-            if app._producer_started and not (app.sensors._sensors or app.on_produce_message.receivers):
+            lane = self._lane
+            if lane is None or lane[0] is not self.app._producer:
+                lane = self._open_lane()
+            # lane: (producer, its send_now, app's sensor list, on_produce_message's receiver list)
+            if lane is not None and not lane[2] and not lane[3]:
                 task = current_task.get()
                 if task is None or task.txn is None:
-                    send_now = getattr(app._producer, "send_now", None)
-                    if send_now is not None:
-                        event = current_event()
-                        delivery: Delivery | None = send_now(
-                            self.name, kb, vb, partition, None if event is None else event.message.timestamp, None
-                        )
-                        if delivery is not None:
-                            return delivery
+                    event = current_event()
+                    delivery: Delivery | None = lane[1](
+                        self.name, kb, vb, partition, None if event is None else event.message.timestamp, None
+                    )
+                    if delivery is not None:
+                        return delivery
         return await self.send_raw(kb, vb, partition=partition, timestamp=timestamp, headers=headers)
+
+    # The send fast path's per-producer lookups, made once per started producer instead of per
+    # record; a new producer (stop, restart) opens a new lane. The lists are the app's own (mutated
+    # in place by sensors.add / signal.connect), so a sensor or receiver added later is seen.
+    _lane: tuple[Any, Callable[..., Delivery | None], list[Any], list[Any]] | None = None
+
+    def _open_lane(self) -> tuple[Any, Callable[..., Delivery | None], list[Any], list[Any]] | None:
+        app = self.app
+        producer = app._producer
+        send_now = getattr(producer, "send_now", None)
+        if producer is None or send_now is None or not app._producer_started:
+            self._lane = None
+            return None
+        sensors, receivers = app.sensors._sensors, app.on_produce_message.receivers
+        if type(sensors) is not list or type(receivers) is not list:
+            return None  # not the lists this lane can watch: the general path checks per record
+        lane = self._lane = (producer, send_now, sensors, receivers)
+        return lane
 
     async def send_raw(
         self,

@@ -232,7 +232,10 @@ class Table(Rows):
         part = parts.get(home)
         event = current_event()
         if part is not None and event is not None and event.message.partition == home and not self.is_global:
-            return part  # the common case: the key belongs to the partition of the record in hand
+            # the common case: the key belongs to the partition of the record in hand; remembered
+            # for this event and key, so the write of a read-modify-write skips the routing
+            self._route = (event, key_bytes, part)
+            return part
         if event is None or self.is_global:
             if part is None:
                 raise TableNotReady(
@@ -359,8 +362,15 @@ class Table(Rows):
             return self.default()
         raise KeyError(key)
 
+    # (event, key bytes, partition) of the last read or write routed the common way (_partition_for)
+    _route: tuple[Any, bytes, TablePartition] | None = None
+
     def __setitem__(self, key: Any, value: Any) -> None:
         kb = self._last_kb if key is self._last_key else self._key_dumps(key)
+        route = self._route
+        if route is not None and route[1] is kb and route[0] is current_event():
+            route[2].set(kb, value)  # t[k] = t[k] + 1: routed by the read, same record, same key
+            return
         self._partition_for(kb, True).set(kb, value)
 
     def __delitem__(self, key: Any) -> None:
