@@ -34,7 +34,7 @@ import orjson
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from ..tables.restore import bulk_gc
+from ..bulk_gc import bulk_gc
 from .offsets import ExportError, PartitionRange, snapshot_ranges
 from .schema import TableSpec, bulk_decoder, side_decoder, split_window_key
 
