@@ -41,7 +41,7 @@ from .schema import TableSpec, bulk_decoder, side_decoder, split_window_key
 __all__ = ["ChangelogDataSource", "ChangelogReader", "ChangelogPartition", "SOURCE_NAME"]
 
 SOURCE_NAME = "agentstream_changelog"
-BATCH_ROWS = 65_536  # rows per Arrow batch handed to Spark: big enough to amortise per-batch costs
+BATCH_ROWS = 65_536  # at least this many rows per Arrow batch handed to Spark (amortises per-batch costs)
 _KEY, _VALUE = operator.attrgetter("key"), operator.attrgetter("value")
 _OFFSET, _TIMESTAMP = operator.attrgetter("offset"), operator.attrgetter("timestamp")
 
@@ -169,7 +169,11 @@ class _PartitionReader:
             rows = _Columns()
             position, last_progress = part.start, time.monotonic()
             while position < part.end:
-                fetched = loop.run_until_complete(consumer.getmany(tp, timeout_ms=500, max_records=BATCH_ROWS))
+                # Everything fetched so far (up to max_partition_fetch_bytes), not BATCH_ROWS at a time:
+                # one pass through the event loop per fetch instead of several, and the buffer is empty
+                # when the loop next runs, so the next fetch goes out then (measured: the Parquet export
+                # ~25% faster at the same CPU; docs/spark.md).
+                fetched = loop.run_until_complete(consumer.getmany(tp, timeout_ms=500))
                 messages = fetched.get(tp, ())
                 before = position
                 if messages:
