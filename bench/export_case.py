@@ -225,6 +225,7 @@ def export_side(expect: int, master: str, out: Path) -> dict[str, Any]:
         "records_per_s": expect / seconds,
         "cpu_s": cpu,
         "runs_records_per_s": [round(expect / t, 1) for t, _ in runs],
+        "runs_cpu_s": [round(c, 2) for _, c in runs],  # falls run by run as the JVM's JIT settles (docs/spark.md)
         "read_records_per_s": expect / read_seconds,
         "read_runs_records_per_s": [round(expect / t, 1) for t in reads],
         "latest_seconds": latest_seconds,

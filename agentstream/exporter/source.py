@@ -34,14 +34,14 @@ import orjson
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from ..tables.restore import bulk_gc
+from ..bulk_gc import bulk_gc
 from .offsets import ExportError, PartitionRange, snapshot_ranges
 from .schema import TableSpec, bulk_decoder, side_decoder, split_window_key
 
 __all__ = ["ChangelogDataSource", "ChangelogReader", "ChangelogPartition", "SOURCE_NAME"]
 
 SOURCE_NAME = "agentstream_changelog"
-BATCH_ROWS = 65_536  # rows per Arrow batch handed to Spark: big enough to amortise per-batch costs
+BATCH_ROWS = 65_536  # at least this many rows per Arrow batch handed to Spark (amortises per-batch costs)
 _KEY, _VALUE = operator.attrgetter("key"), operator.attrgetter("value")
 _OFFSET, _TIMESTAMP = operator.attrgetter("offset"), operator.attrgetter("timestamp")
 
@@ -169,7 +169,11 @@ class _PartitionReader:
             rows = _Columns()
             position, last_progress = part.start, time.monotonic()
             while position < part.end:
-                fetched = loop.run_until_complete(consumer.getmany(tp, timeout_ms=500, max_records=BATCH_ROWS))
+                # Everything fetched so far (up to max_partition_fetch_bytes), not BATCH_ROWS at a time:
+                # one pass through the event loop per fetch instead of several, and the buffer is empty
+                # when the loop next runs, so the next fetch goes out then (measured: the Parquet export
+                # ~25% faster at the same CPU; docs/spark.md).
+                fetched = loop.run_until_complete(consumer.getmany(tp, timeout_ms=500))
                 messages = fetched.get(tp, ())
                 before = position
                 if messages:
@@ -228,7 +232,7 @@ class _PartitionReader:
         chunk: dict[str, Any] = {
             "key": keys,
             "value": values,
-            "offset": pa.array(list(map(_OFFSET, messages)), pa.int64()),
+            "offset": _offsets(pa, messages),
             "timestamp": stamps,
         }
         if self.bookkeeping:
@@ -287,6 +291,17 @@ class _PartitionReader:
                 parts.append(col)
             arrays.append(parts[0] if len(parts) == 1 else pa.concat_arrays(parts))
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _offsets(pa: Any, messages: Any) -> Any:
+    """The records' offsets as an int64 array: a range when they are contiguous (no compacted or
+    filtered gap, the common case), without a pass over the records."""
+    first, last = messages[0].offset, messages[-1].offset
+    if last - first == len(messages) - 1:  # offsets only grow within a partition: no gap
+        import numpy as np
+
+        return pa.array(np.arange(first, last + 1, dtype=np.int64))
+    return pa.array(list(map(_OFFSET, messages)), pa.int64())
 
 
 class _Rows:

@@ -16,16 +16,15 @@ record must never make a worker unable to start again.
 from __future__ import annotations
 
 import collections
-import contextlib
-import gc
 import logging
 import operator
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
+from ..bulk_gc import bulk_gc
 from ..codecs import Codec, JSONCodec
 from ..exceptions import RestoreTimeout
 from ..transport.base import TP, Consumer, Message
@@ -36,7 +35,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentstream.tables")
 
-__all__ = ["Restorer", "PROGRESS_EVERY", "SKIPPED", "changelog_columns", "changelog_entries", "bulk_gc"]
+__all__ = ["Restorer", "PROGRESS_EVERY", "SKIPPED", "changelog_columns", "changelog_entries"]
 
 PROGRESS_EVERY = 3.0  # seconds between progress lines
 POLL_MS = 200  # one fetch wait; an empty answer just means "wait", never "done"
@@ -122,40 +121,6 @@ def _skip(part: TablePartition, m: Message, problem: str) -> None:
         SKIPPED[m.topic],
         m.topic,
     )
-
-
-_bulk = 0  # bulk reads running with bulk_gc (several may overlap on one event loop)
-_saved_threshold: tuple[int, int, int] | None = None
-BULK_GEN0_THRESHOLD = 50_000  # allocations between young collections during a bulk read (default 700)
-
-
-@contextlib.contextmanager
-def bulk_gc() -> Iterator[None]:
-    """Garbage collection for a bulk read (a restore, an export task), while it runs.
-
-    A bulk read allocates a record object per changelog record. At the default thresholds that
-    means a young collection every 700 objects and, every so often, a full collection walking the
-    whole heap: in a worker (app, libraries, caches) that was the whole gap left against a bare
-    rocksdict loop. So, while the outermost bulk read runs: the objects that exist at its start
-    are frozen (``gc.freeze()``: they are in use, not garbage), so a full collection walks only
-    what the read allocated; and the young generation is collected every
-    :data:`BULK_GEN0_THRESHOLD` allocations. Both are undone when the last overlapping read ends."""
-    global _bulk, _saved_threshold
-    if _bulk == 0:
-        gc.freeze()
-        _saved_threshold = gc.get_threshold()
-        first, *rest = _saved_threshold
-        gc.set_threshold(max(first, BULK_GEN0_THRESHOLD), *rest)
-    _bulk += 1
-    try:
-        yield
-    finally:
-        _bulk -= 1
-        if _bulk == 0:
-            if _saved_threshold is not None:
-                gc.set_threshold(*_saved_threshold)
-                _saved_threshold = None
-            gc.unfreeze()
 
 
 class Restorer:

@@ -340,3 +340,21 @@ def test_without_bookkeeping_the_source_yields_only_the_exported_columns() -> No
     batch = part._batch(rows)
     assert batch.schema.names == ["key", "value", "partition", "offset", "timestamp"]
     assert [(r["key"], r["value"], r["partition"]) for r in batch.to_pylist()] == [("a", 1, 1), ("a", None, 1)]
+
+
+def test_offsets_column_is_exact_with_and_without_gaps() -> None:
+    """Contiguous offsets are built as a range; a compacted gap or a skipped keyless record must not
+    shift them."""
+    counts = _app().Table("counts", default=int)
+    cases = [
+        [_Msg(3, b'"a"', b"1"), _Msg(4, b'"b"', b"2"), _Msg(5, b'"c"', b"3")],  # contiguous
+        [_Msg(3, b'"a"', b"1"), _Msg(5, b'"b"', b"2"), _Msg(9, b'"c"', b"3")],  # compacted gaps
+        [_Msg(3, b'"a"', b"1"), _Msg(4, None, b"2"), _Msg(5, b'"c"', b"3")],  # keyless skipped
+        [_Msg(3, b'"a"', b"1"), _Msg(4, b'"b"', b"2"), _Msg(12, b'"c"', b"3")],  # last past the end
+    ]
+    for messages in cases:
+        part, columns = _reader(table_spec(counts), 0, 10)
+        rows = columns()
+        part._add(rows, messages)
+        got = [r["offset"] for r in part._batch(rows).to_pylist()]
+        assert got == [m.offset for m in messages if m.key is not None and m.offset < 10]

@@ -16,6 +16,7 @@ import orjson
 import pytest
 
 import agentstream
+from agentstream.bulk_gc import BULK_GEN0_THRESHOLD
 from agentstream.exceptions import ConfigError, RestoreTimeout
 from agentstream.settings import Settings
 from agentstream.tables import restore
@@ -249,25 +250,6 @@ def test_write_many_applies_columns_in_order_with_deletes(url: str, tmp_path: Pa
         store.close()
 
 
-def test_bulk_gc_holds_only_while_restores_run_nested_or_failing() -> None:
-    import gc
-
-    threshold = gc.get_threshold()
-    assert gc.get_freeze_count() == 0
-    with restore.bulk_gc():
-        frozen = gc.get_freeze_count()
-        assert frozen > 0 and gc.get_threshold()[0] == restore.BULK_GEN0_THRESHOLD
-        with restore.bulk_gc():  # an overlapping restore
-            pass
-        assert gc.get_freeze_count() >= frozen  # the first one still runs: still frozen
-        assert gc.get_threshold()[0] == restore.BULK_GEN0_THRESHOLD
-    assert gc.get_freeze_count() == 0 and gc.get_threshold() == threshold
-    with pytest.raises(RuntimeError):
-        with restore.bulk_gc():
-            raise RuntimeError("restore failed")
-    assert gc.get_freeze_count() == 0 and gc.get_threshold() == threshold
-
-
 async def test_a_failed_restore_leaves_the_heap_unfrozen(transport: MemoryTransport, tmp_path: Path) -> None:
     import gc
 
@@ -275,4 +257,4 @@ async def test_a_failed_restore_leaves_the_heap_unfrozen(transport: MemoryTransp
     c = SlowConsumer(await consumer(transport), empty=10**6)  # never answers: times out
     with pytest.raises(RestoreTimeout):
         await Restorer(c, "test", timeout=0.3).run({TP0: partition(tmp_path)})  # type: ignore[arg-type]
-    assert gc.get_freeze_count() == 0 and gc.get_threshold()[0] != restore.BULK_GEN0_THRESHOLD
+    assert gc.get_freeze_count() == 0 and gc.get_threshold()[0] != BULK_GEN0_THRESHOLD

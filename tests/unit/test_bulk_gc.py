@@ -1,0 +1,26 @@
+"""bulk_gc: the GC policy of a bulk read holds exactly while one runs (nested, failing)."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from agentstream.bulk_gc import BULK_GEN0_THRESHOLD, bulk_gc
+
+
+def test_bulk_gc_holds_only_while_restores_run_nested_or_failing() -> None:
+    threshold = gc.get_threshold()
+    assert gc.get_freeze_count() == 0
+    with bulk_gc():
+        frozen = gc.get_freeze_count()
+        assert frozen > 0 and gc.get_threshold()[0] == BULK_GEN0_THRESHOLD
+        with bulk_gc():  # an overlapping restore
+            pass
+        assert gc.get_freeze_count() >= frozen  # the first one still runs: still frozen
+        assert gc.get_threshold()[0] == BULK_GEN0_THRESHOLD
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == threshold
+    with pytest.raises(RuntimeError):
+        with bulk_gc():
+            raise RuntimeError("restore failed")
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == threshold
