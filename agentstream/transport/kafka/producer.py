@@ -372,10 +372,6 @@ class KafkaProducer:
             )
 
     async def commit_transaction(self) -> None:
-        # Batches still lingering here belong to this transaction: they go to aiokafka first (its
-        # commit sends what it holds, not what it was never given).
-        self._all_due()
-        await self._pump()
         await run_transaction_call(self.transactional_id, "commit_transaction", self._require().commit_transaction())
 
     async def abort_transaction(self) -> None:

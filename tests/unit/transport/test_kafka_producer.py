@@ -212,20 +212,3 @@ async def test_stop_hands_over_lingering_batches() -> None:
     await p.send("t", b"k", b"a", partition=0)
     await p.stop()
     assert [b.records for b, _ in fake.queued] == [[b"a"]]
-
-
-async def test_commit_transaction_hands_over_lingering_batches_first() -> None:
-    """A record sent in a transaction and still lingering in the producer is given to aiokafka
-    before its commit_transaction (which commits what aiokafka holds): none is left out of the
-    transaction it was sent in, even without a flush first."""
-    p, fake = await producer(linger_ms=60_000)
-    committed_with: list[list[bytes | None]] = []
-
-    async def commit_transaction() -> None:
-        committed_with.append([v for b, _ in fake.queued for v in b.records])
-
-    fake.commit_transaction = commit_transaction  # type: ignore[attr-defined]
-    await p.send("t", b"k", b"in-the-transaction", partition=0)
-    assert fake.queued == []  # lingering here
-    await p.commit_transaction()
-    assert committed_with == [[b"in-the-transaction"]]
