@@ -28,10 +28,7 @@ HELP: dict[str, str] = {
     "heartbeat_interval": "seconds between heartbeats to the group coordinator (about a third of session_timeout)",
     "rebalance_timeout": "seconds the coordinator waits for every member to rejoin during a rebalance",
     "shutdown_timeout": "seconds a stopping worker waits for its agents and the final commit",
-    "producer_linger": (
-        "seconds a batch may fill before it goes to the sender; a full batch goes at once "
-        "(0: every batch goes to the sender when opened and fills until the sender takes it)"
-    ),
+    "producer_linger": "seconds the producer waits to fill a batch (0 sends as soon as the sender is free)",
     "producer_max_batch_size": "bytes per producer batch and partition",
     "consumer_fetch_max_wait": "seconds a fetch waits on the broker for data before it answers empty",
     "on_decode_error": "what a record that cannot be decoded does: skip, stop or dead-letter",

@@ -49,17 +49,7 @@ class OpenBatch:
     waiter wakes up), so the producer can stop appending to it and remember the failure at once.
     """
 
-    __slots__ = (
-        "topic",
-        "partition",
-        "builder",
-        "records",
-        "delivered",
-        "generation",
-        "handed",
-        "opened_at",
-        "_on_failed",
-    )
+    __slots__ = ("topic", "partition", "builder", "records", "delivered", "generation", "_on_failed")
 
     def __init__(
         self,
@@ -78,10 +68,6 @@ class OpenBatch:
         # builder is another kind (tests script one): use builder.append.
         self.records: Any = builder._builder if type(builder) is BatchBuilder and _DIRECT else None
         self.generation = generation  # the producer's generation (stop/abort start a new one)
-        # Queued for aiokafka (or about to be): set when it is full, lingered long enough, or flushed
-        # (or at once with linger 0). Appends go on until aiokafka's sender takes it (closes it).
-        self.handed = False
-        self.opened_at = 0.0  # loop time it was opened: its linger ends producer_linger later
         self._on_failed = on_failed
         # Resolved from aiokafka's batch future once the broker acknowledged (or refused) it.
         self.delivered: asyncio.Future[RecordMetadata] = loop.create_future()

@@ -15,7 +15,6 @@ few dict reads and one C-level append.
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -40,18 +39,10 @@ _NO_HEADERS: list[tuple[str, bytes]] = []  # read-only: the batch builder only i
 class KafkaProducer:
     """AIOKafkaProducer with acks=all, framework-side batch filling, and flush() that reports failures.
 
-    Records are appended to one open batch per partition (:mod:`.batches`). A batch is handed
-    to aiokafka when it is full or ``linger_ms`` old (or at a flush), as a hand-written
-    ``create_batch``/``send_batch`` loop does, and is filled on until aiokafka's sender takes
-    it. aiokafka itself lingers no more (its ``linger_ms`` is 0 here): handed over at open, a
-    batch would sit in aiokafka's queue for the linger, and the partition's next batch could not
-    be queued meanwhile (aiokafka keeps one undrained batch per partition), so every agent that
-    filled a batch within the linger waited for it. With ``linger_ms=0`` a batch is handed over
-    as soon as it is opened.
-
-    Hand-overs happen in the order batches became due (:meth:`_pump`, one at a time), so a
-    partition's batches reach aiokafka in the order they were opened; a send that fills a batch
-    waits until it is queued (back-pressure, as ``send_batch`` gives a hand-written loop).
+    Records are appended to one open batch per partition (:mod:`.batches`). A batch is
+    handed to aiokafka as soon as it is opened, and filled until aiokafka's sender takes it or it
+    is full, exactly like ``AIOKafkaProducer.send`` fills its batches, so ``linger_ms`` and
+    ``max_batch_size`` keep their meaning.
 
     Failures are sticky (:mod:`.accumulator`): every ``flush()`` after a failed, cancelled or
     unqueued batch raises until the producer is stopped (or, for a transactional producer, the
@@ -70,8 +61,6 @@ class KafkaProducer:
         self._bootstrap = bootstrap
         self._config: dict[str, Any] = {"acks": "all", "linger_ms": 5}
         self._config.update(pick(settings, PRODUCER_KEYS))
-        # Our batches linger here, not in aiokafka's queue (see the class docstring).
-        self._linger = max(0.0, float(self._config.get("linger_ms") or 0) / 1000.0)
         self._security = dict(security or {})
         self._client_factory = client_factory
         self._producer: Any = None
@@ -83,16 +72,11 @@ class KafkaProducer:
         # topic -> (partition count, key -> partition memo, open batches): the parts' own objects
         self._routes: dict[str, tuple[int, dict[bytes, int], dict[int, OpenBatch]]] = {}
         self.transactional_id: str | None = self._config.get("transactional_id")
-        self._due: deque[OpenBatch] = deque()  # full, lingered or flushed batches not yet queued, in order
-        self._pump_lock = asyncio.Lock()  # one hand-over at a time, in the order of _due
-        self._pump_task: asyncio.Task[None] | None = None  # hands over what the linger timer made due
-        self._timer: asyncio.TimerHandle | None = None  # the earliest open batch's end of linger
 
     async def start(self) -> None:
         if self._producer is not None:
             return
-        config = {**self._config, "linger_ms": 0} if self._linger else self._config
-        producer = self._client_factory(bootstrap_servers=self._bootstrap, **config, **self._security)
+        producer = self._client_factory(bootstrap_servers=self._bootstrap, **self._config, **self._security)
         try:
             await start_client(producer.start, producer.stop, self._security, "producer", ",".join(self._bootstrap))
         except kafka_errors.KafkaError as exc:
@@ -111,13 +95,6 @@ class KafkaProducer:
         self._loop = asyncio.get_running_loop()
 
     async def stop(self) -> None:
-        if self._producer is not None and self._linger:
-            try:  # records sent and not flushed still go out (aiokafka's stop delivers what it has)
-                self._all_due()
-                await self._pump()
-            except ProducerError:
-                pass  # failed batches: nothing to commit after them anyway
-        self._forget_due()
         producer, self._producer = self._producer, None
         self._batches.reset()
         if producer is not None:
@@ -156,26 +133,16 @@ class KafkaProducer:
             raise ProducerError(f"could not send to {topic}[{partition}]: the topic has partitions 0..{count - 1}")
         hdrs = list(headers) if headers else _NO_HEADERS
         batch = open_batches.get(partition)
-        full: OpenBatch | None = None
         if batch is not None:
             meta = batch.builder.append(timestamp=timestamp_ms, key=key, value=value, headers=hdrs)
             if meta is not None:
                 return RecordDelivery(batch, meta)
-            if not batch.handed:  # full before its linger ended: it goes now
-                batch.handed = True
-                self._due.append(batch)
-                full = batch
         # No open batch, or it is full or already taken by the sender: open the next one.
         batch = self._new_batch(topic, partition)
         meta = batch.builder.append(
             timestamp=timestamp_ms, key=key, value=value, headers=hdrs
         )  # a first record always fits
-        if not self._linger:
-            batch.handed = True
-            self._due.append(batch)
-            await self._pump()
-        elif full is not None:
-            await self._pump()  # back-pressure: wait until the full batch is queued
+        await self._hand_over(batch)
         return RecordDelivery(batch, meta)
 
     def send_now(
@@ -237,92 +204,10 @@ class KafkaProducer:
         return count
 
     def _new_batch(self, topic: str, partition: int) -> OpenBatch:
-        loop = self._loop
-        assert loop is not None
-        batch = self._batches.new_batch(topic, partition, self._require().create_batch(), loop)
+        assert self._loop is not None
+        batch = self._batches.new_batch(topic, partition, self._require().create_batch(), self._loop)
         self._partitioning.batch_opened(topic, partition)
-        if self._linger:
-            batch.opened_at = loop.time()
-            if self._timer is None:
-                self._timer = loop.call_at(batch.opened_at + self._linger, self._linger_ended)
         return batch
-
-    def _linger_ended(self) -> None:
-        """Timer: every open batch whose linger is over becomes due (it stays open and is filled
-        on until aiokafka's sender takes it); the timer is set again for the youngest others."""
-        self._timer = None
-        loop = self._loop
-        if loop is None or self._producer is None:
-            return
-        limit = loop.time() + 0.0005  # a batch due within half a millisecond goes with these
-        linger = self._linger
-        next_end: float | None = None
-        due = self._due
-        for batches in self._batches.open.values():
-            for batch in batches.values():
-                if batch.handed:
-                    continue
-                end = batch.opened_at + linger
-                if end <= limit:
-                    batch.handed = True
-                    due.append(batch)
-                elif next_end is None or end < next_end:
-                    next_end = end
-        if next_end is not None:
-            self._timer = loop.call_at(next_end, self._linger_ended)
-        if due:
-            self._spawn_pump()
-
-    def _all_due(self) -> None:
-        """A flush (or stop): every open batch not handed over yet becomes due, whatever its age."""
-        due = self._due
-        for batches in self._batches.open.values():
-            for batch in batches.values():
-                if not batch.handed:
-                    batch.handed = True
-                    due.append(batch)
-
-    def _forget_due(self) -> None:
-        """Stop or abort: the due batches belong to the ended generation."""
-        self._due.clear()
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        task, self._pump_task = self._pump_task, None
-        if task is not None and not task.done() and task is not asyncio.current_task():
-            task.cancel()
-
-    def _spawn_pump(self) -> None:
-        task = self._pump_task
-        if (task is None or task.done()) and self._loop is not None:
-            self._pump_task = self._loop.create_task(self._pump_in_background())
-
-    async def _pump_in_background(self) -> None:
-        while self._due:
-            try:
-                await self._pump()
-            except ProducerError:
-                continue  # remembered by the accumulator (every later flush() raises it); the others go
-
-    async def _pump(self) -> None:
-        """Hand the due batches to aiokafka, oldest first, one at a time (whoever holds the lock
-        hands over everything due, so the order is the order they became due)."""
-        due = self._due
-        if not due:
-            return
-        try:
-            async with self._pump_lock:
-                while due:
-                    batch = due[0]
-                    try:
-                        await self._hand_over(batch)  # fails the batch itself if it cannot be queued
-                    finally:
-                        if due and due[0] is batch:
-                            due.popleft()
-        except BaseException:
-            if due:
-                self._spawn_pump()  # the others still go: a failure is sticky, not contagious
-            raise
 
     async def _hand_over(self, batch: OpenBatch) -> None:
         """Queue an open batch in aiokafka's accumulator (:mod:`.sender`); a flush waits for it."""
@@ -336,8 +221,6 @@ class KafkaProducer:
         handing it over once would let the next commit pass the lost records.
         """
         producer = self._require()
-        self._all_due()
-        await self._pump()
         waiting = self._batches.take_sent()
         try:
             await producer.flush()
@@ -379,7 +262,6 @@ class KafkaProducer:
         # and once the abort succeeded, a failure of its batches no longer fails flushes.
         batches = self._batches
         failure = batches.failure
-        self._forget_due()
         batches.reset()
         batches.failure = failure
         await run_transaction_call(self.transactional_id, "abort_transaction", self._require().abort_transaction())

@@ -84,9 +84,6 @@ class FakeAioProducer:
 
 
 async def producer(**settings: Any) -> tuple[KafkaProducer, FakeAioProducer]:
-    """linger_ms=0 unless given: each batch is queued when it is opened (the tests below the
-    lingering ones look at ``fake.queued`` right after a send)."""
-    settings.setdefault("linger_ms", 0)
     fake = FakeAioProducer()
     p = KafkaProducer(["127.0.0.1:1"], settings, client_factory=lambda **config: fake)
     await p.start()  # on the stand-in
@@ -162,53 +159,3 @@ async def test_abort_transaction_forgets_the_aborted_batches_failure() -> None:
     await p.send("t", b"k", b"b", partition=0)
     await p.flush()
     assert fake.delivered_values() == [b"b"]
-
-
-# -- batches linger in the producer (linger_ms > 0): handed over when full, old enough, or flushed --
-
-
-async def test_a_lingering_batch_is_queued_when_its_linger_ends_without_a_flush() -> None:
-    p, fake = await producer(linger_ms=20)
-    await p.send("t", b"k", b"a", partition=0)
-    await p.send("t", b"k", b"b", partition=0)
-    assert fake.queued == []  # still filling
-    await asyncio.sleep(0.2)
-    assert [b.records for b, _ in fake.queued] == [[b"a", b"b"]]  # queued by the linger timer
-    await p.flush()
-    assert fake.delivered_values() == [b"a", b"b"]
-
-
-async def test_a_full_batch_is_queued_at_once_and_a_partitions_batches_keep_their_order() -> None:
-    p, fake = await producer(linger_ms=60_000)  # only fullness (capacity 100) and flush hand over
-    for i in range(250):
-        await p.send("t", b"k", b"%d" % i, partition=0)
-    assert [len(b.records) for b, _ in fake.queued] == [100, 100]  # the third batch is still open
-    await p.flush()
-    assert fake.delivered_values() == [b"%d" % i for i in range(250)]
-
-
-async def test_a_send_that_fills_a_batch_waits_for_a_slow_broker_and_cancelling_it_fails_every_later_flush() -> None:
-    p, fake = await producer(linger_ms=60_000)
-    fake.gate.clear()  # the broker is slow: hand-overs wait in send_batch
-    for i in range(100):
-        await p.send("t", b"k", b"%d" % i, partition=0)  # fills the open batch, nothing waits yet
-    stuck = asyncio.ensure_future(p.send("t", b"k", b"100", partition=0))  # full: its batch must go now
-    await asyncio.sleep(0.01)
-    assert not stuck.done()  # back-pressure: the agent waits until the full batch is queued
-    stuck.cancel()  # its agent is cancelled (shutdown_timeout during a rebalance)
-    with pytest.raises(asyncio.CancelledError):
-        await stuck
-    fake.gate.set()
-    await p.send("t", b"k", b"101", partition=0)
-    for _ in range(3):  # every flush reports the lost batch, not just the first
-        with pytest.raises(ProducerError, match=r"t\[0\].*cancelled"):
-            await p.flush()
-    assert fake.delivered_values() == [b"100", b"101"]  # the later batch still went; the first did not
-    await p.stop()
-
-
-async def test_stop_hands_over_lingering_batches() -> None:
-    p, fake = await producer(linger_ms=60_000)
-    await p.send("t", b"k", b"a", partition=0)
-    await p.stop()
-    assert [b.records for b, _ in fake.queued] == [[b"a"]]

@@ -54,8 +54,7 @@ def _read(builder: BatchBuilder) -> list[tuple[bytes | None, bytes | None, int]]
 
 async def test_send_now_appends_what_batchbuilder_append_would_and_opens_a_new_batch_when_full() -> None:
     fake = RealBatchesProducer()
-    # linger 0: every batch is queued when it is opened, so fake.queued holds them all
-    producer = KafkaProducer(["fake:9092"], {"linger_ms": 0}, client_factory=lambda **_: fake)
+    producer = KafkaProducer(["fake:9092"], {}, client_factory=lambda **_: fake)
     await producer.start()
     sent: list[tuple[bytes, bytes]] = []
     for i in range(200):
@@ -76,7 +75,7 @@ async def test_send_now_appends_what_batchbuilder_append_would_and_opens_a_new_b
 
 async def test_a_batch_closed_by_the_sender_is_never_appended_to() -> None:
     fake = RealBatchesProducer(batch_size=16384)
-    producer = KafkaProducer(["fake:9092"], {"linger_ms": 0}, client_factory=lambda **_: fake)  # queued at open
+    producer = KafkaProducer(["fake:9092"], {}, client_factory=lambda **_: fake)
     await producer.start()
     await producer.send("t", b"k", b"first", partition=0)
     first = fake.queued[-1]
