@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import gc
 import logging
 import re
 import sys
@@ -26,6 +25,7 @@ from . import app as _app
 from . import faust_args
 from ._version import __version__
 from .app_loader import load_app  # re-exported: exporter and tests load apps by the -A spec too
+from .bulk_gc import worker_gc
 from .commands import (  # Faust's ``faust.cli.option``/``argument`` (click's) for @app.command
     argument,
     option,
@@ -244,11 +244,7 @@ def worker(ctx: click.Context, /, without_web: bool, logfile: str | None, **sett
     async def _go() -> int:
         return await run_worker(Worker(app, install_signal_handlers=True))
 
-    # A worker allocates a few short-lived objects per record: move what start-up created out
-    # of the collector's way and collect the young generation less often.
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
+    worker_gc()  # start-up's heap frozen, young collections less often (agentstream.bulk_gc)
 
     return int(_run(_go()))
 

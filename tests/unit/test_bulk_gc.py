@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from agentstream.bulk_gc import BULK_GEN0_THRESHOLD, bulk_gc
+from agentstream.bulk_gc import BULK_GEN0_THRESHOLD, WORKER_THRESHOLDS, bulk_gc, worker_gc
 
 
 def test_bulk_gc_holds_only_while_restores_run_nested_or_failing() -> None:
@@ -24,3 +24,20 @@ def test_bulk_gc_holds_only_while_restores_run_nested_or_failing() -> None:
         with bulk_gc():
             raise RuntimeError("restore failed")
     assert gc.get_freeze_count() == 0 and gc.get_threshold() == threshold
+
+
+def test_a_bulk_read_leaves_the_workers_frozen_start_up_heap_frozen() -> None:
+    """`agentstream worker` freezes its start-up heap (worker_gc); a restore ending must not thaw it
+    (full collections would walk the whole app and library heap again)."""
+    threshold = gc.get_threshold()
+    try:
+        worker_gc()
+        frozen = gc.get_freeze_count()
+        assert frozen > 0 and gc.get_threshold() == WORKER_THRESHOLDS
+        with bulk_gc():
+            assert gc.get_threshold()[0] == max(BULK_GEN0_THRESHOLD, WORKER_THRESHOLDS[0])
+        assert gc.get_freeze_count() >= frozen  # still frozen after the read
+        assert gc.get_threshold() == WORKER_THRESHOLDS
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
