@@ -148,9 +148,13 @@ class Table(Rows):
             return self._last_kb
         enc = self._key_codec_enc.get(type(key))
         if enc is not None:  # str or bytes of a raw key codec: no check below applies to them
-            kb = enc(key)
-            self._last_key, self._last_kb = key, kb
-            return kb
+            try:
+                kb = enc(key)
+            except Exception:  # e.g. an int past 64 bits: the codec below names the table and key
+                pass
+            else:
+                self._last_key, self._last_kb = key, kb
+                return kb
         try:
             encoded = self._key_codec_dumps(key)
         except SerializationError as exc:

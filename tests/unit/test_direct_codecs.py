@@ -125,3 +125,14 @@ async def test_send_encodes_what_the_codec_encodes_where_the_direct_encoder_fail
         assert str(raised.value) == str(refused.value)
         await (await counts.send(key="k", value=7))  # delivered
         assert h.read("counts") == [("k", 7)]
+
+
+def test_a_table_key_its_direct_encoder_refuses_gets_the_codecs_error_naming_the_table() -> None:
+    """An int key past 64 bits under a JSON key codec: the table's fast path (orjson) refuses it
+    with a bare TypeError; the codec's SerializationError, naming the table, is what reaches the app."""
+    app = agentstream.App(f"direct-{uuid.uuid4().hex[:6]}", broker="memory://", key_serializer="json")
+    table = app.Table("t", default=int)
+    with pytest.raises(SerializationError) as refused:
+        table._key_dumps(2**70)
+    assert str(refused.value).startswith("table 't' cannot encode key 1180591620717411303424")
+    assert table._key_dumps(7) == b"7"  # the fast path still serves what it can
