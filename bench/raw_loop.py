@@ -150,7 +150,9 @@ async def run(args: argparse.Namespace, work: Workload) -> dict[str, Any]:
         max_poll_records=MAX_POLL_RECORDS,
         **consumer_group_kwargs(),
     )
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    # send() per record: aiokafka's linger (5 ms). The batch mode lingers in BatchSender itself and
+    # hands over batches that are done, so aiokafka must not linger them again (linger_ms=0).
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0 if args.batch else 5)
     await producer.start()
     await consumer.start()
     send: Send
