@@ -69,6 +69,15 @@ class Watch:
         return processed
 
 
+def _gc_knob() -> None:
+    """BENCH_GC_THRESHOLD (experiment knob, e.g. "100000,50,100"): the collector's thresholds."""
+    gc_threshold = os.environ.get("BENCH_GC_THRESHOLD")
+    if gc_threshold:
+        import gc
+
+        gc.set_threshold(*(int(x) for x in gc_threshold.split(",")))
+
+
 async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
     from agentstream.bulk_gc import worker_gc
     from agentstream.cli import load_app, setup_logging
@@ -81,6 +90,7 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
     )
     worker = Worker(app, install_signal_handlers=True)
     worker_gc()  # as `agentstream worker` runs: start-up's heap frozen, fewer young collections
+    _gc_knob()  # BENCH_GC_THRESHOLD still wins
     finish = asyncio.Event()  # --until-signal: SIGUSR1 from the orchestrator ends the measurement
     asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, finish.set)
     announce("started")
@@ -205,11 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--expect is required (worker mode: or --until-signal)")
     import uvloop
 
-    gc_threshold = os.environ.get("BENCH_GC_THRESHOLD")  # experiment knob, e.g. "100000,50,100"
-    if gc_threshold:
-        import gc
-
-        gc.set_threshold(*(int(x) for x in gc_threshold.split(",")))
+    _gc_knob()
 
     coro = run_worker(args) if args.mode == "worker" else run_restore(args)
     report(uvloop.run(coro))
