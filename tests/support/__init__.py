@@ -1,1 +1,1 @@
-"""Reusable test tools (not part of the agentstream package): the broker fault proxy."""
+"""Reusable test tools (not part of the agentstream package): the broker fault proxy, bounded waiting."""

@@ -22,6 +22,7 @@ from agentstream.events import Event, current_event
 from agentstream.exceptions import TopologyError
 from agentstream.streams import SplitPoint, Stream
 from agentstream.transport.memory import MemoryTransport
+from tests.support.waiting import until
 
 
 def event(offset: int, value: Any, key: Any = None, ts: int = 1000) -> Event:
@@ -80,14 +81,6 @@ class FakeInput:
                 self.resolve(point)
             self.points.append(point)
         return self.points[index - 1]
-
-
-async def until(pred: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not pred():
-        assert loop.time() < deadline, f"timed out waiting for: {what}"
-        await asyncio.sleep(0.002)
 
 
 async def nxt(it: Any) -> Any:

@@ -8,7 +8,6 @@ optional fault points.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
 from functools import partial
@@ -27,6 +26,7 @@ from agentstream.transport.base import TP
 from agentstream.transport.memory import MemoryTransport
 from agentstream.transport.partitioner import default_partition
 from agentstream.worker.assignor import Assignment
+from tests.support.waiting import until
 
 PARTITIONS = 4
 
@@ -48,14 +48,6 @@ def key_in(partition: int, n: int = 0) -> str:
     """The ``n``-th key of the form ``k<i>`` that the default partitioner puts in ``partition``."""
     found = [k for k in (f"k{i}" for i in range(1000)) if default_partition(k.encode(), PARTITIONS) == partition]
     return found[n]
-
-
-async def until(pred: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not pred():
-        assert loop.time() < deadline, f"timed out waiting for: {what}"
-        await asyncio.sleep(0.005)
 
 
 class Env:

@@ -21,6 +21,7 @@ from agentstream.worker.errors import ErrorPolicy
 from agentstream.worker.fetcher import Fetcher
 from agentstream.worker.partition_group import RecordQueue
 from agentstream.worker.task import StreamTask, TaskId
+from tests.support.waiting import until
 
 URL = "memory://fetcher-unit"
 T0, T1 = TP("t", 0), TP("t", 1)
@@ -58,14 +59,6 @@ class CountingConsumer:
     async def getmany(self, *tps: TP, timeout_ms: int = 0, max_records: int | None = None) -> Any:
         self.polls += 1
         return await self.inner.getmany(*tps, timeout_ms=timeout_ms, max_records=max_records)
-
-
-async def until(pred: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not pred():
-        assert loop.time() < deadline, f"timed out waiting for: {what}"
-        await asyncio.sleep(0.002)
 
 
 async def polls_after(consumer: CountingConsumer, n: int) -> None:

@@ -23,6 +23,7 @@ from agentstream.worker.eos import CommitGate
 from agentstream.worker.errors import ErrorPolicy
 from agentstream.worker.partition_group import RecordQueue
 from agentstream.worker.task import StreamTask, TaskId
+from tests.support.waiting import until
 
 A0, B0 = TP("a", 0), TP("b", 0)
 
@@ -45,14 +46,6 @@ def rec(tp: TP, offset: int, value: bytes | None, ts: int | None = None) -> Cons
 
 def values(tp: TP, *vs: int, start: int = 0, ts: list[int] | None = None) -> list[ConsumerRecord]:  # type: ignore[type-arg]
     return [rec(tp, start + i, b"%d" % v, None if ts is None else ts[i]) for i, v in enumerate(vs)]
-
-
-async def until(pred: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not pred():
-        assert loop.time() < deadline, f"timed out waiting for: {what}"
-        await asyncio.sleep(0.002)
 
 
 async def ticks(n: int = 20) -> None:

@@ -1,0 +1,15 @@
+"""Waiting in async tests for a condition another task makes true, with a bound."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+
+async def until(pred: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    """Poll ``pred`` every 2 ms; fail naming ``what`` if it is not true within ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not pred():
+        assert loop.time() < deadline, f"timed out waiting for: {what}"
+        await asyncio.sleep(0.002)
