@@ -95,8 +95,13 @@ async def _end_with_single_record_batches(bootstrap: str, group: str) -> None:
         await producer.stop()
 
 
-def _feed_slowly(bootstrap: str, topic: str, texts: list[str]) -> None:
-    for i in range(0, len(texts), 10):  # about 15 s: Faust is stopped while this goes on
+def _feed_slowly(bootstrap: str, topic: str, texts: list[str], resume: threading.Event) -> None:
+    """Feed the first half of ``texts`` slowly, then wait for ``resume`` (set once Faust is stopped)
+    before the second half: Faust is stopped mid-stream however fast it counts or slowly it stops."""
+    half = len(texts) // 2
+    for i in range(0, len(texts), 10):
+        if i >= half:
+            resume.wait(120)
         feed(bootstrap, texts[i : i + 10], topic=topic)
         time.sleep(0.3)
 
@@ -163,7 +168,8 @@ def test_agentstream_continues_a_stopped_faust_app(faust_python: Path, fresh_bro
 
     # 1. Faust counts part A completely, then is stopped while part B is arriving and being counted.
     faust = FaustWorker(faust_python, dict(env, TAKEOVER_ENGINE="faust"), tmp_path / "faust.log")
-    feeder = threading.Thread(target=_feed_slowly, args=(bootstrap, source, part_b), daemon=True)
+    faust_stopped = threading.Event()
+    feeder = threading.Thread(target=_feed_slowly, args=(bootstrap, source, part_b, faust_stopped), daemon=True)
     try:
         faust.wait_ready()
         feed(bootstrap, part_a, topic=source)
@@ -177,6 +183,7 @@ def test_agentstream_continues_a_stopped_faust_app(faust_python: Path, fresh_bro
         assert faust.stop() == 0, faust.log()[-3000:]
     finally:
         faust.kill()
+        faust_stopped.set()
         feeder.join(120)
     faust_log = faust.log()
     by_faust = _counted(bootstrap, output)
