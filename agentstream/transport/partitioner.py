@@ -1,9 +1,12 @@
 """Kafka's default partitioner for keyed records: ``toPositive(murmur2(key)) % partitions``.
 
 The same result as the Java client and aiokafka, so records keyed here land where any other
-Kafka client would put them. Written for speed in pure Python: the 4-byte blocks are unpacked
-in one ``struct`` call instead of byte by byte (about a third less time than aiokafka's version
-for short keys), and callers memoise key -> partition where keys repeat.
+Kafka client would put them. The hash is the C function of the ``murmurhash2`` package (Kafka's
+murmur2 is plain MurmurHash2 with the seed 0x9747b28c): 0.1 us for an 8-byte key against 0.7 us
+in Python, which is a tenth of a pass-through worker's CPU when every key is new. Without that
+package (a platform it has no wheel for) the pure-Python version below is used: the 4-byte blocks
+unpacked in one ``struct`` call (about a third faster than aiokafka's). Callers still memoise
+key -> partition where keys repeat.
 """
 
 from __future__ import annotations
@@ -11,17 +14,29 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-__all__ = ["murmur2", "default_partition"]
+_c_murmurhash2: Callable[[bytes, int], int] | None
+try:
+    from murmurhash2 import murmurhash2 as _c_murmurhash2
+except ImportError:  # pragma: no cover - the wheel is a dependency; a platform without one falls back
+    _c_murmurhash2 = None
+
+__all__ = ["murmur2", "murmur2_python", "default_partition", "C_HASH"]
+
+SEED = 0x9747B28C
+KeyBytes = bytes | bytearray | memoryview
+C_HASH = _c_murmurhash2 is not None
+"""Whether the C hash is in use (the ``murmurhash2`` package imported)."""
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
-_unpackers: dict[int, Callable[[bytes], tuple[int, ...]]] = {}
+_unpackers: dict[int, Callable[[KeyBytes], tuple[int, ...]]] = {}
 
 
-def murmur2(data: bytes) -> int:
-    """MurmurHash2 (seed 0x9747b28c) of ``data`` as an unsigned 32-bit int, as Kafka computes it."""
+def murmur2_python(data: KeyBytes) -> int:
+    """MurmurHash2 (seed 0x9747b28c) of ``data`` as an unsigned 32-bit int, as Kafka computes it:
+    the pure-Python version (the fallback, and the reference the C one is tested against)."""
     length = len(data)
-    h = 0x9747B28C ^ length
+    h = SEED ^ length
     blocks = length >> 2
     if blocks:
         unpack = _unpackers.get(blocks)
@@ -46,6 +61,24 @@ def murmur2(data: bytes) -> int:
     return h
 
 
-def default_partition(key: bytes, num_partitions: int) -> int:
-    """The partition of a keyed record: ``toPositive(murmur2(key)) % num_partitions``."""
-    return (murmur2(key) & 0x7FFFFFFF) % num_partitions
+if _c_murmurhash2 is not None:
+    _hash = _c_murmurhash2
+
+    def murmur2(data: KeyBytes) -> int:
+        """MurmurHash2 (seed 0x9747b28c) of ``data`` as an unsigned 32-bit int, as Kafka computes it."""
+        if not isinstance(data, bytes):  # bytearray, memoryview: the C function takes bytes only
+            data = bytes(data)
+        return _hash(data, SEED)
+
+    def default_partition(key: KeyBytes, num_partitions: int) -> int:
+        """The partition of a keyed record: ``toPositive(murmur2(key)) % num_partitions``."""
+        if not isinstance(key, bytes):  # bytearray, memoryview: the C function takes bytes only
+            key = bytes(key)
+        return (_hash(key, SEED) & 0x7FFFFFFF) % num_partitions
+
+else:  # pragma: no cover - see the module docstring
+    murmur2 = murmur2_python
+
+    def default_partition(key: KeyBytes, num_partitions: int) -> int:
+        """The partition of a keyed record: ``toPositive(murmur2(key)) % num_partitions``."""
+        return (murmur2_python(key) & 0x7FFFFFFF) % num_partitions
