@@ -131,26 +131,31 @@ class Topic:
                 lane = self._open_lane()
             # lane: (producer, its send_now, app's sensor list, on_produce_message's receiver list)
             if lane is not None and not lane[2] and not lane[3]:
-                task = current_task.get()
-                if task is None or task.txn is None:
-                    event = current_event()
-                    delivery: Delivery | None = lane[1](
-                        self.name, kb, vb, partition, None if event is None else event.message.timestamp, None
-                    )
-                    if delivery is not None:
-                        return delivery
+                event = current_event()
+                delivery: Delivery | None = lane[1](
+                    self.name, kb, vb, partition, None if event is None else event.message.timestamp, None
+                )
+                if delivery is not None:
+                    return delivery
         return await self.send_raw(kb, vb, partition=partition, timestamp=timestamp, headers=headers)
 
     # The send fast path's per-producer lookups, made once per started producer instead of per
     # record; a new producer (stop, restart) opens a new lane. The lists are the app's own (mutated
-    # in place by sensors.add / signal.connect), so a sensor or receiver added later is seen.
+    # in place by sensors.add / signal.connect), so a sensor or receiver added later is seen. No
+    # lane under exactly_once: a task's sends go into its transaction (send_raw), which the lane
+    # would otherwise have to check per record.
     _lane: tuple[Any, Callable[..., Delivery | None], list[Any], list[Any]] | None = None
 
     def _open_lane(self) -> tuple[Any, Callable[..., Delivery | None], list[Any], list[Any]] | None:
         app = self.app
         producer = app._producer
         send_now = getattr(producer, "send_now", None)
-        if producer is None or send_now is None or not app._producer_started:
+        if (
+            producer is None
+            or send_now is None
+            or not app._producer_started
+            or app.settings.processing_guarantee == "exactly_once"
+        ):
             self._lane = None
             return None
         sensors, receivers = app.sensors._sensors, app.on_produce_message.receivers
