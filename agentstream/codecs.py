@@ -561,23 +561,31 @@ def _json_exact(type_: type) -> Callable[[bytes], Any]:
 _JSON_EXACT: dict[type, Callable[[bytes], Any]] = {t: _json_exact(t) for t in (str, int, float, dict)}
 
 
+def direct_decoding(codec: Codec) -> tuple[Callable[[bytes], Any], type | None]:
+    """:func:`direct_decoder` in two parts, for a caller that checks the type inline (a stream
+    task, once per record): the C call, and the exact type its result must have to be taken as
+    it is (None: any result). A result of another type goes to ``codec.loads``, as does an error."""
+    kind = type(codec)
+    if kind is TypedRawCodec and codec.type_ is str:  # type: ignore[attr-defined]
+        return bytes.decode, None  # UTF-8, strict: a bad payload raises, then the codec names it
+    if kind is StrCodec:
+        return bytes.decode, None
+    if kind is RawCodec:
+        return bytes, None  # bytes(b) is b itself
+    if kind is JSONCodec:
+        type_ = codec.type_  # type: ignore[attr-defined]
+        if type_ in _JSON_EXACT:
+            return orjson.loads, type_
+    return codec.loads, None
+
+
 def direct_decoder(codec: Codec) -> Callable[[bytes], Any]:
     """A decoder for the common case of ``codec`` in fewer Python frames (a C call where there is
     one). It may raise for a payload ``codec.loads`` accepts (a JSON int for a float field) or
     rejects: callers then call ``codec.loads``, whose result or error (with its message) counts.
     Takes ``bytes`` (what the consumer gives), never None."""
-    kind = type(codec)
-    if kind is TypedRawCodec and codec.type_ is str:  # type: ignore[attr-defined]
-        return bytes.decode  # UTF-8, strict: a bad payload raises, then the codec names it
-    if kind is StrCodec:
-        return bytes.decode
-    if kind is RawCodec:
-        return bytes  # bytes(b) is b itself
-    if kind is JSONCodec:
-        type_ = codec.type_  # type: ignore[attr-defined]
-        if type_ in _JSON_EXACT:
-            return _JSON_EXACT[type_]
-    return codec.loads
+    decode, exact = direct_decoding(codec)
+    return decode if exact is None else _JSON_EXACT[exact]
 
 
 class CodecSlot:

@@ -35,6 +35,7 @@ grouped, joined) registers here, so the error policy, acks and replies act on th
 of whichever stream the agent iterates."""
 
 Processor = Callable[[Event], bool | Awaitable[bool]]
+_NOTHING_DONE: list[Event] = []  # poll_event's argument when there is nothing to acknowledge (never filled)
 
 
 class _Upper:
@@ -89,7 +90,8 @@ class Stream:
         self._pending: list[Event] = []
         self.current_event: Event | None = None
         # A task's synchronous fast path (StreamTask.poll_event): a ready record without a coroutine.
-        self._poll: Callable[[], Event | None] | None = getattr(input, "poll_event", None)
+        # It acknowledges the list of events it is given (and empties it) first.
+        self._poll: Callable[[list[Event]], Event | None] | None = getattr(input, "poll_event", None)
         self._ack = input.ack
         hand = streams_in_hand.get()
         if hand is not None:
@@ -116,19 +118,19 @@ class Stream:
         """The per-record path, the only copy of it: ack what was handed out last, then take
         the next record (without a coroutine below this one when the task has it ready)."""
         pending = self._pending
-        if pending:
-            ack = self._ack
-            for done in pending:
-                ack(done)
-            pending.clear()
         poll = self._poll
         if poll is not None and not self._processors:
-            event = poll()
+            event = poll(pending)  # acks (and empties) pending in the same call
             if event is not None:
                 self.current_event = event
                 set_current_event(event)
                 pending.append(event)
                 return event.value
+        elif pending:
+            ack = self._ack
+            for done in pending:
+                ack(done)
+            pending.clear()
         return (await self._wait_next()).value
 
     async def _advance(self) -> Event:
@@ -165,7 +167,7 @@ class Stream:
         processors = self._processors
         poll = self._poll
         while True:
-            event = None if poll is None else poll()
+            event = None if poll is None else poll(_NOTHING_DONE)
             if event is None:
                 event = await inp.next_event(timeout)
             if event is None:

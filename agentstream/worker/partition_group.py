@@ -37,8 +37,14 @@ class RecordQueue:
 
     def __init__(self, tp: TP) -> None:
         self.tp = tp
-        # (key, value) decoders of the topic, set by the task that owns the queue
-        self.decoders: tuple[Callable[[bytes], Any], Callable[[bytes], Any]] = (_as_is, _as_is)
+        # The topic's (key decoder, key's exact type, value decoder, value's exact type), set by
+        # the task that owns the queue (codecs.direct_decoding; a type of None: any result)
+        self.decoders: tuple[Callable[[bytes], Any], type | None, Callable[[bytes], Any], type | None] = (
+            _as_is,
+            None,
+            _as_is,
+            None,
+        )
         self.messages: deque[Message] = deque()
         self.next_offset: int | None = None  # offset after the last buffered record
         self.paused = False

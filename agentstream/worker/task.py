@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from ..codecs import direct_decoder
+from ..codecs import direct_decoding
 from ..events import Event, set_current_event
 from ..exceptions import AgentError, StopProcessing, StoreError, TopologyError, TransportError, WorkerStopped
 from ..lifecycle import TASK_TRANSITIONS, StateMachine, TaskState
@@ -47,6 +47,10 @@ FATAL_IN_AGENT: tuple[type[BaseException], ...] = (
 bad record: the record is fine, the runtime under it is not (a failed produce, an unreachable or
 corrupt store, a table partition that is not here). Skipping would lose the record's effects."""
 _NOT_HANDLED: tuple[type[BaseException], ...] = (asyncio.CancelledError, *FATAL_IN_AGENT)
+
+
+class _NotDirect(Exception):
+    """A decoded payload of another type than the topic declares: decode it with the codec."""
 
 
 class TaskId(tuple[int, int]):
@@ -97,7 +101,7 @@ class StreamTask:
         self._codecs = {t.name: (t.key_codec.loads, t.value_codec.loads) for t in subtopology.source_topic_objects}
         # Codecs chosen once per input: each queue carries the direct decoders of its topic.
         direct = {
-            t.name: (direct_decoder(t.key_codec), direct_decoder(t.value_codec))
+            t.name: (*direct_decoding(t.key_codec), *direct_decoding(t.value_codec))
             for t in subtopology.source_topic_objects
         }
         for q in self.group.queues.values():
@@ -156,18 +160,33 @@ class StreamTask:
             self.faults.check("before_record")
         return event
 
-    def poll_event(self) -> Event | None:
-        """The next record when one is buffered and may go now, without suspending; None sends
-        the caller to :meth:`next_event` (nothing ready, a wait, a record that failed to decode,
-        or exactly-once / fault points, whose gates need the async path). :meth:`start` replaces
-        it with :meth:`_take` when no gate is needed."""
+    def poll_event(self, done: list[Event] | None = None) -> Event | None:
+        """Acknowledge ``done`` (emptied) and give the next record when one is buffered and may
+        go now, without suspending; None sends the caller to :meth:`next_event` (nothing ready,
+        a wait, a record that failed to decode, or exactly-once / fault points, whose gates need
+        the async path). :meth:`start` replaces it with :meth:`_take` when no gate is needed."""
+        if done:
+            for event in done:
+                self.ack(event)
+            done.clear()
         return None
 
-    def _take(self) -> Event | None:
-        """Take the next record, do its ack bookkeeping and decode it: the one take/decode path
-        of :meth:`poll_event` (per record, no coroutine) and :meth:`_next_event`. None: nothing
+    def _take(self, done: list[Event] | None = None) -> Event | None:
+        """Acknowledge ``done`` (the records the stream handed out last; emptied), then take the
+        next record, do its ack bookkeeping and decode it: the one take/decode path of
+        :meth:`poll_event` (per record, no coroutine) and :meth:`_next_event`. None: nothing
         may go now (nothing buffered, a :class:`Wait` left in ``_wait``, or a record that failed
         to decode left in ``_undecodable`` for the error policy). One record at a time: depth-first."""
+        if done:  # the stream's ack of its last record, in the same call (one call per record)
+            if self._ordered_acks:
+                committable = self.committable
+                for event in done:
+                    committable[event.tp] = event.message.offset + 1
+                self.processed += len(done)
+            else:
+                for event in done:
+                    self._ack(event.tp, event.message.offset)
+            done.clear()
         if self.lifecycle.state is not _RUNNING:
             return None
         group = self.group
@@ -192,11 +211,16 @@ class StreamTask:
             self._on_drained(tp)
         if not self._ordered_acks:
             self._inflight[tp].append(message.offset)
-        key_direct, value_direct = q.decoders
+        key_direct, key_type, value_direct, value_type = q.decoders
         raw_key, raw_value = message.key, message.value
         try:
             key = None if raw_key is None else key_direct(raw_key)
             value = None if raw_value is None else value_direct(raw_value)
+            # A JSON payload of another type than declared: the codec converts it (or refuses it).
+            if (value_type is not None and type(value) is not value_type and raw_value is not None) or (
+                key_type is not None and type(key) is not key_type and raw_key is not None
+            ):
+                raise _NotDirect
         except Exception:
             key_loads, value_loads = self._codecs[tp.topic]  # the codecs' own answer, or their error
             try:
