@@ -53,7 +53,7 @@ class TablePartition:
         self.table = table
         self.partition = partition
         self.store = store
-        self.cache: RecordCache[int] = RecordCache(cache_size)
+        self.cache = RecordCache(cache_size)
         self.pending: dict[bytes, bytes | None] = {}  # sent to the changelog, not yet in the store
         self.last_send: Delivery | None = None
         self.changelog_offset: int | None = None if checkpoint_path is None else read_checkpoint(checkpoint_path)
@@ -116,9 +116,13 @@ class TablePartition:
 
     def get_bytes(self, key: bytes) -> tuple[bool, Any]:
         """(found, python value) looking through cache, pending writes, then the store."""
-        value = self.cache.lookup(0, key)
+        value = self.cache.dirty.get(key, MISS)
         if value is not MISS:
             return value is not None, value
+        return self.get_written(key)
+
+    def get_written(self, key: bytes) -> tuple[bool, Any]:
+        """:meth:`get_bytes` past the cache (the caller looked there): pending writes, then the store."""
         raw = self.pending.get(key, MISS)
         if raw is MISS:
             raw = self.store.get(key)
@@ -131,9 +135,11 @@ class TablePartition:
             self._refuse_write()
         if self.table.eos:
             self.table._claim(self)
-        evicted = self.cache.put(0, key, value)
-        if evicted:
-            self.table._send_changelog(self, evicted)
+        cache = self.cache
+        dirty = cache.dirty
+        dirty[key] = value  # RecordCache.put inlined: once per table write
+        if len(dirty) > cache.max_size:
+            self.table._send_changelog(self, cache.evict())
 
     def dirty(self) -> bool:
         return bool(len(self.cache) or self.pending)

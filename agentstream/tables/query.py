@@ -76,7 +76,7 @@ def live_entries(part: TablePartition, *, reserved: bool = False) -> Iterator[tu
     deleted keys are left out, and so is the stream-time entry unless ``reserved``.
     """
     overlay: dict[bytes, tuple[Any, bool]] = {k: (raw, False) for k, raw in part.pending.items()}
-    for _, k, v in part.cache.entries():
+    for k, v in part.cache.entries():
         overlay[k] = (v, True)
     for k, raw in part.store.items():
         if k not in overlay and (reserved or k != STREAM_TIME_KEY):
@@ -207,7 +207,7 @@ def _estimate(part: TablePartition) -> int:
     store = part.store
     n = len(store)
     overlay: dict[bytes, bool] = {k: raw is not None for k, raw in part.pending.items()}
-    for _, k, v in part.cache.entries():
+    for k, v in part.cache.entries():
         overlay[k] = v is not None
     for k, live in overlay.items():
         in_store = k in store

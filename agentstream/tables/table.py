@@ -30,6 +30,7 @@ from ..models import Record
 from ..naming import changelog_topic_name, faust_naming
 from ..runtime import current_runtime, current_task, runtime_for
 from ..transport.partitioner import default_partition
+from .cache import MISS
 from .partition import TableNotReady, TablePartition
 from .query import live_entries
 from .rows import Rows
@@ -346,21 +347,26 @@ class Table(Rows):
             )
         part.writer = task.id
 
-    def _send_changelog(self, part: TablePartition, entries: list[tuple[int, bytes, Any]]) -> None:
+    def _send_changelog(self, part: TablePartition, entries: list[tuple[bytes, Any]]) -> None:
         """Queue changelog records (sent at commit time by the manager's producer)."""
         dumps = self.value_codec.dumps
-        for _, key, value in entries:
+        for key, value in entries:
             raw = None if value is None else dumps(value)
             part.pending[key] = raw
         manager = runtime_for(self.app).tables
         if manager is not None:
-            manager.queue_send(part, [(k, part.pending[k]) for _, k, _ in entries])
+            manager.queue_send(part, [(k, part.pending[k]) for k, _ in entries])
 
     # -- dict API ---------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
         kb = self._last_kb if key is self._last_key else self._key_dumps(key)
-        found, value = self._partition_for(kb, False).get_bytes(kb)
-        if found:
+        part = self._partition_for(kb, False)
+        value = part.cache.dirty.get(kb, MISS)  # TablePartition.get_bytes inlined: the cache first
+        if value is MISS:
+            found, value = part.get_written(kb)
+            if found:
+                return value
+        elif value is not None:
             return value
         if self.default is not None:
             return self.default()

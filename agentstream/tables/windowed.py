@@ -490,7 +490,7 @@ class _WindowState:
 
 def _exists(part: TablePartition, key: bytes) -> bool:
     """Whether ``key`` has a value, without decoding it."""
-    hit, value = part.cache.get(0, key)
+    hit, value = part.cache.get(key)
     if hit:
         return value is not None
     if key in part.pending:
