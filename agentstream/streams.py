@@ -312,6 +312,9 @@ class Stream:
     def noack(self) -> Stream:
         """Faust's ``stream.noack()``: records are acknowledged only by ``stream.ack(event)``, so an
         offset is committed only past records the agent acknowledged itself."""
+        out_of_order = getattr(self._input, "acks_out_of_order", None)
+        if out_of_order is not None:  # a task: acks may now come in any order
+            out_of_order()
         return _NoAckStream(self._input, self._processors, self._splits)
 
     def tee(self, n: int = 2) -> tuple[Stream, ...]:

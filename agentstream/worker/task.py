@@ -281,12 +281,23 @@ class StreamTask:
             return
         self._ack(event.tp, event.message.offset)
 
+    def acks_out_of_order(self) -> None:
+        """A stream acknowledges its records itself (``stream.noack()``), maybe out of order: track
+        every record taken from now on, as for concurrent instances, so an offset is committable
+        only up to the first record not acknowledged yet."""
+        self._ordered_acks = False
+
     def _ack(self, tp: TP, offset: int) -> None:
         self.processed += 1
         if self._ordered_acks:
             self.committable[tp] = offset + 1
             return
         inflight, done = self._inflight[tp], self._done[tp]
+        if not inflight or offset < inflight[0]:
+            # taken before acks went out of order (acks_out_of_order): nothing tracked is older
+            if self.committable.get(tp, 0) <= offset:
+                self.committable[tp] = offset + 1
+            return
         done.add(offset)
         while inflight and inflight[0] in done:
             first = inflight.popleft()

@@ -274,6 +274,34 @@ async def test_concurrent_instances_commit_only_up_to_the_first_unfinished_recor
     await until(lambda: task.committable.get(A0) == 2, "both records committable")
 
 
+async def test_noack_records_acknowledged_out_of_order_commit_only_up_to_the_first_unacknowledged(
+    stopper: list[StreamTask],
+) -> None:
+    """stream.noack(): the agent acknowledges records itself, in any order; an offset is never
+    committable past a record it has not acknowledged (one instance, so not the concurrent case)."""
+    held: list[Any] = []
+    streams: list[agentstream.Stream] = []
+
+    async def agent(stream: agentstream.Stream) -> None:
+        records = stream.noack()
+        streams.append(records)
+        async for event in records.events():
+            held.append(event)
+            if len(held) == 3:
+                records.ack(held[2])
+                records.ack(held[1])
+
+    task = await Harness(agent).build()
+    stopper.append(task)
+    task.add(A0, values(A0, 0, 1, 2, 3))
+    task.start()
+    await until(lambda: len(held) == 4, "every record in hand")
+    await ticks()
+    assert task.committable.get(A0) is None  # record 0 is not acknowledged: nothing past it
+    assert streams[-1].ack(held[0])  # (streams[0] is the topology discovery's run of the agent)
+    assert task.committable[A0] == 3 and task.processed == 3  # 0-2 acknowledged, 3 still in hand
+
+
 # -- back-pressure ----------------------------------------------------------------------------------
 
 
