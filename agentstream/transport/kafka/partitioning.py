@@ -13,7 +13,7 @@ from ..partitioner import default_partition
 
 __all__ = ["Partitioning"]
 
-_PARTITION_CACHE_SIZE = 100_000
+_PARTITION_CACHE_SIZE = 10_000  # hot keys; with the C hash a miss costs 0.1 us, so no need to hold more
 
 
 class Partitioning:
@@ -35,9 +35,9 @@ class Partitioning:
     def hash_partition(self, topic: str, key: bytes, count: int) -> int:
         """Kafka's default partitioner for keyed records, memoised per key.
 
-        aiokafka computes murmur2 in pure Python; keys repeat (words, customer ids), so remembering
-        key -> partition removes a large share of a stateful pipeline's CPU. Same result as the
-        Java client: toPositive(murmur2) % n.
+        Keys repeat (words, customer ids): a dict hit costs less than even the C hash
+        (:mod:`agentstream.transport.partitioner`), let alone aiokafka's pure-Python one. Same
+        result as the Java client: toPositive(murmur2) % n.
         """
         cache = self.memos[topic]
         if len(cache) >= _PARTITION_CACHE_SIZE:
