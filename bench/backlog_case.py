@@ -80,9 +80,13 @@ def side_argv(case: Case, side: str, n: int) -> tuple[list[str], dict[str, str]]
     )
 
 
-def memory_profile(samples: list[dict[str, Any]], warm: int) -> dict[str, Any]:
-    """Warm RSS, peak/min after it, and whether the curve stays within +-FLAT_BAND of it."""
-    live = [s for s in samples if s["rss_mb"] is not None]
+def memory_profile(samples: list[dict[str, Any]], warm: int, t_end: float | None = None) -> dict[str, Any]:
+    """Warm RSS, peak/min after it, and whether the curve stays within +-FLAT_BAND of it.
+
+    ``t_end`` (``time.monotonic()``, the clock of the side and of the sampler alike): when the
+    side reported the drain done. Later samples are its shutdown (memory freed while the process
+    exits, with a progress count that lags), not the drain, so they are left out."""
+    live = [s for s in samples if s["rss_mb"] is not None and (t_end is None or s["t"] <= t_end)]
     after = [s for s in live if s["processed"] >= warm]
     if not after:
         return {"warm_records": warm, "flat": None}
@@ -126,7 +130,7 @@ def drain(case: Case, side: str, n: int, warm: int) -> dict[str, Any]:
     finally:
         proc.kill()
     result.pop("timeline", None)
-    result["memory"] = memory_profile(sampler.samples, warm)
+    result["memory"] = memory_profile(sampler.samples, warm, result.get("t_end_monotonic"))
     m = result["memory"]
     log(
         f"{side}: {result['records_per_s']:.0f} records/s; RSS at {warm} records {m.get('rss_at_warm_mb')} MB, "

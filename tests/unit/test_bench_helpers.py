@@ -38,6 +38,14 @@ def test_memory_profile_flat_and_growing() -> None:
     assert memory_profile(_samples([10, 20]), warm=1000)["flat"] is None  # never got there
 
 
+def test_memory_profile_leaves_out_the_shutdown_after_the_drain() -> None:
+    """Memory freed while the process exits (after the side reported its end) is not the drain."""
+    samples = _samples([10, 30, 50, 52, 48, 55, 20])  # the last sample: t=1.5, the process exiting
+    assert memory_profile(samples, warm=20)["flat"] is False
+    drained = memory_profile(samples, warm=20, t_end=1.3)
+    assert drained["flat"] is True and drained["min_after_warm_mb"] == 48
+
+
 class _Worker:
     def __init__(self, *events: dict[str, Any]) -> None:
         self.events = list(events)
