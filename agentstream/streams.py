@@ -153,6 +153,11 @@ class Stream:
         self._pending.append(event)
         return event
 
+    def release_in_hand(self) -> None:
+        """Acknowledge every record in hand, whatever the stream's kind: the error policy has
+        handled them (skipped or dead-lettered), so nothing may hold its partition's offset back."""
+        Stream.ack_pending(self)
+
     def ack_pending(self) -> None:
         """Acknowledge what was handed out last; called when the agent asks for more."""
         if self._pending:
@@ -312,9 +317,8 @@ class Stream:
     def noack(self) -> Stream:
         """Faust's ``stream.noack()``: records are acknowledged only by ``stream.ack(event)``, so an
         offset is committed only past records the agent acknowledged itself."""
-        out_of_order = getattr(self._input, "acks_out_of_order", None)
-        if out_of_order is not None:  # a task: acks may now come in any order
-            out_of_order()
+        self.ack_pending()  # the agent moves on to the new stream: as when it asks for the next record
+        _out_of_order(self._input)  # a task (or a tee/combine over tasks): acks may now come in any order
         return _NoAckStream(self._input, self._processors, self._splits)
 
     def tee(self, n: int = 2) -> tuple[Stream, ...]:
@@ -441,6 +445,10 @@ class _TeeInput:
     def ack(self, event: Event) -> None:
         self.tee.ack(event)
 
+    def acks_out_of_order(self) -> None:
+        """A copy's records are acknowledged out of order (noack): so are the source's."""
+        _out_of_order(self.tee.source._input)
+
     def split(self, index: int, point: SplitPoint) -> SplitPoint:
         raise TopologyError("group_by()/through() after tee(): repartition before tee() instead")
 
@@ -481,6 +489,11 @@ class _CombinedInput:
         stream = self._origin.pop(id(event), None)
         if stream is not None:
             stream._input.ack(event)
+
+    def acks_out_of_order(self) -> None:
+        """The combined records are acknowledged out of order (noack): so are each stream's."""
+        for s in self.streams:
+            _out_of_order(s._input)
 
     def split(self, index: int, point: SplitPoint) -> SplitPoint:
         raise TopologyError("group_by()/through() after combine(): repartition each stream before combining")
@@ -535,6 +548,13 @@ class InProcessStream(Stream):
 
             return type(self)(self._input, self._processors + (rekey,), self._splits + 1)
         return type(self)(self._input, self._processors, self._splits + 1)
+
+
+def _out_of_order(input: StreamInput) -> None:
+    """Tell ``input`` its records may be acknowledged in any order (a task tracks each one then)."""
+    out_of_order = getattr(input, "acks_out_of_order", None)
+    if out_of_order is not None:
+        out_of_order()
 
 
 def _faust_ident(key: Any) -> str | None:

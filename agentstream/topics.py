@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 __all__ = ["Topic", "TopicGroup"]
 
 
+_LANE_CLOSED: list[Any] = [None]
+"""A lane's "sensors" under exactly_once: never empty, so the send fast path never takes the lane."""
+
+
 class Topic:
     """A Kafka topic as the app sees it (Faust's ``app.topic(...)``)."""
 
@@ -143,21 +147,21 @@ class Topic:
     # record; a new producer (stop, restart) opens a new lane. The lists are the app's own (mutated
     # in place by sensors.add / signal.connect), so a sensor or receiver added later is seen. No
     # lane under exactly_once: a task's sends go into its transaction (send_raw), which the lane
-    # would otherwise have to check per record.
+    # would otherwise have to check per record. (The guarantee is read when the lane opens, as the
+    # worker reads it once when it starts.)
     _lane: tuple[Any, Callable[..., Delivery | None], list[Any], list[Any]] | None = None
 
     def _open_lane(self) -> tuple[Any, Callable[..., Delivery | None], list[Any], list[Any]] | None:
         app = self.app
         producer = app._producer
         send_now = getattr(producer, "send_now", None)
-        if (
-            producer is None
-            or send_now is None
-            or not app._producer_started
-            or app.settings.processing_guarantee == "exactly_once"
-        ):
+        if producer is None or send_now is None or not app._producer_started:
             self._lane = None
             return None
+        if app.settings.processing_guarantee == "exactly_once":
+            # a closed lane for this producer: remembered like an open one, never taken
+            lane = self._lane = (producer, send_now, _LANE_CLOSED, _LANE_CLOSED)
+            return lane
         sensors, receivers = app.sensors._sensors, app.on_produce_message.receivers
         if type(sensors) is not list or type(receivers) is not list:
             return None  # not the lists this lane can watch: the general path checks per record

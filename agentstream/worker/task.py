@@ -367,7 +367,7 @@ class StreamTask:
             for event in events:
                 await self._errors.agent_failed(self, event, exc)
             for s in hand:
-                s.ack_pending()
+                s.release_in_hand()  # handled by the policy: acknowledged, noack() streams included
         else:
             await self._errors.agent_failed(self, None, exc)  # under 'stop' this raises StopProcessing
         set_current_event(None)

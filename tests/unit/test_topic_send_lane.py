@@ -60,3 +60,30 @@ async def test_a_new_producer_gets_the_records_sent_after_it_replaced_the_old_on
     await topic.send(key="b", value="2")
     assert first.fast == [("t", b"a", b'"1"')]
     assert second.fast == [("t", b"b", b'"2"')]
+
+
+async def test_under_exactly_once_a_task_send_goes_into_its_transaction_every_time() -> None:
+    """No lane under exactly_once: the first and every later send of a task with a transaction
+    reach the transaction, never the producer's append."""
+    from agentstream.runtime import current_task
+
+    app, producer = started_app()
+    app.conf.processing_guarantee = "exactly_once"
+    topic = app.topic("t", key_type=str, value_type=str)
+    into_txn: list[Any] = []
+
+    class Txn:
+        async def send(self, topic: str, key: Any, value: Any, **options: Any) -> Any:
+            into_txn.append((topic, key, value))
+            return object()
+
+    class Task:
+        txn = Txn()
+
+    token = current_task.set(Task())  # type: ignore[arg-type]
+    try:
+        for i in range(3):
+            await topic.send(key="k", value=str(i))
+    finally:
+        current_task.reset(token)
+    assert producer.fast == [] and len(into_txn) == 3

@@ -302,6 +302,64 @@ async def test_noack_records_acknowledged_out_of_order_commit_only_up_to_the_fir
     assert task.committable[A0] == 3 and task.processed == 3  # 0-2 acknowledged, 3 still in hand
 
 
+async def test_a_noack_record_skipped_by_the_error_policy_does_not_hold_the_offset_back(
+    stopper: list[StreamTask],
+) -> None:
+    """The agent fails on a record of a noack() stream: the policy skips it, so it counts as
+    acknowledged (the restarted agent's acks carry the offset past it)."""
+
+    async def agent(stream: agentstream.Stream) -> None:
+        records = stream.noack()
+        async for event in records.events():
+            if event.value == 1:
+                raise ValueError("bad value")
+            records.ack(event)
+
+    h = Harness(agent, on_agent_error="skip")
+    task = await h.build()
+    stopper.append(task)
+    task.add(A0, values(A0, 0, 1, 2, 3))
+    task.start()
+    await until(lambda: task.committable.get(A0) == 4, "committed past every record, the skipped one too")
+    assert h.errors.agent_errors == 1
+
+
+async def test_noack_on_a_tee_copy_acknowledged_out_of_order_never_commits_past_an_unacknowledged_record(
+    stopper: list[StreamTask],
+) -> None:
+    held: list[Any] = []
+    copies: list[agentstream.Stream] = []
+
+    async def agent(stream: agentstream.Stream) -> None:
+        a, b = stream.tee(2)
+        first = a.noack()
+        copies.append(first)
+
+        async def follow_b() -> None:
+            async for _ in b:
+                pass
+
+        async def hold_a() -> None:
+            async for event in first.events():
+                held.append(event)
+                if len(held) == 3:
+                    first.ack(held[2])
+                    first.ack(held[1])
+
+        await asyncio.gather(follow_b(), hold_a())
+
+    task = await Harness(agent).build()
+    stopper.append(task)
+    task.add(A0, values(A0, 0, 1, 2, 3))
+    task.start()
+    await until(lambda: len(held) == 4, "every record in hand of the noack copy")
+    await ticks()
+    assert task.committable.get(A0) is None  # record 0 is not acknowledged by the noack copy
+    assert copies[-1].ack(held[0])
+    await ticks()
+    assert task.committable[A0] == 3
+
+
 # -- back-pressure ----------------------------------------------------------------------------------
 
 
