@@ -7,7 +7,7 @@ DEMO_STAMP := $(VENV)/.demo-installed
 CHROMIUM := $(VENV)/.chromium
 FAUST_VENV := $(VENV)/faust-takeover/bin/python
 
-.PHONY: faust-venv install demo test lint format docs docs-serve unit integration typecheck bench bench-quick soak clean
+.PHONY: faust-venv install demo test lint format docs docs-serve unit integration typecheck bench bench-quick bench-micro soak clean
 
 # The full install: everything `make test` runs (test, dev broker, Spark with Java 17, docs).
 $(STAMP): setup.py Makefile
@@ -79,6 +79,10 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(PY) -m bench.run --quick
+
+# Per-record cost of the word count's stream, send and table steps against hand-written ones (no broker).
+bench-micro: $(STAMP)
+	$(PY) -m bench.micro
 
 # Soak (not part of `test`): 3 workers on the real broker, kill -9 / SIGTERM / broker pauses through
 # the fault proxy for SOAK_SECONDS (600), 200k sentences; fails if any word is lost.

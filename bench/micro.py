@@ -1,0 +1,231 @@
+"""Per-record costs of the word count's three framework calls, in one process, no broker: what
+each costs against the least a hand-written loop does for the same step (the batch-API loop of
+:mod:`bench.raw_wordcount`). These explain the word count's CPU ratio; they are not targets.
+
+* ``stream``: ``async for value in stream`` over a task's buffered records (take, ack, decode a
+  JSON int, the Event) against a bare async iterator that pops and decodes;
+* ``send``: ``await topic.send(key=str, value=int)`` into the kafka:// producer's open batches
+  (aiokafka's C builders, no broker behind them) against the batch loop's encode + partition
+  memo + ``BatchBuilder.append``;
+* ``table``: ``t[w] = t[w] + 1`` on a table partition (memory store, write-back cache) with a
+  record in hand against ``counts[key] = counts.get(key, 0) + 1`` on a dict.
+
+    python -m bench.micro [--n 300000]
+
+Best of 5 runs per line, in microseconds per record; wall-clock, so run it on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import orjson
+import uvloop
+from aiokafka.partitioner import murmur2 as aiokafka_murmur2  # type: ignore[import-untyped,unused-ignore]
+from aiokafka.producer.message_accumulator import BatchBuilder  # type: ignore[import-untyped,unused-ignore]
+from aiokafka.structs import ConsumerRecord  # type: ignore[import-untyped,unused-ignore]
+
+import agentstream
+from agentstream.events import Event, set_current_event
+from agentstream.lifecycle import PartitionState
+from agentstream.runtime import current_runtime, runtime_for
+from agentstream.tables.partition import TablePartition
+from agentstream.tables.store import MemoryStore
+from agentstream.transport.base import TP
+from agentstream.transport.kafka.batches import OpenBatch
+from agentstream.transport.kafka.producer import KafkaProducer
+from agentstream.transport.partitioner import default_partition
+from agentstream.worker.errors import ErrorPolicy
+from agentstream.worker.task import StreamTask, TaskId
+
+PARTITIONS = 4
+
+
+def record(topic: str, partition: int, offset: int, key: bytes | None, value: bytes) -> Any:
+    return ConsumerRecord(topic, partition, offset, offset, 0, key, value, None, 0, len(value), ())
+
+
+def best(run: Callable[[], float], times: int = 5) -> float:
+    return min(run() for _ in range(times))
+
+
+# -- stream ------------------------------------------------------------------------------------------
+async def _stream(n: int) -> float:
+    app = agentstream.App("micro-stream", broker="memory://micro", store="memory://", web_enabled=False)
+    source = app.topic("in", value_type=int)
+    done = asyncio.Event()
+    count = 0
+
+    async def agent(stream: agentstream.Stream) -> None:
+        nonlocal count
+        async for _value in stream:
+            count += 1
+            if count == n:
+                done.set()
+
+    app.agent(source)(agent)
+    await app.discover()
+    st = app.topology().subtopologies[0]
+    tp = TP("in", 0)
+    task = StreamTask(
+        TaskId(st.id, 0),
+        st,
+        [tp],
+        errors=ErrorPolicy(app, lambda exc: None),
+        max_task_idle=0.0,
+        buffer_max_records=n + 1,
+        lagging=lambda q: False,
+        on_drained=lambda tp: None,
+    )
+    task.add(tp, [record("in", 0, i, None, b"%d" % i) for i in range(n)])
+    t0 = time.perf_counter()
+    task.start()
+    await done.wait()
+    elapsed = time.perf_counter() - t0
+    await task.stop(1.0)
+    return elapsed
+
+
+class _Bare:
+    """The least an async iterator over buffered records does: pop one, decode its value."""
+
+    def __init__(self, messages: deque[Any]) -> None:
+        self.messages = messages
+
+    def __aiter__(self) -> _Bare:
+        return self
+
+    async def __anext__(self) -> Any:
+        return orjson.loads(self.messages.popleft().value)
+
+
+async def _stream_floor(n: int) -> float:
+    messages = deque(record("in", 0, i, None, b"%d" % i) for i in range(n))
+    count = 0
+    t0 = time.perf_counter()
+    async for _value in _Bare(messages):
+        count += 1
+        if count == n:
+            break
+    return time.perf_counter() - t0
+
+
+# -- send --------------------------------------------------------------------------------------------
+def _builder() -> Any:
+    return BatchBuilder(1 << 30, 0)
+
+
+async def _send(words: list[str]) -> float:
+    app = agentstream.App("micro-send", broker="kafka://127.0.0.1:1", web_enabled=False)
+    out = app.topic("out", key_type=str, value_type=int)
+    producer = KafkaProducer(["127.0.0.1:1"], {})
+    loop = asyncio.get_running_loop()
+    # The state a started producer has after its first send to the topic (no broker needed).
+    producer._loop = loop
+    producer._producer = object()
+    memo = producer._partitioning.learn("out", PARTITIONS)
+    batches = producer._batches.topic("out")
+    for p in range(PARTITIONS):
+        batches[p] = OpenBatch("out", p, _builder(), loop)
+    producer._routes["out"] = (PARTITIONS, memo, batches)
+    app._producer = producer  # type: ignore[assignment]
+    app._producer_started = True
+    send = out.send
+    t0 = time.perf_counter()
+    for i, word in enumerate(words):
+        await send(key=word, value=i)
+    return time.perf_counter() - t0
+
+
+async def _send_floor(words: list[str]) -> float:
+    batches: dict[int, Any] = {}
+    memo: dict[bytes, int] = {}
+
+    async def send(key: bytes, value: bytes) -> None:
+        p = memo.get(key)
+        if p is None:
+            p = memo[key] = (aiokafka_murmur2(key) & 0x7FFFFFFF) % PARTITIONS
+        batch = batches.get(p)
+        if batch is None:
+            batch = batches[p] = _builder()
+        batch.append(key=key, value=value, timestamp=None)
+
+    t0 = time.perf_counter()
+    for i, word in enumerate(words):
+        await send(word.encode(), orjson.dumps(i))
+    return time.perf_counter() - t0
+
+
+# -- table -------------------------------------------------------------------------------------------
+def _events(words: list[str]) -> list[Event]:
+    events = []
+    for i, word in enumerate(words):
+        kb = word.encode()
+        p = default_partition(kb, PARTITIONS)
+        events.append(Event(word, word, record("w", p, i, kb, kb), TP("w", p)))
+    return events
+
+
+def _table_case(words: list[str]) -> tuple[Callable[[], float], Callable[[], float]]:
+    app = agentstream.App("micro-table", broker="memory://micro", store="memory://", web_enabled=False)
+    table = app.Table("counts", default=int, partitions=PARTITIONS)
+    rt = runtime_for(app)
+    current_runtime.set(rt)
+    parts = rt.table_partitions("counts")
+    for p in range(PARTITIONS):
+        part = parts[p] = TablePartition(table, p, MemoryStore(), None, 10_000)
+        part.lifecycle.to(PartitionState.RESTORING)
+        part.lifecycle.to(PartitionState.ACTIVE)
+    events = _events(words)
+
+    def ours() -> float:
+        t0 = time.perf_counter()
+        for event in events:
+            set_current_event(event)
+            word = event.value
+            table[word] = table[word] + 1
+        return time.perf_counter() - t0
+
+    def floor() -> float:
+        counts: dict[bytes | None, int] = {}
+        t0 = time.perf_counter()
+        for event in events:
+            set_current_event(event)
+            key = event.message.key
+            counts[key] = counts.get(key, 0) + 1
+        return time.perf_counter() - t0
+
+    return ours, floor
+
+
+def _async(fn: Callable[[], Coroutine[Any, Any, float]]) -> Callable[[], float]:
+    return lambda: uvloop.run(fn())
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--n", type=int, default=300_000)
+    args = p.parse_args(argv)
+    n = args.n
+    words = [f"word{i % 1000}" for i in range(n)]
+    table, table_floor = _table_case(words)
+    cases = [
+        ("stream", _async(lambda: _stream(n)), _async(lambda: _stream_floor(n))),
+        ("send", _async(lambda: _send(words)), _async(lambda: _send_floor(words))),
+        ("table", table, table_floor),
+    ]
+    print(f"{'step':8} {'agentstream us':>15} {'hand-written us':>16} {'extra us':>9}")
+    for name, ours, floor in cases:
+        a, f = best(ours) / n * 1e6, best(floor) / n * 1e6
+        print(f"{name:8} {a:15.3f} {f:16.3f} {a - f:9.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
