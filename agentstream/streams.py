@@ -27,7 +27,7 @@ from .exceptions import TopologyError
 if TYPE_CHECKING:
     from .topics import Topic
 
-__all__ = ["Stream", "StreamInput", "SplitPoint", "streams_in_hand"]
+__all__ = ["Stream", "StreamInput", "SplitPoint", "InHand", "streams_in_hand"]
 
 streams_in_hand: ContextVar[list[Stream] | None] = ContextVar("agentstream_streams", default=None)
 """Set by a stream task for each agent instance: every stream the agent makes (root, filtered,
@@ -152,11 +152,6 @@ class Stream:
         assert event is not None  # no timeout given: the input waits for a record
         self._pending.append(event)
         return event
-
-    def release_in_hand(self) -> None:
-        """Acknowledge every record in hand, whatever the stream's kind: the error policy has
-        handled them (skipped or dead-lettered), so nothing may hold its partition's offset back."""
-        Stream.ack_pending(self)
 
     def ack_pending(self) -> None:
         """Acknowledge what was handed out last; called when the agent asks for more."""
@@ -317,9 +312,12 @@ class Stream:
     def noack(self) -> Stream:
         """Faust's ``stream.noack()``: records are acknowledged only by ``stream.ack(event)``, so an
         offset is committed only past records the agent acknowledged itself."""
-        self.ack_pending()  # the agent moves on to the new stream: as when it asks for the next record
         _out_of_order(self._input)  # a task (or a tee/combine over tasks): acks may now come in any order
-        return _NoAckStream(self._input, self._processors, self._splits)
+        stream = _NoAckStream(self._input, self._processors, self._splits)
+        # This stream's record in hand (if any) is acknowledged when the new stream takes its first
+        # record: as when the agent asks this stream for the next one, never before.
+        stream._parent = self
+        return stream
 
     def tee(self, n: int = 2) -> tuple[Stream, ...]:
         """``n`` streams that each see every value of this one (Faust's ``stream.tee``); a record is
@@ -379,10 +377,16 @@ class Stream:
 class _NoAckStream(Stream):
     """A stream whose records stay in hand until ``stream.ack(event)``."""
 
+    _parent: Stream | None = None  # the stream noack() was called on: its record in hand goes at our first
+
     async def __anext__(self) -> Any:
         return (await self._advance()).value  # never Stream.__anext__'s ack of the last record
 
     async def _advance(self) -> Event:
+        parent = self._parent
+        if parent is not None:
+            self._parent = None
+            parent.ack_pending()
         event = await self._pull() if self._processors else await self._input.next_event()
         assert event is not None
         if not self._processors:
@@ -401,19 +405,40 @@ class _Tee:
     def __init__(self, source: Stream, n: int) -> None:
         self.source = source
         self.buffers: list[list[Event]] = [[] for _ in range(n)]
-        self.acks: dict[int, int] = {}
+        self.acks: dict[int, int] = {}  # id(event) -> copies that acknowledged it
+        self.taken: dict[int, Event] = {}  # pulled from the source, not acknowledged by every copy yet
+        self.released = False  # the agent failed and release() ran: the copies end
+        self.pull: asyncio.Future[Event | None] | None = None  # the source pull running for a copy
         self.n = n
         self.lock = asyncio.Lock()
 
     async def next_event(self, i: int, timeout: float | None) -> Event | None:
+        if self.released:
+            # a copy the failed agent left running (asyncio.gather does not cancel the others):
+            # its ``async for`` ends here, so it takes no records the restarted agent should get
+            raise StopAsyncIteration
         while not self.buffers[i]:
             async with self.lock:
                 if self.buffers[i]:
                     break
-                event = await self.source._pull(timeout)
+                if self.released:
+                    raise StopAsyncIteration
+                # A future, so release() can stop a pull a copy left running by the failed agent
+                # is waiting in (before it takes a record the restarted agent should get).
+                pull = self.pull = asyncio.ensure_future(self.source._pull(timeout))
+                try:
+                    event = await pull
+                except asyncio.CancelledError:
+                    pull.cancel()
+                    raise
+                finally:
+                    self.pull = None
+                if self.released:
+                    raise StopAsyncIteration  # release() already acknowledged it (held())
                 if event is None:
                     return None
                 self.acks[id(event)] = 0
+                self.taken[id(event)] = event
                 for buffer in self.buffers:
                     buffer.append(event)
         return self.buffers[i].pop(0)
@@ -424,9 +449,35 @@ class _Tee:
             return
         if seen + 1 >= self.n:
             del self.acks[id(event)]
+            del self.taken[id(event)]
             self.source._input.ack(event)
         else:
             self.acks[id(event)] = seen + 1
+
+    def held(self) -> list[Event]:
+        """Records taken from the source that not every copy has acknowledged (in a copy's hand
+        or still in its buffer, or just pulled)."""
+        held = list(self.taken.values())
+        pull = self.pull
+        if pull is not None and pull.done() and not pull.cancelled() and pull.exception() is None:
+            event = pull.result()
+            if event is not None:
+                held.append(event)
+        return held
+
+    def release(self) -> None:
+        """The agent failed and the error policy handled :meth:`held`: acknowledge them at the
+        source and forget the copies' buffers (the restarted agent makes a new tee)."""
+        self.released = True
+        taken = self.held()
+        if self.pull is not None and not self.pull.done():
+            self.pull.cancel()
+        self.taken.clear()
+        self.acks.clear()
+        for buffer in self.buffers:
+            buffer.clear()
+        for event in taken:
+            self.source._input.ack(event)
 
 
 class _TeeInput:
@@ -441,6 +492,12 @@ class _TeeInput:
 
     async def next_event(self, timeout: float | None = None) -> Event | None:
         return await self.tee.next_event(self.i, timeout)
+
+    def held(self) -> list[Event]:
+        return self.tee.held()
+
+    def release(self) -> None:
+        self.tee.release()
 
     def ack(self, event: Event) -> None:
         self.tee.ack(event)
@@ -461,6 +518,7 @@ class _CombinedInput:
         self.stage = streams[0]._input.stage
         self._pulls: dict[int, asyncio.Future[Event | None]] = {}
         self._origin: dict[int, Stream] = {}
+        self._released = False  # the agent failed and release() ran: the combined stream ends
 
     @property
     def partitions(self) -> Any:
@@ -470,9 +528,12 @@ class _CombinedInput:
         return out
 
     async def next_event(self, timeout: float | None = None) -> Event | None:
+        if self._released:
+            raise StopAsyncIteration  # left running by the failed agent (see _Tee.next_event)
         for i, s in enumerate(self.streams):
             if i not in self._pulls:
-                self._pulls[i] = asyncio.ensure_future(s._pull())
+                pull = self._pulls[i] = asyncio.ensure_future(s._pull())
+                pull.add_done_callback(_retrieved)  # a pull nobody reads again (the agent ended) logs nothing
         done, _ = await asyncio.wait(self._pulls.values(), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if not done:
             return None
@@ -494,6 +555,27 @@ class _CombinedInput:
         """The combined records are acknowledged out of order (noack): so are each stream's."""
         for s in self.streams:
             _out_of_order(s._input)
+
+    def held(self) -> list[Event]:
+        """Records a pull has taken that the combined stream has not handed out yet."""
+        return [
+            event
+            for fut in self._pulls.values()
+            if fut.done() and not fut.cancelled() and fut.exception() is None
+            if (event := fut.result()) is not None
+        ]
+
+    def release(self) -> None:
+        """The agent failed and the error policy handled :meth:`held`: stop the pulls still
+        waiting, acknowledge what the finished ones took (the restarted agent combines anew)."""
+        self._released = True
+        pulls = list(self._pulls.items())
+        self._pulls.clear()
+        for i, fut in pulls:
+            if not fut.done():
+                fut.cancel()
+            elif not fut.cancelled() and fut.exception() is None and (event := fut.result()) is not None:
+                self.streams[i]._input.ack(event)
 
     def split(self, index: int, point: SplitPoint) -> SplitPoint:
         raise TopologyError("group_by()/through() after combine(): repartition each stream before combining")
@@ -548,6 +630,41 @@ class InProcessStream(Stream):
 
             return type(self)(self._input, self._processors + (rekey,), self._splits + 1)
         return type(self)(self._input, self._processors, self._splits + 1)
+
+
+class InHand:
+    """What an agent instance held when it failed: the records in its streams' hands and those
+    its tee/combine inputs took and did not hand on, each once. :meth:`release` acknowledges
+    exactly these, once the error policy has handled them (records taken later are not)."""
+
+    def __init__(self, hand: list[Stream]) -> None:
+        self._pending = [(s, list(s._pending)) for s in hand]
+        inputs: dict[int, Any] = {}
+        for s in hand:
+            if hasattr(s._input, "release"):
+                inputs.setdefault(id(s._input), s._input)
+        self._inputs = list(inputs.values())
+        seen: dict[int, Event] = {}
+        for _, events in self._pending:
+            for event in events:
+                seen.setdefault(id(event), event)
+        for inp in self._inputs:
+            for event in inp.held():
+                seen.setdefault(id(event), event)
+        self.events = list(seen.values())
+
+    def release(self) -> None:
+        for stream, events in self._pending:
+            for event in events:
+                Stream.ack(stream, event)  # also for noack() streams: the policy handled it
+        for inp in self._inputs:
+            inp.release()
+
+
+def _retrieved(fut: asyncio.Future[Any]) -> None:
+    """Mark a finished future's exception as retrieved: it reaches whoever reads its result."""
+    if not fut.cancelled():
+        fut.exception()
 
 
 def _out_of_order(input: StreamInput) -> None:

@@ -18,7 +18,7 @@ from ..events import Event, set_current_event
 from ..exceptions import AgentError, StopProcessing, StoreError, TopologyError, TransportError, WorkerStopped
 from ..lifecycle import TASK_TRANSITIONS, StateMachine, TaskState
 from ..runtime import current_task
-from ..streams import SplitPoint, Stream, streams_in_hand
+from ..streams import InHand, SplitPoint, Stream, streams_in_hand
 from ..tables.partition import TableNotReady
 from ..transport.base import TP, Message
 from .partition_group import PartitionGroup, RecordQueue, Wait
@@ -362,12 +362,12 @@ class StreamTask:
                 restarts = await self._agent_failed(hand, exc, handled, restarts)
 
     async def _agent_failed(self, hand: list[Stream], exc: Exception, handled: int, restarts: int) -> int:
-        events = [event for s in hand for event in s.in_hand()]
+        held = InHand(hand)  # each record once (a tee's copies hold the same one)
+        events = held.events
         if events:
             for event in events:
                 await self._errors.agent_failed(self, event, exc)
-            for s in hand:
-                s.release_in_hand()  # handled by the policy: acknowledged, noack() streams included
+            held.release()  # exactly these: handled by the policy, so acknowledged (noack() too)
         else:
             await self._errors.agent_failed(self, None, exc)  # under 'stop' this raises StopProcessing
         set_current_event(None)

@@ -360,6 +360,103 @@ async def test_noack_on_a_tee_copy_acknowledged_out_of_order_never_commits_past_
     assert task.committable[A0] == 3
 
 
+async def test_a_tee_noack_agent_that_fails_has_each_record_handled_once_and_the_offset_moves_on(
+    stopper: list[StreamTask],
+) -> None:
+    """A tee'd record fails the agent: the policy sees it once (not once per copy), and the records
+    the tee holds (in the copies' hands or buffers) are acknowledged, so the offset moves past them."""
+    runs: list[int] = []
+
+    async def agent(stream: agentstream.Stream) -> None:
+        runs.append(1)
+        a, b = stream.tee(2)
+        first = a.noack()
+
+        async def follow_b() -> None:
+            async for _ in b:
+                pass
+
+        async def hold_a() -> None:
+            async for event in first.events():
+                if event.value == 1:
+                    raise ValueError("bad value")
+                first.ack(event)
+
+        await asyncio.gather(follow_b(), hold_a())
+
+    h = Harness(agent, on_agent_error="skip")
+    handled: list[int] = []
+    policy = h.errors.agent_failed
+
+    async def agent_failed(task: Any, event: Any, exc: BaseException) -> None:
+        handled.append(event.offset)
+        await policy(task, event, exc)
+
+    h.errors.agent_failed = agent_failed  # type: ignore[method-assign]
+    task = await h.build()
+    stopper.append(task)
+    task.add(A0, values(A0, 0, 1, 2))
+    task.start()
+    await until(lambda: bool(handled), "the agent failed")
+    task.add(A0, values(A0, 3, 4, start=3))
+    await until(lambda: task.committable.get(A0) == 5, "the offset moved past every record")
+    assert 1 in handled and len(handled) == len(set(handled))  # each record the copies held: once
+    assert len(runs) == 3  # the topology discovery's run, the run that failed, the restart
+
+
+async def test_a_combined_stream_agent_that_fails_leaves_no_record_taken_and_unhandled(
+    stopper: list[StreamTask],
+) -> None:
+    """combine() keeps a pull running per stream; when the agent fails, what a pull took goes to
+    the policy and is acknowledged, and the pulls stop, so the restarted agent gets every later record."""
+    got: list[int] = []
+
+    async def agent(stream: agentstream.Stream) -> None:
+        left = stream.filter(lambda v: True)  # two streams over the task's input: each record
+        right = stream.filter(lambda v: True)  # goes to whichever pull takes it
+        combined = (left & right).noack()
+        async for event in combined.events():
+            got.append(event.value)
+            if event.value == 1:
+                raise ValueError("bad value")
+            combined.ack(event)
+
+    h = Harness(agent, on_agent_error="skip")
+    task = await h.build()
+    stopper.append(task)
+    task.add(A0, values(A0, 0, 1, 2))
+    task.start()
+    await until(lambda: h.errors.agent_errors >= 1, "the agent failed")
+    task.add(A0, values(A0, 3, 4, 5, start=3))
+    await until(lambda: {3, 4, 5} <= set(got), "the restarted agent got every later record")
+    await until(lambda: task.committable.get(A0) == 6, "committed past every record")
+
+
+async def test_noack_called_mid_record_does_not_acknowledge_that_record_before_the_next_is_taken(
+    stopper: list[StreamTask],
+) -> None:
+    seen_committable: list[int | None] = []
+    gate = asyncio.Event()
+
+    async def agent(stream: agentstream.Stream) -> None:
+        async for _value in stream:
+            records = stream.noack()  # record 0 is still being handled
+            await gate.wait()
+            seen_committable.append(task.committable.get(A0))
+            async for event in records.events():
+                records.ack(event)
+
+    task = await Harness(agent).build()
+    stopper.append(task)
+    task.add(A0, values(A0, 0, 1))
+    task.start()
+    await ticks()
+    assert task.committable.get(A0) is None  # record 0 is in hand: not committable
+    gate.set()
+    await until(lambda: task.committable.get(A0) == 2, "both records acknowledged")
+    assert seen_committable == [None]
+
+
 # -- back-pressure ----------------------------------------------------------------------------------
 
 
