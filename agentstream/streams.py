@@ -408,7 +408,7 @@ class _Tee:
         self.acks: dict[int, int] = {}  # id(event) -> copies that acknowledged it
         self.taken: dict[int, Event] = {}  # pulled from the source, not acknowledged by every copy yet
         self.released = False  # the agent failed and release() ran: the copies end
-        self.pull: asyncio.Future[Event | None] | None = None  # the source pull running for a copy
+        self.puller: asyncio.Task[Any] | None = None  # the asyncio task waiting in a source pull
         self.n = n
         self.lock = asyncio.Lock()
 
@@ -423,18 +423,14 @@ class _Tee:
                     break
                 if self.released:
                     raise StopAsyncIteration
-                # A future, so release() can stop a pull a copy left running by the failed agent
-                # is waiting in (before it takes a record the restarted agent should get).
-                pull = self.pull = asyncio.ensure_future(self.source._pull(timeout))
+                # Remembered so release() can cancel a copy the failed agent left running while it
+                # waits here: a record is taken and returned within one step, so a waiting pull
+                # holds none, and a cancelled one takes none the restarted agent should get.
+                self.puller = asyncio.current_task()
                 try:
-                    event = await pull
-                except asyncio.CancelledError:
-                    pull.cancel()
-                    raise
+                    event = await self.source._pull(timeout)
                 finally:
-                    self.pull = None
-                if self.released:
-                    raise StopAsyncIteration  # release() already acknowledged it (held())
+                    self.puller = None
                 if event is None:
                     return None
                 self.acks[id(event)] = 0
@@ -456,22 +452,17 @@ class _Tee:
 
     def held(self) -> list[Event]:
         """Records taken from the source that not every copy has acknowledged (in a copy's hand
-        or still in its buffer, or just pulled)."""
-        held = list(self.taken.values())
-        pull = self.pull
-        if pull is not None and pull.done() and not pull.cancelled() and pull.exception() is None:
-            event = pull.result()
-            if event is not None:
-                held.append(event)
-        return held
+        or still in its buffer)."""
+        return list(self.taken.values())
 
     def release(self) -> None:
         """The agent failed and the error policy handled :meth:`held`: acknowledge them at the
         source and forget the copies' buffers (the restarted agent makes a new tee)."""
         self.released = True
         taken = self.held()
-        if self.pull is not None and not self.pull.done():
-            self.pull.cancel()
+        puller = self.puller
+        if puller is not None and puller is not asyncio.current_task():
+            puller.cancel()
         self.taken.clear()
         self.acks.clear()
         for buffer in self.buffers:
