@@ -145,10 +145,10 @@ class Topic:
 
     # The send fast path's per-producer lookups, made once per started producer instead of per
     # record; a new producer (stop, restart) opens a new lane. The lists are the app's own (mutated
-    # in place by sensors.add / signal.connect), so a sensor or receiver added later is seen. No
-    # lane under exactly_once: a task's sends go into its transaction (send_raw), which the lane
-    # would otherwise have to check per record. (The guarantee is read when the lane opens, as the
-    # worker reads it once when it starts.)
+    # in place by sensors.add / signal.connect), so a sensor or receiver added later is seen. Under
+    # exactly_once the lane is closed: a task's sends go into its transaction (send_raw), which an
+    # open lane would otherwise have to check per record. (The guarantee is read when the lane
+    # opens, as the worker reads it once when it starts.)
     _lane: tuple[Any, Callable[..., Delivery | None], list[Any], list[Any]] | None = None
 
     def _open_lane(self) -> tuple[Any, Callable[..., Delivery | None], list[Any], list[Any]] | None:
