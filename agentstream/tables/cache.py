@@ -15,7 +15,8 @@ __all__ = ["RecordCache", "MISS"]
 _MISS = object()
 _NOTHING: list = []  # type: ignore[type-arg]  # put()'s usual answer: shared, never mutated (callers only read it)
 MISS = _MISS
-"""What :meth:`RecordCache.lookup` returns for a key it does not hold."""
+"""The default for ``RecordCache.dirty.get(key, MISS)``: the cache does not hold the key (the
+per-record read path reads ``dirty`` inline; :meth:`RecordCache.get` is the tuple form)."""
 
 
 class RecordCache:
@@ -65,10 +66,6 @@ class RecordCache:
         if value is _MISS:  # a sentinel: misses are common, and raising KeyError is slow
             return False, None
         return True, value
-
-    def lookup(self, key: bytes) -> object:
-        """The cached value (None = deleted), or :data:`MISS`: :meth:`get` without the result tuple."""
-        return self.dirty.get(key, _MISS)
 
     def flush(self) -> list[tuple[bytes, object]]:
         """Hand over every dirty entry (first-write order) and empty the cache."""

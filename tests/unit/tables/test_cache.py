@@ -29,11 +29,11 @@ def test_collapses_updates_in_first_write_order() -> None:
 
 def test_get_hit_miss_and_tombstone() -> None:
     c = RecordCache(max_size=10)
-    assert c.get(b"a") == (False, None) and c.lookup(b"a") is MISS
+    assert c.get(b"a") == (False, None) and c.dirty.get(b"a", MISS) is MISS
     c.put(b"a", b"1")
     c.put(b"d", None)
-    assert c.get(b"a") == (True, b"1") and c.lookup(b"a") == b"1"
-    assert c.get(b"d") == (True, None) and c.lookup(b"d") is None  # a cached delete is a hit
+    assert c.get(b"a") == (True, b"1") and c.dirty.get(b"a", MISS) == b"1"
+    assert c.get(b"d") == (True, None) and c.dirty.get(b"d", MISS) is None  # a cached delete is a hit
     c.flush()
     assert c.get(b"a") == (False, None)
 
