@@ -549,12 +549,7 @@ class _CombinedInput:
 
     def held(self) -> list[Event]:
         """Records a pull has taken that the combined stream has not handed out yet."""
-        return [
-            event
-            for fut in self._pulls.values()
-            if fut.done() and not fut.cancelled() and fut.exception() is None
-            if (event := fut.result()) is not None
-        ]
+        return [event for fut in self._pulls.values() if (event := _pulled(fut)) is not None]
 
     def release(self) -> None:
         """The agent failed and the error policy handled :meth:`held`: stop the pulls still
@@ -565,7 +560,7 @@ class _CombinedInput:
         for i, fut in pulls:
             if not fut.done():
                 fut.cancel()
-            elif not fut.cancelled() and fut.exception() is None and (event := fut.result()) is not None:
+            elif (event := _pulled(fut)) is not None:
                 self.streams[i]._input.ack(event)
 
     def split(self, index: int, point: SplitPoint) -> SplitPoint:
@@ -650,6 +645,13 @@ class InHand:
                 Stream.ack(stream, event)  # also for noack() streams: the policy handled it
         for inp in self._inputs:
             inp.release()
+
+
+def _pulled(fut: asyncio.Future[Event | None]) -> Event | None:
+    """The record a finished pull took (None: still running, cancelled, failed, or none)."""
+    if fut.done() and not fut.cancelled() and fut.exception() is None:
+        return fut.result()
+    return None
 
 
 def _retrieved(fut: asyncio.Future[Any]) -> None:
