@@ -399,38 +399,21 @@ def case_restore(case: Case, n: int) -> dict[str, Any]:
     log(f"restore: loaded {n} changelog records in {time.perf_counter() - t:.1f}s")
     del records
     runs: dict[str, list[dict[str, Any]]] = {"agentstream": [], "raw": []}
+    same_input = ["--topic", RESTORE_TOPIC, "--partitions", "4", "--expect", str(n)]  # both sides
     for i in range(RESTORE_REPEAT):
         a = case.run(
             "agentstream",
             [
                 "bench.as_runner",
                 "restore",
-                "--topic",
-                RESTORE_TOPIC,
-                "--partitions",
-                "4",
-                "--expect",
-                str(n),
+                *same_input,
                 "--data-dir",
                 str(case.scratch / f"as{i}"),
                 "--logfile",
                 str(case.logs / "restore.log"),
             ],
         )
-        r = case.run(
-            "raw",
-            [
-                "bench.raw_restore",
-                "--topic",
-                RESTORE_TOPIC,
-                "--partitions",
-                "4",
-                "--expect",
-                str(n),
-                "--data-dir",
-                str(case.scratch / f"raw{i}"),
-            ],
-        )
+        r = case.run("raw", ["bench.raw_restore", *same_input, "--data-dir", str(case.scratch / f"raw{i}")])
         log(
             f"restore: agentstream {a['records_per_s']:.0f}, raw {r['records_per_s']:.0f} records/s "
             f"({a['records_per_s'] / r['records_per_s']:.2f}x)"
