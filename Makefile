@@ -7,7 +7,7 @@ DEMO_STAMP := $(VENV)/.demo-installed
 CHROMIUM := $(VENV)/.chromium
 FAUST_VENV := $(VENV)/faust-takeover/bin/python
 
-.PHONY: faust-venv install demo test lint format docs docs-serve unit integration typecheck bench bench-quick bench-micro soak clean
+.PHONY: faust-venv install compile demo test lint format docs docs-serve unit unit-pure integration typecheck bench bench-quick bench-micro soak clean
 
 # The full install: everything `make test` runs (test, dev broker, Spark with Java 17, docs).
 $(STAMP): setup.py Makefile
@@ -15,17 +15,29 @@ $(STAMP): setup.py Makefile
 	command -v java >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q openjdk-17-jre-headless; }  # PySpark (the spark extra)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --progress-bar on --upgrade pip
-	$(PY) -m pip install --progress-bar on -e '.[test,dev-broker,spark,docs]'
+	AGENTSTREAM_COMPILE=0 $(PY) -m pip install --progress-bar on -e '.[test,dev-broker,spark,docs]'
 	touch $(STAMP) $(DEMO_STAMP)
 
 # What the demo runs: the runtime and the dev broker (no test tools, no Spark, no Java).
 $(DEMO_STAMP): setup.py
 	@echo "== installing agentstream and the dev broker into $(VENV) for the demo (pip shows its progress)"
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --progress-bar on -e '.[dev-broker]'
+	AGENTSTREAM_COMPILE=0 $(PY) -m pip install --progress-bar on -e '.[dev-broker]'
 	touch $(DEMO_STAMP)
 
-install: $(STAMP)
+# The hot path compiled with mypyc, in place (setup.py COMPILED lists the modules): rebuilt when
+# one of them changes. Until it is, agentstream/compiled.py runs them all as pure Python.
+HOT := $(shell sed -n 's/^    "\(agentstream\/.*\.py\)",$$/\1/p' setup.py)
+COMPILED := agentstream/_compiled.json
+$(COMPILED): $(DEMO_STAMP) setup.py $(HOT)
+	@echo "== compiling the hot path with mypyc: $(HOT)"
+	$(PY) -c "import mypyc" 2>/dev/null || $(PY) -m pip install --progress-bar on 'mypy>=2.4,<3'
+	find agentstream -name '*.so' -delete  # a module taken off the list must not keep its old build
+	$(PY) setup.py -q build_ext --inplace
+
+install: $(STAMP) $(COMPILED)
+
+compile: $(COMPILED)
 
 # Headless Chromium renders the web status page in tests/integration/test_web.py (Debian package).
 $(CHROMIUM):
@@ -40,10 +52,10 @@ $(FAUST_VENV): $(STAMP)
 faust-venv: $(FAUST_VENV)
 
 # `make demo` runs until Ctrl-C; `make demo DEMO_ARGS=--once` stops after the queries.
-demo: $(DEMO_STAMP)
+demo: $(DEMO_STAMP) $(COMPILED)
 	@$(PY) scripts/demo.py $(DEMO_ARGS)
 
-test: $(STAMP) $(CHROMIUM) $(FAUST_VENV)
+test: $(STAMP) $(COMPILED) $(CHROMIUM) $(FAUST_VENV)
 	$(VENV)/bin/ruff check .  # lint (pyproject.toml [tool.ruff])
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m mypy agentstream
@@ -58,10 +70,14 @@ docs: $(STAMP)
 docs-serve: $(STAMP)
 	$(PY) -m mkdocs serve
 
-unit: $(STAMP)
+unit: $(STAMP) $(COMPILED)
 	$(PY) -m pytest -q tests/unit
 
-integration: $(STAMP) $(CHROMIUM) $(FAUST_VENV)
+# The unit tests on the pure-Python source of the compiled modules (what runs where mypyc cannot).
+unit-pure: $(STAMP)
+	AGENTSTREAM_PURE=1 $(PY) -m pytest -q -p no:cacheprovider tests/unit
+
+integration: $(STAMP) $(COMPILED) $(CHROMIUM) $(FAUST_VENV)
 	$(PY) -m pytest -q tests/integration
 
 lint: $(STAMP)
@@ -74,20 +90,21 @@ format: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy agentstream
 
-bench: $(STAMP)
+bench: $(STAMP) $(COMPILED)
 	$(PY) -m bench.run
 
-bench-quick: $(STAMP)
+bench-quick: $(STAMP) $(COMPILED)
 	$(PY) -m bench.run --quick
 
 # Per-record cost of the word count's stream, send and table steps against hand-written ones (no broker).
-bench-micro: $(STAMP)
+bench-micro: $(STAMP) $(COMPILED)
 	$(PY) -m bench.micro
 
 # Soak (not part of `test`): 3 workers on the real broker, kill -9 / SIGTERM / broker pauses through
 # the fault proxy for SOAK_SECONDS (600), 200k sentences; fails if any word is lost.
-soak: $(STAMP)
+soak: $(STAMP) $(COMPILED)
 	$(PY) -m tests.soak.soak
 
 clean:
-	rm -rf $(VENV) build *.egg-info artifacts
+	rm -rf $(VENV) build *.egg-info artifacts $(COMPILED) agentstream__mypyc.*
+	find agentstream -name '*.so' -delete

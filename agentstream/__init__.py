@@ -11,6 +11,11 @@ are not part of ``__all__``.
 
 import importlib
 
+# isort: off
+# First: chooses between the compiled hot path and its pure-Python source before either is imported.
+from . import compiled as _compiled  # noqa: F401
+# isort: on
+
 # These install operators into the layers below them (Stream.join, Table.tumbling/hopping/join,
 # Agent.test_context, App.main): imported here, so they are there whatever the app imports first.
 from . import cli as _cli  # noqa: F401

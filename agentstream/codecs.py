@@ -19,7 +19,7 @@ import pickle
 from collections.abc import Callable, Mapping
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, Protocol, overload, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 from uuid import UUID
 
 import orjson
@@ -586,29 +586,3 @@ def direct_decoder(codec: Codec) -> Callable[[bytes], Any]:
     Takes ``bytes`` (what the consumer gives), never None."""
     decode, exact = direct_decoding(codec)
     return decode if exact is None else _JSON_EXACT[exact]
-
-
-class CodecSlot:
-    """A declaration's codec attribute (``topic.key_codec``, ``table.key_codec``) that keeps the
-    codec's :func:`direct_encoders` beside it, so they are chosen once, when the codec is set,
-    however often it is set: the codec is in ``_<name>``, its encoders in ``_<name>_enc``."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.attr = f"_{name}"
-        self.encoders = f"_{name}_enc"
-
-    @overload
-    def __get__(self, obj: None, owner: type | None = None) -> CodecSlot: ...
-
-    @overload
-    def __get__(self, obj: object, owner: type | None = None) -> Codec: ...
-
-    def __get__(self, obj: object | None, owner: type | None = None) -> Codec | CodecSlot:
-        if obj is None:
-            return self
-        codec: Codec = getattr(obj, self.attr)
-        return codec
-
-    def __set__(self, obj: object, codec: Codec) -> None:
-        setattr(obj, self.attr, codec)
-        setattr(obj, self.encoders, direct_encoders(codec))

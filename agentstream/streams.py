@@ -14,20 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .durations import to_seconds
+from . import stream_take
 from .events import Event, set_current_event
 from .exceptions import TopologyError
 
 if TYPE_CHECKING:
     from .topics import Topic
 
-__all__ = ["Stream", "StreamInput", "SplitPoint", "InHand", "streams_in_hand"]
+__all__ = ["Stream", "StreamInput", "PolledInput", "SplitPoint", "InHand", "streams_in_hand"]
 
 streams_in_hand: ContextVar[list[Stream] | None] = ContextVar("agentstream_streams", default=None)
 """Set by a stream task for each agent instance: every stream the agent makes (root, filtered,
@@ -80,6 +79,17 @@ class StreamInput(Protocol):
         ...
 
 
+class PolledInput:
+    """A stream input with a synchronous pull besides ``next_event``: a stream task
+    (:class:`agentstream.worker.task.StreamTask` extends this class). The stream calls it once
+    per record; in the compiled build that is a native call, not a Python one."""
+
+    def poll_event(self, done: list[Event]) -> Event | None:
+        """Acknowledge ``done`` (and empty it), then give the next record if one is buffered and
+        may go now; None sends the stream to ``next_event`` (nothing ready, or a wait)."""
+        raise NotImplementedError
+
+
 class Stream:
     """An async iterator of values (Faust's ``Stream``); ``events()``/``items()`` give more."""
 
@@ -91,7 +101,7 @@ class Stream:
         self.current_event: Event | None = None
         # A task's synchronous fast path (StreamTask.poll_event): a ready record without a coroutine.
         # It acknowledges the list of events it is given (and empties it) first.
-        self._poll: Callable[[list[Event]], Event | None] | None = getattr(input, "poll_event", None)
+        self._poll: PolledInput | None = input if isinstance(input, PolledInput) else None
         self._ack = input.ack
         hand = streams_in_hand.get()
         if hand is not None:
@@ -120,7 +130,7 @@ class Stream:
         pending = self._pending
         poll = self._poll
         if poll is not None and not self._processors:
-            event = poll(pending)  # acks (and empties) pending in the same call
+            event = poll.poll_event(pending)  # acks (and empties) pending in the same call
             if event is not None:
                 self.current_event = event
                 set_current_event(event)
@@ -167,7 +177,7 @@ class Stream:
         processors = self._processors
         poll = self._poll
         while True:
-            event = None if poll is None else poll(_NOTHING_DONE)
+            event = None if poll is None else poll.poll_event(_NOTHING_DONE)
             if event is None:
                 event = await inp.next_event(timeout)
             if event is None:
@@ -195,46 +205,20 @@ class Stream:
     def items(self) -> AsyncIterator[tuple[Any, Any]]:
         return _Items(self)
 
-    async def take(self, max_: int, within: Any) -> AsyncIterator[list[Any]]:
+    def take(self, max_: int, within: Any) -> AsyncIterator[list[Any]]:
         """Batches of up to ``max_`` values, yielded early when ``within`` seconds pass after the first.
 
         The batch's records are acknowledged when the agent asks for the next batch.
         """
-        async for batch in self._batches(max_, within):
-            yield [event.value for event in batch]
+        return stream_take.take(self, max_, within)
 
-    async def take_events(self, max_: int, within: Any) -> AsyncIterator[list[Event]]:
+    def take_events(self, max_: int, within: Any) -> AsyncIterator[list[Event]]:
         """Like :meth:`take`, with the events (key, value, message) instead of the values."""
-        async for batch in self._batches(max_, within):
-            yield batch
+        return stream_take.take_events(self, max_, within)
 
-    async def _batches(self, max_: int, within: Any) -> AsyncIterator[list[Event]]:
-        within = to_seconds(within)
-        if max_ < 1:
-            raise ValueError("take(max_): max_ must be >= 1")
-        while True:
-            self.ack_pending()
-            first = await self._pull()
-            assert first is not None
-            self._pending.append(first)
-            batch = [first]
-            deadline = time.monotonic() + within
-            while len(batch) < max_:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                event = await self._pull(remaining)
-                if event is None:
-                    break
-                self._pending.append(event)
-                batch.append(event)
-            yield batch
-
-    async def enumerate(self, start: int = 0) -> AsyncIterator[tuple[int, Any]]:
-        i = start
-        async for value in self:
-            yield i, value
-            i += 1
+    def enumerate(self, start: int = 0) -> AsyncIterator[tuple[int, Any]]:
+        """``(i, value)`` for each value, ``i`` counting from ``start``."""
+        return stream_take.enumerate_values(self, start)
 
     # -- operations --------------------------------------------------------------------------
     def _derive(self, *extra: Processor) -> Stream:
@@ -419,25 +403,30 @@ class _Tee:
             raise StopAsyncIteration
         while not self.buffers[i]:
             async with self.lock:
-                if self.buffers[i]:
-                    break
-                if self.released:
-                    raise StopAsyncIteration
-                # Remembered so release() can cancel a copy the failed agent left running while it
-                # waits here: a record is taken and returned within one step, so a waiting pull
-                # holds none, and a cancelled one takes none the restarted agent should get.
-                self.puller = asyncio.current_task()
-                try:
-                    event = await self.source._pull(timeout)
-                finally:
-                    self.puller = None
-                if event is None:
+                if not self.buffers[i] and not await self._fill(timeout):
                     return None
-                self.acks[id(event)] = 0
-                self.taken[id(event)] = event
-                for buffer in self.buffers:
-                    buffer.append(event)
         return self.buffers[i].pop(0)
+
+    async def _fill(self, timeout: float | None) -> bool:
+        """Under the lock: pull the source's next record into every copy's buffer. False: the
+        timeout passed first."""
+        if self.released:
+            raise StopAsyncIteration
+        # Remembered so release() can cancel a copy the failed agent left running while it
+        # waits here: a record is taken and returned within one step, so a waiting pull
+        # holds none, and a cancelled one takes none the restarted agent should get.
+        self.puller = asyncio.current_task()
+        try:
+            event = await self.source._pull(timeout)
+        finally:
+            self.puller = None
+        if event is None:
+            return False
+        self.acks[id(event)] = 0
+        self.taken[id(event)] = event
+        for buffer in self.buffers:
+            buffer.append(event)
+        return True
 
     def ack(self, event: Event) -> None:
         seen = self.acks.get(id(event))

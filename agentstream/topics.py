@@ -13,6 +13,7 @@ from . import codecs
 from .events import current_event
 from .runtime import current_task
 from .transport.base import Delivery, TopicSpec
+from .transport.kafka.producer import KafkaProducer
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -32,13 +33,29 @@ class Topic:
 
     # Each codec with the C call that encodes common exact types the way it would (str -> UTF-8
     # for raw keys, orjson for JSON scalars): send() dispatches on the value's type with one dict
-    # lookup instead of two or three Python frames.
-    key_codec = codecs.CodecSlot()
-    value_codec = codecs.CodecSlot()
+    # lookup instead of two or three Python frames. They are chosen when the codec is set.
     _key_codec: codecs.Codec
     _key_codec_enc: dict[type, Callable[[Any], bytes]]
     _value_codec: codecs.Codec
     _value_codec_enc: dict[type, Callable[[Any], bytes]]
+
+    @property
+    def key_codec(self) -> codecs.Codec:
+        return self._key_codec
+
+    @key_codec.setter
+    def key_codec(self, codec: codecs.Codec) -> None:
+        self._key_codec = codec
+        self._key_codec_enc = codecs.direct_encoders(codec)
+
+    @property
+    def value_codec(self) -> codecs.Codec:
+        return self._value_codec
+
+    @value_codec.setter
+    def value_codec(self, codec: codecs.Codec) -> None:
+        self._value_codec = codec
+        self._value_codec_enc = codecs.direct_encoders(codec)
 
     def __init__(self, app: App, name: str, **options: Unpack[TopicOptions]) -> None:
         from .types import TopicOptions as declared  # the runtime class (imported for typing only above)
@@ -58,6 +75,10 @@ class Topic:
         self.value_type = value_type
         self._partitions = options.get("partitions")
         self.internal = internal
+        self._lane: KafkaProducer | None = None  # see _open_lane
+        self._lane_for: Any = None
+        self._lane_sensors: list[Any] = _LANE_CLOSED
+        self._lane_receivers: list[Any] = _LANE_CLOSED
         self.compacted = options.get("compacted", False)
         self.config = dict(options.get("config") or {})
         self.key_serializer = key_serializer
@@ -130,13 +151,13 @@ class Topic:
         except Exception:  # e.g. an int past orjson's 64 bits: the codecs' own result, or their error
             kb, vb = self.encode(key, value)
         if timestamp is None and headers is None:
+            producer = self.app._producer
+            if producer is not self._lane_for:
+                self._open_lane(producer)
             lane = self._lane
-            if lane is None or lane[0] is not self.app._producer:
-                lane = self._open_lane()
-            # lane: (producer, its send_now, app's sensor list, on_produce_message's receiver list)
-            if lane is not None and not lane[2] and not lane[3]:
+            if lane is not None and not self._lane_sensors and not self._lane_receivers:
                 event = current_event()
-                delivery: Delivery | None = lane[1](
+                delivery = lane.send_now(
                     self.name, kb, vb, partition, None if event is None else event.message.timestamp, None
                 )
                 if delivery is not None:
@@ -148,25 +169,22 @@ class Topic:
     # in place by sensors.add / signal.connect), so a sensor or receiver added later is seen. Under
     # exactly_once the lane is closed: a task's sends go into its transaction (send_raw), which an
     # open lane would otherwise have to check per record. (The guarantee is read when the lane
-    # opens, as the worker reads it once when it starts.)
-    _lane: tuple[Any, Callable[..., Delivery | None], list[Any], list[Any]] | None = None
-
-    def _open_lane(self) -> tuple[Any, Callable[..., Delivery | None], list[Any], list[Any]] | None:
+    # opens, as the worker reads it once when it starts.) The lane is typed as the Kafka producer:
+    # in the compiled build its send_now is a native call.
+    def _open_lane(self, producer: Any) -> None:
         app = self.app
-        producer = app._producer
-        send_now = getattr(producer, "send_now", None)
-        if producer is None or send_now is None or not app._producer_started:
-            self._lane = None
-            return None
+        self._lane = None
+        self._lane_for = None  # not ready (no producer, not started, other lists): asked again next send
+        if not isinstance(producer, KafkaProducer) or not app._producer_started:
+            return
         if app.settings.processing_guarantee == "exactly_once":
             # a closed lane for this producer: remembered like an open one, never taken
-            lane = self._lane = (producer, send_now, _LANE_CLOSED, _LANE_CLOSED)
-            return lane
+            self._lane_for, self._lane_sensors, self._lane_receivers = producer, _LANE_CLOSED, _LANE_CLOSED
+            return
         sensors, receivers = app.sensors._sensors, app.on_produce_message.receivers
         if type(sensors) is not list or type(receivers) is not list:
-            return None  # not the lists this lane can watch: the general path checks per record
-        lane = self._lane = (producer, send_now, sensors, receivers)
-        return lane
+            return  # not the lists this lane can watch: the general path checks per record
+        self._lane, self._lane_for, self._lane_sensors, self._lane_receivers = producer, producer, sensors, receivers
 
     async def send_raw(
         self,

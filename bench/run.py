@@ -64,6 +64,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agentstream import compiled
 from agentstream.devbroker import DevBroker
 from bench import common
 from bench.backlog_case import case_backlog
@@ -638,6 +639,7 @@ def main(argv: list[str] | None = None) -> int:
     total = time.perf_counter() - started
     print()
     print_table(rows)
+    print(f"agentstream hot path: {compiled.BUILD} (agentstream/compiled.py)")
     print(f"total {total:.0f}s")
     if args.output:
         out = Path(args.output)
@@ -653,6 +655,7 @@ def main(argv: list[str] | None = None) -> int:
             [Path(sys.executable).name, "-m", "bench.run", *(argv if argv is not None else sys.argv[1:])]
         ),
         "total_s": round(total, 1),
+        "build": compiled.BUILD,  # the agentstream side's hot path: compiled (mypyc) or pure Python
         "timed_interval": "first record fetched -> all input handled, all output acknowledged by the broker, "
         "input offsets committed (restore: -> last record written, stores flushed)",
         "results": _merge_rows(out, rows, args.quick),

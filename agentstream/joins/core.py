@@ -53,8 +53,9 @@ class JoinSource:
 
 _SOURCES: weakref.WeakKeyDictionary[Agent, dict[int, list[JoinSource]]] = weakref.WeakKeyDictionary()
 _TABLE_REQUIREMENTS: weakref.WeakKeyDictionary[Agent, dict[int, list[tuple[str, Table]]]] = weakref.WeakKeyDictionary()
-_WRITERS: weakref.WeakKeyDictionary[Table, tuple[str, int, str]] = weakref.WeakKeyDictionary()
-"""Table a join writes (from_topic tables, join buffers) -> (agent, stage, join): one writer only."""
+_WRITERS: weakref.WeakKeyDictionary[Any, dict[str, tuple[str, int, str]]] = weakref.WeakKeyDictionary()
+"""App -> name of a table a join writes (from_topic tables, join buffers) -> (agent, stage, join):
+one writer only. Keyed by app and table name: a table (a compiled class) cannot be weakly referenced."""
 
 
 def join_sources(agent: Agent, stage: int) -> list[JoinSource]:
@@ -71,9 +72,10 @@ def reset_join_sources(agent: Agent) -> None:
     """Forget what an earlier discovery found (the probe registers everything again)."""
     _SOURCES.pop(agent, None)
     _TABLE_REQUIREMENTS.pop(agent, None)
-    for table, (name, _, _) in list(_WRITERS.items()):
+    writers = _WRITERS.get(agent.app, {})
+    for table_name, (name, _, _) in list(writers.items()):
         if name == agent.name:
-            del _WRITERS[table]
+            del writers[table_name]
 
 
 def _agent_of(inp: Any) -> Agent | None:
@@ -111,7 +113,7 @@ def register(stream: Stream, source: JoinSource | None, tables: list[Table], wha
                 )
             found.append(source)
             for table in source.tables:
-                writer = _WRITERS.setdefault(table, (agent.name, stage, what))
+                writer = _WRITERS.setdefault(table.app, {}).setdefault(table.name, (agent.name, stage, what))
                 if writer[:2] != (agent.name, stage):
                     raise TopologyError(
                         f"agent {agent.name!r} makes {what}, but agent {writer[0]!r} already makes {writer[2]}: "

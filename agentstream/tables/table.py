@@ -31,6 +31,7 @@ from ..naming import changelog_topic_name, faust_naming
 from ..runtime import current_runtime, current_task, runtime_for
 from ..transport.partitioner import default_partition
 from .cache import MISS
+from .managed_set import ManagedSet
 from .partition import TableNotReady, TablePartition
 from .query import live_entries
 from .rows import Rows
@@ -64,24 +65,16 @@ class _Upper:
 upper = _Upper()
 
 
-class _KeyCodecSlot(codecs.CodecSlot):
-    """``table.key_codec``: also its ``dumps`` (the read path calls it) and a fresh key memo."""
-
-    def __set__(self, obj: object, codec: codecs.Codec) -> None:
-        super().__set__(obj, codec)
-        obj._key_codec_dumps = codec.dumps  # type: ignore[attr-defined]
-        obj._last_key = _NO_KEY  # type: ignore[attr-defined]
-
-
 class Table(Rows):
     """``app.Table(name, default=int)``: a partitioned, changelog-backed dict (Faust's Table)."""
 
     is_global = False
-    key_codec = _KeyCodecSlot()
     value_codec: codecs.Codec
     _key_codec: codecs.Codec
     _key_codec_enc: dict[type, Callable[[Any], bytes]]
     _key_codec_dumps: Callable[[Any], bytes | None]
+    _last_key: Any
+    _last_kb: bytes
     _windowed: Any = None  # the shared window state once tumbling()/hopping() was called
     source_topic: Topic | None = None  # set by from_topic(): the table mirrors this topic
     eos = False  # set by the TableManager under processing_guarantee='exactly_once'
@@ -136,10 +129,22 @@ class Table(Rows):
             internal=True,
             compacted=True,
         )
-        self._last_key: Any = _NO_KEY
-        self._last_kb = b""
         self._homes: dict[bytes, int] = {}
         self._warned: set[tuple[str, str]] = set()  # (kind, agent/topic): each problem is told once
+
+    @property
+    def key_codec(self) -> codecs.Codec:
+        return self._key_codec
+
+    @key_codec.setter
+    def key_codec(self, codec: codecs.Codec) -> None:
+        """Also keeps the codec's direct encoders and ``dumps`` (the read path calls them) and
+        forgets the last key encoded with the old codec."""
+        self._key_codec = codec
+        self._key_codec_enc = codecs.direct_encoders(codec)
+        self._key_codec_dumps = codec.dumps
+        self._last_key = _NO_KEY
+        self._last_kb = b""
 
     def _key_dumps(self, key: Any) -> bytes:
         # A read-modify-write (``t[k] = t[k] + 1``) encodes the same key twice in a row: remember
@@ -553,17 +558,48 @@ class GlobalTable(Table):
 class SetTable(Table):
     """A table of sets (Faust's SetTable): ``table[k].add(x)`` is written back automatically."""
 
-    def __init__(self, app: App, name: str, **kwargs: Any) -> None:
-        kwargs.setdefault("default", set)
-        super().__init__(app, name, **kwargs)
+    # Table's arguments spelt out: the compiled build (mypyc) cannot pass on **kwargs to a
+    # compiled __init__.
+    def __init__(
+        self,
+        app: App,
+        name: str,
+        *,
+        default: Callable[[], Any] | None = set,
+        partitions: int | None = None,
+        key_type: Any = None,
+        value_type: Any = None,
+        key_serializer: str | None = None,
+        value_serializer: str | None = None,
+        store: str | None = None,
+        help: str | None = None,
+        on_window_close: Callable[[Any, Any], Any] | None = None,
+    ) -> None:
+        super().__init__(
+            app,
+            name,
+            default=default,
+            partitions=partitions,
+            key_type=key_type,
+            value_type=value_type,
+            key_serializer=key_serializer,
+            value_serializer=value_serializer,
+            store=store,
+            help=help,
+            on_window_close=on_window_close,
+        )
         self.value_codec = _SetCodec()
 
     def __getitem__(self, key: Any) -> Any:
-        return _ManagedSet(self, key, super().__getitem__(key))
+        return ManagedSet(self, key, super().__getitem__(key))
 
 
-class SetGlobalTable(SetTable, GlobalTable):
-    """A table of sets held in full by every worker (Faust's SetGlobalTable)."""
+class SetGlobalTable(SetTable):
+    """A table of sets held in full by every worker (Faust's SetGlobalTable). A SetTable that is
+    global, not also a subclass of GlobalTable: the compiled build (mypyc) has no multiple
+    inheritance, and ``is_global`` is all GlobalTable adds."""
+
+    is_global = True
 
 
 class _SetCodec:
@@ -572,34 +608,3 @@ class _SetCodec:
 
     def loads(self, data: bytes | None) -> set[Any]:
         return set(codecs.get("json").loads(data) or ())
-
-
-class _ManagedSet(set):  # type: ignore[type-arg]
-    """A set that writes itself back to its table on every change."""
-
-    def __init__(self, table: Table, key: Any, items: Any) -> None:
-        super().__init__(items or ())
-        self._table, self._key = table, key
-
-    def _save(self) -> None:
-        Table.__setitem__(self._table, self._key, set(self))
-
-    def add(self, item: Any) -> None:
-        super().add(item)
-        self._save()
-
-    def discard(self, item: Any) -> None:
-        super().discard(item)
-        self._save()
-
-    def remove(self, item: Any) -> None:
-        super().remove(item)
-        self._save()
-
-    def update(self, *others: Any) -> None:
-        super().update(*others)
-        self._save()
-
-    def clear(self) -> None:
-        super().clear()
-        self._save()

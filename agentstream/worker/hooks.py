@@ -13,7 +13,10 @@ __all__ = ["worker_init", "revoked", "assigned", "rebalance_complete", "committe
 
 _rebalance_state: weakref.WeakKeyDictionary[Any, dict[int, Any]] = weakref.WeakKeyDictionary()
 _last_offsets: weakref.WeakKeyDictionary[Any, dict[TP, int]] = weakref.WeakKeyDictionary()
-_processed: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+# worker -> task id -> (the task, its processed count at the last commit). Keyed by worker (tasks,
+# compiled classes, cannot be weakly referenced); a task object that is not the one seen last
+# (recreated after a rebalance) counts from 0.
+_processed: weakref.WeakKeyDictionary[Any, dict[Any, tuple[Any, int]]] = weakref.WeakKeyDictionary()
 
 
 def _signal(app: Any, name: str) -> Any:
@@ -78,9 +81,12 @@ def committed(worker: Any) -> None:
         return
     seen = _last_offsets.setdefault(worker, {})
     counts: dict[TP, int] = {}
+    counted = _processed.get(worker, {})
+    counting: dict[Any, tuple[Any, int]] = {}
     for task in list(worker.tasks.values()):
-        delta = task.processed - _processed.get(task, 0)
-        _processed[task] = task.processed
+        last = counted.get(task.id)
+        delta = task.processed - (last[1] if last is not None and last[0] is task else 0)
+        counting[task.id] = (task, task.processed)
         tps = list(task.partitions)
         if delta <= 0 or not tps:
             continue
@@ -94,6 +100,7 @@ def committed(worker: Any) -> None:
                     rest -= moved
         counts[tps[0]] = counts.get(tps[0], 0) + rest
         seen.update(task.committable)
+    _processed[worker] = counting
     if counts:
         sensors.call("on_messages_handled", counts)
     sensors.call("on_commit_completed", worker.consumer, dict(seen))

@@ -10,18 +10,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine, Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..codecs import direct_decoding
 from ..events import Event, set_current_event
 from ..exceptions import AgentError, StopProcessing, StoreError, TopologyError, TransportError, WorkerStopped
 from ..lifecycle import TASK_TRANSITIONS, StateMachine, TaskState
 from ..runtime import current_task
-from ..streams import InHand, SplitPoint, Stream, streams_in_hand
+from ..streams import InHand, PolledInput, SplitPoint, Stream, streams_in_hand
 from ..tables.partition import TableNotReady
 from ..transport.base import TP, Message
 from .partition_group import PartitionGroup, RecordQueue, Wait
+from .task_id import TaskId
 
 if TYPE_CHECKING:
     from ..runtime import FaultPoints
@@ -53,25 +54,11 @@ class _NotDirect(Exception):
     """A decoded payload of another type than the topic declares: decode it with the codec."""
 
 
-class TaskId(tuple[int, int]):
-    """``(sub-topology, partition)``, printed like Kafka Streams' ``0_3``."""
-
-    def __new__(cls, subtopology: int, partition: int) -> TaskId:
-        return super().__new__(cls, (subtopology, partition))
-
-    @property
-    def subtopology(self) -> int:
-        return self[0]
-
-    @property
-    def partition(self) -> int:
-        return self[1]
-
-    def __str__(self) -> str:
-        return f"{self[0]}_{self[1]}"
+class NextEvent(Protocol):
+    def __call__(self, timeout: float | None = None) -> Coroutine[Any, Any, Event | None]: ...
 
 
-class StreamTask:
+class StreamTask(PolledInput):
     """Feeds one sub-topology's agent from one partition number of its source topics."""
 
     def __init__(
@@ -127,6 +114,12 @@ class StreamTask:
         self.faults: FaultPoints | None = None
         self._wait: Wait | None = None  # left by _take(): how long to wait for a lagging input
         self._undecodable: tuple[Message, TP, Exception] | None = None  # left by _take() for the policy
+        # The stream's async pull (StreamInput.next_event): an attribute, not a method, so start()
+        # picks it once, when it knows whether a gate or fault points are in the way, and the
+        # common case awaits the inner pull directly. poll_event (the synchronous pull) checks
+        # _direct instead: it is a native method call in the compiled build.
+        self.next_event: NextEvent = self._gated_next_event
+        self._direct = False
 
     # -- fed by the fetcher -------------------------------------------------------------------
     def add(self, tp: TP, messages: list[Message]) -> int:
@@ -139,9 +132,10 @@ class StreamTask:
         return self.group.queues[tp]
 
     # -- StreamInput ---------------------------------------------------------------------------
-    async def next_event(self, timeout: float | None = None) -> Event | None:
-        """The next record (see :meth:`_next_event`); under exactly_once the instance leaves the
-        commit gate while it waits and re-enters before it handles what it got."""
+    async def _gated_next_event(self, timeout: float | None = None) -> Event | None:
+        """``next_event`` with a gate or fault points: the next record (see :meth:`_next_event`);
+        under exactly_once the instance leaves the commit gate while it waits and re-enters
+        before it handles what it got."""
         gate = self.gate
         if gate is None:
             if self.faults is None:
@@ -160,11 +154,12 @@ class StreamTask:
             self.faults.check("before_record")
         return event
 
-    def poll_event(self, done: list[Event] | None = None) -> Event | None:
-        """Acknowledge ``done`` (emptied) and give the next record when one is buffered and may
-        go now, without suspending; None sends the caller to :meth:`next_event` (nothing ready,
-        a wait, a record that failed to decode, or exactly-once / fault points, whose gates need
-        the async path). :meth:`start` replaces it with :meth:`_take` when no gate is needed."""
+    def poll_event(self, done: list[Event]) -> Event | None:
+        """The stream's synchronous pull (:class:`PolledInput`): :meth:`_take` when no gate or
+        fault points are in the way; with them, only the acknowledgement of ``done``, so the
+        stream goes to ``next_event``: the gates need the async path."""
+        if self._direct:
+            return self._take(done)
         if done:
             for event in done:
                 self.ack(event)
@@ -328,8 +323,8 @@ class StreamTask:
         self.lifecycle.to(TaskState.RUNNING)
         if self.gate is None and self.faults is None:
             # The common case needs no wrapper: streams call the inner pull directly.
-            self.next_event = self._next_event  # type: ignore[method-assign]
-            self.poll_event = self._take  # type: ignore[method-assign]
+            self.next_event = self._next_event
+            self._direct = True
         for i in range(self.agent.concurrency):
             task = asyncio.ensure_future(self._run_instance(i))
             task.add_done_callback(self._instance_done)

@@ -19,6 +19,7 @@ import time
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import runtime
+from ..compiled import BUILD
 from ..exceptions import CommitFailed, StopProcessing
 from ..lifecycle import WORKER_TRANSITIONS, StateMachine, WorkerState
 from ..naming import group_protocol_name
@@ -260,7 +261,7 @@ class Worker:
         if self.lifecycle.state is WorkerState.STARTING:
             self.lifecycle.to(WorkerState.RUNNING)
         self.started.set()
-        log.info("worker for %s started (broker %s)", app.id, s.broker)
+        log.info("worker for %s started (broker %s, hot path %s)", app.id, s.broker, BUILD)
 
     async def _start_without_consumer(self) -> None:
         """Every agent reads a channel: run timers and startup tasks (channel agents among them) only."""

@@ -1,0 +1,113 @@
+"""agentstream.compiled: the compiled hot path runs only when it was built from the sources beside
+it; otherwise (or with AGENTSTREAM_PURE=1) every compiled module runs as pure Python."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.machinery
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import agentstream
+from agentstream import compiled
+
+EXT = importlib.machinery.EXTENSION_SUFFIXES[0]
+
+
+@pytest.fixture
+def package(tmp_path: Path) -> Iterator[Path]:
+    """A package ``fakehot`` with one module built "compiled": its extension file is garbage, so
+    importing it (instead of the source) fails loudly."""
+    pkg = tmp_path / "fakehot"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "hot.py").write_text("WHO = 'source'\n")
+    (pkg / f"hot{EXT}").write_bytes(b"not a shared object")
+    digest = hashlib.sha256((pkg / "hot.py").read_bytes()).hexdigest()
+    (pkg / compiled.MANIFEST).write_text(json.dumps({"fakehot.hot": digest}))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        yield pkg
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in ("fakehot", "fakehot.hot"):
+            sys.modules.pop(name, None)
+
+
+def test_a_current_build_runs_compiled(package: Path) -> None:
+    assert compiled.choose(package, {}) == ("compiled", None, "")
+
+
+def test_an_edited_source_runs_every_compiled_module_as_python_with_a_warning(package: Path) -> None:
+    (package / "hot.py").write_text("WHO = 'edited source'\n")
+    build, finder, warning = compiled.choose(package, {})
+    assert build == "pure" and finder is not None
+    assert "fakehot.hot changed since the hot path was compiled" in warning and "make compile" in warning
+    sys.meta_path.insert(0, finder)
+    try:
+        assert importlib.import_module("fakehot.hot").WHO == "edited source"
+    finally:
+        sys.meta_path.remove(finder)
+
+
+def test_a_compiled_module_the_build_does_not_list_runs_as_python_too(package: Path) -> None:
+    """A module taken off the build's list keeps its old extension file unless deleted: its source
+    is unknown, so the build is not trusted."""
+    (package / "old.py").write_text("WHO = 'old source'\n")
+    (package / f"old{EXT}").write_bytes(b"not a shared object")
+    build, finder, warning = compiled.choose(package, {})
+    assert build == "pure" and finder is not None and "fakehot.old changed" in warning
+    sys.meta_path.insert(0, finder)
+    try:
+        assert importlib.import_module("fakehot.old").WHO == "old source"
+        assert importlib.import_module("fakehot.hot").WHO == "source"
+    finally:
+        sys.meta_path.remove(finder)
+        sys.modules.pop("fakehot.old", None)
+
+
+def test_agentstream_pure_runs_the_source_without_a_warning(package: Path) -> None:
+    build, finder, warning = compiled.choose(package, {"AGENTSTREAM_PURE": "1"})
+    assert (build, warning) == ("pure", "") and finder is not None
+    assert compiled.choose(package, {"AGENTSTREAM_PURE": "0"})[0] == "compiled"
+
+
+def test_no_build_is_pure_python(package: Path) -> None:
+    (package / f"hot{EXT}").unlink()  # listed, but not built here
+    assert compiled.choose(package, {}) == ("pure", None, "")
+    (package / compiled.MANIFEST).unlink()
+    assert compiled.choose(package, {}) == ("pure", None, "")
+
+
+def test_an_unreadable_manifest_is_said_and_runs_pure(package: Path) -> None:
+    (package / compiled.MANIFEST).write_text("{not json")
+    with pytest.warns(RuntimeWarning, match="unreadable"):
+        build, finder, warning = compiled.choose(package, {})
+    assert build == "pure" and finder is not None and "fakehot.hot" in warning  # built, source unknown
+
+
+def test_this_run_uses_the_build_in_the_tree() -> None:
+    """What the suite tests is what `make compile` built: compiled, unless it was told otherwise."""
+    manifest = Path(agentstream.__file__).with_name(compiled.MANIFEST)
+    if not manifest.exists() or os.environ.get("AGENTSTREAM_PURE", "") not in ("", "0"):
+        assert compiled.BUILD == "pure" and compiled.compiled_modules() == []
+        return
+    assert compiled.BUILD == "compiled"
+    modules = sorted(json.loads(manifest.read_text()))
+    for name in modules:
+        importlib.import_module(name)
+    assert compiled.compiled_modules() == modules
+
+
+def test_agentstream_pure_in_a_fresh_process() -> None:
+    code = "import agentstream.compiled as c, agentstream.streams as s; print(c.BUILD, s.__file__.endswith('.py'))"
+    env = {**os.environ, "AGENTSTREAM_PURE": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["pure", "True"]
