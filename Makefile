@@ -26,14 +26,17 @@ $(DEMO_STAMP): setup.py
 	touch $(DEMO_STAMP)
 
 # The hot path compiled with mypyc, in place (setup.py COMPILED lists the modules): rebuilt when
-# one of them changes. Until it is, agentstream/compiled.py runs them all as pure Python.
+# any package source changes (compiled code depends on the types of what it imports). Until it
+# is, agentstream/compiled.py runs every compiled module as pure Python, with a warning.
 HOT := $(shell sed -n 's/^    "\(agentstream\/.*\.py\)",$$/\1/p' setup.py)
+SOURCES := $(shell find agentstream -name '*.py')
 COMPILED := agentstream/_compiled.json
-$(COMPILED): $(DEMO_STAMP) setup.py $(HOT)
+$(COMPILED): $(DEMO_STAMP) setup.py $(SOURCES)
 	@echo "== compiling the hot path with mypyc: $(HOT)"
-	$(PY) -c "import mypyc" 2>/dev/null || $(PY) -m pip install --progress-bar on 'mypy>=2.4,<3'
+	$(PY) -c "import mypyc, setuptools, wheel" 2>/dev/null || $(PY) -m pip install --progress-bar on 'mypy>=2.4,<3' setuptools wheel
 	find agentstream -name '*.so' -delete  # a module taken off the list must not keep its old build
-	$(PY) setup.py -q build_ext --inplace
+	rm -f agentstream__mypyc.*  # where builds before the shared library moved into the package put it
+	AGENTSTREAM_COMPILE=require $(PY) setup.py -q build_ext --inplace
 
 install: $(STAMP) $(COMPILED)
 

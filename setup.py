@@ -1,14 +1,21 @@
 """agentstream's build. The per-record hot path is compiled with mypyc (see COMPILED) when mypy
 is importable and AGENTSTREAM_COMPILE is not 0; the same modules run as pure Python otherwise,
-and ``agentstream/compiled.py`` falls back to them when a source changed since its build."""
+and ``agentstream/compiled.py`` falls back to them when a source changed since its build.
+
+AGENTSTREAM_COMPILE: ``0`` builds pure Python; ``1`` (the default, e.g. ``pip install .``) compiles
+when it can and otherwise installs pure Python with a warning (no C compiler, a mypy error);
+``require`` (``make compile``) fails the build instead, so a developer sees why."""
 
 import hashlib
 import json
 import os
+import sys
 from pathlib import Path
 
 from setuptools import find_packages, setup
 from setuptools.command.build_ext import build_ext
+
+HERE = Path(__file__).resolve().parent
 
 # The modules one record passes through (stream, task, event, send, producer, table): compiled
 # with mypyc, each from the same .py that runs uncompiled. Their classes are native classes: no
@@ -24,17 +31,49 @@ COMPILED = [
     "agentstream/transport/kafka/batches.py",
     "agentstream/transport/kafka/producer.py",
 ]
-MANIFEST = "agentstream/_compiled.json"  # written by the build: each compiled module's source hash
+# mypyc's shared library (the compiled code; each module's extension is a shim that imports it):
+# agentstream/hotpath__mypyc*.so, inside the package, so it is found wherever the package is.
+GROUP = "agentstream.hotpath"
+MANIFEST = "agentstream/_compiled.json"  # written by the build: what was compiled, from which sources
+
+
+def source_hashes() -> dict[str, str]:
+    """Every package source's sha256: compiled code depends on the types of the modules it
+    imports too, so a change to any of them makes the build stale. Taken before compiling, so an
+    edit made while the compiler runs is seen as a change."""
+    return {
+        path.relative_to(HERE).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted((HERE / "agentstream").rglob("*.py"))
+    }
+
+
+SOURCES = source_hashes()
 
 
 def compiled_extensions() -> list:
-    if os.environ.get("AGENTSTREAM_COMPILE", "1") == "0":
+    mode = os.environ.get("AGENTSTREAM_COMPILE", "1")
+    if mode == "0":
         return []
+    required = mode == "require"
     try:
         from mypyc.build import mypycify
-    except ImportError:  # no mypy in the build environment: pure Python
+    except ImportError:
+        if required:
+            raise
+        print("agentstream: mypy is not installed; installing the hot path as pure Python", file=sys.stderr)
         return []
-    return mypycify(COMPILED, opt_level="3", group_name="agentstream")
+    try:
+        extensions = mypycify(COMPILED, opt_level="3", group_name=GROUP)
+    except (Exception, SystemExit) as exc:  # mypyc exits on a type error
+        if required:
+            raise
+        print(f"agentstream: mypyc failed ({exc!r}); installing the hot path as pure Python", file=sys.stderr)
+        return []
+    for extension in extensions:
+        # best effort: a module that fails to compile (no C compiler) is left out, and
+        # agentstream/compiled.py, seeing a partial build, runs every module as pure Python
+        extension.optional = not required
+    return extensions
 
 
 class BuildWithManifest(build_ext):
@@ -45,13 +84,14 @@ class BuildWithManifest(build_ext):
         super().run()
         if not self.extensions:
             return
-        hashes = {
-            path[: -len(".py")].replace("/", "."): hashlib.sha256(Path(path).read_bytes()).hexdigest()
-            for path in COMPILED
+        manifest = {
+            "compiled": [path[: -len(".py")].replace("/", ".") for path in COMPILED],
+            "shared": GROUP + "__mypyc",
+            "sources": SOURCES,
         }
-        target = Path(MANIFEST) if self.inplace else Path(self.build_lib) / MANIFEST
+        target = HERE / MANIFEST if self.inplace else Path(self.build_lib) / MANIFEST
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
+        target.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 
 setup(

@@ -2,14 +2,16 @@
 
 The package's ``__init__`` imports this module before anything else. The build (setup.py's
 ``COMPILED`` list, ``make compile``) compiles the modules one record passes through and writes
-``_compiled.json``: each compiled module's source hash. Here, before any of them is imported:
+``_compiled.json``: the compiled modules and every package source's hash. Here, before any of
+them is imported:
 
 * ``AGENTSTREAM_PURE=1`` runs the pure-Python source of every compiled module (a debugger, a
   line profiler or coverage then sees Python frames there);
-* a compiled module whose ``.py`` changed since the build (a checkout edited after ``make
-  compile``) would run stale code: then *all* of them run as pure Python, with a warning that
-  says how to rebuild. All, because compiled modules call each other's native classes directly:
-  a half-compiled set is not a build anyone tested.
+* a build made from other sources (any package ``.py`` edited after ``make compile``: compiled
+  code also depends on the types of the modules it imports), or a partial one (a module that
+  failed to compile, an extension the build does not list), would run stale or untested code:
+  then *all* compiled modules run as pure Python, with a warning that says how to rebuild. All,
+  because compiled modules call each other's native classes directly.
 
 :data:`BUILD` says which one runs (``"compiled"`` or ``"pure"``); the worker logs it at start
 and ``make bench`` reports it.
@@ -53,66 +55,88 @@ def _source(root: Path, module: str) -> Path:
     return root.joinpath(*module.split(".")).with_suffix(".py")
 
 
-def _manifest(package_dir: Path) -> dict[str, str]:
-    path = package_dir / MANIFEST
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        warnings.warn(f"agentstream: {path} is unreadable ({exc}); running pure Python", RuntimeWarning, stacklevel=3)
-        return {}
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+class Manifest:
+    """What the build wrote (setup.py ``BuildWithManifest``): the compiled modules, mypyc's shared
+    library, and the sha256 of every package source at build time."""
 
+    def __init__(self, compiled: list[str], shared: str, sources: dict[str, str]) -> None:
+        self.compiled = compiled
+        self.shared = shared
+        self.sources = sources
 
-def _has_extension(source: Path) -> bool:
-    """A compiled extension module sits beside ``source`` (the build ran in this tree)."""
-    return any(source.with_suffix(suffix).exists() for suffix in importlib.machinery.EXTENSION_SUFFIXES)
+    @classmethod
+    def read(cls, package_dir: Path) -> Manifest | None:
+        path = package_dir / MANIFEST
+        try:
+            data = json.loads(path.read_text())
+            return cls(
+                [str(m) for m in data["compiled"]],
+                str(data["shared"]),
+                {str(k): str(v) for k, v in data["sources"].items()},
+            )
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            warnings.warn(
+                f"agentstream: {path} is unreadable ({exc!r}); running pure Python", RuntimeWarning, stacklevel=4
+            )
+            return None
 
 
 def _extensions(package_dir: Path) -> set[str]:
-    """The modules under ``package_dir`` that have a compiled extension file."""
+    """The modules under ``package_dir`` that have an extension file this interpreter loads
+    (``x.cpython-311-….so`` seen by another Python version is not one)."""
     suffixes = sorted(importlib.machinery.EXTENSION_SUFFIXES, key=len, reverse=True)  # longest first
     found = set()
     for path in package_dir.rglob("*.*"):
         suffix = next((x for x in suffixes if path.name.endswith(x)), None)
-        if suffix is not None:
+        if suffix is not None and "." not in path.name[: -len(suffix)]:
             rel = path.relative_to(package_dir.parent)
             found.add(".".join((*rel.parts[:-1], path.name[: -len(suffix)])))
     return found
 
 
+def _names(modules: list[str], most: int = 4) -> str:
+    return ", ".join(modules[:most]) + (f" and {len(modules) - most} more" if len(modules) > most else "")
+
+
 def choose(package_dir: Path, environ: Mapping[str, str]) -> tuple[str, PureSource | None, str]:
     """``(build, finder, warning)`` for the package in ``package_dir``: ``"compiled"``, or ``"pure"``
     with the finder to put first on ``sys.meta_path`` when compiled modules are there but must not
-    run (``AGENTSTREAM_PURE``, or a source changed since the build: then ``warning`` says so)."""
+    run (``AGENTSTREAM_PURE``, or a build that is stale or partial: then ``warning`` says so)."""
     root = package_dir.parent
-    manifest = _manifest(package_dir)
-    built = {m: h for m, h in manifest.items() if _has_extension(_source(root, m))}
-    # compiled modules the manifest does not list (a module taken off the build's list, or built
-    # by hand): their source is unknown, so they count as stale
-    unlisted = sorted(_extensions(package_dir) - set(manifest))
-    if not built and not unlisted:
-        return "pure", None, ""
-    finder = PureSource({m: _source(root, m) for m in [*built, *unlisted]})
+    manifest = Manifest.read(package_dir)
+    present = _extensions(package_dir)
+    if not present:
+        return "pure", None, ""  # nothing built here (or for this interpreter)
+    listed = set() if manifest is None else {*manifest.compiled, manifest.shared}
+    finder = PureSource({m: _source(root, m) for m in sorted(present) if _source(root, m).exists()})
     if environ.get("AGENTSTREAM_PURE", "") not in ("", "0"):
         return "pure", finder, ""
-    stale = list(unlisted)
-    for module, digest in built.items():
-        try:
-            now = hashlib.sha256(_source(root, module).read_bytes()).hexdigest()
-        except OSError:
-            continue  # no source beside it (a wheel may ship without): nothing to compare
-        if now != digest:
-            stale.append(module)
-    if not stale:
+    # compiled modules the manifest does not list (a module taken off the build's list, or built
+    # by hand, or no manifest at all): their source is unknown, so they count as stale
+    problems = [f"{_names(sorted(present - listed))} not built by this build"] if present - listed else []
+    if manifest is not None:
+        missing = sorted(m for m in listed if m not in present)
+        if missing:  # a module that failed to compile: a half-compiled set is not a build anyone tested
+            problems.append(f"{_names(missing)} missing from the build")
+        changed = []
+        for path, digest in manifest.sources.items():
+            try:
+                now = hashlib.sha256((root / path).read_bytes()).hexdigest()
+            except OSError:
+                continue  # no source beside it (a distribution may ship without): nothing to compare
+            if now != digest:
+                changed.append(path)
+        if changed:
+            problems.append(f"{_names(sorted(changed))} changed since the hot path was compiled")
+    if not problems:
         return "compiled", None, ""
     return (
         "pure",
         finder,
-        f"agentstream: {', '.join(sorted(stale))} changed since the hot path was compiled; running every "
-        "compiled module as pure Python (rebuild with `make compile`, or set AGENTSTREAM_PURE=1 to run "
-        "pure Python without this warning)",
+        f"agentstream: {'; '.join(problems)}; running every compiled module as pure Python (rebuild with "
+        "`make compile`, or set AGENTSTREAM_PURE=1 to run pure Python without this warning)",
     )
 
 
@@ -138,5 +162,7 @@ def compiled_modules() -> list[str]:
     return sorted(
         name
         for name, module in list(sys.modules.items())
-        if name.startswith("agentstream.") and (getattr(module, "__file__", None) or "").endswith(suffixes)
+        if name.startswith("agentstream.")
+        and not name.endswith("__mypyc")  # mypyc's shared library, imported by the compiled modules
+        and (getattr(module, "__file__", None) or "").endswith(suffixes)
     )

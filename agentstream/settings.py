@@ -20,7 +20,9 @@ from .exceptions import ConfigError
 log = logging.getLogger("agentstream.settings")
 ENV_PREFIX = "AGENTSTREAM_"
 # AGENTSTREAM_* variables that are not settings (read by tools and tests), never "unknown".
-NON_SETTING_VARIABLES = frozenset({"AGENTSTREAM_ARTIFACTS", "AGENTSTREAM_FAULT_SENTENCES"})
+NON_SETTING_VARIABLES = frozenset(
+    {"AGENTSTREAM_ARTIFACTS", "AGENTSTREAM_FAULT_SENTENCES", "AGENTSTREAM_PURE", "AGENTSTREAM_COMPILE"}
+)
 STORE_SCHEMES = ("rocksdb", "memory")
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?$")
 

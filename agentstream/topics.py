@@ -118,9 +118,17 @@ class Topic:
         return TopicSpec(self.name, self.partitions, self.compacted, self.config)
 
     def encode(self, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
-        kb = None if key is None else self._key_codec.dumps(key)
-        vb = None if value is None else self._value_codec.dumps(value)
-        return kb, vb
+        return (
+            None if key is None else self._dumps(self._key_codec, key),
+            None if value is None else self._dumps(self._value_codec, value),
+        )
+
+    @staticmethod
+    def _dumps(codec: Any, obj: Any) -> bytes | None:
+        """``codec.dumps(obj)`` as bytes: a codec may give a bytearray or memoryview (the producer
+        hashes and stores the key; the compiled build would refuse anything but the declared bytes)."""
+        data = codec.dumps(obj)
+        return data if data is None or type(data) is bytes else bytes(data)
 
     async def send(
         self,
@@ -142,12 +150,12 @@ class Topic:
                 kb = None
             else:
                 enc: Callable[[Any], bytes] | None = self._key_codec_enc.get(type(key))
-                kb = self._key_codec.dumps(key) if enc is None else enc(key)
+                kb = self._dumps(self._key_codec, key) if enc is None else enc(key)
             if value is None:
                 vb = None
             else:
                 enc = self._value_codec_enc.get(type(value))
-                vb = self._value_codec.dumps(value) if enc is None else enc(value)
+                vb = self._dumps(self._value_codec, value) if enc is None else enc(value)
         except Exception:  # e.g. an int past orjson's 64 bits: the codecs' own result, or their error
             kb, vb = self.encode(key, value)
         if timestamp is None and headers is None:

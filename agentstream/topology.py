@@ -204,10 +204,9 @@ async def adopt_partition_counts(app: App, transport: Any) -> None:
     it matters: when the app has partitioned tables, the topics its agents read must have the tables'
     count, as task ``p`` writes table partition ``p``. Internal topics (changelogs, repartition
     topics) stay strict: the transport refuses a mismatch (:class:`PartitionCountMismatch`)."""
-    from .tables.table import GlobalTable
 
     sources = {t.name for agent in app.agents for t in agent.topics}
-    table_counts = {name: table.partitions for name, table in app.tables.items() if not isinstance(table, GlobalTable)}
+    table_counts = {name: table.partitions for name, table in app.tables.items() if not table.is_global}
     for topic in list(app.topics.values()):
         if topic.internal or getattr(topic, "pattern", None) is not None:
             continue

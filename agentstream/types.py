@@ -29,8 +29,8 @@ class TopicOptions(TypedDict, total=False):
     key_type: Any
     value_type: Any
     partitions: int | None
-    key_serializer: str | None
-    value_serializer: str | None
+    key_serializer: str | Codec | None  # a codec name, or a codec object (a Faust schema's)
+    value_serializer: str | Codec | None
     internal: bool
     compacted: bool
     config: dict[str, str] | None

@@ -89,8 +89,8 @@ class Table(Rows):
         partitions: int | None = None,
         key_type: Any = None,
         value_type: Any = None,
-        key_serializer: str | None = None,
-        value_serializer: str | None = None,
+        key_serializer: str | codecs.Codec | None = None,
+        value_serializer: str | codecs.Codec | None = None,
         store: str | None = None,
         help: str | None = None,
         on_window_close: Callable[[Any, Any], Any] | None = None,
@@ -161,8 +161,9 @@ class Table(Rows):
             else:
                 self._last_key, self._last_kb = key, kb
                 return kb
+        dumps: Any = self._key_codec_dumps  # Any: a codec may give bytearray (normalised below)
         try:
-            encoded = self._key_codec_dumps(key)
+            encoded = dumps(key)
         except SerializationError as exc:
             hint = (
                 (
@@ -175,7 +176,7 @@ class Table(Rows):
             raise SerializationError(f"table {self.name!r} cannot encode key {key!r}: {exc}{hint}") from exc
         if encoded is None:
             raise KeyError("a table key cannot be None")
-        kb = encoded
+        kb = encoded if type(encoded) is bytes else bytes(encoded)
         if self.key_type is None and type(key) not in _UNTYPED_KEYS and type(self._key_codec) is codecs.UntypedKeyCodec:
             self._untyped_key(key)
         if type(key) in _IMMUTABLE_KEYS:
@@ -354,10 +355,10 @@ class Table(Rows):
 
     def _send_changelog(self, part: TablePartition, entries: list[tuple[bytes, Any]]) -> None:
         """Queue changelog records (sent at commit time by the manager's producer)."""
-        dumps = self.value_codec.dumps
+        dumps: Any = self.value_codec.dumps  # Any: a codec may give bytearray (normalised below)
         for key, value in entries:
             raw = None if value is None else dumps(value)
-            part.pending[key] = raw
+            part.pending[key] = raw if raw is None or type(raw) is bytes else bytes(raw)
         manager = runtime_for(self.app).tables
         if manager is not None:
             manager.queue_send(part, [(k, part.pending[k]) for k, _ in entries])
@@ -569,8 +570,8 @@ class SetTable(Table):
         partitions: int | None = None,
         key_type: Any = None,
         value_type: Any = None,
-        key_serializer: str | None = None,
-        value_serializer: str | None = None,
+        key_serializer: str | codecs.Codec | None = None,
+        value_serializer: str | codecs.Codec | None = None,
         store: str | None = None,
         help: str | None = None,
         on_window_close: Callable[[Any, Any], Any] | None = None,

@@ -21,23 +21,34 @@ from agentstream import compiled
 EXT = importlib.machinery.EXTENSION_SUFFIXES[0]
 
 
+def write_manifest(pkg: Path, compiled_modules: list[str]) -> None:
+    """What setup.py writes: the compiled modules, the shared library, every source's hash."""
+    sources = {
+        p.relative_to(pkg.parent).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in pkg.rglob("*.py")
+    }
+    manifest = {"compiled": compiled_modules, "shared": "fakehot.hotpath__mypyc", "sources": sources}
+    (pkg / compiled.MANIFEST).write_text(json.dumps(manifest))
+
+
 @pytest.fixture
 def package(tmp_path: Path) -> Iterator[Path]:
     """A package ``fakehot`` with one module built "compiled": its extension file is garbage, so
-    importing it (instead of the source) fails loudly."""
+    importing it (instead of the source) fails loudly. ``other`` is a module that was not
+    compiled; ``hotpath__mypyc`` stands for mypyc's shared library."""
     pkg = tmp_path / "fakehot"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "hot.py").write_text("WHO = 'source'\n")
+    (pkg / "other.py").write_text("KIND = 1\n")
     (pkg / f"hot{EXT}").write_bytes(b"not a shared object")
-    digest = hashlib.sha256((pkg / "hot.py").read_bytes()).hexdigest()
-    (pkg / compiled.MANIFEST).write_text(json.dumps({"fakehot.hot": digest}))
+    (pkg / f"hotpath__mypyc{EXT}").write_bytes(b"not a shared object")
+    write_manifest(pkg, ["fakehot.hot"])
     sys.path.insert(0, str(tmp_path))
     try:
         yield pkg
     finally:
         sys.path.remove(str(tmp_path))
-        for name in ("fakehot", "fakehot.hot"):
+        for name in ("fakehot", "fakehot.hot", "fakehot.other"):
             sys.modules.pop(name, None)
 
 
@@ -49,12 +60,32 @@ def test_an_edited_source_runs_every_compiled_module_as_python_with_a_warning(pa
     (package / "hot.py").write_text("WHO = 'edited source'\n")
     build, finder, warning = compiled.choose(package, {})
     assert build == "pure" and finder is not None
-    assert "fakehot.hot changed since the hot path was compiled" in warning and "make compile" in warning
+    assert "fakehot/hot.py changed since the hot path was compiled" in warning and "make compile" in warning
     sys.meta_path.insert(0, finder)
     try:
         assert importlib.import_module("fakehot.hot").WHO == "edited source"
     finally:
         sys.meta_path.remove(finder)
+
+
+def test_an_edited_module_that_is_not_compiled_makes_the_build_stale_too(package: Path) -> None:
+    """Compiled code is built against the types of the modules it imports."""
+    (package / "other.py").write_text("KIND = 'now a str'\n")
+    build, finder, warning = compiled.choose(package, {})
+    assert build == "pure" and finder is not None and "fakehot/other.py changed" in warning
+
+
+def test_a_partial_build_runs_every_compiled_module_as_python(package: Path) -> None:
+    """A module that failed to compile (a best-effort pip install without a C compiler) leaves a
+    half-compiled set: not a build anyone tested."""
+    (package / "warm.py").write_text("WHO = 'warm source'\n")
+    write_manifest(package, ["fakehot.hot", "fakehot.warm"])  # warm listed, never built
+    build, finder, warning = compiled.choose(package, {})
+    assert build == "pure" and finder is not None and "fakehot.warm missing from the build" in warning
+    (package / f"hotpath__mypyc{EXT}").unlink()
+    write_manifest(package, ["fakehot.hot"])
+    build, _, warning = compiled.choose(package, {})
+    assert build == "pure" and "fakehot.hotpath__mypyc missing from the build" in warning
 
 
 def test_a_compiled_module_the_build_does_not_list_runs_as_python_too(package: Path) -> None:
@@ -63,7 +94,7 @@ def test_a_compiled_module_the_build_does_not_list_runs_as_python_too(package: P
     (package / "old.py").write_text("WHO = 'old source'\n")
     (package / f"old{EXT}").write_bytes(b"not a shared object")
     build, finder, warning = compiled.choose(package, {})
-    assert build == "pure" and finder is not None and "fakehot.old changed" in warning
+    assert build == "pure" and finder is not None and "fakehot.old not built by this build" in warning
     sys.meta_path.insert(0, finder)
     try:
         assert importlib.import_module("fakehot.old").WHO == "old source"
@@ -73,6 +104,13 @@ def test_a_compiled_module_the_build_does_not_list_runs_as_python_too(package: P
         sys.modules.pop("fakehot.old", None)
 
 
+def test_an_extension_built_for_another_python_is_not_this_build(package: Path) -> None:
+    """``other.cpython-399-….so`` beside the sources (a tree shared by two Pythons) is not loaded
+    by this interpreter: it neither counts as compiled nor makes the build stale."""
+    (package / "other.cpython-399-x86_64-linux-gnu.so").write_bytes(b"not a shared object")
+    assert compiled.choose(package, {}) == ("compiled", None, "")
+
+
 def test_agentstream_pure_runs_the_source_without_a_warning(package: Path) -> None:
     build, finder, warning = compiled.choose(package, {"AGENTSTREAM_PURE": "1"})
     assert (build, warning) == ("pure", "") and finder is not None
@@ -80,7 +118,8 @@ def test_agentstream_pure_runs_the_source_without_a_warning(package: Path) -> No
 
 
 def test_no_build_is_pure_python(package: Path) -> None:
-    (package / f"hot{EXT}").unlink()  # listed, but not built here
+    (package / f"hot{EXT}").unlink()
+    (package / f"hotpath__mypyc{EXT}").unlink()
     assert compiled.choose(package, {}) == ("pure", None, "")
     (package / compiled.MANIFEST).unlink()
     assert compiled.choose(package, {}) == ("pure", None, "")
@@ -91,6 +130,9 @@ def test_an_unreadable_manifest_is_said_and_runs_pure(package: Path) -> None:
     with pytest.warns(RuntimeWarning, match="unreadable"):
         build, finder, warning = compiled.choose(package, {})
     assert build == "pure" and finder is not None and "fakehot.hot" in warning  # built, source unknown
+    (package / compiled.MANIFEST).write_text(json.dumps({"fakehot.hot": "an older format"}))
+    with pytest.warns(RuntimeWarning, match="unreadable"):
+        assert compiled.choose(package, {})[0] == "pure"
 
 
 def test_this_run_uses_the_build_in_the_tree() -> None:
@@ -100,7 +142,7 @@ def test_this_run_uses_the_build_in_the_tree() -> None:
         assert compiled.BUILD == "pure" and compiled.compiled_modules() == []
         return
     assert compiled.BUILD == "compiled"
-    modules = sorted(json.loads(manifest.read_text()))
+    modules = sorted(json.loads(manifest.read_text())["compiled"])
     for name in modules:
         importlib.import_module(name)
     assert compiled.compiled_modules() == modules
@@ -111,3 +153,14 @@ def test_agentstream_pure_in_a_fresh_process() -> None:
     env = {**os.environ, "AGENTSTREAM_PURE": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["pure", "True"]
+
+
+def test_agentstream_imports_compiled_from_anywhere(tmp_path: Path) -> None:
+    """The installed package (the editable install `make install` makes) imports its compiled
+    build from any directory, not only from the repository root: mypyc's shared library is inside
+    the package."""
+    code = "import agentstream.compiled as c, agentstream.streams; print(c.BUILD, len(c.compiled_modules()))"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AGENTSTREAM_PURE")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[0] == compiled.choose(Path(agentstream.__file__).parent, env)[0]

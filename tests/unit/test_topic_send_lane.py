@@ -1,65 +1,113 @@
-"""Topic.send's fast path binds the producer's per-record append once per started producer: a
-sensor or on_produce_message receiver added later, a new producer, or a transaction must still
-send the record the general way (observed, into the new producer, into the transaction)."""
+"""Topic.send's fast path (the lane) binds the kafka:// producer's per-record append once per
+started producer: a sensor or on_produce_message receiver added later, a new producer, or a
+transaction must still send the record the general way (observed, into the new producer, into
+the transaction). The lane opens for the real KafkaProducer only, so these tests run on it, with
+aiokafka's client replaced by one that keeps the batches it is handed (aiokafka's own
+BatchBuilder), and read what was sent back out of them."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
+from aiokafka.producer.message_accumulator import BatchBuilder
+from aiokafka.record.memory_records import MemoryRecords
 
 import agentstream
+from agentstream.transport.kafka import KafkaProducer
 
 pytestmark = pytest.mark.asyncio
 
 
-class Producer:
-    """The kafka:// producer's surface Topic.send uses: the synchronous append and send()."""
+class Client:
+    """aiokafka's producer as far as KafkaProducer uses it: batches are kept, never sent."""
 
     def __init__(self) -> None:
-        self.fast: list[tuple[Any, ...]] = []
-        self.slow: list[tuple[Any, ...]] = []
+        self.batches: list[tuple[str, BatchBuilder]] = []
 
-    def send_now(self, topic: str, key: Any, value: Any, partition: Any, ts: Any, headers: Any) -> Any:
-        self.fast.append((topic, key, value))
-        return object()
+    def create_batch(self) -> BatchBuilder:
+        return BatchBuilder(16384, 0)
 
-    async def send(self, topic: str, key: Any, value: Any, **options: Any) -> Any:
-        self.slow.append((topic, key, value))
-        return object()
+    async def partitions_for(self, topic: str) -> set[int]:
+        return {0}
+
+    async def send_batch(self, builder: BatchBuilder, topic: str, *, partition: int) -> asyncio.Future[Any]:
+        self.batches.append((topic, builder))
+        return asyncio.get_running_loop().create_future()
 
     async def start(self) -> None:
         pass
 
+    async def stop(self) -> None:
+        pass
 
-def started_app() -> tuple[Any, Producer]:
+    def sent(self) -> list[tuple[str, bytes | None, bytes | None]]:
+        out = []
+        for topic, builder in self.batches:
+            if not builder._relative_offset:
+                continue
+            records = MemoryRecords(bytes(builder._build()))
+            while records.has_next():
+                out += [(topic, r.key, r.value) for r in records.next_batch()]
+        return out
+
+
+async def kafka_producer() -> tuple[KafkaProducer, Client]:
+    client = Client()
+    producer = KafkaProducer(["fake:9092"], {}, client_factory=lambda **_: client)
+    await producer.start()
+    return producer, client
+
+
+async def started_app() -> tuple[Any, Client]:
     app = agentstream.App("lane", broker="memory://")
-    producer = Producer()
+    producer, client = await kafka_producer()
     app._producer = producer
     app._producer_started = True
-    return app, producer
+    return app, client
 
 
-async def test_a_receiver_connected_after_the_first_send_sees_later_sends() -> None:
-    app, producer = started_app()
+async def test_a_receiver_connected_after_the_first_sends_sees_later_sends() -> None:
+    app, client = await started_app()
     topic = app.topic("t", key_type=str, value_type=str)
-    await topic.send(key="a", value="1")
-    assert producer.fast == [("t", b"a", b'"1"')]
+    await topic.send(key="a", value="1")  # learns the topic (send())
+    await topic.send(key="b", value="2")  # the lane: the producer's synchronous append
     seen: list[Any] = []
     app.on_produce_message.connect(lambda sender, **kw: seen.append(kw["key"]))
+    await topic.send(key="c", value="3")
+    assert seen == [b"c"]  # the lane did not skip the receiver
+    assert client.sent() == [("t", b"a", b'"1"'), ("t", b"b", b'"2"'), ("t", b"c", b'"3"')]
+
+
+async def test_a_sensor_added_after_the_first_sends_sees_later_sends() -> None:
+    app, client = await started_app()
+    topic = app.topic("t", key_type=str, value_type=str)
+    await topic.send(key="a", value="1")
     await topic.send(key="b", value="2")
-    assert seen == [b"b"]  # the fast path did not skip the receiver
+    seen: list[Any] = []
+
+    class Sensor(agentstream.Sensor):
+        def on_send_initiated(self, producer: Any, topic: str, message: Any, keysize: int, valsize: int) -> Any:
+            seen.append((topic, keysize, valsize))
+
+    app.sensors.add(Sensor())
+    await topic.send(key="c", value="33")
+    assert seen == [("t", 1, 4)]
+    assert [k for _, k, _ in client.sent()] == [b"a", b"b", b"c"]
 
 
 async def test_a_new_producer_gets_the_records_sent_after_it_replaced_the_old_one() -> None:
-    app, first = started_app()
+    app, first = await started_app()
     topic = app.topic("t", key_type=str, value_type=str)
     await topic.send(key="a", value="1")
-    second = Producer()
-    app._producer = second  # stop + start: a new producer object
     await topic.send(key="b", value="2")
-    assert first.fast == [("t", b"a", b'"1"')]
-    assert second.fast == [("t", b"b", b'"2"')]
+    second_producer, second = await kafka_producer()
+    app._producer = second_producer  # stop + start: a new producer object
+    await topic.send(key="c", value="3")
+    await topic.send(key="d", value="4")
+    assert first.sent() == [("t", b"a", b'"1"'), ("t", b"b", b'"2"')]
+    assert second.sent() == [("t", b"c", b'"3"'), ("t", b"d", b'"4"')]
 
 
 async def test_under_exactly_once_a_task_send_goes_into_its_transaction_every_time() -> None:
@@ -67,7 +115,7 @@ async def test_under_exactly_once_a_task_send_goes_into_its_transaction_every_ti
     reach the transaction, never the producer's append."""
     from agentstream.runtime import current_task
 
-    app, producer = started_app()
+    app, client = await started_app()
     app.conf.processing_guarantee = "exactly_once"
     topic = app.topic("t", key_type=str, value_type=str)
     into_txn: list[Any] = []
@@ -86,4 +134,22 @@ async def test_under_exactly_once_a_task_send_goes_into_its_transaction_every_ti
             await topic.send(key="k", value=str(i))
     finally:
         current_task.reset(token)
-    assert producer.fast == [] and len(into_txn) == 3
+    assert client.sent() == [] and len(into_txn) == 3
+
+
+async def test_a_codec_giving_a_bytearray_is_sent_as_bytes() -> None:
+    """A codec's dumps may give a bytearray: the compiled build checks types, so the send
+    normalises it instead of failing."""
+
+    class Codec:
+        def dumps(self, obj: Any) -> Any:
+            return bytearray(str(obj).encode())
+
+        def loads(self, data: Any) -> Any:
+            return bytes(data).decode()
+
+    app, client = await started_app()
+    topic = app.topic("t", key_serializer=Codec(), value_serializer=Codec())
+    await topic.send(key="a", value="1")
+    await topic.send(key="b", value="2")
+    assert client.sent() == [("t", b"a", b"1"), ("t", b"b", b"2")]

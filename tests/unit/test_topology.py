@@ -203,6 +203,24 @@ async def test_an_existing_source_topic_not_copartitioned_with_the_tables_is_ref
     assert "Fix:" in message and "partitions=3" in message and "topic_partitions=3" in message
 
 
+@pytest.mark.parametrize("kind", ["GlobalTable", "SetGlobalTable"])
+async def test_global_tables_do_not_ask_an_existing_source_topic_for_their_partition_count(kind: str) -> None:
+    """Every worker holds all of a global table: it is not co-partitioned with anything."""
+    app = new_app(topic_partitions=4)
+    getattr(app, kind)("config")
+    orders = app.topic("orders")
+
+    @app.agent(orders)
+    async def count(stream: agentstream.Stream) -> None:
+        async for _ in stream:
+            pass
+
+    transport = app.transport
+    await transport.ensure_topics([TopicSpec("orders", 3)])
+    await adopt_partition_counts(app, transport)
+    assert orders.partitions == 3
+
+
 # -- discovery ---------------------------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from typing import Any
 
 import pytest
 
@@ -139,3 +140,32 @@ async def test_set_table_add_and_discard() -> None:
             await h.send("actions", {"op": op, "user": user}, key=group)
         await h.wait_idle()
         assert h.table("members") == {"g1": {"b"}, "g2": {"c"}}
+
+
+async def test_a_codec_giving_a_bytearray_stores_and_logs_bytes() -> None:
+    """A codec's dumps may give a bytearray: the compiled build checks types, so the table
+    normalises keys and changelog values to bytes instead of failing."""
+
+    class Codec:
+        def dumps(self, obj: Any) -> Any:
+            return bytearray(str(obj).encode())
+
+        def loads(self, data: Any) -> Any:
+            return bytes(data).decode()
+
+    app = agentstream.App("bytearray-codec", broker="memory://", topic_partitions=1)
+    table = app.Table("t", key_type=str, key_serializer=Codec(), value_serializer=Codec())
+    seen: list[Any] = []
+
+    @app.agent(app.topic("in", key_type=str, value_type=str))
+    async def put(stream: agentstream.Stream) -> None:
+        async for event in stream.events():
+            table[event.key] = event.value
+            seen.append(table[event.key])
+
+    async with AppHarness(app) as h:
+        await h.send("in", "1", key="a")
+        await h.wait_idle()
+        assert seen == ["1"] and h.table("t") == {"a": "1"}
+        changelog = [(m.key, m.value) for m in MemoryTransport.read_topic(app.transport, "bytearray-codec-t-changelog")]  # type: ignore[arg-type]
+        assert changelog == [(b"a", b"1")]
