@@ -7,6 +7,9 @@ DEMO_STAMP := $(VENV)/.demo-installed
 CHROMIUM := $(VENV)/.chromium
 FAUST_VENV := $(VENV)/faust-takeover/bin/python
 
+# One recipe at a time: several of them install into the same venv (make -j would race on it).
+.NOTPARALLEL:
+
 .PHONY: faust-venv install compile demo test lint format docs docs-serve unit unit-pure integration typecheck bench bench-quick bench-micro soak clean
 
 # The full install: everything `make test` runs (test, dev broker, Spark with Java 17, docs).

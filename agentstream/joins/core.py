@@ -55,7 +55,7 @@ _SOURCES: weakref.WeakKeyDictionary[Agent, dict[int, list[JoinSource]]] = weakre
 _TABLE_REQUIREMENTS: weakref.WeakKeyDictionary[Agent, dict[int, list[tuple[str, Table]]]] = weakref.WeakKeyDictionary()
 _WRITERS: weakref.WeakKeyDictionary[Any, dict[str, tuple[str, int, str]]] = weakref.WeakKeyDictionary()
 """App -> name of a table a join writes (from_topic tables, join buffers) -> (agent, stage, join):
-one writer only. Keyed by app and table name: a table (a compiled class) cannot be weakly referenced."""
+one writer only. Keyed by app and table name (names are unique within an app)."""
 
 
 def join_sources(agent: Agent, stage: int) -> list[JoinSource]:
