@@ -25,6 +25,7 @@ COMPILED = [
     "agentstream/streams.py",
     "agentstream/topics.py",
     "agentstream/worker/task.py",
+    "agentstream/worker/partition_group.py",
     "agentstream/tables/cache.py",
     "agentstream/tables/partition.py",
     "agentstream/tables/table.py",

@@ -21,8 +21,9 @@ from ..runtime import current_task
 from ..streams import InHand, PolledInput, SplitPoint, Stream, streams_in_hand
 from ..tables.partition import TableNotReady
 from ..transport.base import TP, Message
-from .partition_group import PartitionGroup, RecordQueue, Wait
+from .partition_group import PartitionGroup, RecordQueue
 from .task_id import TaskId
+from .wait import Wait
 
 if TYPE_CHECKING:
     from ..runtime import FaultPoints
