@@ -32,7 +32,7 @@ $(DEMO_STAMP): setup.py
 # any package source changes (compiled code depends on the types of what it imports). Until it
 # is, agentstream/compiled.py runs every compiled module as pure Python, with a warning.
 HOT := $(shell sed -n 's/^    "\(agentstream\/.*\.py\)",$$/\1/p' setup.py)
-SOURCES := $(shell find agentstream -name '*.py')
+SOURCES := $(shell find agentstream -name '*.py' ! -name '.*' -type f)
 COMPILED := agentstream/_compiled.json
 $(COMPILED): $(DEMO_STAMP) setup.py $(SOURCES)
 	@echo "== compiling the hot path with mypyc: $(HOT)"

@@ -7,12 +7,13 @@ when it can and otherwise installs pure Python with a warning (no C compiler, a 
 ``require`` (``make compile``) fails the build instead, so a developer sees why."""
 
 import hashlib
+import importlib.machinery
 import json
 import os
 import sys
 from pathlib import Path
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).resolve().parent
@@ -38,21 +39,28 @@ GROUP = "agentstream.hotpath"
 MANIFEST = "agentstream/_compiled.json"  # written by the build: what was compiled, from which sources
 
 
-def source_hashes() -> dict[str, str]:
-    """Every package source's sha256: compiled code depends on the types of the modules it
-    imports too, so a change to any of them makes the build stale. Taken before compiling, so an
-    edit made while the compiler runs is seen as a change."""
-    return {
-        path.relative_to(HERE).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted((HERE / "agentstream").rglob("*.py"))
-    }
+def package_sources() -> list[Path]:
+    """The package's modules (not editor lock files or other dot-files that end in .py)."""
+    return sorted(p for p in (HERE / "agentstream").rglob("*.py") if not p.name.startswith(".") and p.is_file())
 
 
-SOURCES = source_hashes()
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# Every package source's sha256: compiled code depends on the types of the modules it imports
+# too, so a change to any of them makes the build stale. Taken before compiling, so an edit made
+# while the compiler runs is seen as a change.
+SOURCES = {path.relative_to(HERE).as_posix(): sha256(path) for path in package_sources()}
 
 
 def compiled_extensions() -> list:
     mode = os.environ.get("AGENTSTREAM_COMPILE", "1")
+    if mode not in ("0", "1", "require"):
+        raise SystemExit(
+            f"AGENTSTREAM_COMPILE={mode!r} is not a build mode. Fix: 0 (pure Python), 1 (compile when it "
+            "can, the default) or require (fail the build when the compile fails)"
+        )
     if mode == "0":
         return []
     required = mode == "require"
@@ -82,19 +90,46 @@ def compiled_extensions() -> list:
 
 
 class BuildWithManifest(build_ext):
-    """build_ext that also writes MANIFEST: agentstream/compiled.py compares it with the sources
-    it finds, so an edited module never runs its stale compiled version."""
+    """build_ext that also writes MANIFEST: what this build compiled (each extension file's name
+    and sha256) and from which sources. agentstream/compiled.py checks it against what it finds,
+    so an edited source, an extension left over from another build (a failed optional compile
+    leaves the old file in place) or a partial build never runs as if current."""
+
+    built: list[str]
+
+    def build_extension(self, ext: Extension) -> None:
+        super().build_extension(ext)
+        self.built.append(ext.name)  # reached only when it compiled (or was up to date)
 
     def run(self) -> None:
+        self.built = []
         super().run()
         if not self.extensions:
             return
+        root = HERE if self.inplace else Path(self.build_lib)
+        files = {}
+        for ext in self.extensions:
+            name = self.get_ext_filename(ext.name)  # agentstream/x.cpython-311-....so
+            if ext.name in self.built:
+                files[Path(name).as_posix()] = sha256(root / name)
+            else:  # failed: an older build's file must not pass for this one
+                for stale in {root / name, Path(self.build_lib) / name}:
+                    stale.unlink(missing_ok=True)
+        ours, suffix = set(files), importlib.machinery.EXTENSION_SUFFIXES[0]
+        for folder in {root, Path(self.build_lib)}:  # this Python's extensions no longer built (off the list)
+            for path in folder.glob(f"agentstream/**/*{suffix}"):
+                if path.relative_to(folder).as_posix() not in ours:
+                    path.unlink()
+            for path in folder.glob("agentstream__mypyc.*"):  # where older builds put the shared library
+                path.unlink()
         manifest = {
             "compiled": [path[: -len(".py")].replace("/", ".") for path in COMPILED],
             "shared": GROUP + "__mypyc",
+            "suffix": suffix,
+            "extensions": files,
             "sources": SOURCES,
         }
-        target = HERE / MANIFEST if self.inplace else Path(self.build_lib) / MANIFEST
+        target = root / MANIFEST
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
@@ -107,7 +142,8 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
     packages=find_packages(include=["agentstream", "agentstream.*"]),
-    package_data={"agentstream": ["py.typed", "_compiled.json"]},  # PEP 561: the package ships its type hints
+    # PEP 561: the package ships its type hints (the build writes _compiled.json beside its extensions)
+    package_data={"agentstream": ["py.typed"]},
     ext_modules=compiled_extensions(),
     cmdclass={"build_ext": BuildWithManifest},
     zip_safe=False,

@@ -56,12 +56,17 @@ def _source(root: Path, module: str) -> Path:
 
 
 class Manifest:
-    """What the build wrote (setup.py ``BuildWithManifest``): the compiled modules, mypyc's shared
-    library, and the sha256 of every package source at build time."""
+    """What the build wrote (setup.py ``BuildWithManifest``): the modules it compiles, mypyc's
+    shared library, the extension suffix of the Python it built for, each extension file it made
+    (path -> sha256) and the sha256 of every package source at build time."""
 
-    def __init__(self, compiled: list[str], shared: str, sources: dict[str, str]) -> None:
+    def __init__(
+        self, compiled: list[str], shared: str, suffix: str, extensions: dict[str, str], sources: dict[str, str]
+    ) -> None:
         self.compiled = compiled
         self.shared = shared
+        self.suffix = suffix
+        self.extensions = extensions
         self.sources = sources
 
     @classmethod
@@ -72,6 +77,8 @@ class Manifest:
             return cls(
                 [str(m) for m in data["compiled"]],
                 str(data["shared"]),
+                str(data["suffix"]),
+                {str(k): str(v) for k, v in data["extensions"].items()},
                 {str(k): str(v) for k, v in data["sources"].items()},
             )
         except FileNotFoundError:
@@ -83,21 +90,63 @@ class Manifest:
             return None
 
 
-def _extensions(package_dir: Path) -> set[str]:
-    """The modules under ``package_dir`` that have an extension file this interpreter loads
+def _extensions(package_dir: Path) -> dict[str, Path]:
+    """module -> extension file, for the files under ``package_dir`` this interpreter loads
     (``x.cpython-311-….so`` seen by another Python version is not one)."""
     suffixes = sorted(importlib.machinery.EXTENSION_SUFFIXES, key=len, reverse=True)  # longest first
-    found = set()
+    found = {}
     for path in package_dir.rglob("*.*"):
         suffix = next((x for x in suffixes if path.name.endswith(x)), None)
         if suffix is not None and "." not in path.name[: -len(suffix)]:
             rel = path.relative_to(package_dir.parent)
-            found.add(".".join((*rel.parts[:-1], path.name[: -len(suffix)])))
+            found[".".join((*rel.parts[:-1], path.name[: -len(suffix)]))] = path
     return found
+
+
+def _sources(package_dir: Path) -> set[str]:
+    """The package's modules now, as the build lists them (paths from the package's parent)."""
+    root = package_dir.parent
+    return {
+        p.relative_to(root).as_posix() for p in package_dir.rglob("*.py") if not p.name.startswith(".") and p.is_file()
+    }
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def _names(modules: list[str], most: int = 4) -> str:
     return ", ".join(modules[:most]) + (f" and {len(modules) - most} more" if len(modules) > most else "")
+
+
+def _problems(package_dir: Path, manifest: Manifest | None, present: dict[str, Path]) -> list[str]:
+    """Why the extensions in ``present`` are not the build ``manifest`` describes for these sources."""
+    root = package_dir.parent
+    ours = manifest is not None and manifest.suffix == importlib.machinery.EXTENSION_SUFFIXES[0]
+    built = manifest.extensions if manifest is not None and ours else {}
+    problems = []
+    # extension files the build did not make (a module taken off the list, a file left by an older
+    # or failed build, no manifest at all): their source is unknown
+    foreign = sorted(m for m, path in present.items() if built.get(path.relative_to(root).as_posix()) != _sha256(path))
+    if foreign:
+        problems.append(f"{_names(foreign)} not built by this build")
+    if manifest is None or not ours:
+        return problems
+    missing = sorted({*manifest.compiled, manifest.shared} - set(present))
+    if missing:  # a module that failed to compile: a half-compiled set is not a build anyone tested
+        problems.append(f"{_names(missing)} missing from the build")
+    now = _sources(package_dir)
+    if now & set(manifest.sources):  # (a distribution shipped without sources: nothing to compare)
+        changed = sorted(
+            [path for path, digest in manifest.sources.items() if _sha256(root / path) != digest]
+            + list(now - set(manifest.sources))  # added since
+        )
+        if changed:
+            problems.append(f"{_names(changed)} changed since the hot path was compiled")
+    return problems
 
 
 def choose(package_dir: Path, environ: Mapping[str, str]) -> tuple[str, PureSource | None, str]:
@@ -108,28 +157,25 @@ def choose(package_dir: Path, environ: Mapping[str, str]) -> tuple[str, PureSour
     manifest = Manifest.read(package_dir)
     present = _extensions(package_dir)
     if not present:
-        return "pure", None, ""  # nothing built here (or for this interpreter)
-    listed = set() if manifest is None else {*manifest.compiled, manifest.shared}
+        failed = (
+            manifest is not None and manifest.suffix == importlib.machinery.EXTENSION_SUFFIXES[0] and manifest.compiled
+        )
+        # nothing built here (or for this interpreter); or a build for this Python whose every
+        # extension failed (a best-effort pip install without a C compiler): say so once
+        return (
+            "pure",
+            None,
+            (
+                "agentstream: the hot path was not compiled when this package was built (see the build log); "
+                "running pure Python"
+                if failed
+                else ""
+            ),
+        )
     finder = PureSource({m: _source(root, m) for m in sorted(present) if _source(root, m).exists()})
     if environ.get("AGENTSTREAM_PURE", "") not in ("", "0"):
         return "pure", finder, ""
-    # compiled modules the manifest does not list (a module taken off the build's list, or built
-    # by hand, or no manifest at all): their source is unknown, so they count as stale
-    problems = [f"{_names(sorted(present - listed))} not built by this build"] if present - listed else []
-    if manifest is not None:
-        missing = sorted(m for m in listed if m not in present)
-        if missing:  # a module that failed to compile: a half-compiled set is not a build anyone tested
-            problems.append(f"{_names(missing)} missing from the build")
-        changed = []
-        for path, digest in manifest.sources.items():
-            try:
-                now = hashlib.sha256((root / path).read_bytes()).hexdigest()
-            except OSError:
-                continue  # no source beside it (a distribution may ship without): nothing to compare
-            if now != digest:
-                changed.append(path)
-        if changed:
-            problems.append(f"{_names(sorted(changed))} changed since the hot path was compiled")
+    problems = _problems(package_dir, manifest, present)
     if not problems:
         return "compiled", None, ""
     return (

@@ -685,12 +685,13 @@ def _forwarder(point: SplitPoint) -> Processor:
     if point.kind == "group_by":
         keyfn = point.key
         assert keyfn is not None
-        key_dumps = topic.key_codec.dumps
+        key_codec = topic.key_codec
+        dumps = topic._dumps  # the codec's bytes, a bytearray normalised
 
         async def _forward_group_by(event: Event) -> bool:
             message = event.message
             await send_raw(
-                key_dumps(keyfn(event.value)),
+                dumps(key_codec, keyfn(event.value)),
                 message.value,
                 timestamp=message.timestamp / 1000.0,
                 headers=message.headers or None,

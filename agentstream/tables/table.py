@@ -529,13 +529,14 @@ class _FaustKeyCodec:
     def dumps(self, obj: Any) -> bytes | None:
         if type(obj) is str:
             return json.dumps(obj).encode("ascii")
-        raw = self.inner.dumps(obj)
+        inner: Any = self.inner  # Any: a custom codec may give a bytearray (normalised below)
+        raw = inner.dumps(obj)
         if raw is None:
             return None
         try:
             return json.dumps(orjson.loads(raw), separators=(",", ":")).encode("ascii")
         except orjson.JSONDecodeError:
-            return raw  # not JSON (a raw or custom serializer): as it is
+            return raw if type(raw) is bytes else bytes(raw)  # not JSON (a raw or custom serializer): as it is
 
     def loads(self, data: bytes | None) -> Any:
         return self.inner.loads(data)

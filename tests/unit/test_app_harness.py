@@ -67,6 +67,34 @@ async def test_group_by_routes_by_new_key_and_keeps_value() -> None:
     assert sorted(v["n"] for _, _, v in seen) == list(range(40))
 
 
+async def test_group_by_through_a_topic_whose_key_codec_gives_a_bytearray() -> None:
+    """A custom key codec may give a bytearray: the repartition record's key goes out as bytes
+    (the compiled build checks types) and the stream reads the new key back."""
+
+    class Codec:
+        def dumps(self, obj: object) -> bytearray:
+            return bytearray(str(obj).encode())
+
+        def loads(self, data: bytes) -> str:
+            return bytes(data).decode()
+
+    app = agentstream.App("gb-bytearray", broker="memory://", topic_partitions=2)
+    orders = app.topic("orders", value_type=dict)
+    by_customer_topic = app.topic("by-customer", key_serializer=Codec(), value_type=dict, internal=True)
+    seen: list[tuple[object, object]] = []
+
+    @app.agent(orders)
+    async def by_customer(stream: agentstream.Stream) -> None:
+        async for event in stream.group_by(lambda v: v["customer"], topic=by_customer_topic).events():
+            seen.append((event.key, event.value["n"]))
+
+    async with AppHarness(app) as h:
+        for i in range(6):
+            await h.send("orders", {"customer": f"c{i % 3}", "n": i}, key=f"o{i}")
+        await h.wait_idle()
+    assert sorted(seen, key=lambda kv: kv[1]) == [(f"c{i % 3}", i) for i in range(6)]
+
+
 async def test_sink_output_produced_before_next_record_is_taken() -> None:
     app = agentstream.App("df-test", broker="memory://", topic_partitions=1)
     src = app.topic("src", value_type=int)

@@ -17,16 +17,26 @@ import pytest
 
 import agentstream
 from agentstream import compiled
+from agentstream.compiled import PureSource
 
 EXT = importlib.machinery.EXTENSION_SUFFIXES[0]
 
 
-def write_manifest(pkg: Path, compiled_modules: list[str]) -> None:
-    """What setup.py writes: the compiled modules, the shared library, every source's hash."""
-    sources = {
-        p.relative_to(pkg.parent).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in pkg.rglob("*.py")
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_manifest(pkg: Path, compiled_modules: list[str], suffix: str = EXT) -> None:
+    """What setup.py writes: the compiled modules, the shared library, the Python's extension
+    suffix, the extension files it made and every source's hash."""
+    root = pkg.parent
+    manifest = {
+        "compiled": compiled_modules,
+        "shared": "fakehot.hotpath__mypyc",
+        "suffix": suffix,
+        "extensions": {p.relative_to(root).as_posix(): sha(p) for p in pkg.glob(f"*{suffix}")},
+        "sources": {p.relative_to(root).as_posix(): sha(p) for p in pkg.rglob("*.py")},
     }
-    manifest = {"compiled": compiled_modules, "shared": "fakehot.hotpath__mypyc", "sources": sources}
     (pkg / compiled.MANIFEST).write_text(json.dumps(manifest))
 
 
@@ -40,16 +50,23 @@ def package(tmp_path: Path) -> Iterator[Path]:
     (pkg / "__init__.py").write_text("")
     (pkg / "hot.py").write_text("WHO = 'source'\n")
     (pkg / "other.py").write_text("KIND = 1\n")
-    (pkg / f"hot{EXT}").write_bytes(b"not a shared object")
-    (pkg / f"hotpath__mypyc{EXT}").write_bytes(b"not a shared object")
+    (pkg / f"hot{EXT}").write_bytes(b"not a shared object: hot")
+    (pkg / f"hotpath__mypyc{EXT}").write_bytes(b"not a shared object: shared")
     write_manifest(pkg, ["fakehot.hot"])
     sys.path.insert(0, str(tmp_path))
     try:
         yield pkg
     finally:
         sys.path.remove(str(tmp_path))
-        for name in ("fakehot", "fakehot.hot", "fakehot.other"):
+        for name in ("fakehot", "fakehot.hot", "fakehot.other", "fakehot.old"):
             sys.modules.pop(name, None)
+
+
+def stale(package: Path, reason: str) -> PureSource:
+    build, finder, warning = compiled.choose(package, {})
+    assert build == "pure" and finder is not None, warning
+    assert reason in warning and "make compile" in warning, warning
+    return finder
 
 
 def test_a_current_build_runs_compiled(package: Path) -> None:
@@ -58,9 +75,7 @@ def test_a_current_build_runs_compiled(package: Path) -> None:
 
 def test_an_edited_source_runs_every_compiled_module_as_python_with_a_warning(package: Path) -> None:
     (package / "hot.py").write_text("WHO = 'edited source'\n")
-    build, finder, warning = compiled.choose(package, {})
-    assert build == "pure" and finder is not None
-    assert "fakehot/hot.py changed since the hot path was compiled" in warning and "make compile" in warning
+    finder = stale(package, "fakehot/hot.py changed since the hot path was compiled")
     sys.meta_path.insert(0, finder)
     try:
         assert importlib.import_module("fakehot.hot").WHO == "edited source"
@@ -68,11 +83,26 @@ def test_an_edited_source_runs_every_compiled_module_as_python_with_a_warning(pa
         sys.meta_path.remove(finder)
 
 
-def test_an_edited_module_that_is_not_compiled_makes_the_build_stale_too(package: Path) -> None:
+def test_an_edited_added_or_deleted_module_that_is_not_compiled_makes_the_build_stale_too(package: Path) -> None:
     """Compiled code is built against the types of the modules it imports."""
     (package / "other.py").write_text("KIND = 'now a str'\n")
-    build, finder, warning = compiled.choose(package, {})
-    assert build == "pure" and finder is not None and "fakehot/other.py changed" in warning
+    stale(package, "fakehot/other.py changed")
+    (package / "other.py").write_text("KIND = 1\n")
+    assert compiled.choose(package, {})[0] == "compiled"
+    (package / "other.py").unlink()
+    stale(package, "fakehot/other.py changed")
+    (package / "other.py").write_text("KIND = 1\n")
+    (package / "new.py").write_text("NEW = 1\n")
+    stale(package, "fakehot/new.py changed")
+    (package / ".#new.py").symlink_to(package / "gone")  # an editor's lock file: not a module
+    (package / "new.py").unlink()
+    assert compiled.choose(package, {})[0] == "compiled"
+
+
+def test_a_distribution_without_sources_runs_compiled(package: Path) -> None:
+    for source in package.glob("*.py"):
+        source.unlink()
+    assert compiled.choose(package, {})[0] == "compiled"
 
 
 def test_a_partial_build_runs_every_compiled_module_as_python(package: Path) -> None:
@@ -80,28 +110,32 @@ def test_a_partial_build_runs_every_compiled_module_as_python(package: Path) -> 
     half-compiled set: not a build anyone tested."""
     (package / "warm.py").write_text("WHO = 'warm source'\n")
     write_manifest(package, ["fakehot.hot", "fakehot.warm"])  # warm listed, never built
-    build, finder, warning = compiled.choose(package, {})
-    assert build == "pure" and finder is not None and "fakehot.warm missing from the build" in warning
+    stale(package, "fakehot.warm missing from the build")
     (package / f"hotpath__mypyc{EXT}").unlink()
-    write_manifest(package, ["fakehot.hot"])
-    build, _, warning = compiled.choose(package, {})
-    assert build == "pure" and "fakehot.hotpath__mypyc missing from the build" in warning
+    write_manifest(package, ["fakehot.hot", "fakehot.warm"])
+    stale(package, "fakehot.hotpath__mypyc, fakehot.warm missing from the build")
+
+
+def test_an_extension_file_of_another_build_is_not_trusted(package: Path) -> None:
+    """A failed optional compile leaves the old shared library in place: the manifest lists what
+    this build made, by hash, so the old file is refused."""
+    (package / f"hotpath__mypyc{EXT}").write_bytes(b"an older build's shared library")
+    stale(package, "fakehot.hotpath__mypyc not built by this build")
 
 
 def test_a_compiled_module_the_build_does_not_list_runs_as_python_too(package: Path) -> None:
     """A module taken off the build's list keeps its old extension file unless deleted: its source
     is unknown, so the build is not trusted."""
     (package / "old.py").write_text("WHO = 'old source'\n")
+    write_manifest(package, ["fakehot.hot"])
     (package / f"old{EXT}").write_bytes(b"not a shared object")
-    build, finder, warning = compiled.choose(package, {})
-    assert build == "pure" and finder is not None and "fakehot.old not built by this build" in warning
+    finder = stale(package, "fakehot.old not built by this build")
     sys.meta_path.insert(0, finder)
     try:
         assert importlib.import_module("fakehot.old").WHO == "old source"
         assert importlib.import_module("fakehot.hot").WHO == "source"
     finally:
         sys.meta_path.remove(finder)
-        sys.modules.pop("fakehot.old", None)
 
 
 def test_an_extension_built_for_another_python_is_not_this_build(package: Path) -> None:
@@ -109,6 +143,21 @@ def test_an_extension_built_for_another_python_is_not_this_build(package: Path) 
     by this interpreter: it neither counts as compiled nor makes the build stale."""
     (package / "other.cpython-399-x86_64-linux-gnu.so").write_bytes(b"not a shared object")
     assert compiled.choose(package, {}) == ("compiled", None, "")
+
+
+def test_a_manifest_written_by_another_python_does_not_vouch_for_this_ones_files(package: Path) -> None:
+    """Another Python built in the same tree (and rewrote the manifest for its own files): this
+    interpreter's extension files are from an earlier build, so they do not run."""
+    write_manifest(package, ["fakehot.hot"], suffix=".cpython-399-x86_64-linux-gnu.so")
+    stale(package, "not built by this build")
+
+
+def test_a_build_whose_every_extension_failed_says_so(package: Path) -> None:
+    (package / f"hot{EXT}").unlink()
+    (package / f"hotpath__mypyc{EXT}").unlink()
+    write_manifest(package, ["fakehot.hot"])
+    build, finder, warning = compiled.choose(package, {})
+    assert (build, finder) == ("pure", None) and "not compiled" in warning
 
 
 def test_agentstream_pure_runs_the_source_without_a_warning(package: Path) -> None:
@@ -120,7 +169,6 @@ def test_agentstream_pure_runs_the_source_without_a_warning(package: Path) -> No
 def test_no_build_is_pure_python(package: Path) -> None:
     (package / f"hot{EXT}").unlink()
     (package / f"hotpath__mypyc{EXT}").unlink()
-    assert compiled.choose(package, {}) == ("pure", None, "")
     (package / compiled.MANIFEST).unlink()
     assert compiled.choose(package, {}) == ("pure", None, "")
 
