@@ -212,3 +212,20 @@ def test_agentstream_imports_compiled_from_anywhere(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[0] == compiled.choose(Path(agentstream.__file__).parent, env)[0]
+
+
+def test_an_unknown_build_mode_is_refused_naming_the_setting_and_the_fix() -> None:
+    """setup.py reads AGENTSTREAM_COMPILE before it builds anything: a value it does not know
+    (``no``, ``false``) must not silently compile."""
+    root = Path(agentstream.__file__).resolve().parent.parent
+    env = {**os.environ, "AGENTSTREAM_COMPILE": "no"}
+    out = subprocess.run(
+        [sys.executable, "setup.py", "--name"], cwd=root, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode != 0
+    assert "AGENTSTREAM_COMPILE='no' is not a build mode" in out.stderr and "Fix:" in out.stderr
+    env["AGENTSTREAM_COMPILE"] = "0"
+    out = subprocess.run(
+        [sys.executable, "setup.py", "--name"], cwd=root, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0 and out.stdout.split()[-1] == "agentstream", out.stderr
