@@ -6,12 +6,13 @@ AGENTSTREAM_COMPILE: ``0`` builds pure Python; ``1`` (the default, e.g. ``pip in
 when it can and otherwise installs pure Python with a warning (no C compiler, a mypy error);
 ``require`` (``make compile``) fails the build instead, so a developer sees why."""
 
-import hashlib
 import importlib.machinery
+import importlib.util
 import json
 import os
 import sys
 from pathlib import Path
+from types import ModuleType
 
 from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
@@ -39,19 +40,27 @@ GROUP = "agentstream.hotpath"
 MANIFEST = "agentstream/_compiled.json"  # written by the build: what was compiled, from which sources
 
 
-def package_sources() -> list[Path]:
-    """The package's modules (not editor lock files or other dot-files that end in .py)."""
-    return sorted(p for p in (HERE / "agentstream").rglob("*.py") if not p.name.startswith(".") and p.is_file())
+def _build_sources() -> ModuleType:
+    """agentstream/build_sources.py, loaded by path (the package's dependencies may not be
+    installed yet): which sources the build hashes, and how, as agentstream.compiled checks them."""
+    spec = importlib.util.spec_from_file_location(
+        "_agentstream_build_sources", HERE / "agentstream" / "build_sources.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
+build_sources = _build_sources()
+sha256 = build_sources.sha256
 
 # Every package source's sha256: compiled code depends on the types of the modules it imports
 # too, so a change to any of them makes the build stale. Taken before compiling, so an edit made
 # while the compiler runs is seen as a change.
-SOURCES = {path.relative_to(HERE).as_posix(): sha256(path) for path in package_sources()}
+SOURCES = {
+    path.relative_to(HERE).as_posix(): sha256(path) for path in build_sources.package_sources(HERE / "agentstream")
+}
 
 
 def compiled_extensions() -> list:

@@ -19,7 +19,6 @@ and ``make bench`` reports it.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -30,6 +29,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
+
+from .build_sources import package_sources, sha256
 
 __all__ = ["BUILD", "choose", "compiled_modules"]
 
@@ -69,6 +70,11 @@ class Manifest:
         self.extensions = extensions
         self.sources = sources
 
+    @property
+    def for_this_python(self) -> bool:
+        """Built for this interpreter (another Python may have rewritten it in a shared tree)."""
+        return self.suffix == importlib.machinery.EXTENSION_SUFFIXES[0]
+
     @classmethod
     def read(cls, package_dir: Path) -> Manifest | None:
         path = package_dir / MANIFEST
@@ -103,21 +109,6 @@ def _extensions(package_dir: Path) -> dict[str, Path]:
     return found
 
 
-def _sources(package_dir: Path) -> set[str]:
-    """The package's modules now, as the build lists them (paths from the package's parent)."""
-    root = package_dir.parent
-    return {
-        p.relative_to(root).as_posix() for p in package_dir.rglob("*.py") if not p.name.startswith(".") and p.is_file()
-    }
-
-
-def _sha256(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
-
-
 def _names(modules: list[str], most: int = 4) -> str:
     return ", ".join(modules[:most]) + (f" and {len(modules) - most} more" if len(modules) > most else "")
 
@@ -125,23 +116,22 @@ def _names(modules: list[str], most: int = 4) -> str:
 def _problems(package_dir: Path, manifest: Manifest | None, present: dict[str, Path]) -> list[str]:
     """Why the extensions in ``present`` are not the build ``manifest`` describes for these sources."""
     root = package_dir.parent
-    ours = manifest is not None and manifest.suffix == importlib.machinery.EXTENSION_SUFFIXES[0]
-    built = manifest.extensions if manifest is not None and ours else {}
+    built = manifest.extensions if manifest is not None and manifest.for_this_python else {}
     problems = []
     # extension files the build did not make (a module taken off the list, a file left by an older
     # or failed build, no manifest at all): their source is unknown
-    foreign = sorted(m for m, path in present.items() if built.get(path.relative_to(root).as_posix()) != _sha256(path))
+    foreign = sorted(m for m, path in present.items() if built.get(path.relative_to(root).as_posix()) != sha256(path))
     if foreign:
         problems.append(f"{_names(foreign)} not built by this build")
-    if manifest is None or not ours:
+    if manifest is None or not manifest.for_this_python:
         return problems
     missing = sorted({*manifest.compiled, manifest.shared} - set(present))
     if missing:  # a module that failed to compile: a half-compiled set is not a build anyone tested
         problems.append(f"{_names(missing)} missing from the build")
-    now = _sources(package_dir)
+    now = {p.relative_to(root).as_posix() for p in package_sources(package_dir)}
     if now & set(manifest.sources):  # (a distribution shipped without sources: nothing to compare)
         changed = sorted(
-            [path for path, digest in manifest.sources.items() if _sha256(root / path) != digest]
+            [path for path, digest in manifest.sources.items() if sha256(root / path) != digest]
             + list(now - set(manifest.sources))  # added since
         )
         if changed:
@@ -157,9 +147,7 @@ def choose(package_dir: Path, environ: Mapping[str, str]) -> tuple[str, PureSour
     manifest = Manifest.read(package_dir)
     present = _extensions(package_dir)
     if not present:
-        failed = (
-            manifest is not None and manifest.suffix == importlib.machinery.EXTENSION_SUFFIXES[0] and manifest.compiled
-        )
+        failed = manifest is not None and manifest.for_this_python and bool(manifest.compiled)
         # nothing built here (or for this interpreter); or a build for this Python whose every
         # extension failed (a best-effort pip install without a C compiler): say so once
         return (
