@@ -24,6 +24,7 @@ HERE = Path(__file__).resolve().parent
 # attributes outside their declared ones, no method replaced at runtime, no multiple inheritance.
 COMPILED = [
     "agentstream/events.py",
+    "agentstream/lifecycle.py",
     "agentstream/streams.py",
     "agentstream/topics.py",
     "agentstream/worker/task.py",
@@ -33,6 +34,7 @@ COMPILED = [
     "agentstream/tables/table.py",
     "agentstream/transport/kafka/batches.py",
     "agentstream/transport/kafka/producer.py",
+    "agentstream/transport/message.py",
 ]
 # mypyc's shared library (the compiled code; each module's extension is a shim that imports it):
 # agentstream/hotpath__mypyc*.so, inside the package, so it is found wherever the package is.

@@ -15,12 +15,11 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from aiokafka.structs import ConsumerRecord
-
 from .agents.agent import Agent, AgentFun
 from .events import Event
 from .exceptions import TopologyError
 from .streams import InProcessStream, SplitPoint, Stream
+from .transport.message import Message
 
 if TYPE_CHECKING:
     from .types import AppT as App  # the App's interface: app.py imports this module
@@ -58,9 +57,7 @@ class Channel:
         self, key: Any, value: Any, timestamp: float | None, headers: Sequence[tuple[str, bytes]] | None
     ) -> Event:
         ts = int((time.time() if timestamp is None else timestamp) * 1000)
-        message = ConsumerRecord(
-            self.name, 0, next(self._offsets), ts, 0, key, value, None, -1, -1, tuple(headers or ())
-        )
+        message = Message(self.name, 0, next(self._offsets), ts, 0, key, value, None, -1, -1, tuple(headers or ()))
         return Event(key, value, message)
 
     async def send(

@@ -14,14 +14,13 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from aiokafka.structs import ConsumerRecord
-
 from .agents import agent as _agent
 from .events import Event
 from .exceptions import WorkerStopped
 from .streams import InProcessStream, SplitPoint
 from .transport.base import TP
 from .transport.memory import MemoryTransport
+from .transport.message import Message
 from .transport.partitioner import default_partition
 
 if TYPE_CHECKING:
@@ -125,7 +124,7 @@ class AgentTestContext:
             partition = self.partition
         if partition is None:
             partition = self._partition_of(key)
-        message = ConsumerRecord(
+        message = Message(
             self.agent.channel.name, partition, self._offset, ts, 0, key, value, None, -1, -1, tuple(headers)
         )
         self._offset += 1

@@ -29,7 +29,6 @@ import orjson
 import uvloop
 from aiokafka.partitioner import murmur2 as aiokafka_murmur2  # type: ignore[import-untyped,unused-ignore]
 from aiokafka.producer.message_accumulator import BatchBuilder  # type: ignore[import-untyped,unused-ignore]
-from aiokafka.structs import ConsumerRecord  # type: ignore[import-untyped,unused-ignore]
 
 import agentstream
 from agentstream.events import Event, set_current_event
@@ -40,6 +39,7 @@ from agentstream.tables.store import MemoryStore
 from agentstream.transport.base import TP
 from agentstream.transport.kafka.batches import OpenBatch
 from agentstream.transport.kafka.producer import KafkaProducer
+from agentstream.transport.message import Message
 from agentstream.transport.partitioner import default_partition
 from agentstream.worker.errors import ErrorPolicy
 from agentstream.worker.task import StreamTask, TaskId
@@ -48,7 +48,7 @@ PARTITIONS = 4
 
 
 def record(topic: str, partition: int, offset: int, key: bytes | None, value: bytes) -> Any:
-    return ConsumerRecord(topic, partition, offset, offset, 0, key, value, None, 0, len(value), ())
+    return Message(topic, partition, offset, offset, 0, key, value, None, 0, len(value), ())
 
 
 def best(run: Callable[[], float], times: int = 5) -> float:

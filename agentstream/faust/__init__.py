@@ -34,7 +34,7 @@ from agentstream.tables.table import GlobalTable, SetGlobalTable, SetTable, Tabl
 from agentstream.tables.windows import HoppingWindow, SlidingWindow, TumblingWindow
 from agentstream.topics import Topic, TopicGroup
 
-from . import events as _events  # noqa: F401  (installs Faust's event.message.tp)
+from . import events as _events  # noqa: F401  (faust.events)
 from . import exceptions as _exceptions
 from .models import Model
 from .types import AgentT, ChannelT, EventT, ServiceT, StreamT, TableT, TopicT

@@ -28,10 +28,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from aiokafka.structs import ConsumerRecord
-
 from ..events import Event, set_current_event
 from ..exceptions import AgentError, TopologyError
+from ..transport.message import Message
 
 if TYPE_CHECKING:
     from ..agents.agent import Agent
@@ -143,7 +142,7 @@ def result_event(key: Any, value: Any, like: Event, timestamp_ms: int | None = N
     """
     m = like.message if message is None else message
     if timestamp_ms is not None and timestamp_ms != m.timestamp:
-        m = ConsumerRecord(
+        m = Message(
             m.topic, m.partition, m.offset, timestamp_ms, m.timestamp_type, m.key, m.value, None, -1, -1, m.headers
         )
     return Event(key, value, m, like.tp if message is None else None)

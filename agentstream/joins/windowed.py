@@ -46,12 +46,11 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from aiokafka.structs import ConsumerRecord
-
 from ..events import Event
 from ..tables.query import live_entries
 from ..tables.store import MemoryStore
 from ..tables.table import TableNotReady, TablePartition
+from ..transport.message import Message
 from .core import result_event
 
 if TYPE_CHECKING:
@@ -274,7 +273,7 @@ class StreamStreamJoin:
     def _unmatched(self, b: _Buffers, e: _Entry) -> Event:
         topic = self.app.topics.get(e.topic)
         key = e.kb if topic is None else topic.key_codec.loads(e.kb)
-        message = ConsumerRecord(e.topic, b.part.partition, e.uid, e.ts, 0, e.kb, e.raw, None, -1, -1, ())
+        message = Message(e.topic, b.part.partition, e.uid, e.ts, 0, e.kb, e.raw, None, -1, -1, ())
         return Event(key, self._pair(e.side, self._decode(e), None), message)
 
     def _late(self, event: Event, st: int) -> None:

@@ -3,7 +3,8 @@ manually assigned reader) and topic administration.
 
 ``kafka://`` wraps aiokafka; ``memory://`` is an in-process twin with the same partitioning,
 offset and consumer-group semantics so the test harness never needs a broker. Messages are
-:class:`aiokafka.structs.ConsumerRecord` on both, so the worker's hot path never converts them.
+:class:`~agentstream.transport.message.Message` (aiokafka's ConsumerRecord fields, compiled) on
+both, so the worker's hot path never converts them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypedDict, Unpack
 
-from aiokafka.structs import ConsumerRecord, RecordMetadata, TopicPartition
+from aiokafka.structs import RecordMetadata, TopicPartition
+
+from .message import Message
 
 __all__ = [
     "TP",
@@ -31,25 +34,14 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    # aiokafka ships no type information: describe the two structures the worker relies on.
+    # aiokafka ships no type information: describe its TopicPartition.
 
     class TP(NamedTuple):
         topic: str
         partition: int
 
-    class Message(Protocol):
-        topic: str
-        partition: int
-        offset: int
-        timestamp: int
-        timestamp_type: int
-        key: bytes | None
-        value: bytes | None
-        headers: Sequence[tuple[str, bytes]]
-
 else:
     TP = TopicPartition
-    Message = ConsumerRecord
 
 
 @dataclass(frozen=True)

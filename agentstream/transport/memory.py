@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, Unpack
 from urllib.parse import urlsplit
 
-from aiokafka.structs import ConsumerRecord, RecordMetadata  # type: ignore[import-untyped, unused-ignore]
+from aiokafka.structs import RecordMetadata  # type: ignore[import-untyped, unused-ignore]
 
 from agentstream.exceptions import (
     CommitFailed,
@@ -32,11 +32,12 @@ from agentstream.exceptions import (
     TransportError,
 )
 from agentstream.transport.base import TP, Assignor, MemberInfo, RebalanceListener, SendOptions, TopicSpec
+from agentstream.transport.message import Message
 from agentstream.transport.partitioner import default_partition
 
 __all__ = ["MemoryTransport", "MemoryProducer", "MemoryConsumer", "MemoryFaults", "FAULT_KINDS", "Record"]
 
-Record: TypeAlias = ConsumerRecord  # key and value are bytes (or None) on this transport
+Record: TypeAlias = Message  # key and value are bytes (or None) on this transport
 DEFAULT_MAX_RECORDS = 500
 log = logging.getLogger(__name__)
 
@@ -313,12 +314,9 @@ class _Broker:
         if txn is not None:
             part.open_txns.setdefault(txn.transactional_id, offset)
             txn.records.setdefault(tp, []).append(offset)
-        rec: Record = ConsumerRecord(
-            topic=tp.topic, partition=tp.partition, offset=offset, timestamp=ts, timestamp_type=0,
-            key=key, value=value, checksum=None,
-            serialized_key_size=-1 if key is None else len(key),
-            serialized_value_size=-1 if value is None else len(value),
-            headers=tuple(headers),
+        rec: Record = Message(
+            tp.topic, tp.partition, offset, ts, 0, key, value, None,
+            -1 if key is None else len(key), -1 if value is None else len(value), tuple(headers),
         )  # fmt: skip
         part.records.append(rec)
         self.wake()

@@ -113,6 +113,48 @@ async def test_concurrent_senders_keep_partition_order_and_offsets(broker: DevBr
         await producer.send(topic, b"k0", b"late", partition=0)
 
 
+async def test_fetched_records_are_messages_and_other_aiokafka_consumers_keep_theirs(broker: DevBroker) -> None:
+    """Our consumer reads compiled Messages (transport/kafka/fetch.py); a plain AIOKafkaConsumer in
+    the same process, fetching the same records, still gets aiokafka's ConsumerRecords."""
+    from aiokafka import AIOKafkaConsumer  # type: ignore[import-untyped,unused-ignore]
+    from aiokafka.structs import ConsumerRecord  # type: ignore[import-untyped,unused-ignore]
+
+    from agentstream.transport.message import Message as CompiledMessage
+
+    t = KafkaTransport(broker.url)
+    topic = name("messages")
+    await t.ensure_topics([TopicSpec(topic, 1)])
+    producer = t.producer()
+    await producer.start()
+    ours = t.consumer(group_id=None, auto_offset_reset="earliest")
+    theirs = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest")
+    try:
+        for i in range(3):
+            await producer.send(topic, b"k%d" % i, b"v%d" % i, partition=0, headers=[("h", b"%d" % i)])
+        await producer.flush()
+        await ours.start()
+        ours.assign([TP(topic, 0)])
+        await theirs.start()
+        theirs.assign([TP(topic, 0)])
+        got = await drain(ours, 3)
+        plain: list[Any] = []
+        async with asyncio.timeout(20):
+            while len(plain) < 3:
+                for records in (await theirs.getmany(timeout_ms=200)).values():
+                    plain.extend(records)
+        assert all(type(m) is CompiledMessage for m in got)
+        assert all(type(r) is ConsumerRecord for r in plain)
+        assert [(m.topic, m.partition, m.offset, m.timestamp, m.key, m.value, m.headers) for m in got] == [
+            (r.topic, r.partition, r.offset, r.timestamp, r.key, r.value, r.headers) for r in plain
+        ]
+        assert [m.tp for m in got] == [TP(topic, 0)] * 3
+    finally:
+        await theirs.stop()
+        await ours.stop()
+        await producer.stop()
+        await t.close()
+
+
 # -- behind the fault proxy ----------------------------------------------------------------------
 
 

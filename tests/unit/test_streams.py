@@ -15,18 +15,18 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from aiokafka.structs import ConsumerRecord
 
 import agentstream
 from agentstream.events import Event, current_event
 from agentstream.exceptions import TopologyError
 from agentstream.streams import SplitPoint, Stream
 from agentstream.transport.memory import MemoryTransport
+from agentstream.transport.message import Message
 from tests.support.waiting import until
 
 
 def event(offset: int, value: Any, key: Any = None, ts: int = 1000) -> Event:
-    message = ConsumerRecord(
+    message = Message(
         "src",
         0,
         offset,

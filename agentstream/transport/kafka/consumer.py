@@ -12,6 +12,8 @@ from ...exceptions import CommitFailed, TransportError
 from ..base import TP, Assignor, Message, RebalanceListener
 from .assignor import AssignorAdapter
 from .config import CONSUMER_KEYS, describe, pick, started
+from .fetch import install as install_fetch_hook
+from .fetch import raw_bytes
 from .security import start_client
 
 __all__ = ["KafkaConsumer"]
@@ -84,10 +86,12 @@ class KafkaConsumer:
         config = dict(self._config)
         if self._assignor is not None:
             config["partition_assignment_strategy"] = (self._assignor,)
+        install_fetch_hook()  # records come as compiled Messages (transport/kafka/fetch.py)
         consumer = AIOKafkaConsumer(
             bootstrap_servers=self._bootstrap,
             group_id=self.group_id,
             enable_auto_commit=False,
+            key_deserializer=raw_bytes,  # marks this consumer for the hook; keys stay bytes
             **config,
             **self._security,
         )

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from aiokafka.structs import ConsumerRecord
-
 from agentstream.transport.base import TP
+from agentstream.transport.message import Message
 from agentstream.worker.partition_group import PartitionGroup, RecordQueue, Wait
 
 A, B = TP("a", 0), TP("b", 0)
 
 
-def rec(tp: TP, offset: int, ts: int) -> ConsumerRecord:  # type: ignore[type-arg]
-    return ConsumerRecord(tp.topic, tp.partition, offset, ts, 0, None, b"x", None, -1, 1, ())
+def rec(tp: TP, offset: int, ts: int) -> Message:
+    return Message(tp.topic, tp.partition, offset, ts, 0, None, b"x", None, -1, 1, ())
 
 
 class Clock:

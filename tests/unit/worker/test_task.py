@@ -12,13 +12,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from aiokafka.structs import ConsumerRecord
 
 import agentstream
 from agentstream.exceptions import AgentError, StopProcessing
 from agentstream.lifecycle import IllegalTransition, TaskState
 from agentstream.transport.base import TP, TopicSpec
 from agentstream.transport.memory import MemoryTransport
+from agentstream.transport.message import Message
 from agentstream.worker.eos import CommitGate
 from agentstream.worker.errors import ErrorPolicy
 from agentstream.worker.partition_group import RecordQueue
@@ -28,8 +28,8 @@ from tests.support.waiting import until
 A0, B0 = TP("a", 0), TP("b", 0)
 
 
-def rec(tp: TP, offset: int, value: bytes | None, ts: int | None = None) -> ConsumerRecord:  # type: ignore[type-arg]
-    return ConsumerRecord(
+def rec(tp: TP, offset: int, value: bytes | None, ts: int | None = None) -> Message:
+    return Message(
         tp.topic,
         tp.partition,
         offset,
@@ -44,7 +44,7 @@ def rec(tp: TP, offset: int, value: bytes | None, ts: int | None = None) -> Cons
     )
 
 
-def values(tp: TP, *vs: int, start: int = 0, ts: list[int] | None = None) -> list[ConsumerRecord]:  # type: ignore[type-arg]
+def values(tp: TP, *vs: int, start: int = 0, ts: list[int] | None = None) -> list[Message]:
     return [rec(tp, start + i, b"%d" % v, None if ts is None else ts[i]) for i, v in enumerate(vs)]
 
 

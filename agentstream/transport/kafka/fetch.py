@@ -1,0 +1,111 @@
+"""Fetched records as :class:`~agentstream.transport.message.Message`, built in compiled code.
+
+aiokafka turns every fetched record into a ``ConsumerRecord`` dataclass from Python code
+(``PartitionRecords._consumer_record``), the largest per-record cost left on the worker's fetch
+path. Our consumers mark themselves with :func:`raw_bytes` as their key deserializer (an identity
+function, so without this module's hook they read exactly as before); :func:`install` makes
+aiokafka's fetcher build the partition records of marked consumers with :class:`MessageRecords`,
+whose per-record builder is the compiled :func:`~agentstream.transport.message.from_fetched`.
+Batch decoding, CRC checks, control batches and aborted transactions stay aiokafka's: only the
+last step, record to message, changes. Every other aiokafka consumer in the process is untouched.
+
+The hook depends on aiokafka's internals (pinned to 0.14.x): :func:`install` checks the shape it
+relies on and otherwise leaves aiokafka alone (the marked consumers then get ConsumerRecords).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from aiokafka.consumer import fetcher as aiokafka_fetcher  # type: ignore[import-untyped,unused-ignore]
+
+from ..message import Message, from_fetched
+
+__all__ = ["raw_bytes", "install", "MessageRecords"]
+
+log = logging.getLogger(__name__)
+
+_PARAMS = [
+    "self",
+    "tp",
+    "records",
+    "aborted_transactions",
+    "fetch_offset",
+    "key_deserializer",
+    "value_deserializer",
+    "check_crcs",
+    "isolation_level",
+]
+
+
+def raw_bytes(data: bytes | None) -> bytes | None:
+    """The key deserializer our consumers give aiokafka: keys stay bytes; it marks the consumer
+    whose partition records :class:`MessageRecords` builds."""
+    return data
+
+
+_Original: Any = aiokafka_fetcher.PartitionRecords
+
+
+class MessageRecords(_Original):  # type: ignore[misc]
+    """aiokafka's PartitionRecords giving Messages: the compiled builder per record, and the
+    record generator itself as the iterator (no Python ``__next__`` frame per record)."""
+
+    _consumer_record = staticmethod(from_fetched)
+
+    def __iter__(self) -> Iterator[Message]:
+        it: Iterator[Message] | None = self._records_iterator
+        return it if it is not None else iter(())
+
+
+def _partition_records(
+    tp: Any,
+    records: Any,
+    aborted_transactions: Any,
+    fetch_offset: int,
+    key_deserializer: Any,
+    value_deserializer: Any,
+    check_crcs: bool,
+    isolation_level: Any,
+) -> Any:
+    """Stands for aiokafka's ``PartitionRecords`` in its fetcher module: MessageRecords for our
+    consumers, the original class for every other."""
+    cls = MessageRecords if key_deserializer is raw_bytes and value_deserializer is None else _Original
+    return cls(
+        tp,
+        records,
+        aborted_transactions,
+        fetch_offset,
+        key_deserializer,
+        value_deserializer,
+        check_crcs,
+        isolation_level,
+    )
+
+
+def _shape_known() -> bool:
+    """aiokafka's fetcher still has the shape the hook relies on."""
+    try:
+        params = list(inspect.signature(_Original.__init__).parameters)
+    except (TypeError, ValueError):
+        return False
+    return (
+        params == _PARAMS
+        and callable(getattr(_Original, "_consumer_record", None))
+        and callable(getattr(_Original, "_unpack_records", None))
+    )
+
+
+def install() -> bool:
+    """Install the hook (idempotent); False when aiokafka's fetcher has another shape, in which
+    case marked consumers read ConsumerRecords as usual."""
+    if aiokafka_fetcher.PartitionRecords is _partition_records:
+        return True
+    if aiokafka_fetcher.PartitionRecords is not _Original or not _shape_known():
+        log.debug("aiokafka's fetcher has an unknown shape: fetched records stay ConsumerRecords")
+        return False
+    aiokafka_fetcher.PartitionRecords = _partition_records
+    return True
