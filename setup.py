@@ -25,6 +25,7 @@ HERE = Path(__file__).resolve().parent
 COMPILED = [
     "agentstream/events.py",
     "agentstream/lifecycle.py",
+    "agentstream/runtime.py",
     "agentstream/streams.py",
     "agentstream/topics.py",
     "agentstream/worker/task.py",

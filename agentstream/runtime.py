@@ -66,7 +66,7 @@ _by_app: weakref.WeakKeyDictionary[Any, Runtime] = weakref.WeakKeyDictionary()
 class Runtime:
     """One app's running state on this process: its worker, table manager and table partitions."""
 
-    __slots__ = ("app", "worker", "tables", "partitions", "__weakref__")
+    __slots__ = ("app", "worker", "tables", "partitions")
 
     def __init__(self, app: Any) -> None:
         self.app = app

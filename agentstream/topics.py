@@ -159,9 +159,6 @@ class Topic:
         except Exception:  # e.g. an int past orjson's 64 bits: the codecs' own result, or their error
             kb, vb = self.encode(key, value)
         if timestamp is None and headers is None:
-            producer = self.app._producer
-            if producer is not self._lane_for:
-                self._open_lane(producer)
             lane = self._lane
             if lane is not None and not self._lane_sensors and not self._lane_receivers:
                 event = current_event()
@@ -170,10 +167,16 @@ class Topic:
                 )
                 if delivery is not None:
                     return delivery
+            # No lane yet, or the lane's producer had no room (or was stopped: the app replaces its
+            # producer only after stopping it, and a stopped producer's lane appends nothing)
+            producer = self.app._producer
+            if producer is not self._lane_for:
+                self._open_lane(producer)
         return await self.send_raw(kb, vb, partition=partition, timestamp=timestamp, headers=headers)
 
     # The send fast path's per-producer lookups, made once per started producer instead of per
-    # record; a new producer (stop, restart) opens a new lane. The lists are the app's own (mutated
+    # record; a new producer (stop, restart) opens a new lane at the first send its old lane could
+    # not take. The lists are the app's own (mutated
     # in place by sensors.add / signal.connect), so a sensor or receiver added later is seen. Under
     # exactly_once the lane is closed: a task's sends go into its transaction (send_raw), which an
     # open lane would otherwise have to check per record. (The guarantee is read when the lane

@@ -63,6 +63,7 @@ class _Upper:
 
 
 upper = _Upper()
+_runtime_here = current_runtime.get  # the context's runtime: a plain call per table access
 
 
 class Table(Rows):
@@ -236,7 +237,7 @@ class Table(Rows):
         home = self._homes.get(key_bytes)  # inlined _home_partition(): every table read and write
         if home is None:
             home = self._home_partition(key_bytes)
-        rt = current_runtime.get()  # inlined runtime_for()
+        rt = _runtime_here()  # inlined runtime_for()
         if rt is None or rt.app is not self.app:
             rt = runtime_for(self.app)
         parts: dict[int, TablePartition] = rt.partitions.get(self.name) or {}
@@ -245,7 +246,7 @@ class Table(Rows):
         if part is not None and event is not None and event.message.partition == home and not self.is_global:
             # the common case: the key belongs to the partition of the record in hand; remembered
             # for this event and key, so the write of a read-modify-write skips the routing
-            self._route = (event, key_bytes, part)
+            self._route_event, self._route_key, self._route_part = event, key_bytes, part
             return part
         if event is None or self.is_global:
             if part is None:
@@ -378,14 +379,17 @@ class Table(Rows):
             return self.default()
         raise KeyError(key)
 
-    # (event, key bytes, partition) of the last read or write routed the common way (_partition_for)
-    _route: tuple[Any, bytes, TablePartition] | None = None
+    # The event, key bytes and partition of the last read or write routed the common way
+    # (_partition_for): three attributes, not a tuple, so routing allocates nothing per record.
+    _route_event: Any = None
+    _route_key: bytes = b""
+    _route_part: TablePartition | None = None
 
     def __setitem__(self, key: Any, value: Any) -> None:
         kb = self._last_kb if key is self._last_key else self._key_dumps(key)
-        route = self._route
-        if route is not None and route[1] is kb and route[0] is current_event():
-            route[2].set(kb, value)  # t[k] = t[k] + 1: routed by the read, same record, same key
+        part = self._route_part
+        if part is not None and self._route_key is kb and self._route_event is current_event():
+            part.set(kb, value)  # t[k] = t[k] + 1: routed by the read, same record, same key
             return
         self._partition_for(kb, True).set(kb, value)
 

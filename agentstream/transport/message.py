@@ -2,10 +2,12 @@
 compiled class (``event.message``).
 
 aiokafka builds a ``ConsumerRecord`` dataclass for every fetched record from Python code, which
-was the largest cost left on the worker's fetch path (about 0.55 µs of 0.8 µs a record). This
-class has the same fields in the same order, so code written against ``ConsumerRecord`` reads it
-unchanged, plus Faust's ``tp``; compiled, building one is a native allocation.
-:func:`from_fetched` builds it from aiokafka's record object (see
+was the largest cost left on the worker's fetch path (about 0.5 µs a record). This class has the
+same fields in the same order (positional construction too), plus Faust's ``tp``; compiled,
+building one is a native allocation and reading a field a native read. It is not a dataclass:
+``dataclasses.replace``/``asdict`` do not apply (``_asdict()`` gives the fields by name), it
+compares equal only to another Message, and a message format 0 record's missing timestamp is -1
+(ConsumerRecord says None). :func:`from_fetched` builds it from aiokafka's record object (see
 :mod:`agentstream.transport.kafka.fetch`).
 """
 
@@ -107,6 +109,15 @@ class Message:
     def __hash__(self) -> int:  # mutable, like the dataclass it stands for
         raise TypeError("unhashable type: 'Message'")
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """copy, deepcopy and pickle rebuild it from its fields (a compiled class has no
+        argument-less constructor for them to call)."""
+        return (Message, self._fields())
+
+    def _asdict(self) -> dict[str, Any]:
+        """The fields by name (what ``dataclasses.asdict`` gave for a ConsumerRecord)."""
+        return dict(zip(FIELDS, self._fields()))
+
     def __repr__(self) -> str:
         return (
             f"Message(topic={self.topic!r}, partition={self.partition!r}, offset={self.offset!r}, "
@@ -118,15 +129,17 @@ class Message:
 
 def from_fetched(tp: Any, record: Any) -> Message:
     """A :class:`Message` from aiokafka's fetched record (its ``DefaultRecord`` or legacy
-    record) of partition ``tp``; no deserializer: keys and values stay bytes."""
+    record) of partition ``tp``; no deserializer: keys and values stay bytes. A record of message
+    format 0 has no timestamp: -1 and timestamp type -1, as the Java client reports it."""
     key = record.key
     value = record.value
+    timestamp = record.timestamp
     return Message(
         tp.topic,
         tp.partition,
         record.offset,
-        record.timestamp,
-        record.timestamp_type,
+        -1 if timestamp is None else timestamp,
+        -1 if timestamp is None else record.timestamp_type,
         key,
         value,
         record.checksum,

@@ -12,8 +12,8 @@ from ...exceptions import CommitFailed, TransportError
 from ..base import TP, Assignor, Message, RebalanceListener
 from .assignor import AssignorAdapter
 from .config import CONSUMER_KEYS, describe, pick, started
+from .fetch import as_message, raw_bytes
 from .fetch import install as install_fetch_hook
-from .fetch import raw_bytes
 from .security import start_client
 
 __all__ = ["KafkaConsumer"]
@@ -77,6 +77,7 @@ class KafkaConsumer:
         self._read_committed = self._config.get("isolation_level") == "read_committed"
         self._assignor = AssignorAdapter(assignor) if assignor is not None else None
         self._consumer: Any = None
+        self._convert = False  # aiokafka's records converted to Messages here (fetch hook not installed)
         self._subscription: tuple[list[str], _ListenerAdapter] | None = None
         self._manual: list[TP] | None = None
 
@@ -86,7 +87,8 @@ class KafkaConsumer:
         config = dict(self._config)
         if self._assignor is not None:
             config["partition_assignment_strategy"] = (self._assignor,)
-        install_fetch_hook()  # records come as compiled Messages (transport/kafka/fetch.py)
+        # records come as compiled Messages (transport/kafka/fetch.py), else getmany converts them
+        self._convert = not install_fetch_hook()
         consumer = AIOKafkaConsumer(
             bootstrap_servers=self._bootstrap,
             group_id=self.group_id,
@@ -147,6 +149,8 @@ class KafkaConsumer:
             )
         except kafka_errors.KafkaError as exc:
             raise TransportError(f"fetch failed (group {self.group_id!r}): {describe(exc)}") from exc
+        if self._convert:
+            return {tp: [as_message(r) for r in records] for tp, records in batch.items()}
         return batch
 
     def pause(self, *partitions: TP) -> None:

@@ -186,9 +186,8 @@ class KafkaProducer:
         if builder._closed:
             return None
         offset = builder._relative_offset
-        meta = records.append(
-            offset, timestamp_ms, key=key, value=value, headers=list(headers) if headers else _NO_HEADERS
-        )
+        # positional: the C builder parses keywords at a cost per call
+        meta = records.append(offset, timestamp_ms, key, value, list(headers) if headers else _NO_HEADERS)
         if meta is None:  # full: closed, as BatchBuilder.append does; send() opens the next one
             builder.close()
             return None

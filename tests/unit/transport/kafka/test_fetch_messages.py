@@ -1,17 +1,22 @@
 """Fetched records as agentstream Messages (transport/kafka/fetch.py): the same records, offsets
 and positions as aiokafka's own PartitionRecords, over real record batches (aiokafka's builders):
-plain, mid-batch fetch offsets, control batches and aborted transactions under read_committed."""
+plain, mid-batch fetch offsets, control batches, aborted transactions under read_committed,
+legacy message formats, a corrupt batch, and aiokafka's FetchResult taking them in steps."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import pickle
 from typing import Any
 
 import pytest
 from aiokafka.consumer import fetcher as aiokafka_fetcher  # type: ignore[import-untyped,unused-ignore]
+from aiokafka.errors import CorruptRecordException  # type: ignore[import-untyped,unused-ignore]
 from aiokafka.record.default_records import (  # type: ignore[import-untyped,unused-ignore]
     DefaultRecordBatchBuilder,
 )
+from aiokafka.record.legacy_records import LegacyRecordBatchBuilder  # type: ignore[import-untyped,unused-ignore]
 from aiokafka.record.memory_records import MemoryRecords  # type: ignore[import-untyped,unused-ignore]
 from aiokafka.structs import ConsumerRecord, TopicPartition  # type: ignore[import-untyped,unused-ignore]
 
@@ -121,9 +126,97 @@ def test_message_has_consumer_record_fields_in_order_and_faust_tp() -> None:
     assert "offset=5" in repr(message)
 
 
-def test_only_marked_consumers_get_messages() -> None:
+def _legacy(magic: int, base: int, count: int) -> bytes:
+    builder = LegacyRecordBatchBuilder(magic, 0, 1 << 20)
+    for i in range(count):
+        builder.append(base + i, timestamp=None if magic == 0 else 1_000 + i, key=b"k", value=b"v%d" % i)
+    return bytes(builder.build())
+
+
+def test_legacy_formats_read_as_aiokafka_reads_them() -> None:
+    """Message format 1 as aiokafka reads it; format 0 has no timestamp: -1 and type -1 (Java's
+    NO_TIMESTAMP), where a ConsumerRecord says None (Message's timestamp is an int)."""
+    theirs, their_next = _read(fetch._Original, _legacy(1, 0, 3), 0, READ_UNCOMMITTED)
+    ours, our_next = _read(fetch.MessageRecords, _legacy(1, 0, 3), 0, READ_UNCOMMITTED)
+    assert [_fields(m) for m in ours] == [_fields(r) for r in theirs] and our_next == their_next
+    theirs, _ = _read(fetch._Original, _legacy(0, 5, 2), 5, READ_UNCOMMITTED)
+    ours, _ = _read(fetch.MessageRecords, _legacy(0, 5, 2), 5, READ_UNCOMMITTED)
+    assert [(r.offset, r.timestamp, r.timestamp_type) for r in theirs] == [(5, None, None), (6, None, None)]
+    assert [(m.offset, m.timestamp, m.timestamp_type, m.value) for m in ours] == [
+        (5, -1, -1, b"v0"),
+        (6, -1, -1, b"v1"),
+    ]
+
+
+def test_a_corrupt_batch_fails_at_the_same_record_with_the_same_position() -> None:
+    good, bad = _batch(0, 3), bytearray(_batch(3, 3))
+    bad[-1] ^= 0xFF  # a flipped byte in the last record: the batch's CRC no longer matches
+    results = []
+    for cls in (fetch._Original, fetch.MessageRecords):
+        records = cls(TP, MemoryRecords(good + bytes(bad)), None, 0, fetch.raw_bytes, None, True, READ_UNCOMMITTED)
+        got = []
+        with pytest.raises(CorruptRecordException):
+            for record in records:
+                got.append(record.offset)
+        results.append((got, records.next_fetch_offset))
+    assert results[0] == results[1] == ([0, 1, 2], 3)
+
+
+class _State:
+    def __init__(self, position: int) -> None:
+        self.position, self.paused = position, False
+
+    def consumed_to(self, offset: int) -> None:
+        self.position = offset
+
+
+class _Assignment:
+    """aiokafka's subscription assignment as FetchResult reads it: one partition's position."""
+
+    active = True
+
+    def __init__(self, position: int) -> None:
+        self.state = _State(position)
+
+    def state_value(self, tp: Any) -> _State:
+        return self.state
+
+
+def test_fetch_result_takes_messages_in_steps_as_it_takes_consumer_records() -> None:
+    """aiokafka's FetchResult over either class: getall(max_records) in steps, getone between
+    them, the position after each step, and the end."""
+    data = _batch(0, 4) + _batch(4, 4)
+    steps: list[list[Any]] = []
+    for cls in (fetch._Original, fetch.MessageRecords):
+        assignment = _Assignment(0)
+        records = cls(TP, MemoryRecords(data), None, 0, fetch.raw_bytes, None, True, READ_UNCOMMITTED)
+        result = aiokafka_fetcher.FetchResult(TP, assignment=assignment, partition_records=records, backoff=0)
+        seen: list[Any] = []
+        for take in ("3", "one", "3", "one", "5"):  # (aiokafka drops a drained result: no step after)
+            got = [result.getone()] if take == "one" else result.getall(max_records=int(take))
+            seen.append(([None if r is None else r.offset for r in got], assignment.state.position, result.has_more()))
+        steps.append(seen)
+    assert steps[0] == steps[1]
+    assert steps[1] == [
+        ([0, 1, 2], 3, True),
+        ([3], 4, True),
+        ([4, 5, 6], 7, True),
+        ([7], 8, True),
+        ([], 8, False),  # drained: getall found the end
+    ]
+
+
+def test_message_copies_and_pickles() -> None:
+    message = Message("t", 2, 5, 1_000, 0, b"k", b"v", None, 1, 1, (("h", b"x"),))
+    for twin in (copy.copy(message), copy.deepcopy(message), pickle.loads(pickle.dumps(message))):
+        assert type(twin) is Message and twin == message and twin is not message
+    assert message._asdict()["offset"] == 5 and list(message._asdict()) == list(FIELDS)
+
+
+def test_only_marked_consumers_get_messages(monkeypatch: pytest.MonkeyPatch) -> None:
     """The hook stands in aiokafka's fetcher module for every consumer of the process: others
     (no raw_bytes key deserializer) keep aiokafka's ConsumerRecords and deserializers."""
+    monkeypatch.setattr(aiokafka_fetcher, "PartitionRecords", fetch._Original)  # undone after the test
     assert fetch.install()
     assert fetch.install()  # idempotent
     build = aiokafka_fetcher.PartitionRecords
@@ -146,3 +239,30 @@ def test_an_unknown_fetcher_shape_leaves_aiokafka_alone(monkeypatch: pytest.Monk
     assert aiokafka_fetcher.PartitionRecords is Other
     records, _ = _read(Other, _batch(0, 2), 0, READ_UNCOMMITTED)
     assert [(type(r), r.key) for r in records] == [(ConsumerRecord, b"k"), (ConsumerRecord, b"k")]
+
+
+def test_a_fetcher_of_another_signature_is_not_hooked(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Changed(fetch._Original):  # type: ignore[misc]
+        def __init__(self, tp: Any, records: Any, *rest: Any) -> None:
+            super().__init__(tp, records, *rest)
+
+    monkeypatch.setattr(fetch, "_Original", Changed)
+    monkeypatch.setattr(aiokafka_fetcher, "PartitionRecords", Changed)
+    assert not fetch.install()
+    assert aiokafka_fetcher.PartitionRecords is Changed
+
+
+@pytest.mark.asyncio
+async def test_without_the_hook_the_consumer_converts_what_aiokafka_gives() -> None:
+    """The consumer hands out Messages either way: the hot path reads nothing else."""
+    from agentstream.transport.kafka import KafkaConsumer
+
+    class Client:
+        async def getmany(self, *partitions: Any, timeout_ms: int, max_records: int | None) -> dict[Any, list[Any]]:
+            return {TP: [ConsumerRecord("words", 3, 7, None, None, b"k", b"v", None, 1, 1, [("h", b"x")])]}
+
+    consumer = KafkaConsumer(["127.0.0.1:1"], None, None, {})
+    consumer._consumer, consumer._convert = Client(), True
+    [message] = (await consumer.getmany())[TP]
+    assert type(message) is Message
+    assert message._fields() == ("words", 3, 7, -1, -1, b"k", b"v", None, 1, 1, (("h", b"x"),))
