@@ -45,7 +45,7 @@ class Client:
     def sent(self) -> list[tuple[str, bytes | None, bytes | None]]:
         out = []
         for topic, builder in self.batches:
-            if not builder._relative_offset:
+            if not builder.record_count():
                 continue
             records = MemoryRecords(bytes(builder._build()))
             while records.has_next():

@@ -17,29 +17,84 @@ from typing import Any
 from aiokafka.producer.message_accumulator import BatchBuilder  # type: ignore[import-untyped,unused-ignore]
 from aiokafka.structs import RecordMetadata, TopicPartition  # type: ignore[import-untyped,unused-ignore]
 
-__all__ = ["OpenBatch", "RecordDelivery"]
+__all__ = ["OpenBatch", "RecordBuilder", "RecordDelivery"]
 
 
 FailureHook = Callable[["OpenBatch", BaseException], None]
 
 
 def _direct_append_fits() -> bool:
-    """Whether this aiokafka's BatchBuilder has the parts :meth:`OpenBatch` appends through
-    (checked once at import; else every append goes through ``BatchBuilder.append``)."""
+    """Whether this aiokafka's BatchBuilder holds the C record builder :class:`RecordBuilder`
+    takes over (checked once at import; else the producer fills aiokafka's BatchBuilder)."""
     try:
         probe = BatchBuilder(1024, 0)
+        records = probe._builder
         return (
-            probe._relative_offset == 0
-            and probe._closed is False
-            and probe._key_serializer is None
+            probe._key_serializer is None
             and probe._value_serializer is None
-            and callable(probe._builder.append)
+            and all(
+                callable(getattr(records, name, None)) for name in ("append", "build", "size", "set_producer_state")
+            )
         )
     except Exception:
         return False
 
 
 _DIRECT = _direct_append_fits()
+
+
+class RecordBuilder:
+    """aiokafka's ``BatchBuilder`` as its producer uses a batch handed to ``send_batch``
+    (``append``, ``close``, ``closed``, ``record_count``, ``size``, ``_set_producer_state``,
+    ``_build``), over the C record builder aiokafka's ``create_batch()`` configured.
+
+    Why our own: the producer appends every record itself (:meth:`KafkaProducer.send_now`), and
+    aiokafka keeps the record count and the closed flag as Python attributes, three attribute
+    lookups a record; here they are native fields. aiokafka's sender closes the batch when it
+    takes it (``_build``), which is why every append checks ``is_closed``.
+    """
+
+    def __init__(self, records: Any) -> None:
+        self.records: Any = records  # aiokafka's DefaultRecordBatchBuilder; None once built
+        self.append_record: Any = records.append  # bound once: (offset, timestamp, key, value, headers)
+        self.count = 0  # records appended: the next record's offset relative to the batch
+        self.is_closed = False
+        self._buffer: Any = None
+
+    def append(self, *, timestamp: int | None, key: bytes | None, value: bytes | None, headers: Any = None) -> Any:
+        """Append one record; its metadata, or None when the batch is closed or full (then closed)."""
+        if self.is_closed:
+            return None
+        meta = self.append_record(self.count, timestamp, key, value, [] if headers is None else headers)
+        if meta is None:
+            self.is_closed = True
+            return None
+        self.count += 1
+        return meta
+
+    def close(self) -> None:
+        self.is_closed = True
+
+    def closed(self) -> bool:
+        return self.is_closed
+
+    def record_count(self) -> int:
+        return self.count
+
+    def size(self) -> int:
+        return len(self._buffer) if self._buffer is not None else int(self.records.size())
+
+    def _set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+        self.records.set_producer_state(producer_id, producer_epoch, base_sequence)
+
+    def _build(self) -> Any:
+        """The batch's bytes (closes it; the C builder builds once)."""
+        self.is_closed = True
+        if self._buffer is None:
+            self._buffer = self.records.build()
+            self.records = None
+            self.append_record = None
+        return self._buffer
 
 
 class OpenBatch:
@@ -49,7 +104,7 @@ class OpenBatch:
     waiter wakes up), so the producer can stop appending to it and remember the failure at once.
     """
 
-    __slots__ = ("topic", "partition", "builder", "records", "delivered", "generation", "_on_failed")
+    __slots__ = ("topic", "partition", "builder", "fast", "delivered", "generation", "_on_failed")
 
     def __init__(
         self,
@@ -62,11 +117,13 @@ class OpenBatch:
     ) -> None:
         self.topic = topic
         self.partition = partition
-        self.builder = builder
-        # aiokafka's C record builder inside its BatchBuilder, for the producer's per-record
-        # append (what BatchBuilder.append does, without its two Python frames); None when the
-        # builder is another kind (tests script one): use builder.append.
-        self.records: Any = builder._builder if type(builder) is BatchBuilder and _DIRECT else None
+        # aiokafka's BatchBuilder becomes our RecordBuilder over its C record builder (what is
+        # handed to send_batch); another kind of builder (tests script one) is filled as it is.
+        # ``fast``: the RecordBuilder, for the producer's per-record append; else None.
+        self.fast: RecordBuilder | None = (
+            RecordBuilder(builder._builder) if type(builder) is BatchBuilder and _DIRECT else None
+        )
+        self.builder: Any = builder if self.fast is None else self.fast
         self.generation = generation  # the producer's generation (stop/abort start a new one)
         self._on_failed = on_failed
         # Resolved from aiokafka's batch future once the broker acknowledged (or refused) it.

@@ -25,7 +25,7 @@ import aiokafka  # type: ignore[import-untyped,unused-ignore]
 from aiokafka.consumer import fetcher as aiokafka_fetcher  # type: ignore[import-untyped,unused-ignore]
 from aiokafka.record.memory_records import MemoryRecords  # type: ignore[import-untyped,unused-ignore]
 
-from ..message import Message, from_fetched
+from ..message import Message, fetched_messages, from_fetched
 
 __all__ = ["raw_bytes", "install", "as_message", "MessageRecords"]
 
@@ -54,10 +54,36 @@ _Original: Any = aiokafka_fetcher.PartitionRecords
 
 
 class MessageRecords(_Original):  # type: ignore[misc]
-    """aiokafka's PartitionRecords giving Messages: the compiled builder per record, and the
-    record generator itself as the iterator (no Python ``__next__`` frame per record)."""
+    """aiokafka's PartitionRecords giving Messages: read uncommitted, the compiled reader
+    :func:`~agentstream.transport.message.fetched_messages`; read committed, aiokafka's own
+    reader (aborted transactions) with the compiled builder per record. The reader itself is
+    the iterator (no Python ``__next__`` frame per record)."""
 
     _consumer_record = staticmethod(from_fetched)
+
+    def __init__(
+        self,
+        tp: Any,
+        records: Any,
+        aborted_transactions: Any,
+        fetch_offset: int,
+        key_deserializer: Any,
+        value_deserializer: Any,
+        check_crcs: bool,
+        isolation_level: Any,
+    ) -> None:
+        super().__init__(
+            tp,
+            records,
+            aborted_transactions,
+            fetch_offset,
+            key_deserializer,
+            value_deserializer,
+            check_crcs,
+            isolation_level,
+        )
+        if isolation_level == aiokafka_fetcher.READ_UNCOMMITTED:
+            self._records_iterator = fetched_messages(self, tp, records, check_crcs)
 
     def __iter__(self) -> Iterator[Message]:
         it: Iterator[Message] | None = self._records_iterator
@@ -99,7 +125,11 @@ def _shape_known() -> bool:
         probe = _Original(None, MemoryRecords(b""), None, 0, None, None, False, 0)
     except Exception:
         return False
-    return isinstance(getattr(probe, "_records_iterator", None), Iterator)
+    return (
+        isinstance(getattr(probe, "_records_iterator", None), Iterator)
+        and hasattr(probe, "next_fetch_offset")
+        and getattr(aiokafka_fetcher, "READ_UNCOMMITTED", None) == 0
+    )
 
 
 def install() -> bool:

@@ -173,25 +173,24 @@ class KafkaProducer:
         batch = open_batches.get(partition)
         if batch is None:
             return None
-        records = batch.records
-        if records is None:
+        fast = batch.fast
+        if fast is None:
             meta = batch.builder.append(
                 timestamp=timestamp_ms, key=key, value=value, headers=list(headers) if headers else _NO_HEADERS
             )
             if meta is None:
                 return None
             return RecordDelivery(batch, meta)
-        # BatchBuilder.append inlined (no serializers are configured, see batches._direct_append_fits)
-        builder = batch.builder
-        if builder._closed:
+        # RecordBuilder.append inlined: native fields, one C call (positional: the C builder
+        # parses keywords at a cost per call)
+        if fast.is_closed:
             return None
-        offset = builder._relative_offset
-        # positional: the C builder parses keywords at a cost per call
-        meta = records.append(offset, timestamp_ms, key, value, list(headers) if headers else _NO_HEADERS)
-        if meta is None:  # full: closed, as BatchBuilder.append does; send() opens the next one
-            builder.close()
+        offset = fast.count
+        meta = fast.append_record(offset, timestamp_ms, key, value, list(headers) if headers else _NO_HEADERS)
+        if meta is None:  # full: closed, as RecordBuilder.append does; send() opens the next one
+            fast.is_closed = True
             return None
-        builder._relative_offset = offset + 1
+        fast.count = offset + 1
         return RecordDelivery(batch, meta)
 
     async def _learn_topic(self, topic: str) -> int:

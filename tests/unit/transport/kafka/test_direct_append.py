@@ -1,6 +1,8 @@
-"""The producer's per-record append (``send_now``) writes into aiokafka's record builder itself,
-as ``BatchBuilder.append`` would: these tests run it on aiokafka's real BatchBuilder and read
-the built batches back, so a change in aiokafka (or in the inlined append) shows here."""
+"""The producer's per-record append (``send_now``) writes into aiokafka's C record builder through
+our RecordBuilder, which stands in for aiokafka's BatchBuilder in ``send_batch``: these tests
+start from aiokafka's real BatchBuilder (``create_batch()``), read the built batches back, and
+hold RecordBuilder to what BatchBuilder does, so a change in aiokafka (or in the inlined
+append) shows here."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from aiokafka.producer.message_accumulator import BatchBuilder
 from aiokafka.record.memory_records import MemoryRecords
 
 from agentstream.transport.kafka import KafkaProducer
-from agentstream.transport.kafka.batches import OpenBatch
+from agentstream.transport.kafka.batches import OpenBatch, RecordBuilder
 
 pytestmark = pytest.mark.asyncio
 
@@ -64,13 +66,16 @@ async def test_send_now_appends_what_batchbuilder_append_would_and_opens_a_new_b
         sent.append((key, value))
     batches = fake.queued
     assert len(batches) > 2  # 200 records do not fit in a 512-byte batch: full batches were closed
-    opened = [b for b in batches if b._relative_offset]
+    assert all(type(b) is RecordBuilder for b in batches)  # what send_batch was handed
+    counts = [b.record_count() for b in batches]
+    opened = [b for b in batches if b.record_count()]
     got = [(k, v) for b in opened for k, v, _ in _read(b)]
     assert sorted(got) == sorted(sent)  # every record once, none lost at a batch boundary
-    for b in opened:
-        assert [off for _, _, off in _read(b)] == list(range(b._relative_offset))  # offsets dense from 0
+    for b, count in zip(batches, counts):
+        if count:
+            assert [off for _, _, off in _read(b)] == list(range(count))  # offsets dense from 0
     for b in batches[:-2]:  # every batch but the two still open (one per partition) filled up
-        assert b._closed
+        assert b.closed()
 
 
 async def test_a_batch_closed_by_the_sender_is_never_appended_to() -> None:
@@ -89,5 +94,41 @@ async def test_a_batch_closed_by_the_sender_is_never_appended_to() -> None:
 async def test_the_direct_append_is_used_for_aiokafkas_builder_only() -> None:
     loop = asyncio.get_running_loop()
     real = OpenBatch("t", 0, BatchBuilder(1024, 0), loop)
-    other = OpenBatch("t", 0, object(), loop)
-    assert real.records is not None and other.records is None
+    scripted = object()
+    other = OpenBatch("t", 0, scripted, loop)
+    assert type(real.fast) is RecordBuilder and real.builder is real.fast
+    assert other.fast is None and other.builder is scripted
+
+
+def _same_appends(builder: Any, n: int, *, producer_state: tuple[int, int, int] | None = None) -> list[Any]:
+    """Append n records through aiokafka's BatchBuilder API; what each call returned."""
+    out = []
+    for i in range(n):
+        meta = builder.append(timestamp=1_000 + i, key=b"k%d" % i, value=b"v" * 40, headers=[("h", b"%d" % i)])
+        out.append(None if meta is None else (meta.offset, meta.timestamp, meta.size))
+    if producer_state is not None:
+        builder._set_producer_state(*producer_state)
+    return out
+
+
+@pytest.mark.parametrize("transactional", [False, True])
+async def test_record_builder_builds_what_batchbuilder_builds(transactional: bool) -> None:
+    """Same appends (until full), counts, closed flag, size and bytes (producer state too, as an
+    idempotent or transactional producer sets it) as aiokafka's own BatchBuilder."""
+    theirs = BatchBuilder(600, 0, is_transactional=int(transactional))
+    ours = RecordBuilder(BatchBuilder(600, 0, is_transactional=int(transactional))._builder)
+    state = (42, 3, 17) if transactional else None
+    assert _same_appends(ours, 20, producer_state=state) == _same_appends(theirs, 20, producer_state=state)
+    assert ours.record_count() == theirs.record_count() > 0
+    assert ours.closed() is theirs.closed() is True  # full: closed by the refused append
+    assert ours.size() == theirs.size()
+    assert bytes(ours._build()) == bytes(theirs._build())
+    assert ours.size() == theirs.size() and ours.append(timestamp=None, key=b"k", value=b"v") is None
+
+
+async def test_record_builder_closed_before_full_takes_nothing_more() -> None:
+    ours = RecordBuilder(BatchBuilder(1 << 16, 0)._builder)
+    assert ours.append(timestamp=None, key=None, value=b"a") is not None
+    ours.close()
+    assert ours.closed() and ours.append(timestamp=None, key=None, value=b"b") is None
+    assert [v for _, v, _ in _read(ours)] == [b"a"]
