@@ -35,6 +35,7 @@ COMPILED = [
     "agentstream/tables/table.py",
     "agentstream/transport/kafka/batches.py",
     "agentstream/transport/kafka/producer.py",
+    "agentstream/transport/kafka/reader.py",
     "agentstream/transport/message.py",
 ]
 # mypyc's shared library (the compiled code; each module's extension is a shim that imports it):

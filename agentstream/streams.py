@@ -693,7 +693,7 @@ def _forwarder(point: SplitPoint) -> Processor:
             await send_raw(
                 dumps(key_codec, keyfn(event.value)),
                 message.value,
-                timestamp=message.timestamp / 1000.0,
+                timestamp=message.timestamp / 1000.0 if message.timestamp >= 0 else None,
                 headers=message.headers or None,
             )
             return False
@@ -702,7 +702,8 @@ def _forwarder(point: SplitPoint) -> Processor:
 
     async def _forward_through(event: Event) -> bool:
         kb, vb = topic.encode(event.key, event.value)
-        await send_raw(kb, vb, timestamp=event.message.timestamp / 1000.0, headers=event.message.headers or None)
+        ts = event.message.timestamp
+        await send_raw(kb, vb, timestamp=ts / 1000.0 if ts >= 0 else None, headers=event.message.headers or None)
         return False
 
     return _forward_through

@@ -162,9 +162,8 @@ class Topic:
             lane = self._lane
             if lane is not None and not self._lane_sensors and not self._lane_receivers:
                 event = current_event()
-                delivery = lane.send_now(
-                    self.name, kb, vb, partition, None if event is None else event.message.timestamp, None
-                )
+                ts = -1 if event is None else event.message.timestamp  # -1: none (format 0 records)
+                delivery = lane.send_now(self.name, kb, vb, partition, ts if ts >= 0 else None, None)
                 if delivery is not None:
                     return delivery
             # No lane yet, or the lane's producer had no room (or was stopped: the app replaces its
@@ -209,6 +208,8 @@ class Topic:
         if timestamp is None:
             event = current_event()
             ts_ms = event.message.timestamp if event is not None else None
+            if ts_ms is not None and ts_ms < 0:  # a record without one (message format 0)
+                ts_ms = None
         else:
             ts_ms = int(timestamp * 1000)
         app = self.app

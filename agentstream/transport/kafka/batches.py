@@ -50,8 +50,13 @@ class RecordBuilder:
 
     Why our own: the producer appends every record itself (:meth:`KafkaProducer.send_now`), and
     aiokafka keeps the record count and the closed flag as Python attributes, three attribute
-    lookups a record; here they are native fields. aiokafka's sender closes the batch when it
-    takes it (``_build``), which is why every append checks ``is_closed``.
+    lookups a record; here they are native fields. Every append checks ``is_closed``: aiokafka's
+    sender takes the batch in two steps, and the batch closes at the first. An idempotent or
+    transactional producer gives it its sequence numbers (``_set_producer_state``, as many as
+    ``record_count()`` says) and builds it later, in another task: a record appended between the
+    two would go out under a sequence number the broker expects on the next batch
+    (OutOfOrderSequenceNumber, which aborts the transaction). aiokafka's own BatchBuilder stays
+    open there; this one closes.
     """
 
     def __init__(self, records: Any) -> None:
@@ -85,6 +90,8 @@ class RecordBuilder:
         return len(self._buffer) if self._buffer is not None else int(self.records.size())
 
     def _set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+        """The sender assigned sequence numbers for ``record_count()`` records: no more may come."""
+        self.is_closed = True
         self.records.set_producer_state(producer_id, producer_epoch, base_sequence)
 
     def _build(self) -> Any:

@@ -1,13 +1,15 @@
 """Fetched records as :class:`~agentstream.transport.message.Message`, built in compiled code.
 
-aiokafka turns every fetched record into a ``ConsumerRecord`` dataclass from Python code
-(``PartitionRecords._consumer_record``), the largest per-record cost left on the worker's fetch
-path. Our consumers mark themselves with :func:`raw_bytes` as their key deserializer (an identity
-function, so without this module's hook they read exactly as before); :func:`install` makes
-aiokafka's fetcher build the partition records of marked consumers with :class:`MessageRecords`,
-whose per-record builder is the compiled :func:`~agentstream.transport.message.from_fetched`.
-Batch decoding, CRC checks, control batches and aborted transactions stay aiokafka's: only the
-last step, record to message, changes. Every other aiokafka consumer in the process is untouched.
+aiokafka reads every fetched record with a Python generator and turns it into a
+``ConsumerRecord`` dataclass (``PartitionRecords._unpack_records`` / ``_consumer_record``), the
+largest per-record cost left on the worker's fetch path. Our consumers mark themselves with
+:func:`raw_bytes` as their key deserializer (an identity function, so without this module's hook
+they read exactly as before); :func:`install` makes aiokafka's fetcher build the partition
+records of marked consumers with :class:`MessageRecords`, which reads them with compiled code
+(:mod:`agentstream.transport.kafka.reader`): read uncommitted, the whole reader (batches, CRC
+checks, control batches, positions) is ours; read committed, aiokafka's reader with its aborted
+transactions stays and only the record-to-message step is ours. Every other aiokafka consumer in
+the process is untouched.
 
 The hook depends on aiokafka's internals (pinned to 0.14.x): :func:`install` checks the shape it
 relies on and otherwise leaves aiokafka alone, says so once, and our consumers convert the
@@ -25,7 +27,8 @@ import aiokafka  # type: ignore[import-untyped,unused-ignore]
 from aiokafka.consumer import fetcher as aiokafka_fetcher  # type: ignore[import-untyped,unused-ignore]
 from aiokafka.record.memory_records import MemoryRecords  # type: ignore[import-untyped,unused-ignore]
 
-from ..message import Message, fetched_messages, from_fetched
+from ..message import Message
+from .reader import fetched_messages, from_fetched
 
 __all__ = ["raw_bytes", "install", "as_message", "MessageRecords"]
 
@@ -55,7 +58,7 @@ _Original: Any = aiokafka_fetcher.PartitionRecords
 
 class MessageRecords(_Original):  # type: ignore[misc]
     """aiokafka's PartitionRecords giving Messages: read uncommitted, the compiled reader
-    :func:`~agentstream.transport.message.fetched_messages`; read committed, aiokafka's own
+    :func:`~agentstream.transport.kafka.reader.fetched_messages`; read committed, aiokafka's own
     reader (aborted transactions) with the compiled builder per record. The reader itself is
     the iterator (no Python ``__next__`` frame per record)."""
 

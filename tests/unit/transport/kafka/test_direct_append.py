@@ -21,7 +21,8 @@ pytestmark = pytest.mark.asyncio
 
 class RealBatchesProducer:
     """aiokafka's producer as far as KafkaProducer uses it, with aiokafka's own BatchBuilder
-    (small, so batches fill up) and a sender that takes (closes) each queued batch at once."""
+    (small, so batches fill up) and a sender that only queues what it is handed (the tests
+    close, sequence or build a batch as aiokafka's sender would)."""
 
     def __init__(self, batch_size: int = 512) -> None:
         self.batch_size = batch_size
@@ -79,6 +80,7 @@ async def test_send_now_appends_what_batchbuilder_append_would_and_opens_a_new_b
 
 
 async def test_a_batch_closed_by_the_sender_is_never_appended_to() -> None:
+    """aiokafka closes a batch (its ``close()``, or ``_build()`` when it builds it)."""
     fake = RealBatchesProducer(batch_size=16384)
     producer = KafkaProducer(["fake:9092"], {}, client_factory=lambda **_: fake)
     await producer.start()
@@ -132,3 +134,54 @@ async def test_record_builder_closed_before_full_takes_nothing_more() -> None:
     ours.close()
     assert ours.closed() and ours.append(timestamp=None, key=None, value=b"b") is None
     assert [v for _, v, _ in _read(ours)] == [b"a"]
+
+
+class _Leaders:
+    def leader_for_partition(self, tp: Any) -> int:
+        return 0
+
+
+class _Sequences:
+    """aiokafka's transaction manager as its accumulator asks it, for an idempotent producer."""
+
+    producer_id, producer_epoch, transactional_id = 42, 0, None
+
+    def __init__(self) -> None:
+        self.next: dict[Any, int] = {}
+
+    def has_pid(self) -> bool:
+        return True
+
+    def sequence_number(self, tp: Any) -> int:
+        return self.next.get(tp, 0)
+
+    def increment_sequence_number(self, tp: Any, count: int) -> None:
+        self.next[tp] = self.next.get(tp, 0) + count
+
+    def maybe_add_partition_to_txn(self, tp: Any) -> None:
+        pass
+
+
+async def test_a_batch_given_its_sequence_numbers_takes_no_more_records() -> None:
+    """aiokafka's accumulator takes a batch in two steps: sequence numbers for record_count()
+    records at the pop, the build later in the produce task. The producer's appends in between
+    must not land in the batch, or it goes out with more records than sequence numbers."""
+    from aiokafka.producer.message_accumulator import MessageAccumulator
+    from aiokafka.structs import TopicPartition
+
+    fake = RealBatchesProducer(batch_size=16384)
+    producer = KafkaProducer(["fake:9092"], {}, client_factory=lambda **_: fake)
+    await producer.start()
+    await producer.send("t", b"k", b"first", partition=0)  # opens the batch, hands it over
+    assert producer.send_now("t", b"k", b"second", 0, None, None) is not None
+    builder = fake.queued[-1]
+    sequences = _Sequences()
+    accumulator = MessageAccumulator(_Leaders(), 16384, 0, 30, txn_manager=sequences)
+    tp = TopicPartition("t", 0)
+    await accumulator.add_batch(builder, tp, 1.0)
+    accumulator.drain_by_nodes(ignore_nodes=set())  # the pop: sequence numbers 0 and 1
+    assert sequences.next[tp] == 2
+    assert producer.send_now("t", b"k", b"third", 0, None, None) is None  # the next batch takes it
+    await producer.send("t", b"k", b"third", partition=0)
+    assert [v for _, v, _ in _read(builder)] == [b"first", b"second"]
+    assert [v for _, v, _ in _read(fake.queued[-1])] == [b"third"]

@@ -82,11 +82,20 @@ def _fields(record: Any) -> tuple[Any, ...]:
     return dataclasses.astuple(record)
 
 
+def _compacted(base: int, count: int, last_offset_delta: int) -> bytes:
+    """A batch whose last records were compacted away: it ends (lastOffsetDelta) past its last record."""
+    raw = bytearray(_batch(base, count))
+    raw[23:27] = last_offset_delta.to_bytes(4, "big")
+    return _fix_crc(bytes(raw))
+
+
 CASES = {
     "one batch": (_batch(0, 5), 0, READ_UNCOMMITTED, None),
     "mid-batch fetch offset (compressed or compacted)": (_batch(0, 5) + _batch(5, 3), 2, READ_UNCOMMITTED, None),
     "keyless, with headers": (_batch(10, 3, key=None, headers=[("h", b"x")]), 10, READ_UNCOMMITTED, None),
     "control batch skipped": (_batch(0, 2) + _fix_crc(_batch(2, 1, control=True)) + _batch(3, 2), 0, READ_UNCOMMITTED, None),
+    "control batch last": (_batch(0, 2) + _fix_crc(_batch(2, 1, control=True)), 0, READ_UNCOMMITTED, None),
+    "compacted batch ends past its last record": (_compacted(0, 3, 9) + _batch(10, 2), 0, READ_UNCOMMITTED, None),
     "aborted transaction under read_committed": (
         _batch(0, 2) + _batch(2, 3, transactional=True) + _fix_crc(_batch(5, 1, transactional=True, control=True))
         + _batch(6, 2),
@@ -107,6 +116,27 @@ def test_message_records_read_what_aiokafka_reads(case: str) -> None:
     assert all(type(m) is Message for m in ours)
     assert [_fields(m) for m in ours] == [_fields(r) for r in theirs]
     assert our_next == their_next
+
+
+def test_positions_after_a_trailing_control_batch_and_a_compacted_batch() -> None:
+    _, next_offset = _read(fetch.MessageRecords, *CASES["control batch last"][:3])
+    assert next_offset == 3
+    ours, next_offset = _read(fetch.MessageRecords, _compacted(0, 3, 9), 0, READ_UNCOMMITTED)
+    assert [m.offset for m in ours] == [0, 1, 2] and next_offset == 10
+
+
+def test_read_uncommitted_is_our_reader_and_read_committed_aiokafkas(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read uncommitted never calls the per-record builder aiokafka's reader calls (ours reads the
+    batches itself); read committed does (aiokafka's reader, for its aborted transactions)."""
+
+    def refuse(tp: Any, record: Any) -> Any:
+        raise AssertionError("aiokafka's reader ran")
+
+    monkeypatch.setattr(fetch.MessageRecords, "_consumer_record", staticmethod(refuse))
+    ours, _ = _read(fetch.MessageRecords, _batch(0, 3), 0, READ_UNCOMMITTED)
+    assert [m.offset for m in ours] == [0, 1, 2]
+    with pytest.raises(AssertionError, match="aiokafka's reader ran"):
+        _read(fetch.MessageRecords, _batch(0, 3), 0, READ_COMMITTED)
 
 
 def test_aborted_records_are_not_read_under_read_committed() -> None:
@@ -250,6 +280,21 @@ def test_a_fetcher_of_another_signature_is_not_hooked(monkeypatch: pytest.Monkey
     monkeypatch.setattr(aiokafka_fetcher, "PartitionRecords", Changed)
     assert not fetch.install()
     assert aiokafka_fetcher.PartitionRecords is Changed
+
+
+@pytest.mark.asyncio
+async def test_a_consumer_converts_when_the_hook_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """start() asks for the hook; refused, the consumer converts (and says so), installed, not."""
+    from agentstream.exceptions import TransportError
+    from agentstream.transport.kafka import KafkaConsumer
+    from agentstream.transport.kafka import consumer as consumer_module
+
+    for installed in (False, True):
+        monkeypatch.setattr(consumer_module, "install_fetch_hook", lambda installed=installed: installed)
+        consumer = KafkaConsumer(["127.0.0.1:1"], None, None, {})  # nothing listens: start() fails after
+        with pytest.raises(TransportError):
+            await consumer.start()
+        assert consumer._convert is not installed
 
 
 @pytest.mark.asyncio

@@ -1,0 +1,86 @@
+"""Fetched record batches read as :class:`~agentstream.transport.message.Message`, compiled.
+
+What aiokafka's ``PartitionRecords`` does per record (its Python generator and the
+``ConsumerRecord`` dataclass it builds), done by compiled code for our consumers
+(:mod:`agentstream.transport.kafka.fetch` installs it): :func:`fetched_messages` reads a
+fetched partition uncommitted, :func:`from_fetched` builds one Message from aiokafka's record
+object (what aiokafka's own read_committed reader calls per record).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from aiokafka.errors import CorruptRecordException  # type: ignore[import-untyped,unused-ignore]
+
+from ..message import Message
+
+__all__ = ["from_fetched", "fetched_messages"]
+
+
+def from_fetched(tp: Any, record: Any) -> Message:
+    """A :class:`Message` from aiokafka's fetched record (its ``DefaultRecord`` or legacy
+    record) of partition ``tp``; no deserializer: keys and values stay bytes. A record of message
+    format 0 has no timestamp: -1 and timestamp type -1, as the Java client reports it."""
+    key = record.key
+    value = record.value
+    timestamp = record.timestamp
+    return Message(
+        tp.topic,
+        tp.partition,
+        record.offset,
+        -1 if timestamp is None else timestamp,
+        -1 if timestamp is None else record.timestamp_type,
+        key,
+        value,
+        record.checksum,
+        -1 if key is None else len(key),
+        -1 if value is None else len(value),
+        tuple(record.headers),
+    )
+
+
+def fetched_messages(owner: Any, tp: Any, records: Any, check_crcs: bool) -> Iterator[Message]:
+    """The Messages of a fetched partition's record batches (aiokafka's ``MemoryRecords``), read
+    uncommitted: batch by batch, each batch's CRC checked first when ``check_crcs``, control
+    batches skipped, records before the fetch position skipped (a compressed or compacted batch
+    starts before it). ``owner.next_fetch_offset`` (aiokafka's partition records) is kept where
+    aiokafka's own reader keeps it: past each record handed out, then past each batch.
+
+    Our consumers read their partitions through this (compiled) instead of aiokafka's Python
+    generator; read_committed, with its aborted transactions, stays aiokafka's
+    (:mod:`agentstream.transport.kafka.fetch`)."""
+    topic = tp.topic
+    partition = tp.partition
+    while records.has_next():
+        batch = records.next_batch()
+        if check_crcs and not batch.validate_crc():
+            # the consumer drops the rest of this fetch and fetches it again
+            raise CorruptRecordException(f"Invalid CRC - {tp}")
+        if batch.is_control_batch:
+            owner.next_fetch_offset = batch.next_offset
+            continue
+        for record in batch:
+            offset: int = record.offset
+            if offset < owner.next_fetch_offset:
+                continue
+            key = record.key
+            value = record.value
+            timestamp = record.timestamp
+            message = Message(
+                topic,
+                partition,
+                offset,
+                -1 if timestamp is None else timestamp,
+                -1 if timestamp is None else record.timestamp_type,
+                key,
+                value,
+                record.checksum,
+                -1 if key is None else len(key),
+                -1 if value is None else len(value),
+                tuple(record.headers),
+            )
+            owner.next_fetch_offset = offset + 1
+            yield message
+        owner.next_fetch_offset = batch.next_offset
