@@ -34,13 +34,19 @@ __all__ = ["TableManager", "Restorer", "ConsumerFactory"]
 
 CHECKPOINT_FILE = "agentstream.checkpoint"
 RESTORE_MAX_POLL_RECORDS = 10_000  # restore and standby reads want big batches, not the agents' poll size
+# A restore learns a partition's end from a fetch's high watermark; for an empty (or caught-up)
+# changelog that answer is an empty fetch, which the broker holds for the fetch wait. Restoring
+# waits for it (tasks wait for the restore), so its reader asks with a short wait; the standby
+# reader, which runs idle most of the time, keeps the worker's.
+RESTORE_FETCH_MAX_WAIT_MS = 20
 
 
 class ConsumerFactory(Protocol):
     """Makes a consumer outside the group (restore and standby reads): the app's consumer settings,
-    with the manager's poll size; e.g. ``functools.partial(transport.consumer, group_id=None, **settings)``."""
+    with the manager's poll size (and, for restores, fetch wait); e.g.
+    ``functools.partial(transport.consumer, group_id=None, **settings)``."""
 
-    def __call__(self, *, max_poll_records: int) -> Consumer: ...
+    def __call__(self, *, max_poll_records: int, **settings: Any) -> Consumer: ...
 
 
 class TableManager:
@@ -132,15 +138,15 @@ class TableManager:
         if part is not None:
             part.close()
 
-    def _consumer(self) -> Consumer:
-        return self.consumers(max_poll_records=RESTORE_MAX_POLL_RECORDS)
+    def _consumer(self, **settings: Any) -> Consumer:
+        return self.consumers(max_poll_records=RESTORE_MAX_POLL_RECORDS, **settings)
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
         """Open and restore the global tables, then take table writes: from here on they find this
         manager in the runtime and queue their changelog records with it."""
         self.runtime.tables = self
-        self._restore_consumer = self._consumer()
+        self._restore_consumer = self._consumer(fetch_max_wait_ms=RESTORE_FETCH_MAX_WAIT_MS)
         await self._restore_consumer.start()
         self._follow_consumer = self._consumer()
         await self._follow_consumer.start()

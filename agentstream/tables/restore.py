@@ -38,7 +38,11 @@ log = logging.getLogger("agentstream.tables")
 __all__ = ["Restorer", "PROGRESS_EVERY", "SKIPPED", "changelog_columns", "changelog_entries"]
 
 PROGRESS_EVERY = 3.0  # seconds between progress lines
-POLL_MS = 200  # one fetch wait; an empty answer just means "wait", never "done"
+# One poll's wait; an empty answer just means "wait", never "done". Short: the end of a partition
+# is known from the high watermark of the reader's last fetch (an empty fetch of an empty or
+# caught-up changelog comes back after the reader's short fetch wait), and the poll does not
+# return before its timeout when a fetch brings no records.
+POLL_MS = 50
 DEFAULT_TIMEOUT = 300.0
 
 # Changelog records skipped (null key or undecodable value), per changelog topic, since the

@@ -337,3 +337,37 @@ async def test_table_writes_reach_the_manager_only_between_its_start_and_its_sto
     assert env.changelog_records(0) == [(key_in(0).encode(), 1)]
     await env.stop(manager)
     assert runtime.tables is None  # a stopped manager takes nothing more
+
+
+async def test_the_restore_reader_asks_for_short_fetch_waits_and_the_standby_reader_for_the_workers(
+    tmp_path: Path,
+) -> None:
+    """A restore learns where an empty changelog ends from an empty fetch, which the broker holds
+    for the fetch wait while the tasks wait for the restore: the restore reader asks for a short
+    one. The standby reader, idle most of the time, keeps the worker's consumer_fetch_max_wait."""
+    from agentstream.tables.manager import RESTORE_FETCH_MAX_WAIT_MS
+
+    env = Env(tmp_path)
+    asked: list[dict[str, Any]] = []
+
+    def consumers(**settings: Any) -> Any:
+        asked.append(settings)
+        return env.transport.consumer(group_id=None, **{**env.app.consumer_settings(), **settings})
+
+    manager = TableManager(
+        env.app.tables.values(),
+        settings=env.app.settings,
+        runtime=runtime_for(env.app),
+        consumers=consumers,
+        producer=await env.app.start_producer(),
+    )
+    await manager.start()
+    try:
+        restore, standby = asked
+        assert (
+            restore["fetch_max_wait_ms"] == RESTORE_FETCH_MAX_WAIT_MS < env.app.consumer_settings()["fetch_max_wait_ms"]
+        )
+        assert "fetch_max_wait_ms" not in standby  # the app's own
+    finally:
+        await manager.stop()
+        await env.app.stop_clients()
