@@ -30,7 +30,7 @@ HELP: dict[str, str] = {
     "shutdown_timeout": "seconds a stopping worker waits for its agents and the final commit",
     "producer_linger": "seconds the producer waits to fill a batch (0 sends as soon as the sender is free)",
     "producer_max_batch_size": "bytes per producer batch and partition",
-    "consumer_fetch_max_wait": "seconds a fetch waits on the broker for data before it answers empty",
+    "consumer_fetch_max_wait": "seconds a fetch waits on the broker for data before it answers empty (restores wait at most 0.02)",
     "on_decode_error": "what a record that cannot be decoded does: skip, stop or dead-letter",
     "on_agent_error": "what an exception raised by an agent does: skip, stop or dead-letter",
     "dead_letter_topic": "topic for records the dead-letter policy sets aside (default <app id>-dead-letters)",

@@ -165,9 +165,12 @@ async def run_restore(args: argparse.Namespace) -> dict[str, Any]:
         path = root / str(p)
         store = store_for(app.settings.store, path)  # rocksdb:// by default, as in a worker
         parts[TP(topic, p)] = TablePartition(table, p, store, path / CHECKPOINT_FILE, app.settings.table_cache_size)
-    # The restore consumer exactly as TableManager._consumer() builds it.
+    # The restore consumer exactly as TableManager builds it (its poll size and fetch wait).
+    from agentstream.tables.manager import RESTORE_MAX_POLL_RECORDS, restore_fetch_max_wait_ms
+
     settings = dict(app.consumer_settings())
-    settings["max_poll_records"] = 10_000
+    settings["max_poll_records"] = RESTORE_MAX_POLL_RECORDS
+    settings["fetch_max_wait_ms"] = restore_fetch_max_wait_ms(app.settings)
     consumer = app.transport.consumer(group_id=None, **settings)
     await consumer.start()
     meter = Meter()

@@ -8,7 +8,10 @@ each costs against the least a hand-written loop does for the same step (the bat
   (aiokafka's C builders, no broker behind them) against the batch loop's encode + partition
   memo + ``BatchBuilder.append``;
 * ``table``: ``t[w] = t[w] + 1`` on a table partition (memory store, write-back cache) with a
-  record in hand against ``counts[key] = counts.get(key, 0) + 1`` on a dict.
+  record in hand against ``counts[key] = counts.get(key, 0) + 1`` on a dict;
+* ``fetch``: reading a fetched 20,000-record batch, our consumers' reader (compiled Messages,
+  :mod:`agentstream.transport.kafka.fetch`) against aiokafka's own (``PartitionRecords``, a
+  ``ConsumerRecord`` per record: what the batch loop's ``getmany`` pays).
 
     python -m bench.micro [--n 300000]
 
@@ -204,6 +207,41 @@ def _table_case(words: list[str]) -> tuple[Callable[[], float], Callable[[], flo
     return ours, floor
 
 
+# -- fetch -------------------------------------------------------------------------------------------
+def _fetch_case(n: int) -> tuple[Callable[[], float], Callable[[], float]]:
+    from aiokafka.record.default_records import (  # type: ignore[import-untyped,unused-ignore]
+        DefaultRecordBatchBuilder,
+    )
+    from aiokafka.record.memory_records import MemoryRecords  # type: ignore[import-untyped,unused-ignore]
+
+    from agentstream.transport.kafka import fetch
+
+    per_batch = 20_000
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=0, is_transactional=0, producer_id=-1, producer_epoch=-1, base_sequence=-1,
+        batch_size=1 << 30,
+    )  # fmt: skip
+    for i in range(per_batch):
+        word = b"word%d" % (i % 1000)
+        builder.append(i, timestamp=1_000 + i, key=word, value=word, headers=[])
+    data = bytes(builder.build())
+    tp = TP("w", 0)
+    rounds = max(1, n // per_batch)
+
+    def read(cls: Any, key_deserializer: Any) -> Callable[[], float]:
+        def run() -> float:
+            t0 = time.perf_counter()
+            for _ in range(rounds):
+                records = cls(tp, MemoryRecords(data), None, 0, key_deserializer, None, True, 0)
+                for _message in records:
+                    pass
+            return (time.perf_counter() - t0) * n / (rounds * per_batch)
+
+        return run
+
+    return read(fetch.MessageRecords, fetch.raw_bytes), read(fetch._Original, None)
+
+
 def _async(fn: Callable[[], Coroutine[Any, Any, float]]) -> Callable[[], float]:
     return lambda: uvloop.run(fn())
 
@@ -215,10 +253,12 @@ def main(argv: list[str] | None = None) -> int:
     n = args.n
     words = [f"word{i % 1000}" for i in range(n)]
     table, table_floor = _table_case(words)
+    fetched, fetched_floor = _fetch_case(n)
     cases = [
         ("stream", _async(lambda: _stream(n)), _async(lambda: _stream_floor(n))),
         ("send", _async(lambda: _send(words)), _async(lambda: _send_floor(words))),
         ("table", table, table_floor),
+        ("fetch", fetched, fetched_floor),
     ]
     print(f"{'step':8} {'agentstream us':>15} {'hand-written us':>16} {'extra us':>9}")
     for name, ours, floor in cases:

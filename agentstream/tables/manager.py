@@ -2,8 +2,8 @@
 following standby and global partitions, and the table steps of the commit sequence.
 
 Restore uses its own consumer (never the group consumer, Faust's recovery-hang lesson) and is
-complete when the position reaches the end seen in a fetch (the high watermark), or when fetches
-come back empty; ``end_offsets`` is not trusted (the dev broker gets it wrong).
+complete when the position reaches the end seen in a fetch (the high watermark); an empty fetch
+alone never means done, and ``end_offsets`` is not trusted (the dev broker gets it wrong).
 """
 
 from __future__ import annotations
@@ -36,9 +36,14 @@ CHECKPOINT_FILE = "agentstream.checkpoint"
 RESTORE_MAX_POLL_RECORDS = 10_000  # restore and standby reads want big batches, not the agents' poll size
 # A restore learns a partition's end from a fetch's high watermark; for an empty (or caught-up)
 # changelog that answer is an empty fetch, which the broker holds for the fetch wait. Restoring
-# waits for it (tasks wait for the restore), so its reader asks with a short wait; the standby
-# reader, which runs idle most of the time, keeps the worker's.
+# waits for it (tasks wait for the restore), so its reader asks with at most this wait; the
+# standby reader, which runs idle most of the time, keeps the worker's consumer_fetch_max_wait.
 RESTORE_FETCH_MAX_WAIT_MS = 20
+
+
+def restore_fetch_max_wait_ms(settings: Settings) -> int:
+    """The restore reader's fetch wait: RESTORE_FETCH_MAX_WAIT_MS, or the worker's if shorter."""
+    return min(RESTORE_FETCH_MAX_WAIT_MS, int(settings.consumer_fetch_max_wait * 1000))
 
 
 class ConsumerFactory(Protocol):
@@ -146,7 +151,7 @@ class TableManager:
         """Open and restore the global tables, then take table writes: from here on they find this
         manager in the runtime and queue their changelog records with it."""
         self.runtime.tables = self
-        self._restore_consumer = self._consumer(fetch_max_wait_ms=RESTORE_FETCH_MAX_WAIT_MS)
+        self._restore_consumer = self._consumer(fetch_max_wait_ms=restore_fetch_max_wait_ms(self.settings))
         await self._restore_consumer.start()
         self._follow_consumer = self._consumer()
         await self._follow_consumer.start()

@@ -160,6 +160,7 @@ class Restorer:
             for tp, part in list(remaining.items()):
                 if await self._finished(tp, part, starts):
                     del remaining[tp]
+                    consumer.pause(tp)  # no more fetches of it while the others restore
                     last_progress = time.monotonic()
             if not remaining:
                 break

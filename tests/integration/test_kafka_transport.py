@@ -13,6 +13,7 @@ from aiokafka.structs import TopicPartition as TP  # type: ignore[import-untyped
 
 from agentstream.devbroker import DevBroker
 from agentstream.exceptions import ConfigError, ProducerError, TransportError
+from agentstream.tables.manager import RESTORE_FETCH_MAX_WAIT_MS
 from agentstream.transport import get_transport
 from agentstream.transport.base import Message, TopicSpec
 from agentstream.transport.kafka import KafkaConsumer, KafkaTransport, parse_kafka_url
@@ -234,7 +235,12 @@ async def test_restore_behind_a_slow_broker_reads_the_whole_changelog(tmp_path: 
         await producer.flush()
         await producer.stop()
         proxy.delay(downstream=(0.5, 1.0))
-        consumer = t.consumer(group_id=None, auto_offset_reset="earliest", max_partition_fetch_bytes=8192)
+        consumer = t.consumer(
+            group_id=None,
+            auto_offset_reset="earliest",
+            max_partition_fetch_bytes=8192,
+            fetch_max_wait_ms=RESTORE_FETCH_MAX_WAIT_MS,  # the restore reader's (TableManager's)
+        )
         await consumer.start()
         part = _table_partition(tmp_path)
         try:
@@ -244,6 +250,37 @@ async def test_restore_behind_a_slow_broker_reads_the_whole_changelog(tmp_path: 
             await consumer.stop()
             await t.close()
         assert n == 1000 and part.changelog_offset == 1000 and len(part.store) == 1000
+
+
+async def test_an_empty_changelog_restores_without_waiting_out_the_workers_fetch_wait(
+    broker: DevBroker, tmp_path: Any
+) -> None:
+    """A restore knows an empty changelog's end only from an empty fetch, which the broker holds
+    for the fetch wait; the counting tasks wait for the restore. With the worker's fetch wait at
+    10 s, the restore reader (built as TableManager builds it) still finishes well within it."""
+    from agentstream.settings import Settings
+    from agentstream.tables.manager import RESTORE_MAX_POLL_RECORDS, restore_fetch_max_wait_ms
+    from agentstream.tables.restore import Restorer
+
+    settings = Settings(id="empty-restore", consumer_fetch_max_wait=10.0)
+    t = KafkaTransport(broker.url)
+    topic = name("empty-changelog")
+    await t.ensure_topics([TopicSpec(topic, 2, compacted=True)])
+    consumer = t.consumer(
+        group_id=None,
+        auto_offset_reset="earliest",
+        max_poll_records=RESTORE_MAX_POLL_RECORDS,
+        fetch_max_wait_ms=restore_fetch_max_wait_ms(settings),
+    )
+    await consumer.start()
+    parts = {TP(topic, p): _table_partition(tmp_path / str(p)) for p in range(2)}
+    try:
+        async with asyncio.timeout(5):  # the unchanged reader would wait 10 s for the first answer
+            n = await Restorer(consumer, "empty").run(parts)
+    finally:
+        await consumer.stop()
+        await t.close()
+    assert n == 0 and all((part.changelog_offset or 0) == 0 for part in parts.values())
 
 
 async def test_restore_against_a_frozen_broker_fails_with_restore_timeout(tmp_path: Any) -> None:
@@ -259,7 +296,7 @@ async def test_restore_against_a_frozen_broker_fails_with_restore_timeout(tmp_pa
         await producer.send(topic, b"k", b"1", partition=0)
         await producer.flush()
         await producer.stop()
-        consumer = t.consumer(group_id=None, auto_offset_reset="earliest")
+        consumer = t.consumer(group_id=None, auto_offset_reset="earliest", fetch_max_wait_ms=RESTORE_FETCH_MAX_WAIT_MS)
         await consumer.start()
         proxy.pause()
         try:

@@ -3,9 +3,10 @@
 Why not ``AIOKafkaProducer.send`` per record: it costs ~15 µs of pure Python per record (metadata
 set rebuilds, murmur2 in Python, a future per record resolved by a loop callback, an async
 accumulator append). A stream processor already knows each record's partition (the key ->
-partition memo) and needs delivery only per commit, so it appends to aiokafka's
-:class:`BatchBuilder` (C record encoding) itself and queues whole batches with the public
-``send_batch`` API: one future per batch, not per record.
+partition memo) and needs delivery only per commit, so it appends to aiokafka's C record
+builder itself, through :class:`RecordBuilder` (aiokafka's BatchBuilder protocol with native
+fields), and queues whole batches with the public ``send_batch`` API: one future per batch, not
+per record.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from aiokafka.consumer import fetcher as aiokafka_fetcher  # type: ignore[import
 from aiokafka.record.memory_records import MemoryRecords  # type: ignore[import-untyped,unused-ignore]
 
 from ..message import Message
-from .reader import fetched_messages, from_fetched
+from .reader import fetched_messages, from_fetched, message_of
 
 __all__ = ["raw_bytes", "install", "as_message", "MessageRecords"]
 
@@ -161,17 +161,4 @@ _warned = False
 def as_message(record: Any) -> Message:
     """aiokafka's ConsumerRecord as a Message: what our consumers hand out when the hook is not
     installed (the hot path reads Messages only)."""
-    timestamp = record.timestamp
-    return Message(
-        record.topic,
-        record.partition,
-        record.offset,
-        -1 if timestamp is None else timestamp,
-        -1 if timestamp is None else record.timestamp_type,
-        record.key,
-        record.value,
-        record.checksum,
-        record.serialized_key_size,
-        record.serialized_value_size,
-        tuple(record.headers),
-    )
+    return message_of(record.topic, record.partition, record.offset, record)

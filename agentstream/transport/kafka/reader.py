@@ -16,20 +16,21 @@ from aiokafka.errors import CorruptRecordException  # type: ignore[import-untype
 
 from ..message import Message
 
-__all__ = ["from_fetched", "fetched_messages"]
+__all__ = ["message_of", "from_fetched", "fetched_messages"]
 
 
-def from_fetched(tp: Any, record: Any) -> Message:
-    """A :class:`Message` from aiokafka's fetched record (its ``DefaultRecord`` or legacy
-    record) of partition ``tp``; no deserializer: keys and values stay bytes. A record of message
-    format 0 has no timestamp: -1 and timestamp type -1, as the Java client reports it."""
+def message_of(topic: str, partition: int, offset: int, record: Any) -> Message:
+    """The :class:`Message` of one record of ``topic[partition]`` at ``offset``: ``record`` is
+    aiokafka's fetched record object (or a ConsumerRecord: the same attribute names). No
+    deserializer: keys and values stay bytes. A record of message format 0 has no timestamp: -1
+    and timestamp type -1, as the Java client reports it."""
     key = record.key
     value = record.value
     timestamp = record.timestamp
     return Message(
-        tp.topic,
-        tp.partition,
-        record.offset,
+        topic,
+        partition,
+        offset,
         -1 if timestamp is None else timestamp,
         -1 if timestamp is None else record.timestamp_type,
         key,
@@ -39,6 +40,11 @@ def from_fetched(tp: Any, record: Any) -> Message:
         -1 if value is None else len(value),
         tuple(record.headers),
     )
+
+
+def from_fetched(tp: Any, record: Any) -> Message:
+    """aiokafka's per-record step (``PartitionRecords._consumer_record``), giving a Message."""
+    return message_of(tp.topic, tp.partition, record.offset, record)
 
 
 def fetched_messages(owner: Any, tp: Any, records: Any, check_crcs: bool) -> Iterator[Message]:
@@ -65,22 +71,7 @@ def fetched_messages(owner: Any, tp: Any, records: Any, check_crcs: bool) -> Ite
             offset: int = record.offset
             if offset < owner.next_fetch_offset:
                 continue
-            key = record.key
-            value = record.value
-            timestamp = record.timestamp
-            message = Message(
-                topic,
-                partition,
-                offset,
-                -1 if timestamp is None else timestamp,
-                -1 if timestamp is None else record.timestamp_type,
-                key,
-                value,
-                record.checksum,
-                -1 if key is None else len(key),
-                -1 if value is None else len(value),
-                tuple(record.headers),
-            )
+            message = message_of(topic, partition, offset, record)
             owner.next_fetch_offset = offset + 1
             yield message
         owner.next_fetch_offset = batch.next_offset
