@@ -149,6 +149,7 @@ class Restorer:
     async def _run(self, parts: dict[TP, TablePartition], batch: int) -> int:
         consumer = self.consumer
         consumer.assign(list(parts))
+        consumer.resume(*parts)  # a reader reused from an earlier restore fetches every partition again
         starts: dict[TP, int] = {}
         for tp, part in parts.items():
             starts[tp] = part.changelog_offset or 0
