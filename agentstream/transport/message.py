@@ -42,19 +42,7 @@ class Message:
     ``timestamp_type``, ``key``, ``value`` (bytes as read; the harness's in-memory channels carry
     objects), ``checksum``, the serialized sizes (-1 for None) and ``headers``."""
 
-    __slots__ = (
-        "topic",
-        "partition",
-        "offset",
-        "timestamp",
-        "timestamp_type",
-        "key",
-        "value",
-        "checksum",
-        "serialized_key_size",
-        "serialized_value_size",
-        "headers",
-    )
+    __slots__ = FIELDS
 
     def __init__(
         self,

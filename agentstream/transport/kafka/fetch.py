@@ -34,18 +34,6 @@ __all__ = ["raw_bytes", "install", "as_message", "MessageRecords"]
 
 log = logging.getLogger(__name__)
 
-_PARAMS = [
-    "self",
-    "tp",
-    "records",
-    "aborted_transactions",
-    "fetch_offset",
-    "key_deserializer",
-    "value_deserializer",
-    "check_crcs",
-    "isolation_level",
-]
-
 
 def raw_bytes(data: bytes | None) -> bytes | None:
     """The key deserializer our consumers give aiokafka: keys stay bytes; it marks the consumer
@@ -123,7 +111,8 @@ def _shape_known() -> bool:
     the per-record builder it calls, and the record generator MessageRecords iterates."""
     try:
         params = list(inspect.signature(_Original.__init__).parameters)
-        if params != _PARAMS or not callable(getattr(_Original, "_consumer_record", None)):
+        ours = list(inspect.signature(MessageRecords.__init__).parameters)  # what the factory passes
+        if params != ours or not callable(getattr(_Original, "_consumer_record", None)):
             return False
         probe = _Original(None, MemoryRecords(b""), None, 0, None, None, False, 0)
     except Exception:
