@@ -23,6 +23,7 @@ HERE = Path(__file__).resolve().parent
 # with mypyc, each from the same .py that runs uncompiled. Their classes are native classes: no
 # attributes outside their declared ones, no method replaced at runtime, no multiple inheritance.
 COMPILED = [
+    "agentstream/codecs.py",
     "agentstream/events.py",
     "agentstream/lifecycle.py",
     "agentstream/runtime.py",
@@ -167,6 +168,9 @@ setup(
         "orjson>=3.9",
         "aiohttp>=3.9",
         "click>=8.1",
+        # mypyc_attr: which compiled classes stay open to Python subclasses (and which are plain
+        # Python classes inside a compiled module); a no-op decorator when running pure Python
+        "mypy-extensions>=1.0",
         # Kafka's murmur2 in compiled code, on the machines it has wheels for (Linux x86_64/aarch64
         # with glibc, macOS, 64-bit Windows; musl Linux would build it from source, with Rust);
         # elsewhere transport/partitioner.py uses its pure-Python version

@@ -46,7 +46,8 @@ from .service import Service
 from .signals import Signal, SyncSignal
 from .streams import Stream
 from .tables import windowed as _windowed  # noqa: F401
-from .tables.table import GlobalTable, SetGlobalTable, SetTable, Table
+from .tables.kinds import GlobalTable, SetGlobalTable, SetTable
+from .tables.table import Table
 from .tables.windows import HoppingWindow, SlidingWindow, TumblingWindow
 from .topics import Topic, TopicGroup
 

@@ -430,19 +430,19 @@ class App:
 
     def GlobalTable(self, name: str, **kwargs: Any) -> Any:
         """A table every worker holds in full."""
-        from .tables.table import GlobalTable
+        from .tables.kinds import GlobalTable
 
         return self._add_table(GlobalTable(self, name, **faust_args.table_options(kwargs)))
 
     def SetTable(self, name: str, **kwargs: Any) -> Any:
         """A table of sets."""
-        from .tables.table import SetTable
+        from .tables.kinds import SetTable
 
         return self._add_table(SetTable(self, name, **faust_args.table_options(kwargs)))
 
     def SetGlobalTable(self, name: str, **kwargs: Any) -> Any:
         """A table of sets that every worker holds in full."""
-        from .tables.table import SetGlobalTable
+        from .tables.kinds import SetGlobalTable
 
         return self._add_table(SetGlobalTable(self, name, **faust_args.table_options(kwargs)))
 

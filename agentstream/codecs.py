@@ -19,10 +19,11 @@ import pickle
 from collections.abc import Callable, Mapping
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 from uuid import UUID
 
 import orjson
+from mypy_extensions import mypyc_attr
 
 from .exceptions import ConfigError, SerializationError, ValidationError, ValueDecodeError
 from .models import FAUST_KEY, FieldError, Record, json_dumps, lookup_model, type_decoder
@@ -46,7 +47,6 @@ __all__ = [
 ]
 
 
-@runtime_checkable
 class Codec(Protocol):
     """Anything with ``dumps``/``loads``; both must map ``None`` to ``None`` (tombstones)."""
 
@@ -106,6 +106,7 @@ def _to_bytes(obj: Any, codec: str) -> bytes:
     )
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # public: an app may subclass a built-in codec
 class RawCodec:
     """Bytes as they are (Faust's ``raw``); other objects are encoded by :func:`key_text`."""
 
@@ -118,6 +119,7 @@ class RawCodec:
         return bytes(data)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class UntypedKeyCodec(RawCodec):
     """Keys of a table (or repartition topic) without a key type: raw bytes on the wire, as Faust
     writes them, read back as text.
@@ -148,6 +150,7 @@ class UntypedKeyCodec(RawCodec):
             return raw
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # public: an app may subclass a built-in codec
 class TypedRawCodec:
     """Raw key bytes (:func:`key_text`) decoded to a declared type, as Faust prepares typed keys:
     ``str`` as UTF-8, numbers, UUIDs and times from their text, Records and the rest from JSON."""
@@ -189,6 +192,7 @@ def _text_parser(type_: Any) -> Callable[[bytes], Any]:
     return lambda raw: json_codec.loads(raw)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # public: an app may subclass a built-in codec
 class StrCodec:
     """UTF-8 text, the usual choice for string keys."""
 
@@ -211,6 +215,7 @@ class StrCodec:
             raise ValueDecodeError(f"invalid UTF-8 in 'str' payload {_preview(data)}: {exc}") from exc
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # public: an app may subclass a built-in codec
 class JSONCodec:
     """JSON via orjson; with ``type_``, decoded data is coerced to (and checked against) it."""
 
@@ -219,12 +224,22 @@ class JSONCodec:
         self._convert: Callable[[Any], Any] | None = (
             None if type_ is None or type_ is Any or type_ is object else type_decoder(type_)
         )
+        # A declared type whose converter gives a payload of exactly that type back as it is (a
+        # bare dict: an equal copy): such a payload skips the converter.
+        self._exact: type | None = type_ if type_ in (str, int, float, dict) else None
 
     def __repr__(self) -> str:
         return f"JSONCodec({self.type_!r})" if self.type_ is not None else "JSONCodec()"
 
     def dumps(self, obj: Any) -> bytes | None:
-        return None if obj is None else json_dumps(obj)
+        if obj is None:
+            return None
+        if type(obj) in _JSON_SCALARS:  # orjson's bytes for them, one C call (json_dumps' too)
+            try:
+                return orjson.dumps(obj)
+            except orjson.JSONEncodeError:
+                pass  # an int past 64 bits: json_dumps says what to do
+        return json_dumps(obj)
 
     def loads(self, data: bytes | None) -> Any:
         if data is None:
@@ -233,6 +248,8 @@ class JSONCodec:
             value = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
             raise ValueDecodeError(f"invalid JSON ({exc}) in payload {_preview(data)}") from exc
+        if type(value) is self._exact:
+            return value
         if self._convert is None:
             if _tagged(data):  # tagged records inside
                 try:
@@ -245,6 +262,9 @@ class JSONCodec:
         except FieldError as exc:
             name = getattr(self.type_, "__name__", str(self.type_))
             raise ValueDecodeError(f"JSON payload does not fit {name}: {exc}") from exc
+
+
+_JSON_SCALARS = frozenset({str, int, float, bool})
 
 
 def _tagged(data: Any) -> bool:
@@ -268,6 +288,7 @@ def revive(value: Any) -> Any:
     return value
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # public: an app may subclass a built-in codec
 class BinaryCodec:
     """Base64 of the raw bytes (Faust's ``binary``), for payloads that must be ASCII."""
 
@@ -283,6 +304,7 @@ class BinaryCodec:
             raise ValueDecodeError(f"invalid base64 in 'binary' payload {_preview(data)}: {exc}") from exc
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # public: an app may subclass a built-in codec
 class PickleCodec:
     """Pickle, then base64 (Faust's ``pickle``).
 
@@ -306,6 +328,7 @@ class PickleCodec:
             raise ValueDecodeError(f"cannot unpickle payload {_preview(data)}: {exc!r}") from exc
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # public: an app may subclass a built-in codec
 class RecordCodec:
     """JSON bytes <-> instances of one :class:`~agentstream.models.Record` subclass."""
 
@@ -364,7 +387,7 @@ _cache: dict[tuple[Any, Any], Codec] = {}
 
 def register(name: str, codec: Codec) -> None:
     """Make ``codec`` available as ``serializer=name`` (replacing any codec of that name)."""
-    if not isinstance(codec, Codec):
+    if not (callable(getattr(codec, "dumps", None)) and callable(getattr(codec, "loads", None))):
         raise TypeError(f"codec {name!r} must have dumps() and loads() methods, got {codec!r}")
     _registry[name] = codec
     _cache.clear()  # codec_for results may have resolved the old codec of this name
@@ -516,73 +539,3 @@ def _typed_json(type_: Any) -> Codec:
     if type_ is Any or type_ is object:
         return get("json")
     return JSONCodec(type_)
-
-
-_UTF8_TEXT: dict[type, Callable[[Any], bytes]] = {str: str.encode}
-_RAW_TEXT: dict[type, Callable[[Any], bytes]] = {str: str.encode, bytes: bytes}  # bytes(b) is b itself
-_JSON_SCALARS: dict[type, Callable[[Any], bytes]] = {t: orjson.dumps for t in (str, int, float, bool)}
-
-
-def direct_encoders(codec: Codec) -> dict[type, Callable[[Any], bytes]]:
-    """The exact types whose encoding by ``codec`` is one C call, and that call: what a topic's
-    send path uses instead of ``codec.dumps`` (same bytes; any other type goes to ``dumps``).
-
-    Only for the built-in codecs themselves (a subclass may encode differently): raw keys give
-    str as UTF-8 and bytes as they are, ``str`` gives UTF-8, JSON gives orjson's output for
-    scalars (what :func:`json_dumps` makes of them)."""
-    kind = type(codec)
-    if kind is RawCodec or kind is UntypedKeyCodec or kind is TypedRawCodec:
-        return _RAW_TEXT
-    if kind is StrCodec:
-        return _UTF8_TEXT
-    if kind is JSONCodec:
-        return _JSON_SCALARS
-    return {}
-
-
-class _NotDirect(Exception):
-    """A payload the direct decoder does not take as is: ask the codec (which may convert or raise)."""
-
-
-def _json_exact(type_: type) -> Callable[[bytes], Any]:
-    loads = orjson.loads
-
-    def decode(data: bytes) -> Any:
-        value = loads(data)
-        if type(value) is type_:
-            return value
-        raise _NotDirect
-
-    return decode
-
-
-# Declared types whose converter returns a payload of exactly that type as it is (a bare dict:
-# an equal copy), so the direct decoder may skip it.
-_JSON_EXACT: dict[type, Callable[[bytes], Any]] = {t: _json_exact(t) for t in (str, int, float, dict)}
-
-
-def direct_decoding(codec: Codec) -> tuple[Callable[[bytes], Any], type | None]:
-    """:func:`direct_decoder` in two parts, for a caller that checks the type inline (a stream
-    task, once per record): the C call, and the exact type its result must have to be taken as
-    it is (None: any result). A result of another type goes to ``codec.loads``, as does an error."""
-    kind = type(codec)
-    if kind is TypedRawCodec and codec.type_ is str:  # type: ignore[attr-defined]
-        return bytes.decode, None  # UTF-8, strict: a bad payload raises, then the codec names it
-    if kind is StrCodec:
-        return bytes.decode, None
-    if kind is RawCodec:
-        return bytes, None  # bytes(b) is b itself
-    if kind is JSONCodec:
-        type_ = codec.type_  # type: ignore[attr-defined]
-        if type_ in _JSON_EXACT:
-            return orjson.loads, type_
-    return codec.loads, None
-
-
-def direct_decoder(codec: Codec) -> Callable[[bytes], Any]:
-    """A decoder for the common case of ``codec`` in fewer Python frames (a C call where there is
-    one). It may raise for a payload ``codec.loads`` accepts (a JSON int for a float field) or
-    rejects: callers then call ``codec.loads``, whose result or error (with its message) counts.
-    Takes ``bytes`` (what the consumer gives), never None."""
-    decode, exact = direct_decoding(codec)
-    return decode if exact is None else _JSON_EXACT[exact]

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from . import stream_take
+from mypy_extensions import mypyc_attr
+
+from .durations import to_seconds
 from .events import Event, set_current_event
 from .exceptions import TopologyError
 
@@ -90,6 +93,7 @@ class PolledInput:
         raise NotImplementedError
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a public class: apps subclass it
 class Stream:
     """An async iterator of values (Faust's ``Stream``); ``events()``/``items()`` give more."""
 
@@ -210,15 +214,15 @@ class Stream:
 
         The batch's records are acknowledged when the agent asks for the next batch.
         """
-        return stream_take.take(self, max_, within)
+        return _Values(_Batches(self, max_, within))
 
     def take_events(self, max_: int, within: Any) -> AsyncIterator[list[Event]]:
         """Like :meth:`take`, with the events (key, value, message) instead of the values."""
-        return stream_take.take_events(self, max_, within)
+        return _Batches(self, max_, within)
 
     def enumerate(self, start: int = 0) -> AsyncIterator[tuple[int, Any]]:
         """``(i, value)`` for each value, ``i`` counting from ``start``."""
-        return stream_take.enumerate_values(self, start)
+        return _Enumerated(self, start)
 
     # -- operations --------------------------------------------------------------------------
     def _derive(self, *extra: Processor) -> Stream:
@@ -589,6 +593,77 @@ class _Items:
         await stream.__anext__()  # not _advance(): one coroutine less per record
         event: Event = stream.current_event  # type: ignore[assignment]  # set by __anext__
         return event.key, event.value
+
+
+class _Batches:
+    """``stream.take_events(max_, within)``: batches of up to ``max_`` events; a batch is given
+    early once ``within`` seconds passed after its first event. Its records stay in hand
+    (acknowledged when the agent asks for the next batch)."""
+
+    __slots__ = ("_stream", "_max", "_within")
+
+    def __init__(self, stream: Stream, max_: int, within: Any) -> None:
+        if max_ < 1:
+            raise ValueError("take(max_): max_ must be >= 1")
+        self._stream = stream
+        self._max = max_
+        self._within = to_seconds(within)
+
+    def __aiter__(self) -> _Batches:
+        return self
+
+    async def __anext__(self) -> list[Event]:
+        stream = self._stream
+        stream.ack_pending()
+        first = await stream._pull()
+        assert first is not None  # no timeout given: the input waits for a record
+        stream._pending.append(first)
+        batch = [first]
+        deadline = time.monotonic() + self._within
+        while len(batch) < self._max:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            event = await stream._pull(remaining)
+            if event is None:
+                break
+            stream._pending.append(event)
+            batch.append(event)
+        return batch
+
+
+class _Values:
+    """``stream.take(max_, within)``: :class:`_Batches` of values."""
+
+    __slots__ = ("_batches",)
+
+    def __init__(self, batches: _Batches) -> None:
+        self._batches = batches
+
+    def __aiter__(self) -> _Values:
+        return self
+
+    async def __anext__(self) -> list[Any]:
+        return [event.value for event in await self._batches.__anext__()]
+
+
+class _Enumerated:
+    """``stream.enumerate(start)``: ``(i, value)`` pairs."""
+
+    __slots__ = ("_stream", "_next")
+
+    def __init__(self, stream: Stream, start: int) -> None:
+        self._stream = stream
+        self._next = start
+
+    def __aiter__(self) -> _Enumerated:
+        return self
+
+    async def __anext__(self) -> tuple[int, Any]:
+        value = await self._stream.__anext__()
+        i = self._next
+        self._next = i + 1
+        return i, value
 
 
 class InProcessStream(Stream):

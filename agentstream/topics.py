@@ -6,8 +6,10 @@ timestamp of the record being handled (event time flows downstream, as in Kafka 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from mypy_extensions import mypyc_attr
 
 from . import codecs
 from .events import current_event
@@ -28,34 +30,9 @@ _LANE_CLOSED: list[Any] = [None]
 """A lane's "sensors" under exactly_once: never empty, so the send fast path never takes the lane."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a public class: apps subclass it
 class Topic:
     """A Kafka topic as the app sees it (Faust's ``app.topic(...)``)."""
-
-    # Each codec with the C call that encodes common exact types the way it would (str -> UTF-8
-    # for raw keys, orjson for JSON scalars): send() dispatches on the value's type with one dict
-    # lookup instead of two or three Python frames. They are chosen when the codec is set.
-    _key_codec: codecs.Codec
-    _key_codec_enc: dict[type, Callable[[Any], bytes]]
-    _value_codec: codecs.Codec
-    _value_codec_enc: dict[type, Callable[[Any], bytes]]
-
-    @property
-    def key_codec(self) -> codecs.Codec:
-        return self._key_codec
-
-    @key_codec.setter
-    def key_codec(self, codec: codecs.Codec) -> None:
-        self._key_codec = codec
-        self._key_codec_enc = codecs.direct_encoders(codec)
-
-    @property
-    def value_codec(self) -> codecs.Codec:
-        return self._value_codec
-
-    @value_codec.setter
-    def value_codec(self, codec: codecs.Codec) -> None:
-        self._value_codec = codec
-        self._value_codec_enc = codecs.direct_encoders(codec)
 
     def __init__(self, app: App, name: str, **options: Unpack[TopicOptions]) -> None:
         from .types import TopicOptions as declared  # the runtime class (imported for typing only above)
@@ -119,15 +96,15 @@ class Topic:
 
     def encode(self, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
         return (
-            None if key is None else self._dumps(self._key_codec, key),
-            None if value is None else self._dumps(self._value_codec, value),
+            None if key is None else self._dumps(self.key_codec, key),
+            None if value is None else self._dumps(self.value_codec, value),
         )
 
     @staticmethod
-    def _dumps(codec: Any, obj: Any) -> bytes | None:
+    def _dumps(codec: codecs.Codec, obj: Any) -> bytes | None:
         """``codec.dumps(obj)`` as bytes: a codec may give a bytearray or memoryview (the producer
         hashes and stores the key; the compiled build would refuse anything but the declared bytes)."""
-        data = codec.dumps(obj)
+        data: Any = codec.dumps(obj)
         return data if data is None or type(data) is bytes else bytes(data)
 
     async def send(
@@ -143,21 +120,9 @@ class Topic:
 
         The worker flushes the producer before it commits, so agents need not wait for delivery.
         """
-        # Everything per record is inlined (encode, the current event's timestamp, the producer's
-        # synchronous append): one coroutine frame per send. send_raw() is the general path.
-        try:
-            if key is None:
-                kb = None
-            else:
-                enc: Callable[[Any], bytes] | None = self._key_codec_enc.get(type(key))
-                kb = self._dumps(self._key_codec, key) if enc is None else enc(key)
-            if value is None:
-                vb = None
-            else:
-                enc = self._value_codec_enc.get(type(value))
-                vb = self._dumps(self._value_codec, value) if enc is None else enc(value)
-        except Exception:  # e.g. an int past orjson's 64 bits: the codecs' own result, or their error
-            kb, vb = self.encode(key, value)
+        # The common case appends without a coroutine below this one (the producer's synchronous
+        # append, with the current event's timestamp); send_raw() is the general path.
+        kb, vb = self.encode(key, value)
         if timestamp is None and headers is None:
             lane = self._lane
             if lane is not None and not self._lane_sensors and not self._lane_receivers:

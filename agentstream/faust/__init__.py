@@ -30,7 +30,8 @@ from agentstream.sensors import Monitor, Sensor
 from agentstream.service import Service
 from agentstream.signals import Signal, SyncSignal
 from agentstream.streams import Stream
-from agentstream.tables.table import GlobalTable, SetGlobalTable, SetTable, Table
+from agentstream.tables.kinds import GlobalTable, SetGlobalTable, SetTable
+from agentstream.tables.table import Table
 from agentstream.tables.windows import HoppingWindow, SlidingWindow, TumblingWindow
 from agentstream.topics import Topic, TopicGroup
 

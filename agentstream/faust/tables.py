@@ -1,5 +1,6 @@
 """``faust.tables``: table classes."""
 
-from agentstream.tables.table import GlobalTable, SetGlobalTable, SetTable, Table
+from agentstream.tables.kinds import GlobalTable, SetGlobalTable, SetTable
+from agentstream.tables.table import Table
 
 __all__ = ["Table", "GlobalTable", "SetTable", "SetGlobalTable"]

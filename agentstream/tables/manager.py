@@ -128,6 +128,7 @@ class TableManager:
         part = TablePartition(
             table, partition, store, path / CHECKPOINT_FILE if store.persistent else None, self.cache_size
         )
+        part.changelog = self.queue_send  # writes flow one way: table -> partition -> this queue -> producer
         if part.changelog_offset is None and len(store):
             log.info(
                 "table %s partition %d: no checkpoint; wiping the store and restoring from the changelog",

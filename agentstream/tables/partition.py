@@ -4,6 +4,7 @@ each key to one of these; the worker's table manager opens, restores and closes 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,9 @@ class TableNotActive(TableNotReady):
 
 _ACTIVE = PartitionState.ACTIVE
 
+ChangelogSink = Callable[["TablePartition", list[tuple[bytes, bytes | None]]], None]
+"""Takes a partition's encoded writes for its changelog topic (the table manager's send queue)."""
+
 
 CHECKPOINT_DELTA = 10_000  # changelog records between checkpoints written at commit
 
@@ -47,6 +51,7 @@ class TablePartition:
         "epoch",
         "writer",
         "checkpointed",
+        "changelog",
     )
 
     def __init__(self, table: Any, partition: int, store: Store, checkpoint_path: Path | None, cache_size: int) -> None:
@@ -66,6 +71,9 @@ class TablePartition:
         )
         self.epoch = 0  # +1 each time the partition becomes active (restored): derived state is stale
         self.writer: Any = None  # exactly_once: the TaskId whose transaction carries this partition's writes
+        # Where encoded writes go on their way to the changelog topic (the table manager's send
+        # queue, drained at commit); None: kept in ``pending`` only (the harness, standalone use).
+        self.changelog: ChangelogSink | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
     @property
@@ -119,10 +127,6 @@ class TablePartition:
         value = self.cache.dirty.get(key, MISS)
         if value is not MISS:
             return value is not None, value
-        return self.get_written(key)
-
-    def get_written(self, key: bytes) -> tuple[bool, Any]:
-        """:meth:`get_bytes` past the cache (the caller looked there): pending writes, then the store."""
         raw = self.pending.get(key, MISS)
         if raw is MISS:
             raw = self.store.get(key)
@@ -135,11 +139,9 @@ class TablePartition:
             self._refuse_write()
         if self.table.eos:
             self.table._claim(self)
-        cache = self.cache
-        dirty = cache.dirty
-        dirty[key] = value  # RecordCache.put inlined: once per table write
-        if len(dirty) > cache.max_size:
-            self.table._send_changelog(self, cache.evict())
+        evicted = self.cache.put(key, value)
+        if evicted:
+            self._write_through(evicted)
 
     def dirty(self) -> bool:
         return bool(len(self.cache) or self.pending)
@@ -147,7 +149,22 @@ class TablePartition:
     def flush_cache(self) -> None:
         entries = self.cache.flush()
         if entries:
-            self.table._send_changelog(self, entries)
+            self._write_through(entries)
+
+    def _write_through(self, entries: list[tuple[bytes, Any]]) -> None:
+        """Entries leaving the cache: encoded once, kept in ``pending`` (read back until the store
+        has them) and handed to the changelog sink, which sends them at commit."""
+        dumps: Any = self.table.value_codec.dumps  # Any: a codec may give bytearray (normalised below)
+        pending = self.pending
+        items: list[tuple[bytes, bytes | None]] = []
+        for key, value in entries:
+            raw = None if value is None else dumps(value)
+            if raw is not None and type(raw) is not bytes:
+                raw = bytes(raw)
+            pending[key] = raw
+            items.append((key, raw))
+        if self.changelog is not None:
+            self.changelog(self, items)
 
     def write_store(self) -> None:
         """After the producer flushed: apply delivered changelog values to the store."""

@@ -22,16 +22,15 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from mypy_extensions import mypyc_attr
 
 from .. import codecs
 from ..events import current_event
 from ..exceptions import SerializationError, TopologyError
 from ..models import Record
 from ..naming import changelog_topic_name, faust_naming
-from ..runtime import current_runtime, current_task, runtime_for
+from ..runtime import current_task, runtime_for
 from ..transport.partitioner import default_partition
-from .cache import MISS
-from .managed_set import ManagedSet
 from .partition import TableNotReady, TablePartition
 from .query import live_entries
 from .rows import Rows
@@ -63,16 +62,15 @@ class _Upper:
 
 
 upper = _Upper()
-_runtime_here = current_runtime.get  # the context's runtime: a plain call per table access
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a public class: apps subclass it
 class Table(Rows):
     """``app.Table(name, default=int)``: a partitioned, changelog-backed dict (Faust's Table)."""
 
     is_global = False
     value_codec: codecs.Codec
     _key_codec: codecs.Codec
-    _key_codec_enc: dict[type, Callable[[Any], bytes]]
     _key_codec_dumps: Callable[[Any], bytes | None]
     _last_key: Any
     _last_kb: bytes
@@ -139,29 +137,19 @@ class Table(Rows):
 
     @key_codec.setter
     def key_codec(self, codec: codecs.Codec) -> None:
-        """Also keeps the codec's direct encoders and ``dumps`` (the read path calls them) and
-        forgets the last key encoded with the old codec."""
+        """Also keeps the codec's ``dumps`` (the read path calls it) and forgets the last key
+        encoded with the old codec."""
         self._key_codec = codec
-        self._key_codec_enc = codecs.direct_encoders(codec)
         self._key_codec_dumps = codec.dumps
         self._last_key = _NO_KEY
         self._last_kb = b""
 
     def _key_dumps(self, key: Any) -> bytes:
         # A read-modify-write (``t[k] = t[k] + 1``) encodes the same key twice in a row: remember
-        # the last one (the dict API checks it inline). Only for immutable key types, so a
+        # the last one. Only for immutable key types, so a
         # mutated key is never served stale.
         if key is self._last_key:
             return self._last_kb
-        enc = self._key_codec_enc.get(type(key))
-        if enc is not None:  # str or bytes of a raw key codec: no check below applies to them
-            try:
-                kb = enc(key)
-            except Exception:  # e.g. an int past 64 bits: the codec below names the table and key
-                pass
-            else:
-                self._last_key, self._last_kb = key, kb
-                return kb
         dumps: Any = self._key_codec_dumps  # Any: a codec may give bytearray (normalised below)
         try:
             encoded = dumps(key)
@@ -234,15 +222,14 @@ class Table(Rows):
             return key_bytes
 
     def _partition_for(self, key_bytes: bytes, write: bool) -> TablePartition:
-        home = self._homes.get(key_bytes)  # inlined _home_partition(): every table read and write
-        if home is None:
-            home = self._home_partition(key_bytes)
-        rt = _runtime_here()  # inlined runtime_for()
-        if rt is None or rt.app is not self.app:
-            rt = runtime_for(self.app)
-        parts: dict[int, TablePartition] = rt.partitions.get(self.name) or {}
-        part = parts.get(home)
+        """The one routing of a table read or write: the partition that holds ``key_bytes`` here."""
         event = current_event()
+        part = self._route_part
+        if part is not None and self._route_key is key_bytes and self._route_event is event:
+            return part  # t[k] = t[k] + 1: routed by the read, same record, same key
+        home = self._home_partition(key_bytes)
+        parts: dict[int, TablePartition] = runtime_for(self.app).partitions.get(self.name) or {}
+        part = parts.get(home)
         if part is not None and event is not None and event.message.partition == home and not self.is_global:
             # the common case: the key belongs to the partition of the record in hand; remembered
             # for this event and key, so the write of a read-modify-write skips the routing
@@ -354,26 +341,11 @@ class Table(Rows):
             )
         part.writer = task.id
 
-    def _send_changelog(self, part: TablePartition, entries: list[tuple[bytes, Any]]) -> None:
-        """Queue changelog records (sent at commit time by the manager's producer)."""
-        dumps: Any = self.value_codec.dumps  # Any: a codec may give bytearray (normalised below)
-        for key, value in entries:
-            raw = None if value is None else dumps(value)
-            part.pending[key] = raw if raw is None or type(raw) is bytes else bytes(raw)
-        manager = runtime_for(self.app).tables
-        if manager is not None:
-            manager.queue_send(part, [(k, part.pending[k]) for k, _ in entries])
-
     # -- dict API ---------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
-        kb = self._last_kb if key is self._last_key else self._key_dumps(key)
-        part = self._partition_for(kb, False)
-        value = part.cache.dirty.get(kb, MISS)  # TablePartition.get_bytes inlined: the cache first
-        if value is MISS:
-            found, value = part.get_written(kb)
-            if found:
-                return value
-        elif value is not None:
+        kb = self._key_dumps(key)
+        found, value = self._partition_for(kb, False).get_bytes(kb)
+        if found:
             return value
         if self.default is not None:
             return self.default()
@@ -386,11 +358,7 @@ class Table(Rows):
     _route_part: TablePartition | None = None
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        kb = self._last_kb if key is self._last_key else self._key_dumps(key)
-        part = self._route_part
-        if part is not None and self._route_key is kb and self._route_event is current_event():
-            part.set(kb, value)  # t[k] = t[k] + 1: routed by the read, same record, same key
-            return
+        kb = self._key_dumps(key)
         self._partition_for(kb, True).set(kb, value)
 
     def __delitem__(self, key: Any) -> None:
@@ -553,64 +521,3 @@ def _faust_serializer(type_: Any) -> str:
     if isinstance(type_, type) and issubclass(type_, Record):
         return str(type_._options.serializer or "json")
     return "json"
-
-
-class GlobalTable(Table):
-    """Every worker holds every partition (restored before agents start); reads see all keys."""
-
-    is_global = True
-
-
-class SetTable(Table):
-    """A table of sets (Faust's SetTable): ``table[k].add(x)`` is written back automatically."""
-
-    # Table's arguments spelt out: the compiled build (mypyc) cannot pass on **kwargs to a
-    # compiled __init__.
-    def __init__(
-        self,
-        app: App,
-        name: str,
-        *,
-        default: Callable[[], Any] | None = set,
-        partitions: int | None = None,
-        key_type: Any = None,
-        value_type: Any = None,
-        key_serializer: str | codecs.Codec | None = None,
-        value_serializer: str | codecs.Codec | None = None,
-        store: str | None = None,
-        help: str | None = None,
-        on_window_close: Callable[[Any, Any], Any] | None = None,
-    ) -> None:
-        super().__init__(
-            app,
-            name,
-            default=default,
-            partitions=partitions,
-            key_type=key_type,
-            value_type=value_type,
-            key_serializer=key_serializer,
-            value_serializer=value_serializer,
-            store=store,
-            help=help,
-            on_window_close=on_window_close,
-        )
-        self.value_codec = _SetCodec()
-
-    def __getitem__(self, key: Any) -> Any:
-        return ManagedSet(self, key, super().__getitem__(key))
-
-
-class SetGlobalTable(SetTable):
-    """A table of sets held in full by every worker (Faust's SetGlobalTable). A SetTable that is
-    global, not also a subclass of GlobalTable: the compiled build (mypyc) has no multiple
-    inheritance, and ``is_global`` is all GlobalTable adds."""
-
-    is_global = True
-
-
-class _SetCodec:
-    def dumps(self, obj: Any) -> bytes | None:
-        return codecs.get("json").dumps(sorted(obj, key=repr))
-
-    def loads(self, data: bytes | None) -> set[Any]:
-        return set(codecs.get("json").loads(data) or ())

@@ -45,14 +45,14 @@ class Fetcher(Generic[T]):
         self.buffer_max_records = buffer_max_records
         self.max_poll_records = max_poll_records
         self.routes: dict[TP, list[T]] = {}
-        self.paused: set[TP] = set()  # full buffers: left out of the poll (not consumer.pause()d)
+        self.held_back: set[TP] = set()  # full buffers: left out of the poll (not consumer.pause()d)
         self._room = asyncio.Event()
         self.fetched = 0
 
     def set_routes(self, routes: dict[TP, list[T]]) -> None:
         self.routes = routes
         # A rebalance builds new tasks with empty queues: only a queue still marked full stays out.
-        self.paused = {tp for tp, tasks in routes.items() if any(t.queue(tp).paused for t in tasks)}
+        self.held_back = {tp for tp, tasks in routes.items() if any(t.queue(tp).held_back for t in tasks)}
         self._room.set()
 
     async def run(self) -> None:
@@ -60,8 +60,8 @@ class Fetcher(Generic[T]):
         limit = self.buffer_max_records
         while True:
             routes = self.routes
-            if self.paused:
-                wanted = [tp for tp in routes if tp not in self.paused]
+            if self.held_back:
+                wanted = [tp for tp in routes if tp not in self.held_back]
                 if not wanted:  # every buffer is full: wait until a task drains one
                     self._room.clear()
                     await self._room.wait()
@@ -81,21 +81,21 @@ class Fetcher(Generic[T]):
                 for task in tasks:
                     if task.add(tp, messages) >= limit:
                         full = True
-                if full and tp not in self.paused:
-                    self.paused.add(tp)
+                if full and tp not in self.held_back:
+                    self.held_back.add(tp)
                     for task in tasks:
-                        task.queue(tp).paused = True
+                        task.queue(tp).held_back = True
 
     def drained(self, tp: TP) -> None:
         """Called by a task whose queue for ``tp`` fell to the low-water mark."""
-        if tp not in self.paused:
+        if tp not in self.held_back:
             return
         tasks = self.routes.get(tp, [])
         low = self.buffer_max_records // 2
         if all(len(t.queue(tp)) <= low for t in tasks):
-            self.paused.discard(tp)
+            self.held_back.discard(tp)
             for t in tasks:
-                t.queue(tp).paused = False
+                t.queue(tp).held_back = False
             self._room.set()
 
     async def stop(self, task: asyncio.Task[None]) -> None:

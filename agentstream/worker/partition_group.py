@@ -14,10 +14,16 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from ..transport.base import TP, Message
-from .wait import Wait
 
 __all__ = ["RecordQueue", "PartitionGroup", "Wait"]
+
+
+@mypyc_attr(native_class=False)  # a float subclass: a plain Python class inside the compiled module
+class Wait(float):
+    """Returned by :meth:`PartitionGroup.next` when the task should wait this many seconds."""
 
 
 FETCH_WAIT = 1.0
@@ -33,17 +39,12 @@ class RecordQueue:
 
     def __init__(self, tp: TP) -> None:
         self.tp = tp
-        # The topic's (key decoder, key's exact type, value decoder, value's exact type), set by
-        # the task that owns the queue (codecs.direct_decoding; a type of None: any result)
-        self.decoders: tuple[Callable[[bytes], Any], type | None, Callable[[bytes], Any], type | None] = (
-            _as_is,
-            None,
-            _as_is,
-            None,
-        )
+        # The topic's (key decoder, value decoder): its codecs' ``loads``, set by the task that
+        # owns the queue
+        self.decoders: tuple[Callable[[bytes], Any], Callable[[bytes], Any]] = (_as_is, _as_is)
         self.messages: deque[Message] = deque()
         self.next_offset: int | None = None  # offset after the last buffered record
-        self.paused = False
+        self.held_back = False  # full: the fetcher leaves the partition out of its polls until it drains
 
     def add(self, messages: Iterable[Message]) -> int:
         self.messages.extend(messages)

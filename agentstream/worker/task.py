@@ -11,9 +11,8 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from ..codecs import direct_decoding
 from ..events import Event, set_current_event
 from ..exceptions import AgentError, StopProcessing, StoreError, TopologyError, TransportError, WorkerStopped
 from ..lifecycle import TASK_TRANSITIONS, StateMachine, TaskState
@@ -21,9 +20,7 @@ from ..runtime import current_task
 from ..streams import InHand, PolledInput, SplitPoint, Stream, streams_in_hand
 from ..tables.partition import TableNotReady
 from ..transport.base import TP, Message
-from .partition_group import PartitionGroup, RecordQueue
-from .task_id import TaskId
-from .wait import Wait
+from .partition_group import PartitionGroup, RecordQueue, Wait
 
 if TYPE_CHECKING:
     from ..runtime import FaultPoints
@@ -51,8 +48,14 @@ corrupt store, a table partition that is not here). Skipping would lose the reco
 _NOT_HANDLED: tuple[type[BaseException], ...] = (asyncio.CancelledError, *FATAL_IN_AGENT)
 
 
-class _NotDirect(Exception):
-    """A decoded payload of another type than the topic declares: decode it with the codec."""
+class TaskId(NamedTuple):
+    """``(sub-topology, partition)``, printed like Kafka Streams' ``0_3``."""
+
+    subtopology: int
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self[0]}_{self[1]}"
 
 
 class NextEvent(Protocol):
@@ -86,14 +89,10 @@ class StreamTask(PolledInput):
         self._low_water = buffer_max_records // 2
         self._errors = errors
         self._on_drained = on_drained
-        self._codecs = {t.name: (t.key_codec.loads, t.value_codec.loads) for t in subtopology.source_topic_objects}
-        # Codecs chosen once per input: each queue carries the direct decoders of its topic.
-        direct = {
-            t.name: (*direct_decoding(t.key_codec), *direct_decoding(t.value_codec))
-            for t in subtopology.source_topic_objects
-        }
+        # Codecs chosen once per input: each queue carries its topic's decoders.
+        decoders = {t.name: (t.key_codec.loads, t.value_codec.loads) for t in subtopology.source_topic_objects}
         for q in self.group.queues.values():
-            q.decoders = direct[q.tp.topic]
+            q.decoders = decoders[q.tp.topic]
         self._wakeup = asyncio.Event()
         self._closed = asyncio.Event()  # set by stop(): ends a restart backoff at once
         self.lifecycle: StateMachine[TaskState] = StateMachine(TaskState.CREATED, TASK_TRANSITIONS, f"task {task_id}")
@@ -118,9 +117,9 @@ class StreamTask(PolledInput):
         # The stream's async pull (StreamInput.next_event): an attribute, not a method, so start()
         # picks it once, when it knows whether a gate or fault points are in the way, and the
         # common case awaits the inner pull directly. poll_event (the synchronous pull) checks
-        # _direct instead: it is a native method call in the compiled build.
+        # _sync_pull instead: it is a native method call in the compiled build.
         self.next_event: NextEvent = self._gated_next_event
-        self._direct = False
+        self._sync_pull = False
 
     # -- fed by the fetcher -------------------------------------------------------------------
     def add(self, tp: TP, messages: list[Message]) -> int:
@@ -159,72 +158,52 @@ class StreamTask(PolledInput):
         """The stream's synchronous pull (:class:`PolledInput`): :meth:`_take` when no gate or
         fault points are in the way; with them, only the acknowledgement of ``done``, so the
         stream goes to ``next_event``: the gates need the async path."""
-        if self._direct:
+        if self._sync_pull:
             return self._take(done)
         if done:
-            for event in done:
-                self.ack(event)
-            done.clear()
+            self._ack_done(done)
         return None
+
+    def _ack_done(self, done: list[Event]) -> None:
+        """Acknowledge the records a stream handed out last, and empty the list."""
+        for event in done:
+            self._ack(event.tp, event.message.offset)
+        done.clear()
 
     def _take(self, done: list[Event] | None = None) -> Event | None:
         """Acknowledge ``done`` (the records the stream handed out last; emptied), then take the
-        next record, do its ack bookkeeping and decode it: the one take/decode path of
-        :meth:`poll_event` (per record, no coroutine) and :meth:`_next_event`. None: nothing
-        may go now (nothing buffered, a :class:`Wait` left in ``_wait``, or a record that failed
-        to decode left in ``_undecodable`` for the error policy). One record at a time: depth-first."""
+        next record from the partition group, do its ack bookkeeping and decode it: the one
+        take/decode path of :meth:`poll_event` (per record, no coroutine) and :meth:`_next_event`.
+        None: nothing may go now (nothing buffered, a :class:`Wait` left in ``_wait``, or a record
+        that failed to decode left in ``_undecodable`` for the error policy). One record at a
+        time: depth-first."""
         if done:  # the stream's ack of its last record, in the same call (one call per record)
-            if self._ordered_acks:
-                committable = self.committable
-                for event in done:
-                    committable[event.tp] = event.message.offset + 1
-                self.processed += len(done)
-            else:
-                for event in done:
-                    self._ack(event.tp, event.message.offset)
-            done.clear()
+            self._ack_done(done)
         if self.lifecycle.state is not _RUNNING:
             return None
         group = self.group
-        q = group._single
-        if q is not None:  # inlined PartitionGroup.next() for the one-input task
-            messages = q.messages
-            if not messages:
-                return None
-            message: Message = messages.popleft()
-        else:
-            item = group.next()
-            if item is None:
-                return None
-            if type(item) is Wait:
-                self._wait = item  # type: ignore[assignment]
-                return None
-            message = item  # type: ignore[assignment]
-            q = group.last
-            assert q is not None
+        item = group.next()
+        if item is None:
+            return None
+        if type(item) is Wait:
+            self._wait = item  # type: ignore[assignment]
+            return None
+        message: Message = item  # type: ignore[assignment]
+        q = group.last
+        assert q is not None
         tp = q.tp
-        if q.paused and len(q.messages) <= self._low_water:
+        if q.held_back and len(q.messages) <= self._low_water:
             self._on_drained(tp)
         if not self._ordered_acks:
             self._inflight[tp].append(message.offset)
-        key_direct, key_type, value_direct, value_type = q.decoders
+        key_loads, value_loads = q.decoders
         raw_key, raw_value = message.key, message.value
         try:
-            key = None if raw_key is None else key_direct(raw_key)
-            value = None if raw_value is None else value_direct(raw_value)
-            # A JSON payload of another type than declared: the codec converts it (or refuses it).
-            if (value_type is not None and type(value) is not value_type and raw_value is not None) or (
-                key_type is not None and type(key) is not key_type and raw_key is not None
-            ):
-                raise _NotDirect
-        except Exception:
-            key_loads, value_loads = self._codecs[tp.topic]  # the codecs' own answer, or their error
-            try:
-                key = None if raw_key is None else key_loads(raw_key)
-                value = None if raw_value is None else value_loads(raw_value)
-            except Exception as exc:
-                self._undecodable = (message, tp, exc)  # the async path applies the error policy
-                return None
+            key = None if raw_key is None else key_loads(raw_key)
+            value = None if raw_value is None else value_loads(raw_value)
+        except Exception as exc:
+            self._undecodable = (message, tp, exc)  # the async path applies the error policy
+            return None
         return Event(key, value, message, tp)
 
     async def _next_event(self, timeout: float | None = None) -> Event | None:
@@ -271,10 +250,6 @@ class StreamTask(PolledInput):
         self._ack(tp, message.offset)
 
     def ack(self, event: Event) -> None:
-        if self._ordered_acks:  # inlined _ack: one call per record
-            self.processed += 1
-            self.committable[event.tp] = event.message.offset + 1
-            return
         self._ack(event.tp, event.message.offset)
 
     def acks_out_of_order(self) -> None:
@@ -284,6 +259,9 @@ class StreamTask(PolledInput):
         self._ordered_acks = False
 
     def _ack(self, tp: TP, offset: int) -> None:
+        """The one ack bookkeeping: in order (one instance, the common case) the offset after it
+        is committable at once; out of order (concurrent instances, ``noack()``) only up to the
+        first record taken and not acknowledged yet."""
         self.processed += 1
         if self._ordered_acks:
             self.committable[tp] = offset + 1
@@ -325,7 +303,7 @@ class StreamTask(PolledInput):
         if self.gate is None and self.faults is None:
             # The common case needs no wrapper: streams call the inner pull directly.
             self.next_event = self._next_event
-            self._direct = True
+            self._sync_pull = True
         for i in range(self.agent.concurrency):
             task = asyncio.ensure_future(self._run_instance(i))
             task.add_done_callback(self._instance_done)

@@ -19,7 +19,7 @@ from agentstream import codecs as _codecs
 __all__ = ["Codec", "register", "get_codec", "dumps", "loads", "codecs"]
 
 
-class Codec(_codecs.Codec):
+class Codec:
     """Base class of Faust-style codecs: override ``_dumps(obj) -> bytes`` and ``_loads(bytes)``;
     ``dumps``/``loads`` (agentstream's codec interface) call them and the chained children."""
 

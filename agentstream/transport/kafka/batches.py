@@ -112,7 +112,7 @@ class OpenBatch:
     waiter wakes up), so the producer can stop appending to it and remember the failure at once.
     """
 
-    __slots__ = ("topic", "partition", "builder", "fast", "delivered", "generation", "_on_failed")
+    __slots__ = ("topic", "partition", "builder", "records", "delivered", "generation", "_on_failed")
 
     def __init__(
         self,
@@ -127,15 +127,23 @@ class OpenBatch:
         self.partition = partition
         # aiokafka's BatchBuilder becomes our RecordBuilder over its C record builder (what is
         # handed to send_batch); another kind of builder (tests script one) is filled as it is.
-        # ``fast``: the RecordBuilder, for the producer's per-record append; else None.
-        self.fast: RecordBuilder | None = (
+        # ``records``: the RecordBuilder, which :meth:`append` calls natively; else None.
+        self.records: RecordBuilder | None = (
             RecordBuilder(builder._builder) if type(builder) is BatchBuilder and _DIRECT else None
         )
-        self.builder: Any = builder if self.fast is None else self.fast
+        self.builder: Any = builder if self.records is None else self.records
         self.generation = generation  # the producer's generation (stop/abort start a new one)
         self._on_failed = on_failed
         # Resolved from aiokafka's batch future once the broker acknowledged (or refused) it.
         self.delivered: asyncio.Future[RecordMetadata] = loop.create_future()
+
+    def append(self, timestamp_ms: int | None, key: bytes | None, value: bytes | None, headers: Any) -> Any:
+        """Append one record (positional arguments: the cheapest call); its metadata, or None
+        when the batch is closed or full."""
+        records = self.records
+        if records is not None:
+            return records.append(timestamp=timestamp_ms, key=key, value=value, headers=headers)
+        return self.builder.append(timestamp=timestamp_ms, key=key, value=value, headers=headers)
 
     def track(self, aiokafka_future: asyncio.Future[Any]) -> None:
         aiokafka_future.add_done_callback(self._settle)

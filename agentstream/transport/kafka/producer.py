@@ -119,29 +119,18 @@ class KafkaProducer:
         if route is None:
             await self._learn_topic(topic)
             route = self._routes[topic]
-        count, memo, open_batches = route
-        if partition is None:
-            if key is not None:
-                partition = memo.get(key)
-                if partition is None:
-                    partition = self._partitioning.hash_partition(topic, key, count)
-            else:
-                partition = self._sticky.get(topic)
-                if partition is None:
-                    partition = self._partitioning.sticky_partition(topic, count)
-        elif not 0 <= partition < count:
-            raise ProducerError(f"could not send to {topic}[{partition}]: the topic has partitions 0..{count - 1}")
+        chosen = self._partition(topic, route, key, partition)
+        if chosen < 0:
+            raise ProducerError(f"could not send to {topic}[{partition}]: the topic has partitions 0..{route[0] - 1}")
         hdrs = list(headers) if headers else _NO_HEADERS
-        batch = open_batches.get(partition)
+        batch = route[2].get(chosen)
         if batch is not None:
-            meta = batch.builder.append(timestamp=timestamp_ms, key=key, value=value, headers=hdrs)
+            meta = batch.append(timestamp_ms, key, value, hdrs)
             if meta is not None:
                 return RecordDelivery(batch, meta)
         # No open batch, or it is full or already taken by the sender: open the next one.
-        batch = self._new_batch(topic, partition)
-        meta = batch.builder.append(
-            timestamp=timestamp_ms, key=key, value=value, headers=hdrs
-        )  # a first record always fits
+        batch = self._new_batch(topic, chosen)
+        meta = batch.append(timestamp_ms, key, value, hdrs)  # a first record always fits
         await self._hand_over(batch)
         return RecordDelivery(batch, meta)
 
@@ -154,44 +143,39 @@ class KafkaProducer:
         timestamp_ms: int | None,
         headers: Headers | None,
     ) -> Delivery | None:
-        """:meth:`send`'s common case without a coroutine: a keyed (or explicitly placed) record
-        whose partition's open batch has room. None: nothing was appended, call :meth:`send`
-        (first send to the topic, keyless, no open batch or a full one). ``Topic.send_raw`` tries
-        this first: one coroutine less per record. Every argument positional: the cheapest call."""
+        """:meth:`send` without a coroutine when it needs none: the record's partition has an
+        open batch with room. None: nothing was appended, call :meth:`send` (first send to the
+        topic, no open batch or a full one, a partition out of range). ``Topic.send`` tries this
+        first: one coroutine less per record. Every argument positional: the cheapest call."""
         route = self._routes.get(topic)
         if route is None:
             return None
-        count, memo, open_batches = route
-        if partition is None:
-            if key is None:
-                return None
-            partition = memo.get(key)
-            if partition is None:  # a new key: hash it here (distinct keys must not pay send() as well)
-                partition = self._partitioning.hash_partition(topic, key, count)
-        elif not 0 <= partition < count:
+        chosen = self._partition(topic, route, key, partition)
+        if chosen < 0:
             return None  # send() raises the error
-        batch = open_batches.get(partition)
+        batch = route[2].get(chosen)
         if batch is None:
             return None
-        fast = batch.fast
-        if fast is None:
-            meta = batch.builder.append(
-                timestamp=timestamp_ms, key=key, value=value, headers=list(headers) if headers else _NO_HEADERS
-            )
-            if meta is None:
-                return None
-            return RecordDelivery(batch, meta)
-        # RecordBuilder.append inlined: native fields, one C call (positional: the C builder
-        # parses keywords at a cost per call)
-        if fast.is_closed:
-            return None
-        offset = fast.count
-        meta = fast.append_record(offset, timestamp_ms, key, value, list(headers) if headers else _NO_HEADERS)
-        if meta is None:  # full: closed, as RecordBuilder.append does; send() opens the next one
-            fast.is_closed = True
-            return None
-        fast.count = offset + 1
-        return RecordDelivery(batch, meta)
+        meta = batch.append(timestamp_ms, key, value, list(headers) if headers else _NO_HEADERS)
+        return None if meta is None else RecordDelivery(batch, meta)
+
+    def _partition(
+        self,
+        topic: str,
+        route: tuple[int, dict[bytes, int], dict[int, OpenBatch]],
+        key: bytes | None,
+        partition: int | None,
+    ) -> int:
+        """The record's partition: the one given (-1 when out of range), else the key's (Kafka's
+        default partitioner, memoised), else the topic's sticky partition for keyless records."""
+        count = route[0]
+        if partition is not None:
+            return partition if 0 <= partition < count else -1
+        if key is not None:
+            chosen = route[1].get(key)
+            return self._partitioning.hash_partition(topic, key, count) if chosen is None else chosen
+        chosen = self._sticky.get(topic)
+        return self._partitioning.sticky_partition(topic, count) if chosen is None else chosen
 
     async def _learn_topic(self, topic: str) -> int:
         """First send to a topic: wait for its metadata once; later sends never await it."""

@@ -195,21 +195,21 @@ async def test_a_full_buffer_leaves_its_partition_out_of_the_poll_until_drained_
     await until(lambda: len(task0.received[T0]) >= 4, "T0's buffer full")
     await polls_after(consumer, 3)
     assert task0.received[T0] == [0, 1, 2, 3]  # nothing more fetched while full
-    assert T0 in fetcher.paused and task0.queue(T0).paused
+    assert T0 in fetcher.held_back and task0.queue(T0).held_back
     await until(lambda: len(task1.received[T1]) == 3, "T1 still fetched")  # other partitions go on
-    assert T1 not in fetcher.paused
+    assert T1 not in fetcher.held_back
 
     task0.take(T0, 1)  # 3 left: above the low-water mark (2)
     fetcher.drained(T0)
     await polls_after(consumer, 3)
-    assert len(task0.received[T0]) == 4 and T0 in fetcher.paused
+    assert len(task0.received[T0]) == 4 and T0 in fetcher.held_back
 
     task0.take(T0, 1)  # 2 left: at the low-water mark
     fetcher.drained(T0)
-    assert T0 not in fetcher.paused and not task0.queue(T0).paused
+    assert T0 not in fetcher.held_back and not task0.queue(T0).held_back
     await until(lambda: len(task0.received[T0]) == 8, "T0 fetched again")
     assert task0.received[T0] == list(range(8))
-    assert T0 in fetcher.paused  # full again (2 + 4 >= 4)
+    assert T0 in fetcher.held_back  # full again (2 + 4 >= 4)
 
 
 async def test_with_every_buffer_full_the_fetcher_stops_polling_until_one_drains(
@@ -219,7 +219,7 @@ async def test_with_every_buffer_full_the_fetcher_stops_polling_until_one_drains
     task0 = FakeTask(T0)
     fetcher = running(buffer_max_records=4, max_poll_records=4).start()
     fetcher.set_routes({T0: [task0]})
-    await until(lambda: T0 in fetcher.paused, "T0 paused")
+    await until(lambda: T0 in fetcher.held_back, "T0 paused")
     polls = consumer.polls
     await asyncio.sleep(0.05)  # several partial-poll timeouts' worth
     assert consumer.polls == polls  # waiting for room, not spinning on empty polls
@@ -235,10 +235,10 @@ async def test_new_routes_with_empty_queues_are_polled_again(
     before = FakeTask(T0)
     fetcher = running(buffer_max_records=4, max_poll_records=4).start()
     fetcher.set_routes({T0: [before]})
-    await until(lambda: T0 in fetcher.paused, "T0 paused")
+    await until(lambda: T0 in fetcher.held_back, "T0 paused")
     after = FakeTask(T0)  # a rebalance built a new task with an empty queue
     fetcher.set_routes({T0: [after]})
-    assert T0 not in fetcher.paused
+    assert T0 not in fetcher.held_back
     await until(lambda: len(after.received[T0]) >= 4, "the new task is fed")
     assert after.received[T0][:4] == [4, 5, 6, 7]
 
@@ -249,7 +249,7 @@ async def test_drained_for_a_partition_that_is_not_paused_changes_nothing(runnin
     fetcher.set_routes({T0: [task0]})
     fetcher.drained(T0)
     fetcher.drained(T1)  # not routed at all
-    assert fetcher.paused == set()
+    assert fetcher.held_back == set()
 
 
 # -- with real tasks ------------------------------------------------------------------------------------
@@ -280,9 +280,9 @@ async def test_real_tasks_get_every_record_in_order_through_many_pauses(
     resumed: list[TP] = []
 
     def drained(tp: TP) -> None:
-        was_paused = tp in fetcher.paused
+        was_paused = tp in fetcher.held_back
         fetcher.drained(tp)
-        if was_paused and tp not in fetcher.paused:
+        if was_paused and tp not in fetcher.held_back:
             resumed.append(tp)
 
     tasks = [

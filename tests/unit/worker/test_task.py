@@ -476,7 +476,7 @@ async def test_add_reports_the_buffer_length_and_a_paused_queue_is_reported_drai
     stopper.append(task)
     assert task.add(A0, values(A0, 0, 1)) == 2
     assert task.add(A0, values(A0, 2, 3, start=2)) == 4  # full: the fetcher marks the queue paused
-    task.queue(A0).paused = True
+    task.queue(A0).held_back = True
     task.start()
     await until(lambda: seen == [0], "record 0 in hand")
     await ticks()

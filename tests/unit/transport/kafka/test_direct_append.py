@@ -98,8 +98,8 @@ async def test_the_direct_append_is_used_for_aiokafkas_builder_only() -> None:
     real = OpenBatch("t", 0, BatchBuilder(1024, 0), loop)
     scripted = object()
     other = OpenBatch("t", 0, scripted, loop)
-    assert type(real.fast) is RecordBuilder and real.builder is real.fast
-    assert other.fast is None and other.builder is scripted
+    assert type(real.records) is RecordBuilder and real.builder is real.records
+    assert other.records is None and other.builder is scripted
 
 
 def _same_appends(builder: Any, n: int, *, producer_state: tuple[int, int, int] | None = None) -> list[Any]:

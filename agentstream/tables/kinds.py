@@ -1,0 +1,82 @@
+"""The kinds of table besides :class:`~agentstream.tables.table.Table`: global tables and tables
+of sets (Faust's GlobalTable, SetTable and SetGlobalTable).
+
+Plain Python subclasses of the compiled Table (as an app's own subclass is), in a module of their
+own: a compiled module's classes cannot inherit from each other more than once, and
+SetGlobalTable is both a SetTable and a GlobalTable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import codecs
+from .table import Table
+
+__all__ = ["GlobalTable", "SetTable", "SetGlobalTable", "ManagedSet", "SetCodec"]
+
+
+class GlobalTable(Table):
+    """Every worker holds every partition (restored before agents start); reads see all keys."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.is_global = True
+
+
+class SetTable(Table):
+    """A table of sets (Faust's SetTable): ``table[k].add(x)`` is written back automatically."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("default", set)
+        super().__init__(*args, **kwargs)
+        self.value_codec = SetCodec()
+
+    def __getitem__(self, key: Any) -> Any:
+        return ManagedSet(self, key, super().__getitem__(key))
+
+
+class SetGlobalTable(SetTable, GlobalTable):
+    """A table of sets held in full by every worker (Faust's SetGlobalTable)."""
+
+
+class ManagedSet(set):  # type: ignore[type-arg]
+    """``table[key]`` of a SetTable: ``add``/``discard``/``remove``/``update``/``clear`` store the
+    new set under ``key`` (and so in the changelog) at once."""
+
+    def __init__(self, table: Table, key: Any, items: Any) -> None:
+        super().__init__(items or ())
+        self._table, self._key = table, key
+
+    def _save(self) -> None:
+        self._table[self._key] = set(self)
+
+    def add(self, item: Any) -> None:
+        super().add(item)
+        self._save()
+
+    def discard(self, item: Any) -> None:
+        super().discard(item)
+        self._save()
+
+    def remove(self, item: Any) -> None:
+        super().remove(item)
+        self._save()
+
+    def update(self, *others: Any) -> None:
+        super().update(*others)
+        self._save()
+
+    def clear(self) -> None:
+        super().clear()
+        self._save()
+
+
+class SetCodec:
+    """A SetTable's values: a set as a JSON list (sorted, so equal sets give equal bytes)."""
+
+    def dumps(self, obj: Any) -> bytes | None:
+        return codecs.get("json").dumps(sorted(obj, key=repr))
+
+    def loads(self, data: bytes | None) -> set[Any]:
+        return set(codecs.get("json").loads(data) or ())
