@@ -200,18 +200,17 @@ class MemoryConsumer:
         self._positions[tp] = pos
         return pos
 
-    def _check_assigned(self, tp: TP) -> None:
-        if tp not in self._assigned:
-            raise TransportError(f"{tp} is not assigned to this consumer (assigned: {sorted(self._assigned)})")
+    def _check_assigned(self, *partitions: TP) -> None:
+        for tp in partitions:
+            if tp not in self._assigned:
+                raise TransportError(f"{tp} is not assigned to this consumer (assigned: {sorted(self._assigned)})")
 
     def pause(self, *partitions: TP) -> None:
-        for tp in partitions:
-            self._check_assigned(tp)
+        self._check_assigned(*partitions)
         self._paused.update(partitions)
 
     def resume(self, *partitions: TP) -> None:
-        for tp in partitions:
-            self._check_assigned(tp)
+        self._check_assigned(*partitions)
         self._paused.difference_update(partitions)
         self._broker.wake()
 
@@ -237,10 +236,14 @@ class MemoryConsumer:
         except TransportError:
             return None
 
-    async def commit(self, offsets: Mapping[TP, int]) -> None:
+    def _require_group(self, method: str) -> ConsumerGroup:
         group = self._group()
-        if group is None:
-            raise TransportError("commit() needs a consumer created with a group_id")
+        if group is None:  # as Kafka: offsets belong to a group
+            raise TransportError(f"{method}() needs a consumer created with a group_id")
+        return group
+
+    async def commit(self, offsets: Mapping[TP, int]) -> None:
+        group = self._require_group("commit")
         if self._topics:  # a member may only commit what it owns (Kafka: CommitFailedError)
             lost = sorted(tp for tp in offsets if tp not in self._assigned)
             if lost:
@@ -250,8 +253,5 @@ class MemoryConsumer:
         group.committed.update(offsets)
 
     async def committed(self, partition: TP) -> int | None:
-        group = self._group()
-        if group is None:  # as Kafka: offsets belong to a group
-            raise TransportError("committed() needs a consumer created with a group_id")
-        offset: int | None = group.committed.get(partition)
+        offset: int | None = self._require_group("committed").committed.get(partition)
         return offset
