@@ -1,0 +1,143 @@
+"""The memory broker: topics, consumer groups, the transaction coordinator, and wake-ups for waiting readers.
+
+One per ``memory://`` URL (see :class:`~agentstream.transport.memory.transport.MemoryTransport`);
+its clients call it directly, with no network and no batching in between.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from aiokafka.structs import RecordMetadata  # type: ignore[import-untyped, unused-ignore]
+
+from agentstream.exceptions import TransportError
+from agentstream.transport.base import TP
+from agentstream.transport.message import Message
+
+from .faults import MemoryFaults
+from .group import ConsumerGroup
+from .partitions import PartitionLog, Record, TopicLog
+
+__all__ = ["MemoryBroker", "Transaction"]
+
+
+@dataclass
+class Transaction:
+    """One open transaction: where its records went, and the offsets it commits."""
+
+    transactional_id: str
+    epoch: int
+    records: dict[TP, list[int]] = field(default_factory=dict)
+    offsets: dict[str, dict[TP, int]] = field(default_factory=dict)
+    failed: str | None = None  # why it can only be aborted now (a failed send, a failed or aborted commit)
+
+
+class MemoryBroker:
+    """Everything one ``memory://`` URL's clients share; the state tests inspect after a run."""
+
+    def __init__(self) -> None:
+        self.topics: dict[str, TopicLog] = {}
+        self.groups: dict[str, ConsumerGroup] = {}
+        self._waiters: set[asyncio.Future[None]] = set()
+        self._member_ids = itertools.count(1)
+        self.txn_epochs: dict[str, int] = {}  # transactional_id -> current producer epoch
+        self.open_txns: dict[str, Transaction] = {}
+        self.faults = MemoryFaults()
+
+    # -- transactions (Kafka's transaction coordinator, minus control records) -----------------------
+    def init_producer(self, transactional_id: str) -> int:
+        """InitProducerId: bump the epoch (fencing older producers) and abort their open transaction."""
+        old = self.open_txns.get(transactional_id)
+        if old is not None:
+            self.end_txn(old, commit=False)
+        epoch = self.txn_epochs.get(transactional_id, -1) + 1
+        self.txn_epochs[transactional_id] = epoch
+        return epoch
+
+    def end_txn(self, txn: Transaction, *, commit: bool) -> None:
+        """Commit (records visible, offsets stored) or abort (records hidden) all at once."""
+        if self.open_txns.get(txn.transactional_id) is not txn:
+            return
+        del self.open_txns[txn.transactional_id]
+        for tp, offsets in txn.records.items():
+            part = self.partition(tp)
+            part.open_txns.pop(txn.transactional_id, None)
+            if not commit:
+                part.aborted.update(offsets)
+        if commit:
+            for group_id, offs in txn.offsets.items():
+                self.group(group_id).committed.update(offs)
+        self.wake()
+
+    # -- topics, partitions and groups --------------------------------------------------------------
+    def topic(self, name: str) -> TopicLog:
+        try:
+            return self.topics[name]
+        except KeyError:
+            raise TransportError(
+                f"topic {name!r} does not exist on the memory broker (auto-creation is off, as on a "
+                f"production Kafka). Fix: declare it with app.topic({name!r}, ...) so it is created at start-up."
+            ) from None
+
+    def partition(self, tp: TP) -> PartitionLog:
+        parts = self.topic(tp.topic).partitions
+        if not 0 <= tp.partition < len(parts):
+            raise TransportError(f"{tp} does not exist: topic {tp.topic!r} has {len(parts)} partitions")
+        part: PartitionLog = parts[tp.partition]
+        return part
+
+    def group(self, group_id: str) -> ConsumerGroup:
+        if group_id not in self.groups:
+            self.groups[group_id] = ConsumerGroup(self.topics, group_id)
+        return self.groups[group_id]
+
+    def next_member_id(self, group_id: str) -> str:
+        return f"{group_id}-{next(self._member_ids):06d}"  # zero-padded so sorting is join order
+
+    def append(
+        self,
+        tp: TP,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp_ms: int | None,
+        headers: Sequence[tuple[str, bytes]],
+        txn: Transaction | None = None,
+    ) -> RecordMetadata:
+        part = self.partition(tp)
+        ts = timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)
+        offset = part.end()
+        if txn is not None:
+            part.open_txns.setdefault(txn.transactional_id, offset)
+            txn.records.setdefault(tp, []).append(offset)
+        rec: Record = Message(
+            tp.topic, tp.partition, offset, ts, 0, key, value, None,
+            -1 if key is None else len(key), -1 if value is None else len(value), tuple(headers),
+        )  # fmt: skip
+        part.records.append(rec)
+        self.wake()
+        return RecordMetadata(tp.topic, tp.partition, tp, offset, ts, 0, part.log_start_offset)
+
+    # -- readers waiting for records ---------------------------------------------------------------
+    def wake(self) -> None:
+        """Wake every getmany waiting for data or for a state change (seek, resume, assignment)."""
+        for w in self._waiters:
+            if not w.done():
+                w.set_result(None)
+        self._waiters.clear()
+
+    async def wait(self, timeout: float) -> None:
+        # A fresh future per wait, so a broker outliving a test's event loop never holds a dead one.
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.add(fut)
+        try:
+            # asyncio.wait, not wait_for: 3.11's wait_for can swallow a cancellation that races
+            # the timeout, which left readers unstoppable.
+            await asyncio.wait({fut}, timeout=timeout)
+        finally:
+            self._waiters.discard(fut)
+            if not fut.done():
+                fut.cancel()
