@@ -29,13 +29,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from contextlib import AsyncExitStack
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..exceptions import CommitFailed
-from ..runtime import FaultPoints
-from ..transport.base import TP
+from ..runtime import FaultPoints, TaskSender
+from ..transport.base import TP, Consumer, Producer
 from .eos import CommitGate, TaskTransaction
 
 
@@ -47,7 +47,7 @@ class CommittableTask(Protocol):
     committable: dict[TP, int]
 
     @property
-    def id(self) -> Any: ...
+    def id(self) -> Hashable: ...
 
     @property
     def txn(self) -> TaskTransaction | None: ...
@@ -56,15 +56,31 @@ class CommittableTask(Protocol):
     def gate(self) -> CommitGate | None: ...
 
 
+class CommitTables(Protocol):
+    """The table steps of a commit, as the commit unit sees them
+    (agentstream.tables.manager.TableManager). ``writer``: the task whose partitions a step
+    covers (exactly_once), or None for every partition (at_least_once)."""
+
+    async def settle_callbacks(self) -> None: ...
+
+    def dirty(self, writer: Hashable | None = None) -> bool: ...
+
+    async def flush(self, writer: Hashable | None = None, producer: TaskSender | None = None) -> None: ...
+
+    def checkpoint(self, writer: Hashable | None = None) -> None: ...
+
+    def discard(self, writer: Hashable | None) -> None: ...
+
+
 log = logging.getLogger("agentstream.commit")
 
-__all__ = ["CommitUnit", "AtLeastOnceCommit", "ExactlyOnceCommit"]
+__all__ = ["CommitUnit", "AtLeastOnceCommit", "ExactlyOnceCommit", "CommittableTask", "CommitTables"]
 
 
 class CommitUnit(ABC):
     """The commit sequence; subclasses supply how a batch of tasks is delivered and committed."""
 
-    def __init__(self, *, tables: Callable[[], Any], faults: FaultPoints | None) -> None:
+    def __init__(self, *, tables: Callable[[], CommitTables | None], faults: FaultPoints | None) -> None:
         self._tables = tables  # the worker's TableManager (or None), looked up at each commit
         self.faults = faults
         self.committed: dict[TP, int] = {}  # last offsets committed per partition (no re-commits)
@@ -125,7 +141,7 @@ class CommitUnit(ABC):
             log.debug("committed %s", offsets)
             return True
 
-    def _dirty(self, tasks: list[CommittableTask], tables: Any, step: str, exc: BaseException) -> None:
+    def _dirty(self, tasks: list[CommittableTask], tables: CommitTables | None, step: str, exc: BaseException) -> None:
         for task in tasks:
             if task.dirty is None:
                 task.dirty = exc
@@ -152,11 +168,11 @@ class CommitUnit(ABC):
     @abstractmethod
     def offsets(self, tasks: list[CommittableTask]) -> dict[TP, int]: ...
 
-    def has_writes(self, tasks: list[CommittableTask], tables: Any) -> bool:
+    def has_writes(self, tasks: list[CommittableTask], tables: CommitTables | None) -> bool:
         return tables is not None and tables.dirty()
 
     @abstractmethod
-    async def flush_caches(self, tasks: list[CommittableTask], tables: Any) -> None: ...
+    async def flush_caches(self, tasks: list[CommittableTask], tables: CommitTables) -> None: ...
 
     @abstractmethod
     async def deliver(self, tasks: list[CommittableTask], offsets: dict[TP, int]) -> None: ...
@@ -165,10 +181,10 @@ class CommitUnit(ABC):
     async def commit_offsets(self, offsets: dict[TP, int]) -> None: ...
 
     @abstractmethod
-    def checkpoint(self, tasks: list[CommittableTask], tables: Any) -> None: ...
+    def checkpoint(self, tasks: list[CommittableTask], tables: CommitTables) -> None: ...
 
     @abstractmethod
-    def discard(self, tasks: list[CommittableTask], tables: Any) -> None:
+    def discard(self, tasks: list[CommittableTask], tables: CommitTables | None) -> None:
         """A failed step: drop what may not have reached the changelog."""
 
 
@@ -180,10 +196,10 @@ class AtLeastOnceCommit(CommitUnit):
     def __init__(
         self,
         *,
-        tables: Callable[[], Any],
+        tables: Callable[[], CommitTables | None],
         faults: FaultPoints | None,
-        producer: Callable[[], Any],
-        consumer: Callable[[], Any],
+        producer: Callable[[], Producer],
+        consumer: Callable[[], Consumer | None],
         routes: Callable[[], Mapping[TP, Sequence[CommittableTask]]],
     ) -> None:
         super().__init__(tables=tables, faults=faults)
@@ -213,7 +229,7 @@ class AtLeastOnceCommit(CommitUnit):
         committed = self.committed
         return {tp: off for tp, off in offsets.items() if tp not in blocked and committed.get(tp) != off}
 
-    async def flush_caches(self, tasks: list[CommittableTask], tables: Any) -> None:
+    async def flush_caches(self, tasks: list[CommittableTask], tables: CommitTables) -> None:
         await tables.flush()
 
     async def deliver(self, tasks: list[CommittableTask], offsets: dict[TP, int]) -> None:
@@ -224,10 +240,10 @@ class AtLeastOnceCommit(CommitUnit):
         if offsets and consumer is not None:
             await consumer.commit(offsets)
 
-    def checkpoint(self, tasks: list[CommittableTask], tables: Any) -> None:
+    def checkpoint(self, tasks: list[CommittableTask], tables: CommitTables) -> None:
         tables.checkpoint()
 
-    def discard(self, tasks: list[CommittableTask], tables: Any) -> None:
+    def discard(self, tasks: list[CommittableTask], tables: CommitTables | None) -> None:
         # The shared producer carried every partition's changelog: none of them is known delivered.
         if tables is not None:
             tables.discard(writer=None)
@@ -248,12 +264,12 @@ class ExactlyOnceCommit(CommitUnit):
         committed = self.committed
         return {tp: off for t in tasks for tp, off in t.committable.items() if committed.get(tp) != off}
 
-    def has_writes(self, tasks: list[CommittableTask], tables: Any) -> bool:
+    def has_writes(self, tasks: list[CommittableTask], tables: CommitTables | None) -> bool:
         return any(t.txn is not None and t.txn.in_transaction for t in tasks) or (
             tables is not None and any(tables.dirty(writer=t.id) for t in tasks)
         )
 
-    async def flush_caches(self, tasks: list[CommittableTask], tables: Any) -> None:
+    async def flush_caches(self, tasks: list[CommittableTask], tables: CommitTables) -> None:
         for task in tasks:
             await tables.flush(writer=task.id, producer=task.txn)
 
@@ -265,11 +281,11 @@ class ExactlyOnceCommit(CommitUnit):
     async def commit_offsets(self, offsets: dict[TP, int]) -> None:
         """Already in the committed transaction."""
 
-    def checkpoint(self, tasks: list[CommittableTask], tables: Any) -> None:
+    def checkpoint(self, tasks: list[CommittableTask], tables: CommitTables) -> None:
         for task in tasks:
             tables.checkpoint(writer=task.id)  # the stores get committed values only
 
-    def discard(self, tasks: list[CommittableTask], tables: Any) -> None:
+    def discard(self, tasks: list[CommittableTask], tables: CommitTables | None) -> None:
         for task in tasks:
             if tables is not None:
                 tables.discard(writer=task.id)

@@ -1,5 +1,9 @@
 """The worker process: joins the app's consumer group and runs its tasks on one event loop.
 
+The worker is Kafka Streams' stream thread: start and stop order, the poll -> route -> process ->
+commit loop, its state machine, signals, timers, and the rebalance listener. Which tasks run for
+the assignment is its task manager's (:mod:`agentstream.worker.task_manager`).
+
 Start order (Faust's, which is right): producer -> web -> tables -> consumer -> agents (tasks),
 timers; stop in reverse. Rebalances (eager) suspend everything: revoke stops the tasks after
 their current record and commits; assign builds tasks for the new partition numbers, restores
@@ -16,6 +20,7 @@ import inspect
 import logging
 import signal
 import time
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import runtime
@@ -28,15 +33,16 @@ from ..transport.base import TP, Consumer, TopicSpec
 from . import hooks
 from .assignor import Assignment, PartitionNumberAssignor
 from .commit import AtLeastOnceCommit, CommitUnit, ExactlyOnceCommit
-from .eos import CommitGate, ExactlyOnce
+from .eos import ExactlyOnce
 from .errors import ErrorPolicy
 from .fetcher import Fetcher
-from .partition_group import RecordQueue
 from .status import WorkerStatus, snapshot
 from .task import StreamTask, TaskId
+from .task_manager import TaskManager
 
 if TYPE_CHECKING:
     from ..runtime import FaultPoints
+    from ..tables.manager import TableManager
 
 log = logging.getLogger("agentstream.worker")
 
@@ -92,8 +98,8 @@ class Worker:
         self.errors = ErrorPolicy(app, self._crash)
         self.consumer: Consumer | None = None
         self.fetcher: Fetcher[StreamTask] | None = None
-        self.tasks: dict[TaskId, StreamTask] = {}
-        self.tables: Any = None  # TableManager, set in start() when the app declares tables
+        self.task_manager: TaskManager | None = None  # set in start() with the consumer: the assignment's tasks
+        self.tables: TableManager | None = None  # set in start() when the app declares tables
         self.servers: list[Server] = []  # started beside the worker (see serve())
         self.web_port = web_port if web_port is not None else self.settings.web_port
         self._background: list[asyncio.Task[Any]] = []
@@ -110,7 +116,6 @@ class Worker:
         self.assigned = asyncio.Event()  # set after each assignment's tasks are running
         self.commits = 0
         self.last_commit = time.monotonic()
-        self._retired: dict[str, int] = {}  # records handled per agent by tasks already discarded
 
     def serve(self, server: Server) -> None:
         """Start ``server`` with this worker (after the producer, before tables and the group) and
@@ -150,6 +155,11 @@ class Worker:
         return self.committer.committed if self.committer is not None else {}
 
     @property
+    def tasks(self) -> dict[TaskId, StreamTask]:
+        """The tasks of the current assignment, by id (the task manager's)."""
+        return self.task_manager.tasks if self.task_manager is not None else {}
+
+    @property
     def assignment(self) -> Assignment:
         """What this worker was given in the last rebalance (partition owners by address)."""
         return self.assignor.assignment
@@ -157,21 +167,14 @@ class Worker:
     def agent_totals(self) -> dict[str, int]:
         """Records handled per agent since the worker started (monotonic across rebalances)."""
         totals = dict.fromkeys((a.name for a in self.app.agents), 0)
-        totals.update(self._retired)
-        for task in list(self.tasks.values()):
-            name = task.agent.name
-            totals[name] = totals.get(name, 0) + task.processed
+        if self.task_manager is not None:
+            totals.update(self.task_manager.processed())
         return totals
 
     async def status(self, *, lag: bool = True, keys: bool = True) -> WorkerStatus:
         """This worker's published status: an immutable snapshot (:mod:`agentstream.worker.status`);
         ``lag=False``/``keys=False`` skip the per-partition positions/table key counts (probes, metadata)."""
         return await snapshot(self, now=time.monotonic(), lag=lag, keys=keys)
-
-    def _retire(self, tasks: list[StreamTask]) -> None:
-        """Keep the counts of tasks about to be discarded (a rebalance rebuilds them)."""
-        for task in tasks:
-            self._retired[task.agent.name] = self._retired.get(task.agent.name, 0) + task.processed
 
     @property
     def stopping(self) -> bool:
@@ -249,6 +252,18 @@ class Worker:
                 consumer=lambda: self.consumer,
                 routes=lambda: self.fetcher.routes if self.fetcher else {},
             )
+        self.task_manager = TaskManager(
+            self.topology,
+            settings=s,
+            errors=self.errors,
+            consumer=consumer,
+            fetcher=self.fetcher,
+            committer=self.committer,
+            assignor=self.assignor,
+            tables=self.tables,
+            eos=self.eos,
+            faults=self.faults,
+        )
         consumer.subscribe(self.topology.source_topics, self)
         await consumer.start()
         self._fetch_task = asyncio.ensure_future(self._guard(self.fetcher.run(), "fetcher"))
@@ -293,7 +308,7 @@ class Worker:
         log.info("received %s: finishing current records, committing, leaving the group", sig.name)
         self.request_stop()
 
-    async def _guard(self, coro: Any, what: str) -> None:
+    async def _guard(self, coro: Awaitable[object], what: str) -> None:
         try:
             await coro
         except asyncio.CancelledError:
@@ -323,8 +338,10 @@ class Worker:
         if self._starting is not None:
             self._starting.cancel()
             await asyncio.gather(self._starting, return_exceptions=True)
+        manager = self.task_manager
         tasks = list(self.tasks.values())
-        await self._stop_tasks(tasks)
+        if manager is not None:
+            await manager.suspend(tasks)
         try:
             await asyncio.wait_for(self.commit(final=True), max(deadline - loop.time(), STEP_MIN))
         except TimeoutError:
@@ -336,13 +353,13 @@ class Worker:
         except Exception as exc:
             log.error("final commit failed: %s (records since the last commit will be handled again)", exc)
         tail = loop.time() + STEP_MIN * 2  # what follows the commit shares this much time
-        if self.eos is not None:
-            await self._bounded(self.eos.close_tasks(tasks), "closing task producers", tail)
-        if self._fetch_task is not None and self.fetcher is not None:
-            await self.fetcher.stop(self._fetch_task)
-            self.fetcher.set_routes({})
-        self._retire(tasks)
-        self.tasks.clear()
+        if manager is not None:
+            if self.eos is not None:
+                await self._bounded(manager.close_producers(tasks), "closing task producers", tail)
+            if self._fetch_task is not None and self.fetcher is not None:
+                await self.fetcher.stop(self._fetch_task)
+                manager.unroute()
+            manager.retire(tasks)
         if self.consumer is not None:
             await self._bounded(self.consumer.stop(), "leaving the group", tail)
         if self.tables is not None:
@@ -354,7 +371,7 @@ class Worker:
         self.lifecycle.to(WorkerState.DEAD)
         log.info("worker for %s stopped", self.app.id)
 
-    async def _bounded(self, coro: Any, what: str, deadline: float) -> None:
+    async def _bounded(self, coro: Awaitable[object], what: str, deadline: float) -> None:
         try:
             await asyncio.wait_for(coro, max(deadline - asyncio.get_running_loop().time(), 0.1))
         except TimeoutError:
@@ -363,6 +380,7 @@ class Worker:
             log.warning("%s failed: %s", what, exc)
 
     # -- rebalance listener ----------------------------------------------------------------------------
+    # The consumer calls these once subscribed, which start() does after building the task manager.
     async def on_partitions_revoked(self, revoked: set[TP]) -> None:
         if self.faults is not None:
             self.faults.check("rebalance_revoked")
@@ -373,9 +391,11 @@ class Worker:
         self.assigned.clear()
         if not self.stopping:
             self.lifecycle.to(WorkerState.REBALANCING)
-        tasks = list(self.tasks.values())
+        manager = self.task_manager
+        assert manager is not None
+        tasks = list(manager.tasks.values())
         await hooks.revoked(self, revoked)
-        await self._stop_tasks(tasks)
+        await manager.suspend(tasks)
         try:
             # Routes still known: a partition read by a dirty task stays blocked. Bounded: a hung
             # broker must not hold the rebalance (or a SIGTERM in the middle of it).
@@ -386,19 +406,13 @@ class Worker:
                 "the tasks' table partitions drop their uncommitted writes and restore)",
                 exc,
             )
-        if self.fetcher is not None:
-            self.fetcher.set_routes({})
-        if self.eos is not None:  # eager rebalance: the next owner (maybe us) starts a new producer
-            await self.eos.close_tasks(tasks)
-        self._retire(tasks)
-        self.tasks.clear()
-        if self.tables is not None:
-            await self.tables.on_revoked(dirty=any(t.dirty is not None for t in tasks))
+        await manager.close(tasks)
         if revoked:
             log.info("revoked: %s", format_partitions(revoked))
 
     async def on_partitions_assigned(self, assigned: set[TP]) -> None:
-        assert self.topology is not None and self.fetcher is not None and self.consumer is not None
+        manager = self.task_manager
+        assert manager is not None
         log.info("assigned: %s", format_partitions(assigned))
         if self.stopping:
             return
@@ -407,60 +421,13 @@ class Worker:
             self.lifecycle.to(WorkerState.REBALANCING)
         if self.faults is not None:
             self.faults.check("rebalance_assigned")
-        consumer = self.consumer
+        tasks = manager.create(assigned)
+        self._starting = asyncio.ensure_future(self._start_assignment(manager, tasks))
 
-        def lagging(q: RecordQueue) -> bool | None:
-            """True: the broker has records past the buffer; None: not known (no fetch answered, or
-            nothing fetched yet, so the position is unknown here)."""
-            hw = consumer.highwater(q.tp)
-            if hw is None or q.next_offset is None:
-                return None
-            return q.next_offset < hw
-
-        tasks: dict[TaskId, StreamTask] = {}
-        for st in self.topology.subtopologies:
-            by_number: dict[int, list[TP]] = {}
-            for name in st.source_topics:
-                for tp in assigned:
-                    if tp.topic == name:
-                        by_number.setdefault(tp.partition, []).append(tp)
-            for number, tps in by_number.items():
-                tid = TaskId(st.id, number)
-                tasks[tid] = StreamTask(
-                    tid,
-                    st,
-                    tps,
-                    errors=self.errors,
-                    max_task_idle=self.settings.max_task_idle,
-                    buffer_max_records=self.settings.buffer_max_records,
-                    lagging=lagging,
-                    on_drained=self.fetcher.drained,
-                    restart_max=self.settings.agent_restart_max,
-                    restart_backoff=self.settings.agent_restart_backoff,
-                )
-                if self.eos is not None:
-                    tasks[tid].gate = CommitGate()
-                tasks[tid].faults = self.faults
-        routes: dict[TP, list[StreamTask]] = {}
-        for task in tasks.values():
-            for tp in task.partitions:
-                routes.setdefault(tp, []).append(task)
-        self.tasks = tasks
-        if self.committer is not None:
-            self.committer.committed.clear()
-        self.fetcher.set_routes(routes)
-        self._starting = asyncio.ensure_future(self._restore_and_start(tasks))
-
-    async def _restore_and_start(self, tasks: dict[TaskId, StreamTask]) -> None:
+    async def _start_assignment(self, manager: TaskManager, tasks: list[StreamTask]) -> None:
+        """Restore and start the assignment's tasks, then run: a failure crashes the worker."""
         try:
-            for task in tasks.values():
-                task.restoring()
-            if self.eos is not None:  # before restoring: fences the old owners, aborting their transactions
-                await self.eos.start_tasks(tasks.values())
-            if self.tables is not None:
-                await self.tables.on_assigned(self.assignor.assignment)
-            for task in tasks.values():
-                task.start()
+            await manager.restore_and_start(tasks)
             if self.lifecycle.state is WorkerState.REBALANCING:
                 self.lifecycle.to(WorkerState.RUNNING)
             self.assigned.set()
@@ -473,9 +440,6 @@ class Worker:
                 return
             log.exception("could not start tasks after the assignment: %s", exc)
             self._crash(exc)
-
-    async def _stop_tasks(self, tasks: list[StreamTask]) -> None:
-        await asyncio.gather(*(t.stop(self.settings.shutdown_timeout) for t in tasks))
 
     # -- commit ------------------------------------------------------------------------------------------
     async def commit(self, *, final: bool = False) -> bool:

@@ -1,0 +1,159 @@
+"""The task manager: which tasks the worker runs for its assignment (Kafka Streams' TaskManager).
+
+The worker (:mod:`agentstream.worker.worker`, the stream thread: poll loop, commits, states,
+signals) is the consumer's rebalance listener and calls this at each step of a rebalance. Here an
+assignment becomes tasks (one per sub-topology and partition number), each partition's records
+are routed to the tasks that read it, the tasks restore and start; on revoke or stop they finish
+their current record, close (their producers under exactly_once, their table partitions) and are
+forgotten, their record counts kept. The commit between stopping and closing is the worker's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from .eos import CommitGate
+from .task import StreamTask, TaskId
+
+if TYPE_CHECKING:
+    from ..runtime import FaultPoints
+    from ..settings import Settings
+    from ..tables.manager import TableManager
+    from ..topology import Topology
+    from ..transport.base import TP, Consumer
+    from .assignor import PartitionNumberAssignor
+    from .commit import CommitUnit
+    from .eos import ExactlyOnce
+    from .errors import ErrorPolicy
+    from .fetcher import Fetcher
+    from .partition_group import RecordQueue
+
+__all__ = ["TaskManager"]
+
+
+class TaskManager:
+    """Owns the worker's active tasks: creates them from an assignment, restores and starts them,
+    stops and closes them; ``tasks`` maps each task id to its task, ``retired`` keeps the records
+    handled per agent by tasks already closed (a rebalance rebuilds every task)."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        *,
+        settings: Settings,
+        errors: ErrorPolicy,
+        consumer: Consumer,
+        fetcher: Fetcher[StreamTask],
+        committer: CommitUnit,
+        assignor: PartitionNumberAssignor,
+        tables: TableManager | None,
+        eos: ExactlyOnce | None,
+        faults: FaultPoints | None,
+    ) -> None:
+        self.topology = topology
+        self.settings = settings
+        self.errors = errors
+        self.consumer = consumer
+        self.fetcher = fetcher
+        self.committer = committer
+        self.assignor = assignor
+        self.tables = tables
+        self.eos = eos
+        self.faults = faults
+        self.tasks: dict[TaskId, StreamTask] = {}
+        self.retired: dict[str, int] = {}
+
+    def processed(self) -> dict[str, int]:
+        """Records handled per agent by the tasks of this worker, closed ones included."""
+        totals = dict(self.retired)
+        for task in list(self.tasks.values()):
+            name = task.agent.name
+            totals[name] = totals.get(name, 0) + task.processed
+        return totals
+
+    # -- assignment ------------------------------------------------------------------------------
+    def create(self, assigned: set[TP]) -> list[StreamTask]:
+        """One task per sub-topology and assigned partition number, routed from its partitions
+        (created, not started: :meth:`restore_and_start` follows)."""
+        tasks: dict[TaskId, StreamTask] = {}
+        for st in self.topology.subtopologies:
+            by_number: dict[int, list[TP]] = {}
+            for name in st.source_topics:
+                for tp in assigned:
+                    if tp.topic == name:
+                        by_number.setdefault(tp.partition, []).append(tp)
+            for number, tps in by_number.items():
+                tid = TaskId(st.id, number)
+                tasks[tid] = StreamTask(
+                    tid,
+                    st,
+                    tps,
+                    errors=self.errors,
+                    max_task_idle=self.settings.max_task_idle,
+                    buffer_max_records=self.settings.buffer_max_records,
+                    lagging=self._lagging,
+                    on_drained=self.fetcher.drained,
+                    restart_max=self.settings.agent_restart_max,
+                    restart_backoff=self.settings.agent_restart_backoff,
+                )
+                if self.eos is not None:
+                    tasks[tid].gate = CommitGate()
+                tasks[tid].faults = self.faults
+        routes: dict[TP, list[StreamTask]] = {}
+        for task in tasks.values():
+            for tp in task.partitions:
+                routes.setdefault(tp, []).append(task)
+        self.tasks = tasks
+        self.committer.committed.clear()
+        self.fetcher.set_routes(routes)
+        return list(tasks.values())
+
+    def _lagging(self, q: RecordQueue) -> bool | None:
+        """True: the broker has records past the buffer; None: not known (no fetch answered, or
+        nothing fetched yet, so the position is unknown here)."""
+        hw = self.consumer.highwater(q.tp)
+        if hw is None or q.next_offset is None:
+            return None
+        return q.next_offset < hw
+
+    async def restore_and_start(self, tasks: list[StreamTask]) -> None:
+        """Restore the tasks' table partitions, then start the tasks (exactly_once: their producers
+        first, which fences the previous owners and aborts their open transactions)."""
+        for task in tasks:
+            task.restoring()
+        if self.eos is not None:
+            await self.eos.start_tasks(tasks)
+        if self.tables is not None:
+            await self.tables.on_assigned(self.assignor.assignment)
+        for task in tasks:
+            task.start()
+
+    # -- revoke and stop -------------------------------------------------------------------------
+    async def suspend(self, tasks: list[StreamTask]) -> None:
+        """Let the tasks finish their current record and stop (before their last commit)."""
+        await asyncio.gather(*(t.stop(self.settings.shutdown_timeout) for t in tasks))
+
+    async def close(self, tasks: list[StreamTask]) -> None:
+        """After a revoke's commit: no partition reaches the tasks, their producers close, their
+        counts are kept, and their table partitions turn standby (dropping what a dirty task wrote)."""
+        self.unroute()
+        await self.close_producers(tasks)  # eager rebalance: the next owner (maybe us) starts a new producer
+        self.retire(tasks)
+        if self.tables is not None:
+            await self.tables.on_revoked(dirty=any(t.dirty is not None for t in tasks))
+
+    def unroute(self) -> None:
+        """No partition's records reach a task any more."""
+        self.fetcher.set_routes({})
+
+    async def close_producers(self, tasks: list[StreamTask]) -> None:
+        """exactly_once: abort the tasks' open transactions and close their producers."""
+        if self.eos is not None:
+            await self.eos.close_tasks(tasks)
+
+    def retire(self, tasks: list[StreamTask]) -> None:
+        """Forget the tasks, keeping their record counts."""
+        for task in tasks:
+            self.retired[task.agent.name] = self.retired.get(task.agent.name, 0) + task.processed
+        self.tasks.clear()
