@@ -25,7 +25,7 @@ from uuid import UUID
 import orjson
 from mypy_extensions import mypyc_attr
 
-from .exceptions import ConfigError, SerializationError, ValidationError, ValueDecodeError
+from .exceptions import ConfigError, SerializationError, ValidationError, ValueDecodeError, caused
 from .models import FAUST_KEY, FieldError, Record, json_dumps, lookup_model, type_decoder
 
 __all__ = [
@@ -173,7 +173,7 @@ class TypedRawCodec:
             return self._parse(raw)
         except (ValueError, TypeError, ArithmeticError) as exc:
             name = getattr(self.type_, "__name__", str(self.type_))
-            raise ValueDecodeError(f"raw payload {_preview(raw)} is not a {name}: {exc}") from exc
+            raise caused(ValueDecodeError(f"raw payload {_preview(raw)} is not a {name}: {exc}"), exc) from exc
 
 
 def _text_parser(type_: Any) -> Callable[[bytes], Any]:
@@ -212,7 +212,7 @@ class StrCodec:
         try:
             return (data if type(data) is bytes else bytes(data)).decode("utf-8")  # no copy for bytes
         except UnicodeDecodeError as exc:
-            raise ValueDecodeError(f"invalid UTF-8 in 'str' payload {_preview(data)}: {exc}") from exc
+            raise caused(ValueDecodeError(f"invalid UTF-8 in 'str' payload {_preview(data)}: {exc}"), exc) from exc
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # public: an app may subclass a built-in codec
@@ -247,7 +247,7 @@ class JSONCodec:
         try:
             value = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
-            raise ValueDecodeError(f"invalid JSON ({exc}) in payload {_preview(data)}") from exc
+            raise caused(ValueDecodeError(f"invalid JSON ({exc}) in payload {_preview(data)}"), exc) from exc
         if type(value) is self._exact:
             return value
         if self._convert is None:
@@ -255,13 +255,13 @@ class JSONCodec:
                 try:
                     return revive(value)
                 except ValidationError as exc:
-                    raise ValueDecodeError(f"cannot decode a tagged record: {exc}") from exc
+                    raise caused(ValueDecodeError(f"cannot decode a tagged record: {exc}"), exc) from exc
             return value
         try:
             return self._convert(value)
         except FieldError as exc:
             name = getattr(self.type_, "__name__", str(self.type_))
-            raise ValueDecodeError(f"JSON payload does not fit {name}: {exc}") from exc
+            raise caused(ValueDecodeError(f"JSON payload does not fit {name}: {exc}"), exc) from exc
 
 
 _JSON_SCALARS = frozenset({str, int, float, bool})
@@ -301,7 +301,7 @@ class BinaryCodec:
         try:
             return base64.b64decode(data, validate=True)
         except (binascii.Error, ValueError) as exc:
-            raise ValueDecodeError(f"invalid base64 in 'binary' payload {_preview(data)}: {exc}") from exc
+            raise caused(ValueDecodeError(f"invalid base64 in 'binary' payload {_preview(data)}: {exc}"), exc) from exc
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # public: an app may subclass a built-in codec
@@ -317,7 +317,7 @@ class PickleCodec:
         try:
             return base64.b64encode(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
-            raise SerializationError(f"cannot pickle {type(obj).__name__}: {exc}") from exc
+            raise caused(SerializationError(f"cannot pickle {type(obj).__name__}: {exc}"), exc) from exc
 
     def loads(self, data: bytes | None) -> Any:
         if data is None:
@@ -325,7 +325,7 @@ class PickleCodec:
         try:
             return pickle.loads(base64.b64decode(data, validate=True))
         except Exception as exc:  # unpickling can raise almost anything
-            raise ValueDecodeError(f"cannot unpickle payload {_preview(data)}: {exc!r}") from exc
+            raise caused(ValueDecodeError(f"cannot unpickle payload {_preview(data)}: {exc!r}"), exc) from exc
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # public: an app may subclass a built-in codec
@@ -360,15 +360,16 @@ class RecordCodec:
         try:
             decoded = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
-            raise ValueDecodeError(
-                f"cannot decode {model.__name__}: invalid JSON ({exc}) in payload {_preview(data)}"
+            raise caused(
+                ValueDecodeError(f"cannot decode {model.__name__}: invalid JSON ({exc}) in payload {_preview(data)}"),
+                exc,
             ) from exc
         try:
             if type(decoded) is dict and FAUST_KEY in decoded:  # Faust's polymorphic records
                 model = lookup_model(decoded, model) or model
             return model.from_data(decoded)
         except ValidationError as exc:
-            raise ValueDecodeError(f"cannot decode {model.__name__}: {exc}") from exc
+            raise caused(ValueDecodeError(f"cannot decode {model.__name__}: {exc}"), exc) from exc
 
 
 # --------------------------------------------------------------------------------------------
@@ -428,7 +429,8 @@ class _Chain:
         for codec in self.codecs:
             if data is None:
                 return None
-            data = codec.dumps(data)
+            dumps: Any = codec.dumps  # Any: a codec may give a bytearray (compiled code checks types)
+            data = dumps(data)
         return data  # type: ignore[no-any-return]
 
     def loads(self, data: bytes | None) -> Any:
@@ -445,14 +447,14 @@ class _Prepared:
     is then built into the declared Record type, as Faust prepares typed payloads."""
 
     def __init__(self, inner: Codec, model: type[Record]) -> None:
-        self.inner = inner
+        self.inner: Any = inner  # Any: a codec may give a bytearray (compiled code checks types)
         self.model = model
 
     def __repr__(self) -> str:
         return f"{self.inner!r} -> {self.model.__qualname__}"
 
     def dumps(self, obj: Any) -> bytes | None:
-        return self.inner.dumps(obj)
+        return self.inner.dumps(obj)  # type: ignore[no-any-return]  # bytes from a well-behaved codec
 
     def loads(self, data: bytes | None) -> Any:
         value = self.inner.loads(data)
@@ -464,7 +466,7 @@ class _Prepared:
             try:
                 return (lookup_model(value, self.model) or self.model).from_data(value)
             except ValidationError as exc:
-                raise ValueDecodeError(f"cannot decode {self.model.__name__}: {exc}") from exc
+                raise caused(ValueDecodeError(f"cannot decode {self.model.__name__}: {exc}"), exc) from exc
         return value
 
 

@@ -6,6 +6,17 @@ user at start-up or in a worker log, far from the line of code that caused them.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+_E = TypeVar("_E", bound=BaseException)
+
+
+def caused(error: _E, cause: BaseException) -> _E:
+    """``error`` with ``cause`` as its ``__cause__``: ``raise caused(E(...), exc)`` is ``raise E(...)
+    from exc`` in compiled modules too (mypyc drops a raise statement's ``from``)."""
+    error.__cause__ = cause
+    return error
+
 
 class AgentStreamError(Exception):
     """Root of every error agentstream raises on purpose."""

@@ -104,7 +104,8 @@ class Topic:
     def _dumps(codec: codecs.Codec, obj: Any) -> bytes | None:
         """``codec.dumps(obj)`` as bytes: a codec may give a bytearray or memoryview (the producer
         hashes and stores the key; the compiled build would refuse anything but the declared bytes)."""
-        data: Any = codec.dumps(obj)
+        dumps: Any = codec.dumps  # Any: compiled code would refuse a bytearray at the call
+        data = dumps(obj)
         return data if data is None or type(data) is bytes else bytes(data)
 
     async def send(

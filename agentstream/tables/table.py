@@ -26,7 +26,7 @@ from mypy_extensions import mypyc_attr
 
 from .. import codecs
 from ..events import current_event
-from ..exceptions import SerializationError, TopologyError
+from ..exceptions import SerializationError, TopologyError, caused
 from ..models import Record
 from ..naming import changelog_topic_name, faust_naming
 from ..runtime import current_task, runtime_for
@@ -162,7 +162,9 @@ class Table(Rows):
                 if isinstance(key, (bytes, bytearray))
                 else ""
             )
-            raise SerializationError(f"table {self.name!r} cannot encode key {key!r}: {exc}{hint}") from exc
+            raise caused(
+                SerializationError(f"table {self.name!r} cannot encode key {key!r}: {exc}{hint}"), exc
+            ) from exc
         if encoded is None:
             raise KeyError("a table key cannot be None")
         kb = encoded if type(encoded) is bytes else bytes(encoded)

@@ -14,16 +14,20 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from mypy_extensions import mypyc_attr
-
 from ..transport.base import TP, Message
 
 __all__ = ["RecordQueue", "PartitionGroup", "Wait"]
 
 
-@mypyc_attr(native_class=False)  # a float subclass: a plain Python class inside the compiled module
-class Wait(float):
-    """Returned by :meth:`PartitionGroup.next` when the task should wait this many seconds."""
+class Wait:
+    """Returned by :meth:`PartitionGroup.next` when the task should wait ``seconds`` for a
+    lagging input before it takes a record."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def __repr__(self) -> str:
+        return f"Wait({self.seconds})"
 
 
 FETCH_WAIT = 1.0

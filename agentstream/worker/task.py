@@ -112,7 +112,7 @@ class StreamTask(PolledInput):
         self.gate: CommitGate | None = None
         self.txn: TaskTransaction | None = None
         self.faults: FaultPoints | None = None
-        self._wait: Wait | None = None  # left by _take(): how long to wait for a lagging input
+        self._wait: float | None = None  # left by _take(): how long to wait for a lagging input
         self._undecodable: tuple[Message, TP, Exception] | None = None  # left by _take() for the policy
         # The stream's async pull (StreamInput.next_event): an attribute, not a method, so start()
         # picks it once, when it knows whether a gate or fault points are in the way, and the
@@ -185,10 +185,10 @@ class StreamTask(PolledInput):
         item = group.next()
         if item is None:
             return None
-        if type(item) is Wait:
-            self._wait = item  # type: ignore[assignment]
+        if isinstance(item, Wait):
+            self._wait = item.seconds
             return None
-        message: Message = item  # type: ignore[assignment]
+        message: Message = item
         q = group.last
         assert q is not None
         tp = q.tp

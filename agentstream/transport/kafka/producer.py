@@ -21,7 +21,7 @@ from typing import Any
 from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped,unused-ignore]
 from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unused-ignore]
 
-from ...exceptions import ProducerError, TransactionsUnsupported, TransportError
+from ...exceptions import ProducerError, TransactionsUnsupported, TransportError, caused
 from ..base import TP, Delivery, Headers
 from .accumulator import Accumulator
 from .batches import OpenBatch, RecordDelivery
@@ -84,12 +84,18 @@ class KafkaProducer:
             if self.transactional_id is not None and not isinstance(exc, kafka_errors.KafkaConnectionError):
                 # InitProducerId failed: the broker has no transaction coordinator (tansu answers
                 # UnknownError at once). Say which setting needs it instead of degrading silently.
-                raise TransactionsUnsupported(
-                    ",".join(self._bootstrap), f"InitProducerId for {self.transactional_id!r}: {describe(exc)}"
+                raise caused(
+                    TransactionsUnsupported(
+                        ",".join(self._bootstrap), f"InitProducerId for {self.transactional_id!r}: {describe(exc)}"
+                    ),
+                    exc,
                 ) from exc
-            raise TransportError(
-                f"producer could not connect to {','.join(self._bootstrap)}: {describe(exc)}. "
-                "Fix: check the broker URL and that the broker is running"
+            raise caused(
+                TransportError(
+                    f"producer could not connect to {','.join(self._bootstrap)}: {describe(exc)}. "
+                    "Fix: check the broker URL and that the broker is running"
+                ),
+                exc,
             ) from exc
         self._producer = producer
         self._loop = asyncio.get_running_loop()
@@ -207,7 +213,7 @@ class KafkaProducer:
         try:
             await producer.flush()
         except kafka_errors.KafkaError as exc:
-            raise ProducerError(f"flush failed: {describe(exc)}") from exc
+            raise caused(ProducerError(f"flush failed: {describe(exc)}"), exc) from exc
         unresolved = [b.delivered for b in waiting if not b.delivered.done()]
         if unresolved:
             await asyncio.wait(unresolved)
@@ -221,7 +227,7 @@ class KafkaProducer:
         try:
             partitions = await self._require().partitions_for(topic)
         except kafka_errors.KafkaError as exc:
-            raise error(f"{what}: {describe(exc)}") from exc
+            raise caused(error(f"{what}: {describe(exc)}"), exc) from exc
         return len(partitions)
 
     # -- transactions (:mod:`.transactions`) ------------------------------------------------------
