@@ -6,8 +6,9 @@ import asyncio
 from collections.abc import Callable
 
 
-async def until(pred: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    """Poll ``pred`` every 2 ms; fail naming ``what`` if it is not true within ``timeout`` seconds."""
+async def until(pred: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Poll ``pred`` every 2 ms; fail naming ``what`` if it is not true within ``timeout`` seconds
+    (a bound on failure, not on speed: generous for a loaded CI machine)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not pred():

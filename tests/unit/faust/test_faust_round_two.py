@@ -312,7 +312,7 @@ async def test_several_names_and_pattern_topics() -> None:
     worker = Worker(app)
     await worker.start()
     try:
-        await asyncio.wait_for(worker.assigned.wait(), 10)
+        await asyncio.wait_for(worker.assigned.wait(), 30)
         for name, v in (("n1", 1), ("n2", 2), ("orders-eu", 3), ("orders-us", 4), ("other", 5)):
             await app.topic(name).send(value=v)
         await _until(lambda: len(both) == 2 and len(matched) == 2)
@@ -359,7 +359,7 @@ async def test_existing_source_topic_keeps_its_partition_count() -> None:
         worker = Worker(app)
         await worker.start()
         try:
-            await asyncio.wait_for(worker.assigned.wait(), 10)
+            await asyncio.wait_for(worker.assigned.wait(), 30)
             assert app.topics["src"].partitions == 2
             await app.topics["src"].send(value=1, key="k")
             await _until(lambda: seen == [1])
