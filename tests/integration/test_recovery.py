@@ -38,7 +38,7 @@ def restores(worker: Worker) -> list[tuple[list[int], int]]:
     ]
 
 
-def wait_until(predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+def wait_until(predicate, timeout: float = 120.0) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

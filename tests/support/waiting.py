@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 
 async def until(pred: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
@@ -14,3 +14,12 @@ async def until(pred: Callable[[], bool], what: str, timeout: float = 30.0) -> N
     while not pred():
         assert loop.time() < deadline, f"timed out waiting for: {what}"
         await asyncio.sleep(0.002)
+
+
+async def until_async(pred: Callable[[], Awaitable[bool]], what: str, timeout: float = 30.0) -> None:
+    """:func:`until` for a condition that must be awaited (a consumer's committed offset), every 10 ms."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await pred():
+        assert loop.time() < deadline, f"timed out waiting for: {what}"
+        await asyncio.sleep(0.01)

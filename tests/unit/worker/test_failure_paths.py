@@ -367,7 +367,7 @@ async def test_ask_gets_its_reply_from_an_agent_over_a_filtered_stream() -> None
     await worker.start()
     try:
         await until(worker.assigned.is_set)
-        assert await double.ask(21, timeout=10) == 42
+        assert await double.ask(21, timeout=30) == 42
     finally:
         await worker.stop()
 
