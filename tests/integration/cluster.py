@@ -101,7 +101,7 @@ class Worker:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def wait_log(self, pattern: str, timeout: float = 60.0, count: int = 1) -> re.Match[str]:
+    def wait_log(self, pattern: str, timeout: float = 120.0, count: int = 1) -> re.Match[str]:
         """Wait for the ``count``-th match of ``pattern`` in the log and return it."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -119,7 +119,7 @@ class Worker:
         m = re.search(re.escape(topic) + r"\[([0-9, ]*)\]", lines[-1])
         return {int(x) for x in m.group(1).split(",") if x.strip()} if m else set()
 
-    def terminate(self, timeout: float = 30.0) -> int:
+    def terminate(self, timeout: float = 60.0) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         code = self.proc.wait(timeout)
@@ -155,24 +155,48 @@ def feed(bootstrap: str, texts: list[str], topic: str = "sentences") -> None:
 
 
 class Feeder(threading.Thread):
-    """Feeds ``texts`` in chunks with pauses, so workers can join and leave while data flows."""
+    """Feeds ``texts`` in chunks with pauses, so workers can join and leave while data flows.
 
-    def __init__(self, bootstrap: str, texts: list[str], *, chunk: int = 500, pause: float = 0.25) -> None:
+    With ``hold_at``, the feed stops before that many sentences until :meth:`release` (or
+    :meth:`finish`): the rest is still to come after the membership change the test makes, however
+    long a loaded machine takes for it, so "mid-stream" holds by construction, not by timing."""
+
+    def __init__(
+        self, bootstrap: str, texts: list[str], *, chunk: int = 500, pause: float = 0.25, hold_at: int | None = None
+    ) -> None:
         super().__init__(daemon=True)
         self.bootstrap, self.texts, self.chunk, self.pause = bootstrap, texts, chunk, pause
+        self.hold_at = len(texts) if hold_at is None else hold_at
+        self._released = threading.Event()
         self.sent = 0
         self.error: BaseException | None = None
 
     def run(self) -> None:
         try:
             for i in range(0, len(self.texts), self.chunk):
+                if i >= self.hold_at:
+                    self._released.wait()
                 feed(self.bootstrap, self.texts[i : i + self.chunk])
                 self.sent = min(len(self.texts), i + self.chunk)
                 time.sleep(self.pause)
         except BaseException as exc:  # surfaced by finish()
             self.error = exc
 
+    def release(self) -> None:
+        """Let the feed go on past ``hold_at``."""
+        self._released.set()
+
+    def wait_sent(self, n: int, timeout: float = 120.0) -> None:
+        """Until at least ``n`` sentences were sent (fails if the feeder died or stalled)."""
+        deadline = time.monotonic() + timeout
+        while self.sent < n:
+            if not self.is_alive():
+                raise AssertionError(f"the feeder stopped after {self.sent} sentences: {self.error!r}")
+            assert time.monotonic() < deadline, f"the feeder sent {self.sent} of {n} sentences in {timeout}s"
+            time.sleep(0.05)
+
     def finish(self, timeout: float = 120.0) -> None:
+        self.release()
         self.join(timeout)
         assert not self.is_alive(), "feeder did not finish"
         if self.error is not None:

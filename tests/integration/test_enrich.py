@@ -124,7 +124,7 @@ async def _create_topics(url: str) -> None:
 
 
 def wait_outputs(
-    bootstrap: str, enriched: set[tuple[Any, ...]], paid: set[tuple[Any, ...]], timeout: float = 60.0
+    bootstrap: str, enriched: set[tuple[Any, ...]], paid: set[tuple[Any, ...]], timeout: float = 120.0
 ) -> tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]]:
     """Poll the output topics until they hold every expected result (or the timeout passes)."""
     deadline = time.monotonic() + timeout
@@ -155,7 +155,7 @@ class Feeder(threading.Thread):
         except BaseException as exc:  # surfaced by finish()
             self.error = exc
 
-    def finish(self, timeout: float = 60.0) -> None:
+    def finish(self, timeout: float = 120.0) -> None:
         self.join(timeout)
         assert not self.is_alive(), "feeder did not finish"
         if self.error is not None:
@@ -174,7 +174,7 @@ def test_enrich_two_workers_then_kill9_and_restart(
     w2 = Worker("w2", fresh_broker.url, tmp_path / "w2", logs, app="apps.enrich")
     workers = [w1, w2]
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while not (
             w1.log().count("assigned: ")
             and w2.log().count("assigned: ")
@@ -208,7 +208,7 @@ def test_enrich_two_workers_then_kill9_and_restart(
         workers.append(w2b)
         feeder.finish()
         enriched, paid = reference(custs, flow)
-        got_e, got_p = wait_outputs(fresh_broker.bootstrap, enriched, paid, timeout=90)
+        got_e, got_p = wait_outputs(fresh_broker.bootstrap, enriched, paid, timeout=150)
         assert got_p >= paid, f"lost {len(paid - got_p)} paid-orders results, e.g. {sorted(paid - got_p)[:5]}"
         assert got_e >= enriched, f"lost {len(enriched - got_e)} enriched orders"
         assert got_p == paid and got_e == enriched  # and nothing that is not a join result

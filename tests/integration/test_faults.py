@@ -65,7 +65,7 @@ def test_exactly_once_is_refused_by_a_broker_without_transactions(
         env={"AGENTSTREAM_PROCESSING_GUARANTEE": "exactly_once"},
     )
     try:
-        code = w.proc.wait(60)
+        code = w.proc.wait(120)
         log = w.log()
         assert code != 0, log
         assert "processing_guarantee" in log and "at_least_once" in log and "InitProducerId" in log, log[-2000:]
@@ -296,7 +296,7 @@ def test_unwritable_data_dir_stops_the_worker_with_a_clear_error_and_loses_nothi
     try:
         w1.wait_log(r"assigned: .*sentences\[")
         feed(fresh_broker.bootstrap, texts[:4000])
-        w1.wait_log(r"restored", timeout=30)
+        w1.wait_log(r"restored")
         time.sleep(1.0)
         for path in [data, *data.rglob("*")]:
             if path.is_dir():

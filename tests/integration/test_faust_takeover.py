@@ -173,13 +173,13 @@ def test_agentstream_continues_a_stopped_faust_app(faust_python: Path, fresh_bro
     try:
         faust.wait_ready()
         feed(bootstrap, part_a, topic=source)
-        got = _wait_counts(bootstrap, output, true_counts(part_a), timeout=60)
+        got = _wait_counts(bootstrap, output, true_counts(part_a), timeout=120)
         assert all(got.get(w, 0) >= c for w, c in true_counts(part_a).items()), "Faust did not count part A"
         words_a = sum(true_counts(part_a).values())
         feeder.start()
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while len(read_topic(bootstrap, output)) <= words_a and time.monotonic() < deadline:
-            pass  # until Faust has counted some of part B
+            time.sleep(0.2)  # until Faust has counted some of part B
         assert faust.stop() == 0, faust.log()[-3000:]
     finally:
         faust.kill()
@@ -204,10 +204,10 @@ def test_agentstream_continues_a_stopped_faust_app(faust_python: Path, fresh_bro
         env=dict(env, TAKEOVER_ENGINE="agentstream"),
     )
     try:
-        worker.wait_log(r"worker for \S+ started", timeout=60)
+        worker.wait_log(r"worker for \S+ started")
         feed(bootstrap, part_c, topic=source)
         expected = true_counts(texts)
-        got = _wait_counts(bootstrap, output, expected, timeout=60)
+        got = _wait_counts(bootstrap, output, expected, timeout=120)
     finally:
         code = worker.terminate()
     log = worker.log()
@@ -243,7 +243,7 @@ def test_agentstream_continues_a_stopped_faust_app(faust_python: Path, fresh_bro
         feed(bootstrap, part_d, topic=source)
         final_expected = true_counts(texts + part_d)
         back = _wait_counts(
-            bootstrap, output, {w: got.get(w, 0) + c for w, c in true_counts(part_d).items()}, timeout=60
+            bootstrap, output, {w: got.get(w, 0) + c for w, c in true_counts(part_d).items()}, timeout=120
         )
     finally:
         faust.stop()

@@ -147,7 +147,7 @@ def test_metadata_and_metrics_agree_across_workers(cluster: Cluster) -> None:
 
     # The two workers together hold every word exactly once (RocksDB counts are refreshed every
     # couple of seconds, so poll until they are current).
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while (total := table_keys()) != len(cluster.expected) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert total == len(cluster.expected)

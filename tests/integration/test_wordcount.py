@@ -3,7 +3,6 @@ and another leaving (SIGTERM) mid-stream."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -66,17 +65,18 @@ def test_worker_joins_and_another_leaves_mid_stream(
     try:
         for w in workers:
             w.wait_log(r"assigned: .*sentences\[")
-        feeder = Feeder(fresh_broker.bootstrap, texts, chunk=500, pause=0.25)
+        # the last quarter waits until w1 has left: on a loaded machine the join and the leave may
+        # take longer than the rest of the feed would
+        feeder = Feeder(fresh_broker.bootstrap, texts, chunk=500, pause=0.25, hold_at=12000)
         feeder.start()
-        while feeder.sent < 3000:
-            time.sleep(0.05)
+        feeder.wait_sent(3000)
         w3 = Worker("w3", fresh_broker.url, tmp_path / "w3", logs)  # joins mid-stream
         workers.append(w3)
         w3.wait_log(r"assigned: .*sentences\[")
         assert feeder.is_alive(), "the feed ended before the third worker joined: not mid-stream"
         assert w1.terminate() == 0  # leaves mid-stream (SIGTERM)
         assert feeder.is_alive(), "the feed ended before the first worker left: not mid-stream"
-        feeder.finish()
+        feeder.finish()  # releases the held quarter
         expected = true_counts(texts)
         got = wait_counts(fresh_broker.bootstrap, expected)
         diff = {w: (got.get(w), c) for w, c in expected.items() if got.get(w) != c}

@@ -12,6 +12,7 @@ import agentstream
 from agentstream.testing import AppHarness
 from agentstream.transport.memory import MemoryTransport
 from agentstream.transport.partitioner import default_partition
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.asyncio
 
@@ -178,7 +179,7 @@ async def test_agent_error_stop_policy_stops_without_committing() -> None:
         for i in range(5):
             await h.send("src", i)
         with pytest.raises(Exception, match="two is bad|policy is 'stop'"):
-            await h.wait_idle(timeout=5)
+            await h.wait_idle()
         committed = await h.worker.consumer.committed(agentstream.transport.base.TP("src", 0))
         assert committed is None or committed <= 2
 
@@ -260,7 +261,6 @@ async def test_through_continues_from_the_new_topic_in_a_new_sub_topology() -> N
 
 
 async def test_timer_and_startup_task_run() -> None:
-    import asyncio
 
     app = agentstream.App("timer-test", broker="memory://", topic_partitions=1)
     ticks = app.topic("ticks", value_type=int)
@@ -281,10 +281,7 @@ async def test_timer_and_startup_task_run() -> None:
             got.append(value)
 
     async with AppHarness(app):
-        for _ in range(200):
-            if len(got) >= 3:
-                break
-            await asyncio.sleep(0.02)
+        await until(lambda: len(got) >= 3, "three timer records consumed")
     assert started == [True]
     assert len(got) >= 3
 

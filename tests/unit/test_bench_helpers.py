@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bench import common
 from bench.backlog_case import memory_profile
 from bench.run import _merge_rows
@@ -123,22 +125,30 @@ class _Producer:
         return fut
 
 
-async def test_batch_sender_ships_full_and_lingered_batches_and_flushes_the_rest() -> None:
-    import asyncio
+async def test_batch_sender_ships_full_and_lingered_batches_and_flushes_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import types
 
+    from bench import raw_loop
     from bench.raw_loop import BatchSender
 
+    # The sender's own clock, moved by the test: a loaded machine that stalls the test between
+    # two steps must not make "c" linger before the test says so.
+    now = [1000.0]
+    monkeypatch.setattr(raw_loop, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
     producer = _Producer()
     sender = BatchSender(producer, {"t": 1}, linger=0.05)  # type: ignore[arg-type]
     assert sender.due_in() is None
     for key in (b"a", b"b", b"c"):
         await sender.send("t", key, b"v")
     assert producer.sent == [("t", 0, [b"a", b"b"])]  # full: shipped at once
+    now[0] += 0.01
     due = sender.due_in()
     assert due is not None and 0 < due <= 0.05
     await sender.ship()
     assert len(producer.sent) == 1  # "c" has not lingered yet
-    await asyncio.sleep(0.06)
+    now[0] += 0.05
     await sender.ship()
     assert producer.sent[-1] == ("t", 0, [b"c"]) and sender.due_in() is None
     await sender.send("t", b"d", b"v")

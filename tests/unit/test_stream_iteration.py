@@ -9,6 +9,7 @@ import pytest
 
 import agentstream
 from agentstream.testing import AppHarness
+from tests.support.waiting import until_async
 
 pytestmark = pytest.mark.asyncio
 
@@ -28,9 +29,14 @@ async def test_noack_iterated_by_value_commits_only_past_acknowledged_records() 
     async with AppHarness(app) as h:
         for i in range(6):
             await h.send("t", i)
-        with pytest.raises(TimeoutError):
-            await h.wait_idle(timeout=1.0)  # records 3..5 never acknowledged
         tp = next(iter(h._source_partitions()))
+
+        async def committed_3() -> bool:
+            return await h.worker.consumer.committed(tp) == 3
+
+        await until_async(committed_3, "records 0..2 committed")  # however slow the machine ...
+        with pytest.raises(TimeoutError):
+            await h.wait_idle(timeout=1.0)  # ... records 3..5 are never acknowledged
         assert await h.worker.consumer.committed(tp) == 3
 
 

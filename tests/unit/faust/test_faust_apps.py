@@ -3,7 +3,6 @@ agent.test_context), with the results Faust's documentation gives for such code.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import time
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import pytest
 
 from agentstream.testing import AppHarness
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.asyncio
 
@@ -95,9 +95,7 @@ async def test_timer_task_service_run_with_the_worker(capsys: pytest.CaptureFixt
     from tests.faust_apps.timer_producer import app
 
     async with AppHarness(app) as h:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and len(h.read("faust-ticks")) < 3:
-            await asyncio.sleep(0.1)
+        await until(lambda: len(h.read("faust-ticks")) >= 3, "three ticks")
         await h.wait_idle()
         assert [v for _, v in h.read("faust-ticks")][:3] == [1, 2, 3]
     out = capsys.readouterr().out

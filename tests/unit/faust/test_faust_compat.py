@@ -3,7 +3,6 @@ services, crontab, CLI commands, stream.echo/ack."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,6 +14,7 @@ from agentstream import crontab
 from agentstream.cli import main, option
 from agentstream.faust_args import _logged
 from agentstream.testing import AppHarness
+from tests.support.waiting import until
 
 
 # -- settings -----------------------------------------------------------------------------------------------
@@ -127,10 +127,7 @@ async def test_channel_agent_handles_values_sent_in_process() -> None:
         await channel.send(value=1)
         await channel.send(value=2)
         assert await double.ask(21) == 42
-        for _ in range(50):
-            if len(seen) == 3:
-                break
-            await asyncio.sleep(0.01)
+        await until(lambda: len(seen) == 3, "the agent saw three values")
     assert seen == [1, 2, 21]
 
 
@@ -156,7 +153,7 @@ async def test_service_lifecycle_task_and_timer() -> None:
             events.append("tick")
 
     async with Svc():
-        await asyncio.sleep(0.05)
+        await until(lambda: events.count("tick") >= 2 and "bg" in events, "two ticks and the task")
     assert events[0] == "start" and events[-1] == "stop"
     assert events.count("bg") == 1 and events.count("tick") >= 2
 

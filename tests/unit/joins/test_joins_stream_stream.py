@@ -62,7 +62,7 @@ class Preloaded(AppHarness):
 
         self.worker = Worker(self.app)
         await self.worker.start()
-        await asyncio.wait_for(self.worker.assigned.wait(), 10)
+        await asyncio.wait_for(self.worker.assigned.wait(), 30)
 
     async def restart_worker(self) -> None:
         """Stop the worker (memory stores are lost) and start a new one: state comes from changelogs."""

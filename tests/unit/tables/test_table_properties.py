@@ -177,7 +177,7 @@ async def _worker(app: agentstream.App) -> AppHarness:
     h = AppHarness(app)
     h.worker = Worker(app)
     await h.worker.start()
-    await asyncio.wait_for(h.worker.assigned.wait(), 10)
+    await asyncio.wait_for(h.worker.assigned.wait(), 30)
     return h
 
 
@@ -200,7 +200,7 @@ def test_agent_writes_survive_a_restart_and_read_back_from_a_standby(case: tuple
             b = Probe(app_id, key_kind, **opts)
             hb = await _worker(b.app)
             await a.app.transport.settle()
-            await asyncio.wait_for(ha.worker.assigned.wait(), 10)
+            await asyncio.wait_for(ha.worker.assigned.wait(), 30)
             standby = set(hb.worker.assignor.assignment.standby)
             assert standby, "B should follow A's partition as a standby"
             from agentstream.transport.partitioner import default_partition

@@ -12,6 +12,7 @@ import agentstream
 from agentstream.testing import AppHarness
 from agentstream.transport.memory import MemoryTransport
 from agentstream.worker.worker import Worker
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.asyncio
 
@@ -63,12 +64,7 @@ async def test_table_restores_from_changelog_in_a_new_worker() -> None:
     await w1.start()
     for i in range(60):
         await app.topics["events"].send(key=f"k{i % 6}", value="inc")
-    for _ in range(200):
-        if sum(t.processed for t in w1.tasks.values()) >= 60:
-            break
-        import asyncio
-
-        await asyncio.sleep(0.02)
+    await until(lambda: sum(t.processed for t in w1.tasks.values()) >= 60, "the first worker processed 60 records")
     await w1.stop()
     # A fresh process's view: new app object, memory store (starts empty), same broker.
     app2, table2 = counting_app("restore-app")
@@ -77,7 +73,7 @@ async def test_table_restores_from_changelog_in_a_new_worker() -> None:
     await w2.start()
     import asyncio
 
-    await asyncio.wait_for(w2.assigned.wait(), 10)
+    await asyncio.wait_for(w2.assigned.wait(), 30)
     assert dict(table2.items()) == {f"k{i}": 10 for i in range(6)}  # type: ignore[attr-defined]
     assert w2.tables.restored_records >= 6
     await w2.stop()
@@ -104,12 +100,8 @@ async def test_global_table_sees_every_partition() -> None:
         for i in range(12):
             await h.send("updates", i * 10, key=f"k{i}")
         await h.wait_idle()
-        import asyncio
-
-        for _ in range(100):  # global tables apply writes by following their changelog
-            if len(dict(everything.items())) == 12:
-                break
-            await asyncio.sleep(0.02)
+        # global tables apply writes by following their changelog
+        await until(lambda: len(dict(everything.items())) == 12, "the global table holds every key")
         for i in range(12):
             await h.send("lookups", f"k{i}")
         await h.wait_idle()

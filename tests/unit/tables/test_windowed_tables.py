@@ -310,7 +310,7 @@ async def run_worker(app: Any) -> AppHarness:
     h = AppHarness(app)
     h.worker = Worker(app)
     await h.worker.start()
-    await asyncio.wait_for(h.worker.assigned.wait(), 10)
+    await asyncio.wait_for(h.worker.assigned.wait(), 30)
     return h
 
 
@@ -426,7 +426,7 @@ async def test_partition_coming_back_from_standby_uses_the_restored_stream_time(
         app_b, _ = restore_app(broker, app_id, [], table_standby_replicas=1)
         hb = await run_worker(app_b)
         await app_a.transport.settle()
-        await asyncio.wait_for(ha.worker.assigned.wait(), 10)
+        await asyncio.wait_for(ha.worker.assigned.wait(), 30)
         (moved,) = hb.worker.assignor.assignment.active
         await hb.send("events", {}, key=key_of[moved], timestamp=50.0)  # stream time 50, on B
         await hb.wait_idle()
@@ -435,7 +435,7 @@ async def test_partition_coming_back_from_standby_uses_the_restored_stream_time(
 
         # B left: the partition is active on A again, with B's stream time
         await app_a.transport.settle()
-        await asyncio.wait_for(ha.worker.assigned.wait(), 10)
+        await asyncio.wait_for(ha.worker.assigned.wait(), 30)
         assert moved in ha.worker.assignor.assignment.active
         counted_a.clear()
         await ha.send("events", {}, key=key_of[moved], timestamp=31.0)  # [30, 40) closed at 45

@@ -102,12 +102,12 @@ async def test_across_workers_a_foreign_key_is_refused_outside_agents_and_the_sp
     app_b, stats_b = build()
     wa, wb = Worker(app_a), Worker(app_b)
     await wa.start()
-    await asyncio.wait_for(wa.assigned.wait(), 10)
+    await asyncio.wait_for(wa.assigned.wait(), 30)
     await wb.start()
     try:
         await app_a.transport.settle()
-        await asyncio.wait_for(wa.assigned.wait(), 10)
-        await asyncio.wait_for(wb.assigned.wait(), 10)
+        await asyncio.wait_for(wa.assigned.wait(), 30)
+        await asyncio.wait_for(wb.assigned.wait(), 30)
         home = default_partition(b"events", 2)
         owner, other = (stats_a, stats_b) if home in wa.assignor.assignment.active else (stats_b, stats_a)
         with pytest.raises(TableNotReady, match=f"partition {home}.*Fix"):

@@ -462,7 +462,7 @@ async def test_the_web_server_starts_after_the_producer_and_before_tables_and_th
     saved, m.TableManager = m.TableManager, Manager
     try:
         await worker.start()
-        await asyncio.wait_for(worker.assigned.wait(), 10)
+        await asyncio.wait_for(worker.assigned.wait(), 30)
         await worker.stop()
     finally:
         m.TableManager = saved

@@ -231,7 +231,7 @@ class Cluster:
         # Reap the dead worker's tasks (and a rebalance the crash broke) so their InjectedCrash
         # is retrieved; none of them may still be running afterwards.
         dead += [g._task for g in self.transport._broker.groups.values() if g._task]
-        done, running = await asyncio.wait([t for t in dead if t is not asyncio.current_task()], timeout=2)
+        done, running = await asyncio.wait([t for t in dead if t is not asyncio.current_task()], timeout=30)
         assert not running, running
         for t in done:
             if not t.cancelled():
@@ -507,7 +507,7 @@ async def test_exactly_once_refuses_a_table_written_by_two_sub_topologies() -> N
         await h.send("src", 1, key="a")
         await h.send("other", 1, key="a")
         with pytest.raises(TopologyError, match="written by two sub-topologies"):
-            await h.wait_idle(timeout=5)
+            await h.wait_idle()
 
 
 async def test_exactly_once_start_fails_clearly_when_the_broker_has_no_transactions(

@@ -38,7 +38,7 @@ async def feed(
         await t.send(key=key, value=v, partition=partition)
 
 
-async def until(cond: Any, timeout: float = 20.0) -> None:
+async def until(cond: Any, timeout: float = 30.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not cond():
@@ -225,13 +225,17 @@ async def test_write_to_a_partition_this_worker_does_not_own_raises() -> None:
             workers.append(w)
             await w.start()
         await until(lambda: all(len(w.consumer.assignment()) == 1 for w in workers if w.consumer is not None))
-        await asyncio.sleep(0.2)
         w0 = workers[0]
-        standby = set(w0.assignor.assignment.standby) - set(w0.assignor.assignment.active)
-        assert standby, w0.assignor.assignment
+        table = apps[0].tables["counts"]
+
+        def standby_open() -> set[int]:  # assigned as a standby, and its table partition opened as one
+            assignment = w0.assignor.assignment
+            return {p for p in set(assignment.standby) - set(assignment.active) if p in table.parts}
+
+        await until(standby_open)
+        standby = standby_open()
         from agentstream.transport.partitioner import default_partition
 
-        table = apps[0].tables["counts"]
         key = next(
             k for k in (f"k{i}" for i in range(100)) if default_partition(k.encode(), 2) in standby
         )  # str keys are raw UTF-8
@@ -363,7 +367,7 @@ async def test_ask_gets_its_reply_from_an_agent_over_a_filtered_stream() -> None
     await worker.start()
     try:
         await until(worker.assigned.is_set)
-        assert await double.ask(21, timeout=10) == 42
+        assert await double.ask(21, timeout=30) == 42
     finally:
         await worker.stop()
 

@@ -71,7 +71,7 @@ async def test_agent_totals_survive_a_rebalance() -> None:
     await wa.start()
     wb: Worker | None = None
     try:
-        await asyncio.wait_for(wa.assigned.wait(), 10)
+        await asyncio.wait_for(wa.assigned.wait(), 30)
         producer = app_a.transport.producer()
         await producer.start()
         for p in (0, 1):
