@@ -274,6 +274,7 @@ class _PartitionReader:
         out = rows.open_rows()
         end, p = self.part.end, self.part.partition
         decode_key, decode_value, window_ms = self.decode_key, self.decode_value, self.window_ms
+        window_format = self.reader.spec.window_format
         for m in messages:
             offset = m.offset
             if offset >= end:
@@ -283,7 +284,7 @@ class _PartitionReader:
                 continue  # a table never writes keyless records
             try:
                 if window_ms is not None:
-                    split = split_window_key(raw)
+                    split = split_window_key(raw, window_format)
                     if split is None:
                         continue  # the windowed table's stream-time entry: bookkeeping, not data
                     kb, start_ms = split
