@@ -34,7 +34,15 @@ if TYPE_CHECKING:
 __all__ = ["ChangelogStreamReader", "read_changelog_stream", "changelog_stream_frame"]
 
 
-class ChangelogStreamReader(DataSourceStreamReader):  # type: ignore[misc]
+try:  # pyspark 4.2+: Trigger.AvailableNow (read what is there now, in micro-batches, then stop)
+    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+except ImportError:  # pragma: no cover - older pyspark: the trigger is not offered
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        """Stand-in on pyspark versions without the mixin."""
+
+
+class ChangelogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
     """Offsets per Kafka partition; one input partition per partition with new records."""
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
@@ -52,13 +60,24 @@ class ChangelogStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         self._latest: dict[int, int] = {}  # partition -> end, from the last probe (reported as the latest offset)
         self._log_starts: dict[int, int] = {}
         self._last_end: StreamOffset | None = None
+        self._until: dict[int, int] | None = None  # Trigger.AvailableNow: the ends when the query started
 
     # -- driver side ------------------------------------------------------------------------------
     def _probe(self) -> list[PartitionRange]:
         ranges = snapshot_ranges(self.bootstrap.split(","), self.topic)
         self._latest = {r.partition: r.end for r in ranges}
         self._log_starts = {r.partition: r.start for r in ranges}
+        if self._until is not None:  # nothing written after the AvailableNow query started
+            ranges = [
+                PartitionRange(r.partition, r.start, min(r.end, self._until.get(r.partition, r.start))) for r in ranges
+            ]
         return ranges
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """``trigger(availableNow=True)``: read up to the ends of now, then stop (an incremental
+        batch export: each run reads only what the last one did not)."""
+        self._until = None
+        self._until = {r.partition: r.end for r in self._probe()}
 
     def _offset(self, data: Mapping[str, Any]) -> StreamOffset:
         return StreamOffset.from_json(data, topic=self.topic)

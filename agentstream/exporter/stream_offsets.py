@@ -16,11 +16,15 @@ from typing import Any
 
 from .offsets import ExportError, PartitionRange
 
-__all__ = ["StreamOffset", "advance", "batch_ranges", "lag", "TopicChanged"]
+__all__ = ["StreamOffset", "advance", "batch_ranges", "lag", "TopicChanged", "ChangelogRewound"]
 
 
 class TopicChanged(ExportError):
     """A checkpoint was taken from another changelog topic than the table's current one."""
+
+
+class ChangelogRewound(ExportError):
+    """A changelog partition ends before the checkpoint's position: the topic was made anew."""
 
 
 @dataclass(frozen=True)
@@ -61,8 +65,19 @@ def advance(start: StreamOffset, now: Iterable[PartitionRange], max_records: int
     each partition moves on in every batch).
 
     A partition new since ``start`` (the topic grew) starts at its beginning; a position below the
-    log start (records compacted or deleted away) reads from the log start."""
+    log start (records compacted or deleted away) reads from the log start. A partition that ends
+    before the position (the topic was deleted and made again, e.g. by ``agentstream reset``) is
+    :class:`ChangelogRewound`: its new offsets do not continue what was read."""
     ranges = sorted(now, key=lambda r: r.partition)
+    rewound = [r for r in ranges if r.end < start.offsets.get(r.partition, 0)]
+    if rewound:
+        where = ", ".join(
+            f"[{r.partition}] ends at {r.end}, was read up to {start.offsets[r.partition]}" for r in rewound
+        )
+        raise ChangelogRewound(
+            f"{start.topic}{where}: the changelog was deleted and created again (a reset?), so its offsets "
+            "no longer continue the checkpoint's. Fix: export to a new --out directory (or delete this one)"
+        )
     begin = {r.partition: max(r.start, start.offsets.get(r.partition, r.start)) for r in ranges}
     ends = {r.partition: max(begin[r.partition], r.end) for r in ranges}
     if max_records is not None:
@@ -71,7 +86,7 @@ def advance(start: StreamOffset, now: Iterable[PartitionRange], max_records: int
             share = max(1, math.ceil(max_records / len(pending)))
             for p in pending:
                 ends[p] = min(ends[p], begin[p] + share)
-    # a partition the broker no longer reports keeps its position (never moves backwards)
+    # a partition the broker no longer reports keeps its position
     merged = dict(start.offsets)
     merged.update(ends)
     return StreamOffset(start.topic, merged)

@@ -18,7 +18,14 @@ import agentstream
 from agentstream.exporter.follow_dir import FollowDir, NotAFollowDir, TableChanged
 from agentstream.exporter.offsets import PartitionRange
 from agentstream.exporter.schema import split_window_key, table_spec
-from agentstream.exporter.stream_offsets import StreamOffset, TopicChanged, advance, batch_ranges, lag
+from agentstream.exporter.stream_offsets import (
+    ChangelogRewound,
+    StreamOffset,
+    TopicChanged,
+    advance,
+    batch_ranges,
+    lag,
+)
 from agentstream.tables.windows import faust_window_key
 
 pa = pytest.importorskip("pyarrow")
@@ -48,13 +55,15 @@ def test_advance_reads_every_partition_to_its_end() -> None:
     assert batch_ranges(start, end, {2: 4}) == [PartitionRange(0, 5, 12), PartitionRange(2, 4, 6)]
 
 
-def test_advance_never_moves_back_and_skips_what_was_compacted_away() -> None:
+def test_advance_skips_what_was_compacted_away_and_refuses_a_changelog_made_anew() -> None:
     start = StreamOffset(TOPIC, {0: 5, 1: 9, 3: 40})
-    # partition 0's log now starts past 5; partition 1 reports an end below the position (never back);
-    # partition 3 is not reported at all: it keeps its position
-    end = advance(start, [PartitionRange(0, 8, 10), PartitionRange(1, 0, 7)])
+    # partition 0's log now starts past 5; partition 3 is not reported at all: it keeps its position
+    end = advance(start, [PartitionRange(0, 8, 10), PartitionRange(1, 0, 9)])
     assert end.offsets == {0: 10, 1: 9, 3: 40}
     assert batch_ranges(StreamOffset(TOPIC, {0: 8, 1: 9, 3: 40}), end) == [PartitionRange(0, 8, 10)]
+    # partition 1 now ends before what was read: the topic was deleted and created again
+    with pytest.raises(ChangelogRewound, match=r"\[1\] ends at 7, was read up to 9.*new --out"):
+        advance(start, [PartitionRange(0, 0, 10), PartitionRange(1, 0, 7)])
 
 
 def test_max_records_is_shared_by_the_partitions_that_have_records() -> None:
