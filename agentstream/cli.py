@@ -448,7 +448,13 @@ def model(ctx: click.Context, name: str) -> int:
 # -- export, reset, dev broker ----------------------------------------------------------------------------------------
 @cli.command()
 @click.argument("table")
-@click.option("-o", "--out", required=True, type=click.Path(), help="output directory (replaced)")
+@click.option(
+    "-o",
+    "--out",
+    required=True,
+    type=click.Path(),
+    help="output directory (replaced; with --follow: maintained). On a multi-host cluster: storage every executor reaches",
+)
 @click.option(
     "--format",
     "export_format",
@@ -457,9 +463,28 @@ def model(ctx: click.Context, name: str) -> int:
     show_default=True,
     help="output format",
 )
-@click.option("--master", default=None, help="Spark master URL (default local[*])")
+@click.option(
+    "--master",
+    default=None,
+    help="Spark master URL (default local[*]); on a cluster agentstream and the app's module are shipped to the "
+    "executors, whose Python (--conf spark.pyspark.python=...) must have agentstream's dependencies",
+)
 @click.option("--all-versions", is_flag=True, help="every changelog record, not the latest value per key")
 @click.option("-b", "--broker", default=None, help="broker URL (default: the app's)")
+@click.option(
+    "--conf",
+    "spark_conf",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="a Spark setting (repeatable), e.g. --conf spark.executor.memory=2g",
+)
+@click.option(
+    "--follow",
+    is_flag=True,
+    help="keep --out's Parquet holding the latest value per key as the table changes (until SIGINT/SIGTERM; "
+    "resumes from its checkpoint in --out)",
+)
+@click.option("--interval", default=1.0, show_default=True, type=float, help="--follow: seconds between micro-batches")
 @click.pass_context
 def export(
     ctx: click.Context,
@@ -469,13 +494,34 @@ def export(
     master: str | None,
     all_versions: bool,
     broker: str | None,
+    spark_conf: tuple[str, ...],
+    follow: bool,
+    interval: float,
 ) -> int:
     """Export a table (its changelog) with Spark: needs agentstream[spark] and Java 17."""
     from .exporter.spark import cli_export
 
     app = _begin(ctx)
+    conf: dict[str, str] = {}
+    for item in spark_conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--conf")
+        conf[key.strip()] = value
     logging.getLogger("agentstream.exporter").setLevel(logging.INFO)
-    return cli_export(app, table, out, fmt=export_format, master=master, all_versions=all_versions, broker=broker)
+    return cli_export(
+        app,
+        table,
+        out,
+        fmt=export_format,
+        master=master,
+        all_versions=all_versions,
+        broker=broker,
+        conf=conf,
+        follow=follow,
+        interval=interval,
+        app_spec=_state(ctx).spec,
+    )
 
 
 @cli.command()

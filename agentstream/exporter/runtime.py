@@ -191,7 +191,10 @@ def spark_session(
     if _is_local(master):
         settings.setdefault("spark.driver.host", "127.0.0.1")
         settings.setdefault("spark.driver.bindAddress", "127.0.0.1")
-    settings["spark.executorEnv.PYTHONPATH"] = os.environ["PYTHONPATH"]
+    if _is_local(master):
+        # the executors are this machine's: the source checkout is importable there as it is here.
+        # On a cluster the code is shipped instead (.deploy), never a driver path the workers lack.
+        settings["spark.executorEnv.PYTHONPATH"] = os.environ["PYTHONPATH"]
     settings.update({k: str(v) for k, v in (conf or {}).items()})
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -38,7 +38,7 @@ import orjson
 from .. import codecs
 from ..models import Record, _type_hints, lookup_model
 from ..tables.windowed import STREAM_TIME_KEY
-from ..tables.windows import parse_window_key
+from ..tables.windows import parse_faust_window_key, parse_window_key
 
 if TYPE_CHECKING:
     from pyspark.sql.types import DataType, StructType
@@ -145,6 +145,7 @@ class TableSpec:
     key: dict[str, Any]  # {"codec": "json"|"str"|"raw"|"pickled", "type": spec, "pickled": b64?}
     value: dict[str, Any]  # likewise; "json_text" codec = the stored JSON bytes as they are
     window_size_ms: int | None = None
+    window_format: str = "agentstream"  # how windowed keys are laid out: "agentstream" or "faust" (JSON)
 
     @property
     def windowed(self) -> bool:
@@ -190,8 +191,10 @@ def _codec_side(codec: Any, *, value: bool, hint: Any = None) -> dict[str, Any]:
 
     ``hint`` is the type known without a declaration: a table's ``default`` (``default=int``
     counts are longs) or the Record a sampled value's ``__faust`` tag names."""
-    inner = getattr(codec, "inner", None)  # windowed tables wrap the value codec
-    if inner is not None and type(codec).__name__ == "_WindowValueCodec":
+    inner = getattr(codec, "inner", None)
+    if inner is not None and type(codec).__name__ in ("_WindowValueCodec", "_FaustKeyCodec"):
+        # windowed tables wrap the value codec; topic_naming='faust' tables wrap the key codec
+        # (Faust's byte layout of the same JSON: decoding is the inner codec's)
         codec = inner
     if isinstance(codec, codecs.RecordCodec):
         return {"codec": "json", "type": type_spec(codec.model)}
@@ -265,6 +268,7 @@ def table_spec(table: Table, samples: Any = ()) -> TableSpec:
             hint=value_hint(table, samples) if getattr(table, "value_type", None) is None else None,
         ),
         window_size_ms=size_ms,
+        window_format="faust" if size_ms is not None and getattr(table, "faust_format", False) else "agentstream",
     )
 
 
@@ -499,12 +503,15 @@ def _load_codec(data: str) -> Any:
     return _cloudpickle().loads(base64.b64decode(data))
 
 
-def split_window_key(raw: bytes) -> tuple[bytes, int] | None:
-    """``(key bytes, window start in ms)`` of a windowed store key; None for bookkeeping keys."""
+def split_window_key(raw: bytes, window_format: str = "agentstream") -> tuple[bytes, int] | None:
+    """``(key bytes, window start in ms)`` of a windowed store key; None for bookkeeping keys.
+
+    ``window_format="faust"`` (tables of ``topic_naming='faust'`` apps): Faust's JSON
+    ``[key, [start, end]]`` keys, whose key part comes back as the key's JSON."""
     if raw == STREAM_TIME_KEY:
         return None
     try:
-        key, start = parse_window_key(raw)
+        key, start = parse_faust_window_key(raw) if window_format == "faust" else parse_window_key(raw)
     except ValueError:
         return None
     return key, round(start * 1000)

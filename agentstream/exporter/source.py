@@ -28,7 +28,7 @@ import asyncio
 import operator
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -38,7 +38,15 @@ from ..bulk_gc import bulk_gc
 from .offsets import ExportError, PartitionRange, snapshot_ranges
 from .schema import TableSpec, bulk_decoder, side_decoder, split_window_key
 
-__all__ = ["ChangelogDataSource", "ChangelogReader", "ChangelogPartition", "SOURCE_NAME"]
+__all__ = [
+    "ChangelogDataSource",
+    "ChangelogReader",
+    "ChangelogPartition",
+    "ReadSettings",
+    "SOURCE_NAME",
+    "read_partition",
+    "spec_from",
+]
 
 SOURCE_NAME = "agentstream_changelog"
 BATCH_ROWS = 65_536  # at least this many rows per Arrow batch handed to Spark (amortises per-batch costs)
@@ -54,7 +62,7 @@ class ChangelogPartition(InputPartition):  # type: ignore[misc]
         self.partition, self.start, self.end = partition, start, end
 
 
-def _spec_from(options: Any) -> TableSpec:
+def spec_from(options: Any) -> TableSpec:
     if "spec" in options:
         return TableSpec.loads(options["spec"])
     topic = options.get("topic")
@@ -82,17 +90,23 @@ class ChangelogDataSource(DataSource):  # type: ignore[misc]
         return SOURCE_NAME
 
     def schema(self) -> StructType:
-        return _spec_from(self.options).spark_schema(bookkeeping=_bookkeeping(self.options))
+        return spec_from(self.options).spark_schema(bookkeeping=_bookkeeping(self.options))
 
     def reader(self, schema: StructType) -> ChangelogReader:
         return ChangelogReader(dict(self.options), schema)
+
+    def streamReader(self, schema: StructType) -> Any:
+        """``spark.readStream.format("agentstream_changelog")``: see :mod:`.stream`."""
+        from .stream import ChangelogStreamReader
+
+        return ChangelogStreamReader(dict(self.options), schema)
 
 
 class ChangelogReader(DataSourceReader):  # type: ignore[misc]
     """Plans one input partition per Kafka partition; reads one in each executor task."""
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
-        self.spec = _spec_from(options)
+        self.spec = spec_from(options)
         self.topic = options.get("topic") or self.spec.topic
         bootstrap = options.get("bootstrap.servers") or options.get("kafka.bootstrap.servers")
         if not bootstrap:
@@ -111,15 +125,30 @@ class ChangelogReader(DataSourceReader):  # type: ignore[misc]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Runs in an executor: Arrow batches of the records of ``[start, end)``."""
-        if not isinstance(partition, ChangelogPartition) or partition.end <= partition.start:
-            return iter(())
-        return _PartitionReader(self, partition).batches()
+        return read_partition(self, partition)
+
+
+class ReadSettings(Protocol):
+    """What reading one partition needs from a (batch or stream) reader."""
+
+    spec: TableSpec
+    topic: str
+    bootstrap: str
+    idle_timeout: float
+    schema: StructType
+
+
+def read_partition(settings: ReadSettings, partition: InputPartition) -> Iterator[Any]:
+    """Runs in an executor: Arrow batches of the records of one partition's ``[start, end)``."""
+    if not isinstance(partition, ChangelogPartition) or partition.end <= partition.start:
+        return iter(())
+    return _PartitionReader(settings, partition).batches()
 
 
 class _PartitionReader:
     """The executor side: fetch with aiokafka on a private event loop, decode, batch as Arrow."""
 
-    def __init__(self, reader: ChangelogReader, part: ChangelogPartition) -> None:
+    def __init__(self, reader: ReadSettings, part: ChangelogPartition) -> None:
         import pyarrow as pa  # type: ignore[import-untyped]
         import pyarrow.compute as pc  # type: ignore[import-untyped]
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -146,6 +175,7 @@ class _PartitionReader:
             consumer = AIOKafkaConsumer(
                 bootstrap_servers=self.reader.bootstrap.split(","),
                 enable_auto_commit=False,
+                auto_offset_reset="earliest",  # a start below the log start (compacted away): read from there
                 isolation_level="read_committed",
                 fetch_max_wait_ms=100,
                 max_partition_fetch_bytes=8 * 1024 * 1024,
@@ -244,6 +274,7 @@ class _PartitionReader:
         out = rows.open_rows()
         end, p = self.part.end, self.part.partition
         decode_key, decode_value, window_ms = self.decode_key, self.decode_value, self.window_ms
+        window_format = self.reader.spec.window_format
         for m in messages:
             offset = m.offset
             if offset >= end:
@@ -253,7 +284,7 @@ class _PartitionReader:
                 continue  # a table never writes keyless records
             try:
                 if window_ms is not None:
-                    split = split_window_key(raw)
+                    split = split_window_key(raw, window_format)
                     if split is None:
                         continue  # the windowed table's stream-time entry: bookkeeping, not data
                     kb, start_ms = split

@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,15 @@ if TYPE_CHECKING:
     from ..app import App
     from ..tables.table import Table
 
-__all__ = ["read_changelog", "export_table", "register", "spark_session", "resolve_table", "FORMATS"]
+__all__ = [
+    "read_changelog",
+    "export_table",
+    "register",
+    "spark_session",
+    "resolve_table",
+    "app_modules",
+    "FORMATS",
+]
 
 FORMATS = ("parquet", "csv", "json")
 CSV_OPTIONS = {"header": "true", "escape": '"'}
@@ -52,16 +60,31 @@ CSV_OPTIONS = {"header": "true", "escape": '"'}
 ProgressFn = Callable[[str], None]
 
 
-def register(spark: SparkSession) -> None:
+def register(spark: SparkSession, modules: Iterable[str] = ()) -> None:
     """Register the ``agentstream_changelog`` data source with ``spark`` (idempotent), after
-    pointing the session's Python workers at an interpreter that can run it (:func:`prepare_session`)."""
+    pointing the session's Python workers at an interpreter that can run it (:func:`prepare_session`)
+    and, on a cluster (any master but ``local``), shipping agentstream and ``modules`` (the app's) to
+    the executors (:func:`.deploy.ship_code`)."""
     from .source import ChangelogDataSource
 
     if getattr(spark, "_agentstream_source", False):
         return
     prepare_session(spark)
+    if not (spark.sparkContext.master or "local").startswith("local"):
+        from .deploy import ship_code
+
+        ship_code(spark, modules)
     spark.dataSource.register(ChangelogDataSource)
     spark._agentstream_source = True  # type: ignore[attr-defined]
+
+
+def app_modules(spec: App | str, app: App) -> list[str]:
+    """The module that declares the app (``-A package.module``): shipped to a cluster's executors so
+    that codecs and types the app defines unpickle there."""
+    if isinstance(spec, str):
+        return [spec.partition(":")[0]]
+    declared_in = getattr(app, "_declared_in", None)
+    return [declared_in] if isinstance(declared_in, str) and declared_in != "__main__" else []
 
 
 def _load_app(app: App | str) -> App:
@@ -122,16 +145,22 @@ def read_changelog(
     if progress is not None:
         for r in planned:
             progress(f"{spec.topic}[{r.partition}]: offsets {r.start}..{r.end} ({r.span} records to read)")
-    return changelog_frame(spark, spec, servers, planned, latest=latest)
+    return changelog_frame(spark, spec, servers, planned, latest=latest, modules=app_modules(app, the_app))
 
 
 def changelog_frame(
-    spark: SparkSession, spec: TableSpec, servers: list[str], planned: list[PartitionRange], *, latest: bool = True
+    spark: SparkSession,
+    spec: TableSpec,
+    servers: list[str],
+    planned: list[PartitionRange],
+    *,
+    latest: bool = True,
+    modules: Iterable[str] = (),
 ) -> DataFrame:
     """The DataFrame of :func:`read_changelog` from an already computed spec and offsets."""
     from pyspark.sql import functions as F
 
-    register(spark)
+    register(spark, modules)
     df = (
         spark.read.format("agentstream_changelog")
         .option("bootstrap.servers", ",".join(servers))
@@ -184,14 +213,22 @@ def export_table(
     broker: str | None = None,
     spark: SparkSession | None = None,
     progress: ProgressFn | None = print,
+    conf: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write the table to ``out`` (a directory, replaced) as parquet, csv or json.
 
     Prints (via ``progress``) one line per partition before the read -- offsets and records to
     read -- and one per partition after it, with the rows written. Returns a summary dict.
-    Without ``spark``, a session for ``master`` is started once the table and its changelog's
-    offsets are known (so a wrong table or broker fails fast) and left running.
+    Without ``spark``, a session for ``master`` (with ``conf``) is started once the table and its
+    changelog's offsets are known (so a wrong table or broker fails fast) and left running.
+
+    The rows per partition are counted by the executors while they write (a Spark observation),
+    not by reading ``out`` back: on a cluster, ``out`` is written by the executors and must be
+    storage they all reach (HDFS, S3, NFS...), but the driver never reads it.
     """
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
     if fmt not in FORMATS:
         raise ConfigError("format", f"unknown export format {fmt!r}", f"use one of {', '.join(FORMATS)}")
     say: ProgressFn = progress or (lambda line: None)
@@ -207,11 +244,17 @@ def export_table(
     if spark is None:
         say(f"starting Spark ({master}; starting the JVM takes a few seconds) ...")
         with _ticking(say, "starting Spark"):
-            session = spark_session(master)
-        say(f"Spark started in {time.monotonic() - started:.1f}s")
+            session = spark_session(master, conf=conf)
+        say(f"Spark started in {time.monotonic() - started:.1f}s (application {session.sparkContext.applicationId})")
     else:
         session = spark
-    df = changelog_frame(session, spec, servers, planned, latest=latest)
+    df = changelog_frame(session, spec, servers, planned, latest=latest, modules=app_modules(app, the_app))
+    observation = Observation("agentstream_export_rows")
+    df = df.observe(
+        observation,
+        F.count(F.lit(1)).alias("rows"),
+        *(F.count_if(F.col("partition") == r.partition).alias(f"p{r.partition}") for r in planned),
+    )
     if fmt == "csv":
         df = _csv_ready(df)
     path = str(out)
@@ -224,15 +267,11 @@ def export_table(
     )
     with _ticking(say, "reading and writing"):
         getattr(writer, fmt)(path)
-    # Rows per partition, from what was written (cheap: one column of the output).
-    reader = session.read.options(**CSV_OPTIONS) if fmt == "csv" else session.read
-    counts = {
-        int(row["partition"]): int(row["count"])
-        for row in getattr(reader, fmt)(path).groupBy("partition").count().collect()
-    }
+    observed = observation.get
+    counts = {r.partition: int(observed.get(f"p{r.partition}", 0)) for r in planned}
     for r in planned:
-        say(f"partition {r.partition}: {counts.get(r.partition, 0)} rows written (offsets {r.start}..{r.end})")
-    total = sum(counts.values())
+        say(f"partition {r.partition}: {counts[r.partition]} rows written (offsets {r.start}..{r.end})")
+    total = int(observed.get("rows", sum(counts.values())))
     seconds = time.monotonic() - started
     say(
         f"exported {spec.table} ({'latest values' if latest else 'all versions'}): {total} rows from "
@@ -243,12 +282,11 @@ def export_table(
         "topic": spec.topic,
         "rows": total,
         "records": sum(r.span for r in planned),
-        "partitions": {
-            r.partition: {"start": r.start, "end": r.end, "rows": counts.get(r.partition, 0)} for r in planned
-        },
+        "partitions": {r.partition: {"start": r.start, "end": r.end, "rows": counts[r.partition]} for r in planned},
         "path": path,
         "format": fmt,
         "seconds": seconds,
+        "application_id": session.sparkContext.applicationId,
     }
 
 
@@ -281,8 +319,12 @@ def cli_export(
     master: str | None = None,
     all_versions: bool = False,
     broker: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    follow: bool = False,
+    interval: float = 1.0,
+    app_spec: str | None = None,
 ) -> int:
-    """``agentstream -A MODULE export TABLE --out PATH``: exit status 0 on success.
+    """``agentstream -A MODULE export TABLE --out PATH [--follow]``: exit status 0 on success.
 
     Errors of agentstream's own (no Java, no such table, broker unreachable) propagate to the
     CLI, which prints them without a traceback; they are found before the JVM starts.
@@ -290,16 +332,38 @@ def cli_export(
     resolve_table(app, table)
     check_pyspark()
     check_java()
+    say: ProgressFn = lambda line: print(line, flush=True)  # noqa: E731
+    if follow:
+        if fmt != "parquet" or all_versions:
+            raise ConfigError(
+                "follow",
+                "--follow keeps the latest value per key as Parquet",
+                "drop --format/--all-versions (or export once without --follow)",
+            )
+        from .follow import follow_table
+
+        follow_table(
+            app_spec or app,
+            table,
+            out,
+            master=master or "local[*]",
+            broker=broker,
+            interval=interval,
+            conf=dict(conf or {}),
+            progress=say,
+        )
+        return 0
     try:
         export_table(
-            app,
+            app_spec or app,
             table,
             out,
             fmt=fmt,
             master=master or "local[*]",
             latest=not all_versions,
             broker=broker,
-            progress=lambda line: print(line, flush=True),
+            progress=say,
+            conf=conf,
         )
     finally:
         from pyspark.sql import SparkSession
