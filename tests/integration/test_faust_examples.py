@@ -65,7 +65,7 @@ def workers(broker: DevBroker, tmp_path_factory: pytest.TempPathFactory) -> Iter
     started["tabletest"] = ExampleWorker("tabletest", broker, data / "tabletest", web=True)
     try:
         for _name, w in started.items():
-            w.wait_log(r"worker for \S+ started", timeout=90)
+            w.wait_log(r"worker for \S+ started")
         yield started
     finally:
         for w in started.values():
@@ -165,6 +165,8 @@ def test_concurrency_on_an_existing_topic_with_another_partition_count(
     broker: DevBroker, workers: dict[str, ExampleWorker]
 ) -> None:
     w = workers["concurrency"]
+    # "started" is logged before the group join ends: wait for the assignment, not on the tests before
+    w.wait_log(r"assigned: .*fx-concurrency\[")
     assert w.last_assignment("fx-concurrency") == {0, 1, 2}  # the existing count, not the declared 2
     out = cli(broker, "concurrency", "producer")
     assert out.returncode == 0, out.stderr
