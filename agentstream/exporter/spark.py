@@ -15,10 +15,9 @@ snapshot; the reading and the latest-value computation run in Spark's executors.
 
 Any SparkSession works, including ``SparkSession.builder...getOrCreate()``: before the source is
 registered, a local session's Python workers are pointed at this interpreter (``spark.pyspark.python``
-wins when set; see :func:`.runtime.prepare_session`). On a cluster every executor must import
-agentstream and aiokafka: install the wheel in the executors' Python and set
-``spark.pyspark.python`` (or ``PYSPARK_PYTHON``) to it, or ship a packed environment with
-``--archives``; ``--py-files agentstream.whl`` suffices only when the dependencies are there.
+wins when set; see :func:`.runtime.prepare_session`). On a cluster (any master but ``local``)
+agentstream and the app's module are shipped to the executors as a zip (:mod:`.deploy`); their
+Python (``spark.pyspark.python``) must have the dependencies (aiokafka, orjson, pyarrow, pandas).
 """
 
 from __future__ import annotations
