@@ -41,8 +41,7 @@ def _median(values: list[float]) -> float:
 
 def measure(n: int, master: str, scratch: Path) -> dict[str, Any]:
     import agentstream
-    from agentstream.exporter.spark import read_changelog, spark_session
-    from agentstream.exporter.stream import read_changelog_stream
+    from agentstream.exporter.spark import read_changelog, read_changelog_stream, spark_session
     from bench.export_case import PARTITIONS
 
     app = agentstream.App("bench-export", broker=os.environ["AGENTSTREAM_BROKER"], topic_partitions=PARTITIONS)

@@ -21,7 +21,7 @@ Columns of :func:`~.spark.read_changelog` / ``agentstream export``:
 ``partition``, ``offset``, ``timestamp``
     where the value was read from, and the changelog record's timestamp (``timestamp``).
 
-:func:`~.stream.read_changelog_stream` is the changelog as a Structured Streaming source, and
+:func:`~.spark.read_changelog_stream` is the changelog as a Structured Streaming source, and
 :func:`~.follow.follow_table` (``agentstream export --follow``) keeps a directory of Parquet files
 holding the latest values as the table changes.
 
@@ -53,14 +53,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("read_changelog", "export_table", "spark_session"):
+    if name in ("read_changelog", "read_changelog_stream", "export_table", "spark_session"):
         from . import spark
 
         return getattr(spark, name)
-    if name == "read_changelog_stream":
-        from .stream import read_changelog_stream
-
-        return read_changelog_stream
     if name == "follow_table":
         from .follow import follow_table
 

@@ -157,8 +157,16 @@ def follow_table(
     Returns a summary: the table, its changelog topic and the rows ``out`` holds at the end."""
     from .sample import typed_spec
     from .schema import table_spec
-    from .spark import _load_app, _ticking, app_modules, bootstrap_servers, register, resolve_table, spark_session
-    from .stream import changelog_stream_frame
+    from .spark import (
+        _load_app,
+        _ticking,
+        app_modules,
+        bootstrap_servers,
+        changelog_stream_frame,
+        register,
+        resolve_table,
+        spark_session,
+    )
 
     say: ProgressFn = progress or (lambda line: None)
     the_app = _load_app(app)
