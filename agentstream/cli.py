@@ -499,7 +499,7 @@ def export(
     interval: float,
 ) -> int:
     """Export a table (its changelog) with Spark: needs agentstream[spark] and Java 17."""
-    from .exporter.spark import cli_export
+    from .exporter.command import cli_export
 
     app = _begin(ctx)
     conf: dict[str, str] = {}

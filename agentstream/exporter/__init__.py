@@ -21,6 +21,10 @@ Columns of :func:`~.spark.read_changelog` / ``agentstream export``:
 ``partition``, ``offset``, ``timestamp``
     where the value was read from, and the changelog record's timestamp (``timestamp``).
 
+:func:`~.spark.read_changelog_stream` is the changelog as a Structured Streaming source, and
+:func:`~.follow.follow_table` (``agentstream export --follow``) keeps a directory of Parquet files
+holding the latest values as the table changes.
+
 This package imports neither pyspark nor aiokafka until used, so the CLI and type checks work
 without the extra.
 """
@@ -41,14 +45,20 @@ __all__ = [
     "check_java",
     "check_pyspark",
     "export_table",
+    "follow_table",
     "read_changelog",
+    "read_changelog_stream",
     "spark_session",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("read_changelog", "export_table", "spark_session"):
+    if name in ("read_changelog", "read_changelog_stream", "export_table", "spark_session"):
         from . import spark
 
         return getattr(spark, name)
+    if name == "follow_table":
+        from .follow import follow_table
+
+        return follow_table
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,12 +8,14 @@ changelog; a batch that was planned but not committed (a crash) is read again an
 changes nothing (merging by offset is idempotent). SIGINT and SIGTERM stop the query between steps
 and the session, and the command exits 0.
 
-One line per micro-batch: its records per partition, the lag left per partition (the broker's end
-minus the batch's end), the batch's time and the rows DIR holds.
+One line per micro-batch: its records per partition, the lag per partition when it finished (the
+broker's end then minus the batch's end: what the app wrote while the batch ran), the batch's time and
+the rows DIR holds.
 """
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
 import time
@@ -72,7 +74,7 @@ class _Batches:
             return self.records.pop(batch_id, None), sum(self.rows.values())
 
 
-def _listener(batches: _Batches, topic: str, out: str, say: ProgressFn) -> Any:
+def _listener(batches: _Batches, servers: list[str], topic: str, out: str, say: ProgressFn) -> Any:
     from pyspark.sql.streaming.listener import StreamingQueryListener
 
     class Progress(StreamingQueryListener):  # type: ignore[misc]
@@ -85,10 +87,13 @@ def _listener(batches: _Batches, topic: str, out: str, say: ProgressFn) -> Any:
             if records is None:
                 return  # no data in this trigger: no batch ran, nothing to say
             lags = None
-            if p.sources and p.sources[0].endOffset and p.sources[0].latestOffset:
+            if p.sources and p.sources[0].endOffset:
                 end = StreamOffset.from_json(orjson.loads(p.sources[0].endOffset), topic=topic)
-                latest = StreamOffset.from_json(orjson.loads(p.sources[0].latestOffset), topic=topic)
-                lags = lag(end, latest.offsets)
+                try:  # the broker's ends now, after the batch: what the app wrote meanwhile is the lag
+                    latest = {r.partition: r.end for r in snapshot_ranges(servers, topic, timeout=5.0)}
+                except ExportError:
+                    latest = None
+                lags = None if latest is None else lag(end, latest)
             seconds = (p.durationMs or {}).get("triggerExecution", 0) / 1000
             say(progress_line(int(p.batchId), records, seconds, lags, rows, out))
 
@@ -149,11 +154,19 @@ def follow_table(
 ) -> dict[str, Any]:
     """Keep ``out`` holding the table's latest values until SIGINT/SIGTERM (or ``stop`` is set).
 
-    Returns a summary: the micro-batches run and the rows ``out`` holds at the end."""
+    Returns a summary: the table, its changelog topic and the rows ``out`` holds at the end."""
     from .sample import typed_spec
     from .schema import table_spec
-    from .spark import _load_app, _ticking, app_modules, bootstrap_servers, register, resolve_table, spark_session
-    from .stream import changelog_stream_frame
+    from .spark import (
+        _load_app,
+        _ticking,
+        app_modules,
+        bootstrap_servers,
+        changelog_stream_frame,
+        register,
+        resolve_table,
+        spark_session,
+    )
 
     say: ProgressFn = progress or (lambda line: None)
     the_app = _load_app(app)
@@ -183,7 +196,7 @@ def follow_table(
     )
     columns = [c for c in df.columns if c not in ("raw_key", "tombstone")]
     batches = _Batches(directory.row_counts())
-    listener = _listener(batches, spec.topic, str(directory.path), say)
+    listener = _listener(batches, servers, spec.topic, str(directory.path), say)
     session.streams.addListener(listener)
     stop_event = stop or threading.Event()
     started = time.monotonic()
@@ -232,6 +245,10 @@ def follow_table(
 
 
 def _first_line(exc: Any) -> str:
+    """The agentstream error inside Spark's wrapped failure (it carries the fix), else its first line."""
     text = str(getattr(exc, "desc", None) or exc)
+    ours = re.search(r"agentstream\.[\w.]+\.(\w+): ([^\n]+)", text)
+    if ours:
+        return f"{ours.group(1)}: {ours.group(2)}"
     lines = [line for line in text.splitlines() if line.strip()]
     return lines[0] if lines else repr(exc)

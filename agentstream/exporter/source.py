@@ -9,7 +9,7 @@ yielding Arrow record batches (no per-row Python->JVM conversion).
 
 Direct use (``read_changelog`` sets all of this up from the app's table)::
 
-    spark.dataSource.register(ChangelogDataSource)
+    spark.dataSource.register(ChangelogDataSource)  # from agentstream.exporter.datasource
     df = (spark.read.format("agentstream_changelog")
           .option("bootstrap.servers", "127.0.0.1:9092")
           .option("topic", "wordcount-word_counts-changelog")
@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 import orjson
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from ..bulk_gc import bulk_gc
@@ -39,13 +39,13 @@ from .offsets import ExportError, PartitionRange, snapshot_ranges
 from .schema import TableSpec, bulk_decoder, side_decoder, split_window_key
 
 __all__ = [
-    "ChangelogDataSource",
     "ChangelogReader",
     "ChangelogPartition",
     "ReadSettings",
     "SOURCE_NAME",
     "read_partition",
     "spec_from",
+    "bookkeeping",
 ]
 
 SOURCE_NAME = "agentstream_changelog"
@@ -78,28 +78,8 @@ def spec_from(options: Any) -> TableSpec:
     )
 
 
-def _bookkeeping(options: Any) -> bool:
+def bookkeeping(options: Any) -> bool:
     return str(options.get("bookkeeping", "true")).lower() != "false"
-
-
-class ChangelogDataSource(DataSource):  # type: ignore[misc]
-    """``spark.read.format("agentstream_changelog")``: see the module docstring."""
-
-    @classmethod
-    def name(cls) -> str:
-        return SOURCE_NAME
-
-    def schema(self) -> StructType:
-        return spec_from(self.options).spark_schema(bookkeeping=_bookkeeping(self.options))
-
-    def reader(self, schema: StructType) -> ChangelogReader:
-        return ChangelogReader(dict(self.options), schema)
-
-    def streamReader(self, schema: StructType) -> Any:
-        """``spark.readStream.format("agentstream_changelog")``: see :mod:`.stream`."""
-        from .stream import ChangelogStreamReader
-
-        return ChangelogStreamReader(dict(self.options), schema)
 
 
 class ChangelogReader(DataSourceReader):  # type: ignore[misc]

@@ -15,10 +15,9 @@ snapshot; the reading and the latest-value computation run in Spark's executors.
 
 Any SparkSession works, including ``SparkSession.builder...getOrCreate()``: before the source is
 registered, a local session's Python workers are pointed at this interpreter (``spark.pyspark.python``
-wins when set; see :func:`.runtime.prepare_session`). On a cluster every executor must import
-agentstream and aiokafka: install the wheel in the executors' Python and set
-``spark.pyspark.python`` (or ``PYSPARK_PYTHON``) to it, or ship a packed environment with
-``--archives``; ``--py-files agentstream.whl`` suffices only when the dependencies are there.
+wins when set; see :func:`.runtime.prepare_session`). On a cluster (any master but ``local``)
+agentstream and the app's module are shipped to the executors as a zip (:mod:`.deploy`); their
+Python (``spark.pyspark.python``) must have the dependencies (aiokafka, orjson, pyarrow, pandas).
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ import orjson
 
 from ..exceptions import ConfigError
 from .offsets import PartitionRange, snapshot_ranges
-from .runtime import check_java, check_pyspark, prepare_session, spark_session
+from .runtime import prepare_session, spark_session
 from .sample import typed_spec
 from .schema import TableSpec, table_spec
 
@@ -51,6 +50,8 @@ __all__ = [
     "spark_session",
     "resolve_table",
     "app_modules",
+    "read_changelog_stream",
+    "changelog_stream_frame",
     "FORMATS",
 ]
 
@@ -65,7 +66,7 @@ def register(spark: SparkSession, modules: Iterable[str] = ()) -> None:
     pointing the session's Python workers at an interpreter that can run it (:func:`prepare_session`)
     and, on a cluster (any master but ``local``), shipping agentstream and ``modules`` (the app's) to
     the executors (:func:`.deploy.ship_code`)."""
-    from .source import ChangelogDataSource
+    from .datasource import ChangelogDataSource
 
     if getattr(spark, "_agentstream_source", False):
         return
@@ -177,6 +178,51 @@ def changelog_frame(
         last = F.max_by(F.struct(*columns, "tombstone"), "offset").alias("last")
         df = df.groupBy("partition", "raw_key").agg(last).select("last.*").where(~F.col("tombstone"))
     return df.select(*columns)
+
+
+def changelog_stream_frame(
+    spark: SparkSession,
+    spec_json: str,
+    servers: list[str],
+    topic: str,
+    *,
+    bookkeeping: bool = False,
+    max_records: int | None = None,
+) -> DataFrame:
+    """The streaming DataFrame of a changelog from an already computed spec (as JSON)."""
+    register(spark)
+    reader = (
+        spark.readStream.format("agentstream_changelog")
+        .option("bootstrap.servers", ",".join(servers))
+        .option("topic", topic)
+        .option("spec", spec_json)
+        .option("bookkeeping", "true" if bookkeeping else "false")
+    )
+    if max_records is not None:
+        reader = reader.option("max.records.per.batch", str(max_records))
+    return reader.load()
+
+
+def read_changelog_stream(
+    spark: SparkSession,
+    app: App | str,
+    table: Table | Any | str,
+    *,
+    broker: str | None = None,
+    max_records_per_batch: int | None = None,
+) -> DataFrame:
+    """The table's changelog as a streaming DataFrame: every record from the log start, then each
+    new one as the app writes it.
+
+    Columns as :func:`~.spark.read_changelog` with ``latest=False`` (``value`` null for a
+    deletion). Start it with a ``checkpointLocation`` to resume where it stopped after a restart.
+    """
+    the_app = _load_app(app)
+    the_table = resolve_table(the_app, table)
+    spec = table_spec(the_table)
+    servers = bootstrap_servers(the_app, broker)
+    spec = typed_spec(the_table, spec, servers, snapshot_ranges(servers, spec.topic))
+    return changelog_stream_frame(spark, spec.dumps(), servers, spec.topic, max_records=max_records_per_batch)
 
 
 def _csv_ready(df: DataFrame) -> DataFrame:
@@ -308,67 +354,3 @@ def _ticking(say: ProgressFn, what: str, every: float = 5.0) -> Iterator[None]:
     finally:
         done.set()
         thread.join()
-
-
-def cli_export(
-    app: App,
-    table: str,
-    out: str,
-    *,
-    fmt: str = "parquet",
-    master: str | None = None,
-    all_versions: bool = False,
-    broker: str | None = None,
-    conf: Mapping[str, str] | None = None,
-    follow: bool = False,
-    interval: float = 1.0,
-    app_spec: str | None = None,
-) -> int:
-    """``agentstream -A MODULE export TABLE --out PATH [--follow]``: exit status 0 on success.
-
-    Errors of agentstream's own (no Java, no such table, broker unreachable) propagate to the
-    CLI, which prints them without a traceback; they are found before the JVM starts.
-    """
-    resolve_table(app, table)
-    check_pyspark()
-    check_java()
-    say: ProgressFn = lambda line: print(line, flush=True)  # noqa: E731
-    if follow:
-        if fmt != "parquet" or all_versions:
-            raise ConfigError(
-                "follow",
-                "--follow keeps the latest value per key as Parquet",
-                "drop --format/--all-versions (or export once without --follow)",
-            )
-        from .follow import follow_table
-
-        follow_table(
-            app_spec or app,
-            table,
-            out,
-            master=master or "local[*]",
-            broker=broker,
-            interval=interval,
-            conf=dict(conf or {}),
-            progress=say,
-        )
-        return 0
-    try:
-        export_table(
-            app_spec or app,
-            table,
-            out,
-            fmt=fmt,
-            master=master or "local[*]",
-            latest=not all_versions,
-            broker=broker,
-            progress=say,
-            conf=conf,
-        )
-    finally:
-        from pyspark.sql import SparkSession
-
-        session = SparkSession.getActiveSession()
-        if session is not None:
-            session.stop()
-    return 0

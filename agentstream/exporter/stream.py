@@ -16,7 +16,7 @@ have records; default: everything available).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
@@ -25,13 +25,7 @@ from .offsets import ExportError, PartitionRange, snapshot_ranges
 from .source import ChangelogPartition, read_partition, spec_from
 from .stream_offsets import StreamOffset, advance, batch_ranges
 
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-
-    from ..app import App
-    from ..tables.table import Table
-
-__all__ = ["ChangelogStreamReader", "read_changelog_stream", "changelog_stream_frame"]
+__all__ = ["ChangelogStreamReader"]
 
 
 try:  # pyspark 4.2+: Trigger.AvailableNow (read what is there now, in micro-batches, then stop)
@@ -126,54 +120,3 @@ class ChangelogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     # -- executor side ----------------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return read_partition(self, partition)
-
-
-def changelog_stream_frame(
-    spark: SparkSession,
-    spec_json: str,
-    servers: list[str],
-    topic: str,
-    *,
-    bookkeeping: bool = False,
-    max_records: int | None = None,
-) -> DataFrame:
-    """The streaming DataFrame of a changelog from an already computed spec (as JSON)."""
-    from .spark import register
-
-    register(spark)
-    reader = (
-        spark.readStream.format("agentstream_changelog")
-        .option("bootstrap.servers", ",".join(servers))
-        .option("topic", topic)
-        .option("spec", spec_json)
-        .option("bookkeeping", "true" if bookkeeping else "false")
-    )
-    if max_records is not None:
-        reader = reader.option("max.records.per.batch", str(max_records))
-    return reader.load()
-
-
-def read_changelog_stream(
-    spark: SparkSession,
-    app: App | str,
-    table: Table | Any | str,
-    *,
-    broker: str | None = None,
-    max_records_per_batch: int | None = None,
-) -> DataFrame:
-    """The table's changelog as a streaming DataFrame: every record from the log start, then each
-    new one as the app writes it.
-
-    Columns as :func:`~.spark.read_changelog` with ``latest=False`` (``value`` null for a
-    deletion). Start it with a ``checkpointLocation`` to resume where it stopped after a restart.
-    """
-    from .sample import typed_spec
-    from .schema import table_spec
-    from .spark import _load_app, bootstrap_servers, resolve_table
-
-    the_app = _load_app(app)
-    the_table = resolve_table(the_app, table)
-    spec = table_spec(the_table)
-    servers = bootstrap_servers(the_app, broker)
-    spec = typed_spec(the_table, spec, servers, snapshot_ranges(servers, spec.topic))
-    return changelog_stream_frame(spark, spec.dumps(), servers, spec.topic, max_records=max_records_per_batch)

@@ -274,3 +274,16 @@ def test_progress_line() -> None:
 
     line = progress_line(3, {0: 40, 2: 80, 1: 0}, 0.8412, {0: 0, 1: 0, 2: 5}, 5100, "/out")
     assert line == "batch 3: 120 records (p0 40, p2 80) in 0.84s; lag p0=0 p1=0 p2=5; 5100 rows in /out"
+
+
+def test_a_failed_query_reports_agentstreams_error_with_its_fix() -> None:
+    from agentstream.exporter.follow import _first_line
+
+    wrapped = (
+        "[STREAM_FAILED] Query [id = 1] terminated with exception: Python worker failed\n"
+        'Traceback (most recent call last):\n  File "stream.py", line 90, in latestOffset\n'
+        "agentstream.exporter.stream_offsets.ChangelogRewound: t[1] ends at 7, was read up to 9. Fix: new --out\n"
+        "\tat org.apache.spark.sql.execution.python.PythonException"
+    )
+    assert _first_line(Exception(wrapped)) == "ChangelogRewound: t[1] ends at 7, was read up to 9. Fix: new --out"
+    assert _first_line(Exception("boom\nmore")) == "boom"
