@@ -17,11 +17,11 @@ from .channels import Channel, ChannelAgent
 from .commands import register
 from .crontab import CronSchedule
 from .durations import Seconds, to_seconds
-from .exceptions import TopologyError
+from .exceptions import ConfigError, TopologyError
 from .naming import agent_topic_name, repartition_topic_name
 from .runtime import runtime_for
 from .settings import Settings
-from .streams import SplitPoint
+from .streams import SplitPoint, Stream
 from .topics import Topic
 from .transport import get_transport
 from .transport.base import Producer, Transport
@@ -57,6 +57,17 @@ class _Upper:
 upper = _Upper()
 
 
+def _check_class_setting(name: str, value: Any, base: type) -> None:
+    """Faust's class settings (``App(..., Stream=MyStream)``): a subclass of ``base`` or None."""
+    if value is not None and not (isinstance(value, type) and issubclass(value, base)):
+        raise ConfigError(
+            name,
+            f"must be a subclass of agentstream.{base.__name__}, got {value!r}",
+            f"pass the class itself: App(..., {name}=My{base.__name__}) with "
+            f"class My{base.__name__}(agentstream.{base.__name__})",
+        )
+
+
 class Timer:
     def __init__(self, fun: Callable[..., Awaitable[None]], interval: float, on_leader: bool) -> None:
         self.fun = fun
@@ -72,6 +83,8 @@ class App:
         options = faust_args.translate_settings(options)  # Faust names, timedelta durations
         self.settings = Settings.build(id, options)
         faust_args.log_unknown_settings(id, self.settings.extra)
+        _check_class_setting("Stream", self.settings.stream_class, Stream)
+        _check_class_setting("Agent", self.settings.agent_class, Agent)
         self.key_serializer: str = options.get("key_serializer", "raw")
         self.value_serializer: str = options.get("value_serializer", "json")
         self.reply_codec = codecs.get("json")
@@ -266,7 +279,7 @@ class App:
                 )
                 if getattr(t, "pattern", None) is not None
             ]
-            agent = Agent(
+            agent = (self.settings.agent_class or Agent)(
                 self,
                 fun,
                 topics=topics,

@@ -48,6 +48,8 @@ RENAMED = {
     "datadir": "data_dir",
     "web_bind": "web_host",
     "producer_linger": "producer_linger",
+    "Stream": "stream_class",
+    "Agent": "agent_class",
 }
 # Options agentstream reads from App(**options) / settings.extra itself: never "unknown".
 CONSUMED = {

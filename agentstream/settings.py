@@ -31,6 +31,10 @@ GUARANTEES = ("at_least_once", "exactly_once")
 TOPIC_NAMINGS = ("agentstream", "faust")
 
 
+APP_ONLY = ("id", "extra", "broker_credentials", "ssl_context", "stream_class", "agent_class")
+"""Settings only an App argument can give (objects, not text): no environment variable sets them."""
+
+
 @dataclass
 class Settings:
     """Everything a worker needs to know; durations are in seconds (floats), like Faust."""
@@ -71,6 +75,24 @@ class Settings:
             "help": (
                 "Faust-style credentials object: SSLCredentials, SASLCredentials, GSSAPICredentials or "
                 "OAuthCredentials (App argument only)"
+            )
+        },
+    )
+    agent_class: Any = field(
+        default=None,
+        metadata={
+            "help": (
+                "the Agent subclass @app.agent makes (Faust's Agent setting; App argument only, "
+                "App(..., Agent=MyAgent))"
+            )
+        },
+    )
+    stream_class: Any = field(
+        default=None,
+        metadata={
+            "help": (
+                "the Stream subclass agents iterate (Faust's Stream setting; App argument only, "
+                "App(..., Stream=MyStream))"
             )
         },
     )
@@ -405,7 +427,7 @@ class Settings:
         env = os.environ if environ is None else environ
         for name, _f in fields.items():
             raw = env.get(f"{ENV_PREFIX}{name.upper()}")
-            if raw is not None and name not in ("id", "extra", "broker_credentials", "ssl_context"):
+            if raw is not None and name not in APP_ONLY:
                 values[name] = _coerce(name, raw, fields[name].type)
         warn_unknown_variables(env)
         return cls(id=id, extra=extra, **values)
@@ -413,8 +435,7 @@ class Settings:
 
 def setting_variables() -> list[str]:
     """Every ``AGENTSTREAM_*`` variable that sets a setting."""
-    skip = ("id", "extra", "broker_credentials", "ssl_context")
-    return [f"{ENV_PREFIX}{f.name.upper()}" for f in dataclasses.fields(Settings) if f.name not in skip]
+    return [f"{ENV_PREFIX}{f.name.upper()}" for f in dataclasses.fields(Settings) if f.name not in APP_ONLY]
 
 
 def unknown_variables(environ: Mapping[str, str]) -> list[tuple[str, str | None]]:

@@ -104,6 +104,8 @@ class StreamTask(PolledInput):
         self._inflight: dict[TP, deque[int]] = {tp: deque() for tp in self.partitions}
         self._done: dict[TP, set[int]] = {tp: set() for tp in self.partitions}
         self.processed = 0
+        # what agents iterate: the app's Stream subclass (Faust's Stream setting) or Stream
+        self._stream_class: type[Stream] = self.agent.app.settings.stream_class or Stream
         # Set when a commit step failed (or, exactly_once, an agent instance crashed mid-record):
         # the task commits nothing more, and its table partitions close dirty (see commit.py).
         self.dirty: BaseException | None = None
@@ -323,7 +325,7 @@ class StreamTask(PolledInput):
         restarts = 0
         while self.lifecycle.state is _RUNNING:
             hand.clear()
-            stream = Stream(self)
+            stream = self._stream_class(self)
             handled = self.processed
             try:
                 await self.agent.run(stream)
