@@ -146,8 +146,9 @@ def choose(package_dir: Path, environ: Mapping[str, str]) -> tuple[str, PureSour
     root = package_dir.parent
     manifest = Manifest.read(package_dir)
     present = _extensions(package_dir)
+    chosen_pure = environ.get("AGENTSTREAM_PURE", "") not in ("", "0")  # asked for: nothing to warn of
     if not present:
-        failed = manifest is not None and manifest.for_this_python and bool(manifest.compiled)
+        failed = manifest is not None and manifest.for_this_python and bool(manifest.compiled) and not chosen_pure
         # nothing built here (or for this interpreter); or a build for this Python whose every
         # extension failed (a best-effort pip install without a C compiler): say so once
         return (
@@ -155,13 +156,13 @@ def choose(package_dir: Path, environ: Mapping[str, str]) -> tuple[str, PureSour
             None,
             (
                 "agentstream: the hot path was not compiled when this package was built (see the build log); "
-                "running pure Python"
+                "running pure Python (set AGENTSTREAM_PURE=1 to choose it without this warning)"
                 if failed
                 else ""
             ),
         )
     finder = PureSource({m: _source(root, m) for m in sorted(present) if _source(root, m).exists()})
-    if environ.get("AGENTSTREAM_PURE", "") not in ("", "0"):
+    if chosen_pure:
         return "pure", finder, ""
     problems = _problems(package_dir, manifest, present)
     if not problems:
@@ -182,7 +183,9 @@ def _apply() -> str:
             raise ImportError(f"agentstream.compiled must be imported before {already}")
         sys.meta_path.insert(0, finder)
     if warning:
-        warnings.warn(warning, RuntimeWarning, stacklevel=3)
+        # one line on stderr, once per process (this module runs once): a warning's two-line
+        # format with the import line under it says nothing more
+        print(warning, file=sys.stderr)
     return build
 
 

@@ -158,6 +158,8 @@ def test_a_build_whose_every_extension_failed_says_so(package: Path) -> None:
     write_manifest(package, ["fakehot.hot"])
     build, finder, warning = compiled.choose(package, {})
     assert (build, finder) == ("pure", None) and "not compiled" in warning
+    assert "AGENTSTREAM_PURE=1" in warning  # says how to silence it
+    assert compiled.choose(package, {"AGENTSTREAM_PURE": "1"}) == ("pure", None, "")  # chosen: no warning
 
 
 def test_agentstream_pure_runs_the_source_without_a_warning(package: Path) -> None:
