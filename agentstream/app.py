@@ -96,8 +96,12 @@ class App:
         self.pages: dict[str, Any] = {}  # path -> view function or agentstream.web.View subclass
         self.commands: dict[str, Any] = {}  # name -> commands.CommandSpec (@app.command)
         self._transport: Transport | None = None
-        self._producer: Producer | None = None
-        self._producer_started = False
+        self._producer_object: Producer | None = None
+        self._producer_is_started = False
+        # The started producer while a plain send needs nothing but its synchronous append (no
+        # sensor or on_produce_message receiver to tell, no transaction to send into): what
+        # Topic.send reads once per record. Kept current by _refresh_plain_sends.
+        self._plain_producer: Producer | None = None
         self._producer_lock: asyncio.Lock | None = None
         self._replies: ReplyConsumer | None = None
         self._declared_in = _caller_module()  # autodiscover=True imports this module's package
@@ -108,6 +112,8 @@ class App:
         for signal_name, signal in app_signals(self).items():
             setattr(self, signal_name, signal)
         self.sensors = SensorDelegate()
+        self.sensors.on_change = self._refresh_plain_sends
+        self.on_produce_message.on_change = self._refresh_plain_sends
         self._monitor: Monitor | None = None
 
     # Faust's signals, set per app in __init__ (typed here for mypy)
@@ -524,6 +530,36 @@ class App:
     def producer_settings(self) -> dict[str, Any]:
         s = self.settings
         return {"linger_ms": int(s.producer_linger * 1000), "max_batch_size": s.producer_max_batch_size}
+
+    @property
+    def _producer(self) -> Producer | None:
+        return self._producer_object
+
+    @_producer.setter
+    def _producer(self, producer: Producer | None) -> None:
+        self._producer_object = producer
+        self._refresh_plain_sends()
+
+    @property
+    def _producer_started(self) -> bool:
+        return self._producer_is_started
+
+    @_producer_started.setter
+    def _producer_started(self, started: bool) -> None:
+        self._producer_is_started = started
+        self._refresh_plain_sends()
+
+    def _refresh_plain_sends(self) -> None:
+        """Whether Topic.send may append a record to the producer directly, and to which."""
+        producer = self._producer_object
+        plain = (
+            producer is not None
+            and self._producer_is_started
+            and self.settings.processing_guarantee != "exactly_once"  # sends go into the task's transaction
+            and not self.sensors
+            and not self.on_produce_message.receivers
+        )
+        self._plain_producer = producer if plain else None
 
     @property
     def producer(self) -> Producer:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .transport.base import TP
@@ -127,14 +127,19 @@ class SensorDelegate:
 
     def __init__(self) -> None:
         self._sensors: list[Sensor] = []
+        self.on_change: Callable[[], None] | None = None  # told when a sensor comes or goes
 
     def add(self, sensor: Sensor) -> None:
         if sensor not in self._sensors:
             self._sensors.append(sensor)
+            if self.on_change is not None:
+                self.on_change()
 
     def remove(self, sensor: Sensor) -> None:
         if sensor in self._sensors:
             self._sensors.remove(sensor)
+            if self.on_change is not None:
+                self.on_change()
 
     def __iter__(self) -> Iterator[Sensor]:
         return iter(list(self._sensors))

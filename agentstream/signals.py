@@ -38,6 +38,7 @@ class _BaseSignal:
         self.name = name
         self.owner = owner
         self.receivers: list[Callable[..., Any]] = []
+        self.on_change: Callable[[], None] | None = None  # told when a receiver comes or goes
 
     def connect(self, fun: Callable[..., Any] | None = None, **kwargs: Any) -> Any:
         """Add a receiver; usable as ``@signal.connect`` and ``@signal.connect()``."""
@@ -45,6 +46,8 @@ class _BaseSignal:
         def _add(f: Callable[..., Any]) -> Callable[..., Any]:
             if f not in self.receivers:
                 self.receivers.append(f)
+                if self.on_change is not None:
+                    self.on_change()
             return f
 
         return _add(fun) if fun is not None else _add
@@ -52,6 +55,8 @@ class _BaseSignal:
     def disconnect(self, fun: Callable[..., Any], **kwargs: Any) -> None:
         if fun in self.receivers:
             self.receivers.remove(fun)
+            if self.on_change is not None:
+                self.on_change()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} receivers={len(self.receivers)}>"

@@ -15,7 +15,6 @@ from . import codecs
 from .events import current_event
 from .runtime import current_task
 from .transport.base import Delivery, TopicSpec
-from .transport.kafka.producer import KafkaProducer
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -24,10 +23,6 @@ if TYPE_CHECKING:
     from .types import TopicOptions
 
 __all__ = ["Topic", "TopicGroup"]
-
-
-_LANE_CLOSED: list[Any] = [None]
-"""A lane's "sensors" under exactly_once: never empty, so the send fast path never takes the lane."""
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # a public class: apps subclass it
@@ -52,10 +47,6 @@ class Topic:
         self.value_type = value_type
         self._partitions = options.get("partitions")
         self.internal = internal
-        self._lane: KafkaProducer | None = None  # see _open_lane
-        self._lane_for: Any = None
-        self._lane_sensors: list[Any] = _LANE_CLOSED
-        self._lane_receivers: list[Any] = _LANE_CLOSED
         self.compacted = options.get("compacted", False)
         self.config = dict(options.get("config") or {})
         self.key_serializer = key_serializer
@@ -125,42 +116,14 @@ class Topic:
         # append, with the current event's timestamp); send_raw() is the general path.
         kb, vb = self.encode(key, value)
         if timestamp is None and headers is None:
-            lane = self._lane
-            if lane is not None and not self._lane_sensors and not self._lane_receivers:
+            producer = self.app._plain_producer
+            if producer is not None:
                 event = current_event()
                 ts = -1 if event is None else event.message.timestamp  # -1: none (format 0 records)
-                delivery = lane.send_now(self.name, kb, vb, partition, ts if ts >= 0 else None, None)
+                delivery = producer.send_now(self.name, kb, vb, partition, ts if ts >= 0 else None, None)
                 if delivery is not None:
                     return delivery
-            # No lane yet, or the lane's producer had no room (or was stopped: the app replaces its
-            # producer only after stopping it, and a stopped producer's lane appends nothing)
-            producer = self.app._producer
-            if producer is not self._lane_for:
-                self._open_lane(producer)
         return await self.send_raw(kb, vb, partition=partition, timestamp=timestamp, headers=headers)
-
-    # The send fast path's per-producer lookups, made once per started producer instead of per
-    # record; a new producer (stop, restart) opens a new lane at the first send its old lane could
-    # not take. The lists are the app's own (mutated
-    # in place by sensors.add / signal.connect), so a sensor or receiver added later is seen. Under
-    # exactly_once the lane is closed: a task's sends go into its transaction (send_raw), which an
-    # open lane would otherwise have to check per record. (The guarantee is read when the lane
-    # opens, as the worker reads it once when it starts.) The lane is typed as the Kafka producer:
-    # in the compiled build its send_now is a native call.
-    def _open_lane(self, producer: Any) -> None:
-        app = self.app
-        self._lane = None
-        self._lane_for = None  # not ready (no producer, not started, other lists): asked again next send
-        if not isinstance(producer, KafkaProducer) or not app._producer_started:
-            return
-        if app.settings.processing_guarantee == "exactly_once":
-            # a closed lane for this producer: remembered like an open one, never taken
-            self._lane_for, self._lane_sensors, self._lane_receivers = producer, _LANE_CLOSED, _LANE_CLOSED
-            return
-        sensors, receivers = app.sensors._sensors, app.on_produce_message.receivers
-        if type(sensors) is not list or type(receivers) is not list:
-            return  # not the lists this lane can watch: the general path checks per record
-        self._lane, self._lane_for, self._lane_sensors, self._lane_receivers = producer, producer, sensors, receivers
 
     async def send_raw(
         self,
@@ -185,11 +148,9 @@ class Topic:
         if task is not None and task.txn is not None:  # exactly_once: into the task's transaction
             return await task.txn.send(self.name, key, value, partition=partition, timestamp_ms=ts_ms, headers=headers)
         producer = self.app.producer if self.app._producer_started else await self.app.start_producer()
-        send_now = getattr(producer, "send_now", None)  # kafka://: the synchronous fast path
-        if send_now is not None:
-            delivery: Delivery | None = send_now(self.name, key, value, partition, ts_ms, headers)
-            if delivery is not None:
-                return delivery
+        delivery = producer.send_now(self.name, key, value, partition, ts_ms, headers)
+        if delivery is not None:
+            return delivery
         return await producer.send(self.name, key, value, partition=partition, timestamp_ms=ts_ms, headers=headers)
 
     def _observe_send(

@@ -71,6 +71,7 @@ class AppT(Protocol):
     on_produce_message: Any  # agentstream.signals.SyncSignal
     _producer: Producer | None
     _producer_started: bool
+    _plain_producer: Producer | None
 
     @property
     def id(self) -> str: ...

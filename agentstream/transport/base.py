@@ -128,6 +128,19 @@ class Producer(Protocol):
         """Append to the send buffer and return the delivery future (await it only to wait for the broker)."""
         ...
 
+    def send_now(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        timestamp_ms: int | None,
+        headers: Headers | None,
+    ) -> Delivery | None:
+        """:meth:`send` without a coroutine when the producer can take the record at once (an
+        open batch with room); None: nothing was appended, call :meth:`send`."""
+        ...
+
     async def flush(self) -> None:
         """Wait until every record sent so far is acknowledged; raises ProducerError if any failed."""
         ...

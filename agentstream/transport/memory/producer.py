@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Unpack
 from aiokafka.structs import RecordMetadata  # type: ignore[import-untyped, unused-ignore]
 
 from agentstream.exceptions import ProducerError, ProducerFenced, TransportError
-from agentstream.transport.base import TP, SendOptions
+from agentstream.transport.base import TP, Headers, SendOptions
 from agentstream.transport.partitioner import default_partition
 
 from .broker import MemoryBroker, Transaction
@@ -120,7 +120,20 @@ class MemoryProducer:
         if options and not self._SEND_OPTIONS.issuperset(options):  # as the Kafka producer's keywords
             unknown = sorted(options.keys() - self._SEND_OPTIONS)
             raise TypeError(f"send() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}")
-        partition = options.get("partition")
+        return self.send_now(
+            topic, key, value, options.get("partition"), options.get("timestamp_ms"), options.get("headers")
+        )
+
+    def send_now(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        timestamp_ms: int | None,
+        headers: Headers | None,
+    ) -> asyncio.Future[RecordMetadata]:
+        """The memory broker appends at once: every send is a synchronous one."""
         self._check_running("before send()")
         txn = self._open_txn() if self.transactional_id is not None else None
         if txn is not None:
@@ -138,9 +151,7 @@ class MemoryProducer:
             for kind in ("send_fail", "send_cancel"):
                 if faults.take(kind):
                     return self._fail(fut, kind, TP(topic, partition), txn)
-        meta = self._broker.append(
-            TP(topic, partition), key, value, options.get("timestamp_ms"), options.get("headers") or (), txn
-        )
+        meta = self._broker.append(TP(topic, partition), key, value, timestamp_ms, headers or (), txn)
         fut.set_result(meta)
         return fut
 

@@ -1,9 +1,9 @@
-"""Topic.send's fast path (the lane) binds the kafka:// producer's per-record append once per
-started producer: a sensor or on_produce_message receiver added later, a new producer, or a
-transaction must still send the record the general way (observed, into the new producer, into
-the transaction). The lane opens for the real KafkaProducer only, so these tests run on it, with
-aiokafka's client replaced by one that keeps the batches it is handed (aiokafka's own
-BatchBuilder), and read what was sent back out of them."""
+"""Topic.send appends a plain record to the app's started producer directly (``app._plain_producer``,
+which the App keeps current): a sensor or on_produce_message receiver added later, a new producer,
+or a transaction must still send the record the general way (observed, into the new producer, into
+the transaction). These tests run on the real KafkaProducer, with aiokafka's client replaced by
+one that keeps the batches it is handed (aiokafka's own BatchBuilder), and read what was sent back
+out of them."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ async def kafka_producer() -> tuple[KafkaProducer, Client]:
 
 
 async def started_app() -> tuple[Any, Client]:
-    app = agentstream.App("lane", broker="memory://")
+    app = agentstream.App("plain-sends", broker="memory://")
     producer, client = await kafka_producer()
     app._producer = producer
     app._producer_started = True
@@ -72,11 +72,11 @@ async def test_a_receiver_connected_after_the_first_sends_sees_later_sends() -> 
     app, client = await started_app()
     topic = app.topic("t", key_type=str, value_type=str)
     await topic.send(key="a", value="1")  # learns the topic (send())
-    await topic.send(key="b", value="2")  # the lane: the producer's synchronous append
+    await topic.send(key="b", value="2")  # a plain send: the producer's synchronous append
     seen: list[Any] = []
     app.on_produce_message.connect(lambda sender, **kw: seen.append(kw["key"]))
     await topic.send(key="c", value="3")
-    assert seen == [b"c"]  # the lane did not skip the receiver
+    assert seen == [b"c"]  # the plain send did not skip the receiver
     assert client.sent() == [("t", b"a", b'"1"'), ("t", b"b", b'"2"'), ("t", b"c", b'"3"')]
 
 
@@ -114,7 +114,7 @@ async def test_a_new_producer_gets_the_records_sent_after_it_replaced_the_old_on
 
 
 async def test_under_exactly_once_a_task_send_goes_into_its_transaction_every_time() -> None:
-    """No lane under exactly_once: the first and every later send of a task with a transaction
+    """No plain sends under exactly_once: the first and every later send of a task with a transaction
     reach the transaction, never the producer's append."""
     from agentstream.runtime import current_task
 
