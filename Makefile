@@ -67,7 +67,8 @@ test: $(STAMP) $(COMPILED) $(CHROMIUM) $(FAUST_VENV)
 	$(PY) -m mypy agentstream
 	$(VENV)/bin/lint-imports  # the layers contract in pyproject.toml
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet --site-dir build/site
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) scripts/unit_builds.py  # the unit suite on the compiled and the pure build, side by side
+	$(PY) -m pytest -q -p no:cacheprovider tests --ignore=tests/unit  # integration: the real broker
 
 # The documentation site (mkdocs-material): build/site/index.html; `make docs-serve` for a live preview.
 docs: $(STAMP)
