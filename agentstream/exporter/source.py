@@ -78,6 +78,15 @@ def spec_from(options: Any) -> TableSpec:
     )
 
 
+def reader_options(options: Any) -> tuple[TableSpec, str, str]:
+    """(decode spec, topic, bootstrap servers) from a reader's options, batch and stream alike."""
+    spec = spec_from(options)
+    bootstrap = options.get("bootstrap.servers") or options.get("kafka.bootstrap.servers")
+    if not bootstrap:
+        raise ExportError("the agentstream_changelog source needs option 'bootstrap.servers'")
+    return spec, options.get("topic") or spec.topic, str(bootstrap)
+
+
 def bookkeeping(options: Any) -> bool:
     return str(options.get("bookkeeping", "true")).lower() != "false"
 
@@ -86,12 +95,7 @@ class ChangelogReader(DataSourceReader):  # type: ignore[misc]
     """Plans one input partition per Kafka partition; reads one in each executor task."""
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
-        self.spec = spec_from(options)
-        self.topic = options.get("topic") or self.spec.topic
-        bootstrap = options.get("bootstrap.servers") or options.get("kafka.bootstrap.servers")
-        if not bootstrap:
-            raise ExportError("the agentstream_changelog source needs option 'bootstrap.servers'")
-        self.bootstrap: str = bootstrap
+        self.spec, self.topic, self.bootstrap = reader_options(options)
         self.ranges: list[PartitionRange] | None = None
         if options.get("ranges"):
             self.ranges = [PartitionRange(int(p), int(s), int(e)) for p, s, e in orjson.loads(options["ranges"])]

@@ -21,8 +21,8 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from .offsets import ExportError, PartitionRange, snapshot_ranges
-from .source import ChangelogPartition, read_partition, spec_from
+from .offsets import PartitionRange, snapshot_ranges
+from .source import ChangelogPartition, read_partition, reader_options
 from .stream_offsets import StreamOffset, advance, batch_ranges
 
 __all__ = ["ChangelogStreamReader"]
@@ -41,12 +41,7 @@ class ChangelogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         # Built in the driver's long-lived planner process and in every executor task: cheap, no I/O.
-        self.spec = spec_from(options)
-        self.topic = options.get("topic") or self.spec.topic
-        bootstrap = options.get("bootstrap.servers") or options.get("kafka.bootstrap.servers")
-        if not bootstrap:
-            raise ExportError("the agentstream_changelog source needs option 'bootstrap.servers'")
-        self.bootstrap: str = bootstrap
+        self.spec, self.topic, self.bootstrap = reader_options(options)
         self.idle_timeout = float(options.get("idle.timeout", 60))
         limit = options.get("max.records.per.batch")
         self.max_records = int(limit) if limit else None
