@@ -10,20 +10,16 @@ are not part of ``__all__``.
 """
 
 import importlib
+import typing as _typing
 
 # isort: off
 # First: chooses between the compiled hot path and its pure-Python source before either is imported.
 from . import compiled as _compiled  # noqa: F401
 # isort: on
 
-# These install operators into the layers below them (Stream.join, Table.tumbling/hopping/join,
-# Agent.test_context, App.main): imported here, so they are there whatever the app imports first.
-from . import cli as _cli  # noqa: F401
-
-# The compat package (top layer): the one Worker class, and Faust's names answered by __getattr__.
-from . import faust as _faust
+# Joins install Stream.join/Table.join/Table.from_topic on the classes below them (it builds on
+# streams and tables): imported here, so they are there whatever the app imports first.
 from . import joins as _joins  # noqa: F401
-from . import testing as _testing  # noqa: F401
 from ._version import __version__
 from .agents.agent import Agent
 from .app import App
@@ -39,13 +35,11 @@ from .exceptions import (
     TopologyError,
     ValidationError,
 )
-from .faust.worker import Worker
 from .models import Record
 from .sensors import Monitor, Sensor
 from .service import Service
 from .signals import Signal, SyncSignal
 from .streams import Stream
-from .tables import windowed as _windowed  # noqa: F401
 from .tables.kinds import GlobalTable, SetGlobalTable, SetTable
 from .tables.table import Table
 from .tables.windows import HoppingWindow, SlidingWindow, TumblingWindow
@@ -92,6 +86,9 @@ __all__ = [
     "__version__",
 ]
 
+if _typing.TYPE_CHECKING:
+    from .faust.worker import Worker
+
 _LAZY_MODULES = {
     "web": ".web",
     "cli": ".cli",
@@ -102,10 +99,17 @@ _LAZY_MODULES = {
 
 
 def __getattr__(name: str) -> object:
-    """Faust's names on ``agentstream`` (``faust.StreamT``, ``faust.uuid()``...) from the compat
-    package, and ``faust.web``/``faust.serializers``... imported on first use (aiohttp is heavy)."""
-    if name in _faust.__all__:  # what agentstream has itself is found before __getattr__ is asked
-        return getattr(_faust, name)
+    """What declarations do not need, imported on first use so that ``import agentstream`` stays
+    light: ``Worker`` (the runtime, with Faust's start-up), ``web``/``cli``/``testing``... (aiohttp,
+    click and the memory broker are heavy), and Faust's names (``faust.StreamT``, ``faust.uuid()``...)
+    from the compat package."""
+    if name == "Worker":
+        from .faust.worker import Worker
+
+        return Worker
     if name in _LAZY_MODULES:
         return importlib.import_module(_LAZY_MODULES[name], __name__)
+    faust = importlib.import_module(".faust", __name__)
+    if name in faust.__all__:  # what agentstream has itself is found before __getattr__ is asked
+        return getattr(faust, name)
     raise AttributeError(f"module 'agentstream' has no attribute {name!r}")

@@ -14,7 +14,6 @@ from .agents.agent import Agent, AgentFun
 from .agents.replies import ReplyConsumer
 from .background import crontab_runner, leader_task, service_runner
 from .channels import Channel, ChannelAgent
-from .commands import register
 from .crontab import CronSchedule
 from .durations import Seconds, to_seconds
 from .exceptions import ConfigError, TopologyError
@@ -46,15 +45,22 @@ _AGENT_TOPIC_ARGS = ("key_type", "value_type", "key_serializer", "value_serializ
 __all__ = ["App"]
 
 
-class _Upper:
-    """Implemented by a layer above this module, installed there at import: ``main`` (the CLI that
-    ``App.main()`` runs) by :mod:`agentstream.cli`, which the package's ``__init__`` imports. So the
-    App never imports the CLI: no import cycle."""
+def command_line() -> Callable[..., int]:
+    """The ``agentstream`` command's entry function, as the package registers it (its console
+    script). The command line sits above the App (it loads apps and runs workers), so ``App.main()``
+    finds it the way a shell does, by the installed command's name, instead of importing it."""
+    from importlib.metadata import entry_points
 
-    main: Callable[..., int]
-
-
-upper = _Upper()
+    for entry in entry_points(group="console_scripts", name="agentstream"):
+        if entry.value.split(":")[0] == "agentstream.cli":
+            main: Callable[..., int] = entry.load()
+            return main
+    raise ConfigError(
+        "App.main",
+        "the agentstream command is not installed in this environment (no console script 'agentstream')",
+        "pip install the package (pip install agentstream, or pip install -e . in a checkout), "
+        "or run `python -m agentstream -A <module> ...`",
+    )
 
 
 def _check_class_setting(name: str, value: Any, base: type) -> None:
@@ -391,6 +397,8 @@ class App:
         with ``agentstream.cli.option``/``argument``; Faust's ``base`` and other keyword arguments are
         accepted and logged once)."""
         faust_args.ignored("app.command", base=base, **kwargs)
+        from .commands import register  # on first use: click is heavy, and only commands need it
+
         return register(self, tuple(options), name, help)
 
     def topic_route(
@@ -604,7 +612,7 @@ class App:
     # -- running ---------------------------------------------------------------------------------
     def main(self, argv: Sequence[str] | None = None) -> None:
         """Faust's ``app.main()``: the CLI with this app preselected."""
-        raise SystemExit(upper.main(list(argv) if argv is not None else None, app=self))
+        raise SystemExit(command_line()(list(argv) if argv is not None else None, app=self))
 
     def __repr__(self) -> str:
         return f"<App {self.id} broker={self.settings.broker}>"

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 import click
 import orjson
 
-from . import app as _app
 from . import faust_args
 from ._version import __version__
 from .app_loader import load_app  # re-exported: exporter and tests load apps by the -A spec too
@@ -628,7 +627,3 @@ def main(argv: Sequence[str] | None = None, app: App | None = None) -> int:
     if isinstance(result, int) and not isinstance(result, bool):
         return result
     return 0
-
-
-# App.main() (Faust's ``app.main()``) runs this CLI; the App sits below the CLI and does not import it.
-_app.upper.main = main

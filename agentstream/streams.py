@@ -40,15 +40,15 @@ Processor = Callable[[Event], bool | Awaitable[bool]]
 _NOTHING_DONE: list[Event] = []  # poll_event's argument when there is nothing to acknowledge (never filled)
 
 
-class _Upper:
-    """Operators implemented by a layer above this module, installed there at import:
-    ``join_stream`` by :mod:`agentstream.joins` (joins build on streams, tables and topics; the
-    package's ``__init__`` imports it). So this module never imports joins: no import cycle."""
+class JoinEntryPoints:
+    """``Stream.join``/``left_join``/``outer_join`` are implemented by :mod:`agentstream.joins`,
+    which builds on streams (and tables and topics) at run time: it installs its function here when
+    it is imported (the package's ``__init__`` imports it), so this module never imports it."""
 
     join_stream: Callable[..., Stream]
 
 
-upper = _Upper()
+join_entry_points = JoinEntryPoints()
 
 
 @dataclass
@@ -337,17 +337,17 @@ class Stream:
         ``other`` is a Table (co-partitioned; ideally ``from_topic``), a GlobalTable (``key=`` picks
         the lookup key from the value) or a Topic (``within=`` seconds/timedelta, ``grace=``: a
         windowed stream-stream join whose buffers are changelogged)."""
-        return upper.join_stream(self, other, "inner", within=within, grace=grace, key=key, name=name)
+        return join_entry_points.join_stream(self, other, "inner", within=within, grace=grace, key=key, name=name)
 
     def left_join(
         self, other: Any, *, within: Any = None, grace: Any = None, key: Any = None, name: str | None = None
     ) -> Stream:
         """Like :meth:`join`, but a record without a match still gives ``(value, None)``."""
-        return upper.join_stream(self, other, "left", within=within, grace=grace, key=key, name=name)
+        return join_entry_points.join_stream(self, other, "left", within=within, grace=grace, key=key, name=name)
 
     def outer_join(self, other: Any, *, within: Any = None, grace: Any = None, name: str | None = None) -> Stream:
         """Stream-stream only: unmatched records of either side give ``(value, None)``/``(None, value)``."""
-        return upper.join_stream(self, other, "outer", within=within, grace=grace, name=name)
+        return join_entry_points.join_stream(self, other, "outer", within=within, grace=grace, name=name)
 
     def _split(self, point: SplitPoint) -> Stream:
         index = self._splits + 1

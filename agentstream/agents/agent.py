@@ -21,6 +21,7 @@ from .replies import CORRELATION_ID, REPLY_TO, allowed_reply_to
 if TYPE_CHECKING:
     from ..topics import Topic
     from ..types import AppT as App  # the App's interface: app.py imports this module
+    from .test_context import AgentTestContext
 
 log = logging.getLogger(__name__)
 
@@ -28,17 +29,6 @@ AgentFun = Callable[[Stream], Awaitable[None] | AsyncIterator[Any]]
 Sink = Union["Topic", "Agent", Callable[[Any], Any]]
 
 __all__ = ["Agent", "AgentFun"]
-
-
-class _Upper:
-    """Implemented by a layer above this module, installed there at import: ``test_context`` by
-    :mod:`agentstream.testing` (the harness runs agents; the package's ``__init__`` imports it).
-    So this module never imports the harness: no import cycle."""
-
-    test_context: Callable[..., Any]
-
-
-upper = _Upper()
 
 
 class Agent:
@@ -193,9 +183,11 @@ class Agent:
             for fut in futures:
                 fut.cancel()
 
-    def test_context(self, **kwargs: Any) -> Any:
-        """An in-process harness for this agent alone (see :mod:`agentstream.testing`)."""
-        return upper.test_context(self, **kwargs)
+    def test_context(self, **kwargs: Any) -> AgentTestContext:
+        """An in-process harness for this agent alone (:mod:`agentstream.agents.test_context`)."""
+        from .test_context import AgentTestContext  # on first use: `import agentstream` stays light
+
+        return AgentTestContext(self, **kwargs)
 
     def __repr__(self) -> str:
         return f"<Agent {self.name} topics={[t.name for t in self.topics]} splits={[s.name for s in self.splits]}>"

@@ -173,6 +173,6 @@ def join_tables(left: Table, right: Table, kind: str) -> JoinedTable:
 
 # Stream.join/left_join/outer_join, Table.from_topic and Table.join/left_join/outer_join call these
 # (streams and tables sit below this package and must not import it).
-_streams.upper.join_stream = join_stream
-_table.upper.from_topic = from_topic
-_table.upper.join_tables = join_tables
+_streams.join_entry_points.join_stream = join_stream
+_table.join_entry_points.from_topic = from_topic
+_table.join_entry_points.join_tables = join_tables

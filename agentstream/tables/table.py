@@ -31,11 +31,14 @@ from ..models import Record
 from ..naming import changelog_topic_name, faust_naming
 from ..runtime import current_task, runtime_for
 from ..transport.partitioner import default_partition
+from . import windowed
 from .partition import TableNotReady, TablePartition
 from .query import live_entries
 from .rows import Rows
+from .windowed import WindowedTable
 
 if TYPE_CHECKING:
+    from ..joins.tables import JoinedTable
     from ..topics import Topic
     from ..types import AppT as App  # the App's interface: app.py imports this module
 
@@ -48,20 +51,16 @@ _IMMUTABLE_KEYS = (str, int, bytes)  # exact types: memoising their encoding is 
 __all__ = ["Table", "TablePartition", "TableNotReady"]
 
 
-class _Upper:
-    """Constructors implemented by layers above this module, installed there at import:
-    ``tumbling``/``hopping`` by :mod:`agentstream.tables.windowed` (a WindowedTable wraps a Table),
-    ``from_topic``/``join_tables`` by :mod:`agentstream.joins` (joins build on tables and streams);
-    the package's ``__init__`` imports both. So this module never imports them: no import cycle."""
+class JoinEntryPoints:
+    """``Table.from_topic`` and ``Table.join`` are implemented by :mod:`agentstream.joins`, which
+    builds on tables (and streams and topics) at run time: it installs its functions here when it
+    is imported (the package's ``__init__`` imports it), so this module never imports it."""
 
-    tumbling: Callable[..., Any]
-    hopping: Callable[..., Any]
-    windowed: Callable[..., Any]
-    from_topic: Callable[..., Table]
-    join_tables: Callable[..., Any]
+    from_topic: Callable[[Table, Topic], Table]
+    join_tables: Callable[[Table, Table, str], JoinedTable]
 
 
-upper = _Upper()
+join_entry_points = JoinEntryPoints()
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # a public class: apps subclass it
@@ -412,9 +411,11 @@ class Table(Rows):
         *,
         grace: Any = 0.0,
         on_window_close: Callable[[Any, Any], Any] | None = None,
-    ) -> Any:  # a tables.windowed.WindowedTable
+    ) -> WindowedTable:
         """This table as a :class:`~agentstream.tables.windowed.WindowedTable` of ``size``-second windows."""
-        return upper.tumbling(self, size, expires, grace=grace, on_window_close=on_window_close or self.on_window_close)
+        return windowed.tumbling(
+            self, size, expires, grace=grace, on_window_close=on_window_close or self.on_window_close
+        )
 
     def hopping(
         self,
@@ -424,36 +425,36 @@ class Table(Rows):
         *,
         grace: Any = 0.0,
         on_window_close: Callable[[Any, Any], Any] | None = None,
-    ) -> Any:  # a tables.windowed.WindowedTable
+    ) -> WindowedTable:
         """This table as a WindowedTable of ``size``-second windows starting every ``step`` seconds."""
-        return upper.hopping(
+        return windowed.hopping(
             self, size, step, expires, grace=grace, on_window_close=on_window_close or self.on_window_close
         )
 
     def using_window(
         self, window: Any, *, grace: Any = 0.0, on_window_close: Callable[[Any, Any], Any] | None = None
-    ) -> Any:  # a WindowedTable
+    ) -> WindowedTable:
         """This table windowed by any window object (Faust's ``using_window``): a TumblingWindow,
         HoppingWindow or SlidingWindow."""
-        return upper.windowed(self, window, grace, on_window_close or self.on_window_close)
+        return windowed.windowed(self, window, grace, on_window_close or self.on_window_close)
 
     # -- joins (agentstream.joins) ---------------------------------------------------------------
     def from_topic(self, topic: Topic) -> Table:
         """Keep this table equal to the latest value per key of ``topic`` (Kafka Streams' KTable);
         ``stream.join(table)`` then reads ``topic`` in the joining task, in timestamp order."""
-        return upper.from_topic(self, topic)
+        return join_entry_points.from_topic(self, topic)
 
-    def join(self, other: Table) -> Any:  # a joins.JoinedTable
+    def join(self, other: Table) -> JoinedTable:
         """A read-only view: ``view[k] == (self[k], other[k])`` for keys in both tables."""
-        return upper.join_tables(self, other, "inner")
+        return join_entry_points.join_tables(self, other, "inner")
 
-    def left_join(self, other: Table) -> Any:  # a joins.JoinedTable
+    def left_join(self, other: Table) -> JoinedTable:
         """A read-only view over this table's keys: ``(self[k], other.get(k))``."""
-        return upper.join_tables(self, other, "left")
+        return join_entry_points.join_tables(self, other, "left")
 
-    def outer_join(self, other: Table) -> Any:  # a joins.JoinedTable
+    def outer_join(self, other: Table) -> JoinedTable:
         """A read-only view over the keys of either table (the missing side None)."""
-        return upper.join_tables(self, other, "outer")
+        return join_entry_points.join_tables(self, other, "outer")
 
     def items(self) -> Iterator[tuple[Any, Any]]:
         """Every key of the partitions this worker holds (cache and pending writes included)."""

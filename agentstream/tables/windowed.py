@@ -54,7 +54,6 @@ from ..durations import Seconds
 from ..durations import to_seconds as seconds
 from ..events import Event, current_event
 from ..exceptions import AgentStreamError, SerializationError, TopologyError
-from . import table as _table
 from .query import STREAM_TIME_KEY, live_entries
 from .windows import (
     HoppingWindow,
@@ -852,9 +851,3 @@ def hopping(
         grace,
         on_window_close,
     )
-
-
-# Table.tumbling()/hopping() build a WindowedTable through these (tables.table sits below this module).
-_table.upper.tumbling = tumbling
-_table.upper.hopping = hopping
-_table.upper.windowed = windowed

@@ -1,8 +1,9 @@
 """No import cycle among agentstream's modules, deferred imports included.
 
-The graph is built from every ``import``/``from`` statement anywhere in each file (module level,
-inside functions and under ``if TYPE_CHECKING:`` alike), so a cycle hidden behind a function-level
-import counts. ``from pkg import name`` counts as an edge to ``pkg.name`` when that is a module,
+The graph is built from every ``import``/``from`` statement that runs: at module level and inside
+functions alike, so a cycle hidden behind a function-level import counts. Imports under ``if
+TYPE_CHECKING:`` are left out: they never run, and a type may name a module above its user (as
+import-linter's ``exclude_type_checking_imports`` leaves them out of the layers). ``from pkg import name`` counts as an edge to ``pkg.name`` when that is a module,
 else to ``pkg`` (its ``__init__``).
 """
 
@@ -27,7 +28,7 @@ def build_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {m: set() for m in files}
     for mod, path in files.items():
         package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in _runtime_imports(ast.parse(path.read_text(), str(path))):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
@@ -48,6 +49,30 @@ def build_graph() -> dict[str, set[str]]:
                     graph[mod].add(t)
     # A module imports its package's __init__ too; that edge is Python's, not the code's choice.
     return graph
+
+
+def _type_checking(node: ast.stmt) -> bool:
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    )
+
+
+def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement of ``tree`` but those under ``if TYPE_CHECKING:`` (their ``else:``
+    branch runs, and counts)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    pending: list[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        elif isinstance(node, ast.stmt) and _type_checking(node):
+            pending.extend(node.orelse)  # type: ignore[attr-defined]
+        else:
+            pending.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -131,20 +156,30 @@ if __name__ == "__main__":
         print(len(c), c)
 
 
-def test_upper_layers_install_their_entry_points_on_package_import() -> None:
-    """What lower modules call upward without importing it is installed by ``import agentstream``
-    (the web server by ``import agentstream.web``, which every process that runs a worker imports)."""
+def test_methods_implemented_above_their_class_reach_it_without_a_registry_but_joins() -> None:
+    """Table.tumbling builds its WindowedTable by a runtime import (windowed.py names Table only
+    for typing), Agent.test_context its harness from its own package, App.main the installed
+    ``agentstream`` command; only the joins, which build on streams and tables at run time, install
+    their entry points on Stream and Table (``import agentstream`` imports them)."""
+    import agentstream
     from agentstream import app, streams
-    from agentstream.agents import agent
+    from agentstream.agents.test_context import AgentTestContext
+    from agentstream.cli import main
     from agentstream.tables import table
-    from agentstream.worker import worker
+    from agentstream.tables.windowed import WindowedTable
 
-    assert streams.upper.join_stream.__module__ == "agentstream.joins"
-    assert {table.upper.tumbling.__module__, table.upper.hopping.__module__, table.upper.windowed.__module__} == {
-        "agentstream.tables.windowed"
-    }
-    assert table.upper.from_topic.__module__ == "agentstream.joins.tables"
-    assert table.upper.join_tables.__module__ == "agentstream.joins"
-    assert agent.upper.test_context.__module__ == "agentstream.testing"
-    assert app.upper.main.__module__ == "agentstream.cli"
-    assert not hasattr(worker, "upper")  # the web server runs beside the worker (agentstream.web.serve)
+    assert not any(hasattr(m, "upper") for m in (app, streams, table))
+    assert streams.join_entry_points.join_stream.__module__ == "agentstream.joins"
+    assert table.join_entry_points.from_topic.__module__ == "agentstream.joins.tables"
+    assert table.join_entry_points.join_tables.__module__ == "agentstream.joins"
+    demo = agentstream.App("entry-points", broker="memory://")
+    assert isinstance(demo.Table("t", default=int).tumbling(60), WindowedTable)
+    topic = demo.topic("t")
+
+    @demo.agent(topic)
+    async def agent(stream: agentstream.Stream) -> None:  # type: ignore[type-arg]
+        async for _ in stream:
+            pass
+
+    assert isinstance(agent.test_context(), AgentTestContext)
+    assert app.command_line() is main

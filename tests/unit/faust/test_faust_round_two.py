@@ -307,10 +307,10 @@ async def test_several_names_and_pattern_topics() -> None:
     with pytest.raises(TopologyError, match="several topics"):
         await app.topic("n1", "n2").send(value=1)
     # Topics that exist before the worker starts are matched (Faust resolves patterns at subscribe).
-    from agentstream.testing import _use_memory
+    from agentstream.testing import use_memory
     from agentstream.worker.worker import Worker
 
-    _use_memory(app, "pattern-broker")
+    use_memory(app, "pattern-broker")
     from agentstream.transport.base import TopicSpec
 
     await app.topic("other", partitions=1).maybe_declare()
@@ -352,9 +352,9 @@ async def test_existing_source_topic_keeps_its_partition_count() -> None:
         async for v in stream:
             seen.append(v)
 
-    from agentstream.testing import _use_memory
+    from agentstream.testing import use_memory
 
-    saved = _use_memory(app, "counts-broker")
+    saved = use_memory(app, "counts-broker")
     try:
         transport = app.transport
         from agentstream.transport.base import TopicSpec
@@ -385,11 +385,11 @@ async def test_existing_topic_count_must_match_the_tables() -> None:
         async for v in stream:
             counts[str(v)] += 1
 
-    from agentstream.testing import _use_memory
+    from agentstream.testing import use_memory
     from agentstream.transport.base import TopicSpec
     from agentstream.worker.worker import Worker
 
-    _use_memory(app, "counts-broker-t")
+    use_memory(app, "counts-broker-t")
     await app.transport.ensure_topics([TopicSpec("src", 2)])
     worker = Worker(app)
     with pytest.raises(TopologyError, match=r"'src' exists with 2 partitions.*'counts' have 4.*partitions=2"):

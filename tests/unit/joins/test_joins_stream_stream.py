@@ -21,7 +21,7 @@ import pytest
 
 import agentstream
 from agentstream.exceptions import TopologyError
-from agentstream.testing import AppHarness, _use_memory
+from agentstream.testing import AppHarness, use_memory
 from agentstream.transport.partitioner import default_partition
 
 pytestmark = pytest.mark.asyncio
@@ -49,7 +49,7 @@ class Preloaded(AppHarness):
         self.sends = [(r.topic, r.key, {"id": r.id}, r.ts / 1000) if isinstance(r, Rec) else r for r in records]
 
     async def __aenter__(self) -> Preloaded:
-        self._saved = _use_memory(self.app, f"join-test-{uuid.uuid4().hex[:8]}")
+        self._saved = use_memory(self.app, f"join-test-{uuid.uuid4().hex[:8]}")
         self.app.settings = self.app.settings.replace(commit_interval=0.05, **self.settings)
         await self.app.transport.ensure_topics([t.spec() for t in self.app.topics.values()])
         for topic, key, value, ts in self.sends:
