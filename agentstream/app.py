@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from . import codecs, faust_args, routes
 from .agents.agent import Agent, AgentFun
@@ -40,6 +40,14 @@ def _caller_module() -> str | None:
 
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+if TYPE_CHECKING:
+    from .tables.kinds import GlobalTable, SetGlobalTable, SetTable
+    from .tables.table import Table
+    from .topology import Topology
+    from .worker.worker import Worker
+
+_TableT = TypeVar("_TableT", bound="Table")
 _AGENT_TOPIC_ARGS = ("key_type", "value_type", "key_serializer", "value_serializer")  # make @app.agent()'s own topic
 
 __all__ = ["App"]
@@ -96,7 +104,7 @@ class App:
         self.reply_codec = codecs.get("json")
         self.topics: dict[str, Topic] = {}
         self.agents: list[Agent] = []
-        self.tables: dict[str, Any] = {}
+        self.tables: dict[str, Table] = {}
         self.timers: list[Timer] = []
         self.startup_tasks: list[Callable[..., Awaitable[None]]] = []
         self.pages: dict[str, Any] = {}  # path -> view function or agentstream.web.View subclass
@@ -179,10 +187,11 @@ class App:
             pass
 
     @property
-    def worker(self) -> Any:
+    def worker(self) -> Worker | None:
         """The worker running this app in this process, or None (runtime state: kept in the runtime
         context, :mod:`agentstream.runtime`, not on the declaration)."""
-        return runtime_for(self).worker
+        worker: Worker | None = runtime_for(self).worker  # the runtime keeps it untyped: it sits below
+        return worker
 
     @property
     def id(self) -> str:
@@ -449,31 +458,31 @@ class App:
 
         return _decorate
 
-    def Table(self, name: str, **kwargs: Any) -> Any:
+    def Table(self, name: str, **kwargs: Any) -> Table:
         """A partitioned, changelog-backed table (``<app>-<name>-changelog``)."""
         from .tables.table import Table
 
         return self._add_table(Table(self, name, **faust_args.table_options(kwargs)))
 
-    def GlobalTable(self, name: str, **kwargs: Any) -> Any:
+    def GlobalTable(self, name: str, **kwargs: Any) -> GlobalTable:
         """A table every worker holds in full."""
         from .tables.kinds import GlobalTable
 
         return self._add_table(GlobalTable(self, name, **faust_args.table_options(kwargs)))
 
-    def SetTable(self, name: str, **kwargs: Any) -> Any:
+    def SetTable(self, name: str, **kwargs: Any) -> SetTable:
         """A table of sets."""
         from .tables.kinds import SetTable
 
         return self._add_table(SetTable(self, name, **faust_args.table_options(kwargs)))
 
-    def SetGlobalTable(self, name: str, **kwargs: Any) -> Any:
+    def SetGlobalTable(self, name: str, **kwargs: Any) -> SetGlobalTable:
         """A table of sets that every worker holds in full."""
         from .tables.kinds import SetGlobalTable
 
         return self._add_table(SetGlobalTable(self, name, **faust_args.table_options(kwargs)))
 
-    def _add_table(self, table: Any) -> Any:
+    def _add_table(self, table: _TableT) -> _TableT:
         if table.name in self.tables:
             raise TopologyError(f"two tables are named {table.name!r}; table names must be unique in an app")
         self.tables[table.name] = table
@@ -509,7 +518,7 @@ class App:
                 agent.splits = points
                 agent.discovered = True
 
-    def topology(self) -> Any:
+    def topology(self) -> Topology:
         from .topology import Topology
 
         return Topology.build(self.agents)

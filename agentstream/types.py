@@ -1,22 +1,35 @@
 """What lower layers use of the objects above them, as Protocols (Faust's ``faust.types``).
 
 Topics, tables, agents and the topology hold a reference to their :class:`~agentstream.app.App`,
-but they must not import ``app.py``: it imports them (imports point down the layers;
+but they must not import ``app.py`` at run time: it imports them (imports point down the layers;
 tests/unit/test_import_graph.py and the import-linter contracts in pyproject.toml check it). They
 annotate with these Protocols instead, and mypy checks that the real ``App`` satisfies them wherever
-one is passed in. Members typed ``Any`` return objects of the layers above (topics, tables,
-agents), which this module cannot name either. :class:`TopicOptions` lists a topic's arguments
+one is passed in. The members name the real classes of the layers above (topics, tables, agents,
+the worker) by typing-only imports, which never run. :class:`TopicOptions` lists a topic's arguments
 once, for ``app.topic`` and :class:`~agentstream.topics.Topic`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar, Unpack
 
 from .codecs import Codec
 from .settings import Settings
 from .transport.base import Producer, Transport
+
+if TYPE_CHECKING:
+    from .agents.agent import Agent
+    from .agents.replies import ReplyConsumer
+    from .sensors import SensorDelegate
+    from .signals import SyncSignal
+    from .streams import SplitPoint
+    from .tables.table import Table
+    from .topics import Topic
+    from .topology import Topology
+    from .worker.worker import Worker
+
+_TableT = TypeVar("_TableT", bound="Table")
 
 __all__ = ["AppT", "AssignmentT", "TopicOptions", "TopicDeclaration"]
 
@@ -62,13 +75,13 @@ class AppT(Protocol):
     key_serializer: str
     value_serializer: str
     reply_codec: Codec
-    topics: dict[str, Any]
-    tables: dict[str, Any]
+    topics: dict[str, Topic]
+    tables: dict[str, Table]
     startup_tasks: list[Callable[..., Awaitable[None]]]
     commands: dict[str, Any]
-    agents: list[Any]
-    sensors: Any  # agentstream.sensors.SensorDelegate: Faust's sensor hooks
-    on_produce_message: Any  # agentstream.signals.SyncSignal
+    agents: list[Agent]
+    sensors: SensorDelegate  # Faust's sensor hooks
+    on_produce_message: SyncSignal
     _producer: Producer | None
     _producer_started: bool
     _plain_producer: Producer | None
@@ -77,7 +90,7 @@ class AppT(Protocol):
     def id(self) -> str: ...
 
     @property
-    def worker(self) -> Any: ...
+    def worker(self) -> Worker | None: ...
 
     @property
     def transport(self) -> Transport: ...
@@ -87,17 +100,17 @@ class AppT(Protocol):
 
     async def start_producer(self) -> Producer: ...
 
-    async def replies(self) -> Any: ...
+    async def replies(self) -> ReplyConsumer: ...
 
     async def stop_clients(self) -> None: ...
 
     def consumer_settings(self) -> dict[str, Any]: ...
 
-    def topic(self, name: str = "", *more: str, **options: Unpack[TopicDeclaration]) -> Any: ...
+    def topic(self, name: str = "", *more: str, **options: Unpack[TopicDeclaration]) -> Topic: ...
 
     def agent(self, *args: Any, **kwargs: Any) -> Any: ...
 
-    def Table(self, name: str, **kwargs: Any) -> Any: ...
+    def Table(self, name: str, **kwargs: Any) -> Table: ...
 
     def task(self, *args: Any, **kwargs: Any) -> Any: ...
 
@@ -111,11 +124,11 @@ class AppT(Protocol):
 
     async def discover(self) -> None: ...
 
-    def topology(self) -> Any: ...
+    def topology(self) -> Topology: ...
 
-    def _resolve_split(self, agent: Any, point: Any) -> None: ...
+    def _resolve_split(self, agent: Agent, point: SplitPoint) -> None: ...
 
-    def _add_table(self, table: Any) -> Any: ...
+    def _add_table(self, table: _TableT) -> _TableT: ...
 
 
 class AssignmentT(Protocol):
