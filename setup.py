@@ -38,6 +38,7 @@ COMPILED = [
     "agentstream/transport/kafka/producer.py",
     "agentstream/transport/kafka/reader.py",
     "agentstream/transport/message.py",
+    "agentstream/transport/append.py",
 ]
 # mypyc's shared library (the compiled code; each module's extension is a shim that imports it):
 # agentstream/hotpath__mypyc*.so, inside the package, so it is found wherever the package is.

@@ -23,6 +23,7 @@ from .settings import Settings
 from .streams import SplitPoint, Stream
 from .topics import Topic
 from .transport import get_transport
+from .transport.append import Appender
 from .transport.base import Producer, Transport
 from .types import TopicDeclaration, TopicOptions
 
@@ -115,7 +116,7 @@ class App:
         # The started producer while a plain send needs nothing but its synchronous append (no
         # sensor or on_produce_message receiver to tell, no transaction to send into): what
         # Topic.send reads once per record. Kept current by _refresh_plain_sends.
-        self._plain_producer: Producer | None = None
+        self._plain_producer: Appender | None = None
         self._producer_lock: asyncio.Lock | None = None
         self._replies: ReplyConsumer | None = None
         self._declared_in = _caller_module()  # autodiscover=True imports this module's package
@@ -576,7 +577,9 @@ class App:
             and not self.sensors
             and not self.on_produce_message.receivers
         )
-        self._plain_producer = producer if plain else None
+        self._plain_producer = producer if plain and isinstance(producer, Appender) else None
+        for topic in self.topics.values():  # each topic's send reads its own copy (one attribute)
+            topic.plain_producer = self._plain_producer
 
     @property
     def producer(self) -> Producer:

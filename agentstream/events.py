@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Final
 
 from .transport.base import TP, Message
 
@@ -63,15 +63,15 @@ class Event:
         return f"<Event {self.where()} key={self.key!r} value={self.value!r}>"
 
 
-_current: ContextVar[Event | None] = ContextVar("agentstream_current_event", default=None)
+_current: Final[ContextVar[Event | None]] = ContextVar("agentstream_current_event", default=None)
 
 
-current_event = _current.get
+current_event: Final = _current.get
 """``current_event()``: the event the calling agent instance is handling, or None outside an
 agent. The ContextVar's own ``get`` (a C call, no Python frame): every send and table access
 reads it once per record."""
 
 
-set_current_event = _current.set
+set_current_event: Final = _current.set
 """Make ``event`` the calling agent instance's current event: the ContextVar's own ``set``, a C
 call with no Python frame, since streams call it once per record."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Sequence
 from contextvars import ContextVar
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from .transport.base import Delivery
 
@@ -58,9 +58,10 @@ class FaultPoints(Protocol):
 current_task: ContextVar[RunningTask | None] = ContextVar("agentstream_current_task", default=None)
 """The stream task whose agent instance is running (None in timers, tasks and outside a worker)."""
 
-_current: ContextVar[Runtime | None] = ContextVar("agentstream_runtime", default=None)
-current_runtime = _current  # read directly on hot paths (one get, then check .app)
-_by_app: weakref.WeakKeyDictionary[Any, Runtime] = weakref.WeakKeyDictionary()
+_current: Final[ContextVar[Runtime | None]] = ContextVar("agentstream_runtime", default=None)
+current_runtime: Final = _current  # read directly on hot paths (one get, then check .app)
+_current_get: Final = _current.get  # bound once: runtime_for runs on every table read and write
+_by_app: Final[weakref.WeakKeyDictionary[Any, Runtime]] = weakref.WeakKeyDictionary()
 
 
 class Runtime:
@@ -83,7 +84,7 @@ class Runtime:
 
 def runtime_for(app: Any) -> Runtime:
     """The app's runtime: the context's when it belongs to ``app``, else the process's (made on demand)."""
-    rt = _current.get()
+    rt = _current_get()
     if rt is not None and rt.app is app:
         return rt
     rt = _by_app.get(app)

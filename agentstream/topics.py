@@ -14,6 +14,7 @@ from mypy_extensions import mypyc_attr
 from . import codecs
 from .events import current_event
 from .runtime import current_task
+from .transport.append import Appender
 from .transport.base import Delivery, TopicSpec
 
 if TYPE_CHECKING:
@@ -23,6 +24,12 @@ if TYPE_CHECKING:
     from .types import TopicOptions
 
 __all__ = ["Topic", "TopicGroup"]
+
+
+def _as_bytes(data: Any) -> bytes | None:
+    """A codec's output as bytes: it may give a bytearray or memoryview (the producer hashes and
+    stores the key; compiled code would refuse anything but the declared bytes)."""
+    return data if data is None or type(data) is bytes else bytes(data)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # a public class: apps subclass it
@@ -55,6 +62,34 @@ class Topic:
         if key_type is None and key_serializer is None and internal:
             self.key_codec = codecs.UntypedKeyCodec()  # repartition topics: raw keys, read back as text
         self.value_codec = codecs.side_codec(value_type, value_serializer, app.value_serializer)
+        # The app's producer while a plain send needs nothing but its synchronous append (the App
+        # sets it on every topic it knows: App._refresh_plain_sends); None: the general path.
+        self.plain_producer: Appender | None = app._plain_producer
+
+    # Each codec behind the compiled codec interface (codecs.native), set with the codec: the send
+    # path calls its dumps natively.
+    _key_codec: codecs.Codec
+    _key_native: codecs.BaseCodec
+    _value_codec: codecs.Codec
+    _value_native: codecs.BaseCodec
+
+    @property
+    def key_codec(self) -> codecs.Codec:
+        return self._key_codec
+
+    @key_codec.setter
+    def key_codec(self, codec: codecs.Codec) -> None:
+        self._key_codec = codec
+        self._key_native = codecs.native(codec)
+
+    @property
+    def value_codec(self) -> codecs.Codec:
+        return self._value_codec
+
+    @value_codec.setter
+    def value_codec(self, codec: codecs.Codec) -> None:
+        self._value_codec = codec
+        self._value_native = codecs.native(codec)
 
     @property
     def partitions(self) -> int:
@@ -87,17 +122,15 @@ class Topic:
 
     def encode(self, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
         return (
-            None if key is None else self._dumps(self.key_codec, key),
-            None if value is None else self._dumps(self.value_codec, value),
+            None if key is None else _as_bytes(self._key_native.dumps(key)),
+            None if value is None else _as_bytes(self._value_native.dumps(value)),
         )
 
     @staticmethod
     def _dumps(codec: codecs.Codec, obj: Any) -> bytes | None:
-        """``codec.dumps(obj)`` as bytes: a codec may give a bytearray or memoryview (the producer
-        hashes and stores the key; the compiled build would refuse anything but the declared bytes)."""
+        """``codec.dumps(obj)`` as bytes (a codec may give a bytearray or memoryview)."""
         dumps: Any = codec.dumps  # Any: compiled code would refuse a bytearray at the call
-        data = dumps(obj)
-        return data if data is None or type(data) is bytes else bytes(data)
+        return _as_bytes(dumps(obj))
 
     async def send(
         self,
@@ -116,11 +149,13 @@ class Topic:
         # append, with the current event's timestamp); send_raw() is the general path.
         kb, vb = self.encode(key, value)
         if timestamp is None and headers is None:
-            producer = self.app._plain_producer
+            producer = self.plain_producer
             if producer is not None:
                 event = current_event()
                 ts = -1 if event is None else event.message.timestamp  # -1: none (format 0 records)
-                delivery = producer.send_now(self.name, kb, vb, partition, ts if ts >= 0 else None, None)
+                delivery: Delivery | None = producer.send_now(
+                    self.name, kb, vb, partition, ts if ts >= 0 else None, None
+                )
                 if delivery is not None:
                     return delivery
         return await self.send_raw(kb, vb, partition=partition, timestamp=timestamp, headers=headers)

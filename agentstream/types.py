@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar, Unpack
 
 from .codecs import Codec
 from .settings import Settings
+from .transport.append import Appender
 from .transport.base import Producer, Transport
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ class AppT(Protocol):
     on_produce_message: SyncSignal
     _producer: Producer | None
     _producer_started: bool
-    _plain_producer: Producer | None
+    _plain_producer: Appender | None
 
     @property
     def id(self) -> str: ...

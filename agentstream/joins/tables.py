@@ -65,7 +65,6 @@ def from_topic(table: Table, topic: Topic) -> Table:
     if table.source_topic is not None:
         raise TopologyError(f"table {table.name!r} already reads topic {table.source_topic.name!r}")
     table.key_codec = topic.key_codec
-    table._key_codec_dumps = topic.key_codec.dumps
     table.value_codec = topic.value_codec
     if table.is_global:
         own = table.changelog_topic

@@ -9,12 +9,13 @@ the caller writes both to store + changelog, so final contents are independent o
 from __future__ import annotations
 
 from collections import OrderedDict
+from typing import Final
 
 __all__ = ["RecordCache", "MISS"]
 
-_MISS = object()
-_NOTHING: list = []  # type: ignore[type-arg]  # put()'s usual answer: shared, never mutated (callers only read it)
-MISS = _MISS
+_MISS: Final = object()
+_NOTHING: Final[list] = []  # type: ignore[type-arg]  # put()'s usual answer: shared, never mutated (callers only read it)
+MISS: Final = _MISS  # Final (as every constant the per-record kernels read): a C static when compiled
 """The default for ``RecordCache.dirty.get(key, MISS)``: the cache does not hold the key (the
 per-record read path reads ``dirty`` inline; :meth:`RecordCache.get` is the tuple form)."""
 

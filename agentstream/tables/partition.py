@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from ..exceptions import AgentStreamError
 from ..lifecycle import PARTITION_TRANSITIONS, PartitionState, StateMachine
@@ -26,7 +26,7 @@ class TableNotActive(TableNotReady):
     changelog would get two writers, so the write is refused."""
 
 
-_ACTIVE = PartitionState.ACTIVE
+_ACTIVE: Final = PartitionState.ACTIVE
 
 ChangelogSink = Callable[["TablePartition", list[tuple[bytes, bytes | None]]], None]
 """Takes a partition's encoded writes for its changelog topic (the table manager's send queue)."""

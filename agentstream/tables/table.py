@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 from mypy_extensions import mypyc_attr
@@ -43,10 +43,8 @@ if TYPE_CHECKING:
     from ..types import AppT as App  # the App's interface: app.py imports this module
 
 log = logging.getLogger(__name__)
-_NO_KEY = object()
-_UNTYPED_KEYS = (str, bytes)  # what an untyped table key reads back as (else: declare key_type)
-_HOMES_MAX = 65_536  # memoised key -> partition entries per table
-_IMMUTABLE_KEYS = (str, int, bytes)  # exact types: memoising their encoding is safe
+_NO_KEY: Final = object()
+_HOMES_MAX: Final = 65_536  # memoised key -> partition entries per table
 
 __all__ = ["Table", "TablePartition", "TableNotReady"]
 
@@ -70,7 +68,7 @@ class Table(Rows):
     is_global = False
     value_codec: codecs.Codec
     _key_codec: codecs.Codec
-    _key_codec_dumps: Callable[[Any], bytes | None]
+    _key_native: codecs.BaseCodec
     _last_key: Any
     _last_kb: bytes
     _windowed: Any = None  # the shared window state once tumbling()/hopping() was called
@@ -139,7 +137,7 @@ class Table(Rows):
         """Also keeps the codec's ``dumps`` (the read path calls it) and forgets the last key
         encoded with the old codec."""
         self._key_codec = codec
-        self._key_codec_dumps = codec.dumps
+        self._key_native = codecs.native(codec)
         self._last_key = _NO_KEY
         self._last_kb = b""
 
@@ -149,9 +147,8 @@ class Table(Rows):
         # mutated key is never served stale.
         if key is self._last_key:
             return self._last_kb
-        dumps: Any = self._key_codec_dumps  # Any: a codec may give bytearray (normalised below)
         try:
-            encoded = dumps(key)
+            encoded = self._key_native.dumps(key)  # may be a bytearray (normalised below)
         except SerializationError as exc:
             hint = (
                 (
@@ -167,10 +164,12 @@ class Table(Rows):
         if encoded is None:
             raise KeyError("a table key cannot be None")
         kb = encoded if type(encoded) is bytes else bytes(encoded)
-        if self.key_type is None and type(key) not in _UNTYPED_KEYS and type(self._key_codec) is codecs.UntypedKeyCodec:
-            self._untyped_key(key)
-        if type(key) in _IMMUTABLE_KEYS:
+        kind = type(key)
+        if kind is str or kind is bytes or kind is int:  # immutable: the next call may reuse the bytes
             self._last_key, self._last_kb = key, kb
+        if kind is not str and kind is not bytes and self.key_type is None:
+            if type(self._key_codec) is codecs.UntypedKeyCodec:
+                self._untyped_key(key)
         return kb
 
     @property
@@ -193,7 +192,7 @@ class Table(Rows):
             self.name,
             type(key).__name__,
             key,
-            self.key_codec.loads(self._key_codec_dumps(key)),
+            self.key_codec.loads(self._key_native.dumps(key)),
             self.name,
             type(key).__name__,
         )
@@ -273,7 +272,7 @@ class Table(Rows):
         same_key = False
         if event.key is not None and isinstance(raw, (bytes, bytearray)):
             try:
-                same_key = self._key_codec_dumps(event.key) == key_bytes and bytes(raw) != key_bytes
+                same_key = self._key_native.dumps(event.key) == key_bytes and bytes(raw) != key_bytes
             except Exception:
                 same_key = False
         if local:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Final
 
+from ..codecs import BaseCodec, RawCodec
 from ..transport.base import TP, Message
 
 __all__ = ["RecordQueue", "PartitionGroup", "Wait"]
@@ -30,12 +31,11 @@ class Wait:
         return f"Wait({self.seconds})"
 
 
-FETCH_WAIT = 1.0
+FETCH_WAIT: Final = 1.0
 """max_task_idle=0: how long a task waits at most for the fetch of an input with known lag."""
 
 
-def _as_is(data: bytes) -> Any:
-    return data
+_RAW: Final = RawCodec()
 
 
 class RecordQueue:
@@ -43,9 +43,9 @@ class RecordQueue:
 
     def __init__(self, tp: TP) -> None:
         self.tp = tp
-        # The topic's (key decoder, value decoder): its codecs' ``loads``, set by the task that
-        # owns the queue
-        self.decoders: tuple[Callable[[bytes], Any], Callable[[bytes], Any]] = (_as_is, _as_is)
+        # The topic's (key codec, value codec) behind the compiled codec interface, set by the task
+        # that owns the queue (raw bytes until then)
+        self.decoders: tuple[BaseCodec, BaseCodec] = (_RAW, _RAW)
         self.messages: deque[Message] = deque()
         self.next_offset: int | None = None  # offset after the last buffered record
         self.held_back = False  # full: the fetcher leaves the partition out of its polls until it drains

@@ -11,8 +11,9 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
+from .. import codecs
 from ..events import Event, set_current_event
 from ..exceptions import AgentError, StopProcessing, StoreError, TopologyError, TransportError, WorkerStopped
 from ..lifecycle import TASK_TRANSITIONS, StateMachine, TaskState
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["StreamTask", "TaskId", "FATAL_IN_AGENT"]
 
-_RUNNING = TaskState.RUNNING
+_RUNNING: Final = TaskState.RUNNING
 MAX_RESTART_DELAY = 30.0
 
 FATAL_IN_AGENT: tuple[type[BaseException], ...] = (
@@ -90,7 +91,9 @@ class StreamTask(PolledInput):
         self._errors = errors
         self._on_drained = on_drained
         # Codecs chosen once per input: each queue carries its topic's decoders.
-        decoders = {t.name: (t.key_codec.loads, t.value_codec.loads) for t in subtopology.source_topic_objects}
+        decoders = {
+            t.name: (codecs.native(t.key_codec), codecs.native(t.value_codec)) for t in subtopology.source_topic_objects
+        }
         for q in self.group.queues.values():
             q.decoders = decoders[q.tp.topic]
         self._wakeup = asyncio.Event()
@@ -198,11 +201,11 @@ class StreamTask(PolledInput):
             self._on_drained(tp)
         if not self._ordered_acks:
             self._inflight[tp].append(message.offset)
-        key_loads, value_loads = q.decoders
+        key_codec, value_codec = q.decoders
         raw_key, raw_value = message.key, message.value
         try:
-            key = None if raw_key is None else key_loads(raw_key)
-            value = None if raw_value is None else value_loads(raw_value)
+            key = None if raw_key is None else key_codec.loads(raw_key)
+            value = None if raw_value is None else value_codec.loads(raw_value)
         except Exception as exc:
             self._undecodable = (message, tp, exc)  # the async path applies the error policy
             return None

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped,unused-ignore]
 from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unused-ignore]
 
 from ...exceptions import ProducerError, TransactionsUnsupported, TransportError, caused
+from ..append import Appender
 from ..base import TP, Delivery, Headers
 from .accumulator import Accumulator
 from .batches import OpenBatch, RecordDelivery
@@ -33,10 +34,10 @@ from .transactions import run_transaction_call
 
 __all__ = ["KafkaProducer"]
 
-_NO_HEADERS: list[tuple[str, bytes]] = []  # read-only: the batch builder only iterates it
+_NO_HEADERS: Final[list[tuple[str, bytes]]] = []  # read-only: the batch builder only iterates it
 
 
-class KafkaProducer:
+class KafkaProducer(Appender):
     """AIOKafkaProducer with acks=all, framework-side batch filling, and flush() that reports failures.
 
     Records are appended to one open batch per partition (:mod:`.batches`). A batch is

@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Unpack
 from aiokafka.structs import RecordMetadata  # type: ignore[import-untyped, unused-ignore]
 
 from agentstream.exceptions import ProducerError, ProducerFenced, TransportError
+from agentstream.transport.append import Appender
 from agentstream.transport.base import TP, Headers, SendOptions
 from agentstream.transport.partitioner import default_partition
 
@@ -17,7 +18,7 @@ from .broker import MemoryBroker, Transaction
 __all__ = ["MemoryProducer"]
 
 
-class MemoryProducer:
+class MemoryProducer(Appender):
     """Appends synchronously: the returned future is already resolved, ``flush`` has nothing to wait for.
 
     Failures (only injected ones, see :class:`~agentstream.transport.memory.faults.MemoryFaults`) are
