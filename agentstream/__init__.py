@@ -17,9 +17,6 @@ import typing as _typing
 from . import compiled as _compiled  # noqa: F401
 # isort: on
 
-# Joins install Stream.join/Table.join/Table.from_topic on the classes below them (it builds on
-# streams and tables): imported here, so they are there whatever the app imports first.
-from . import joins as _joins  # noqa: F401
 from ._version import __version__
 from .agents.agent import Agent
 from .app import App

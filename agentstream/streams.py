@@ -25,6 +25,7 @@ from mypy_extensions import mypyc_attr
 from .durations import to_seconds
 from .events import Event, set_current_event
 from .exceptions import TopologyError
+from .joins import join_stream
 
 if TYPE_CHECKING:
     from .topics import Topic
@@ -38,17 +39,6 @@ of whichever stream the agent iterates."""
 
 Processor = Callable[[Event], bool | Awaitable[bool]]
 _NOTHING_DONE: list[Event] = []  # poll_event's argument when there is nothing to acknowledge (never filled)
-
-
-class JoinEntryPoints:
-    """``Stream.join``/``left_join``/``outer_join`` are implemented by :mod:`agentstream.joins`,
-    which builds on streams (and tables and topics) at run time: it installs its function here when
-    it is imported (the package's ``__init__`` imports it), so this module never imports it."""
-
-    join_stream: Callable[..., Stream]
-
-
-join_entry_points = JoinEntryPoints()
 
 
 @dataclass
@@ -337,17 +327,17 @@ class Stream:
         ``other`` is a Table (co-partitioned; ideally ``from_topic``), a GlobalTable (``key=`` picks
         the lookup key from the value) or a Topic (``within=`` seconds/timedelta, ``grace=``: a
         windowed stream-stream join whose buffers are changelogged)."""
-        return join_entry_points.join_stream(self, other, "inner", within=within, grace=grace, key=key, name=name)
+        return join_stream(self, other, "inner", within=within, grace=grace, key=_join_key(key), name=name)
 
     def left_join(
         self, other: Any, *, within: Any = None, grace: Any = None, key: Any = None, name: str | None = None
     ) -> Stream:
         """Like :meth:`join`, but a record without a match still gives ``(value, None)``."""
-        return join_entry_points.join_stream(self, other, "left", within=within, grace=grace, key=key, name=name)
+        return join_stream(self, other, "left", within=within, grace=grace, key=_join_key(key), name=name)
 
     def outer_join(self, other: Any, *, within: Any = None, grace: Any = None, name: str | None = None) -> Stream:
         """Stream-stream only: unmatched records of either side give ``(value, None)``/``(None, value)``."""
-        return join_entry_points.join_stream(self, other, "outer", within=within, grace=grace, name=name)
+        return join_stream(self, other, "outer", within=within, grace=grace, name=name)
 
     def _split(self, point: SplitPoint) -> Stream:
         index = self._splits + 1
@@ -750,6 +740,11 @@ def _key_function(key: Any) -> tuple[Callable[[Any], Any], str | None]:
     if callable(key):
         return key, None
     raise TopologyError(f"group_by key must be a callable, a Record field or a field name, got {key!r}")
+
+
+def _join_key(key: Any) -> Callable[[Any], Any] | None:
+    """A join's ``key=`` (a callable, a Record field or a field name) as a function; None: the record key."""
+    return None if key is None else _key_function(key)[0]
 
 
 def _forwarder(point: SplitPoint) -> Processor:

@@ -22,20 +22,20 @@ joins and :mod:`.windowed` for the stream-stream semantics (what is emitted when
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import streams as _streams
 from ..durations import Seconds, to_seconds
 from ..exceptions import TopologyError
-from ..tables import table as _table
+from ..tables.joined import JoinedTable, from_topic, lookup
+from ..tables.table import Table
+from ..topics import Topic
 from .core import JoinInput, JoinSource, join_sources, joined_tables, register, reset_join_sources
-from .tables import GlobalTableJoin, JoinedTable, TableJoin, from_topic, lookup
+from .tables import GlobalTableJoin, TableJoin
 from .windowed import StreamStreamJoin
 
 if TYPE_CHECKING:
     from ..streams import Stream
-    from ..tables.table import Table
-    from ..topics import Topic
 
 __all__ = [
     "JoinedTable",
@@ -45,7 +45,6 @@ __all__ = [
     "join_sources",
     "joined_tables",
     "join_stream",
-    "join_tables",
     "lookup",
     "reset_join_sources",
 ]
@@ -68,12 +67,12 @@ def join_stream(
     *,
     within: Seconds | None = None,
     grace: Seconds | None = None,
-    key: Any = None,
+    key: Callable[[Any], Any] | None = None,
     name: str | None = None,
 ) -> Stream:
-    """The implementation of ``Stream.join``/``left_join``/``outer_join``: a joined stream of pairs."""
-    from ..tables.table import Table
-    from ..topics import Topic
+    """The implementation of ``Stream.join``/``left_join``/``outer_join``: a joined stream of pairs.
+
+    ``key`` is already a function (``Stream.join`` turns a field or a name into one)."""
 
     if kind not in KINDS:
         raise ValueError(f"join kind must be one of {KINDS}, got {kind!r}")
@@ -144,14 +143,13 @@ def join_stream(
 
 def _buffer_table(topic: Topic, agent: Any, name: str | None) -> Table:
     """The internal table holding both sides of a stream-stream join (created once, at discovery)."""
-    from ..tables.table import Table
 
     app = topic.app
     owner = getattr(agent, "name", "stream")
     table_name = name or f"{owner}-join-{topic.name}"
     existing = app.tables.get(table_name)
     if existing is not None:
-        return existing  # type: ignore[no-any-return]
+        return existing
     table = Table(
         app,
         table_name,
@@ -162,17 +160,3 @@ def _buffer_table(topic: Topic, agent: Any, name: str | None) -> Table:
     )
     app._add_table(table)
     return table
-
-
-def join_tables(left: Table, right: Table, kind: str) -> JoinedTable:
-    """The implementation of ``Table.join``/``left_join``/``outer_join``."""
-    if kind not in KINDS:
-        raise ValueError(f"join kind must be one of {KINDS}, got {kind!r}")
-    return JoinedTable(left, right, kind)
-
-
-# Stream.join/left_join/outer_join, Table.from_topic and Table.join/left_join/outer_join call these
-# (streams and tables sit below this package and must not import it).
-_streams.join_entry_points.join_stream = join_stream
-_table.join_entry_points.from_topic = from_topic
-_table.join_entry_points.join_tables = join_tables

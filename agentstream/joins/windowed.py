@@ -47,9 +47,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..events import Event
+from ..tables.partition import TableNotReady, TablePartition
 from ..tables.query import live_entries
 from ..tables.store import MemoryStore
-from ..tables.table import TableNotReady, TablePartition
 from ..transport.message import Message
 from .core import result_event
 

@@ -32,13 +32,13 @@ from ..naming import changelog_topic_name, faust_naming
 from ..runtime import current_task, runtime_for
 from ..transport.partitioner import default_partition
 from . import windowed
+from .joined import JoinedTable, from_topic
 from .partition import TableNotReady, TablePartition
 from .query import live_entries
 from .rows import Rows
 from .windowed import WindowedTable
 
 if TYPE_CHECKING:
-    from ..joins.tables import JoinedTable
     from ..topics import Topic
     from ..types import AppT as App  # the App's interface: app.py imports this module
 
@@ -47,18 +47,6 @@ _NO_KEY: Final = object()
 _HOMES_MAX: Final = 65_536  # memoised key -> partition entries per table
 
 __all__ = ["Table", "TablePartition", "TableNotReady"]
-
-
-class JoinEntryPoints:
-    """``Table.from_topic`` and ``Table.join`` are implemented by :mod:`agentstream.joins`, which
-    builds on tables (and streams and topics) at run time: it installs its functions here when it
-    is imported (the package's ``__init__`` imports it), so this module never imports it."""
-
-    from_topic: Callable[[Table, Topic], Table]
-    join_tables: Callable[[Table, Table, str], JoinedTable]
-
-
-join_entry_points = JoinEntryPoints()
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # a public class: apps subclass it
@@ -441,19 +429,19 @@ class Table(Rows):
     def from_topic(self, topic: Topic) -> Table:
         """Keep this table equal to the latest value per key of ``topic`` (Kafka Streams' KTable);
         ``stream.join(table)`` then reads ``topic`` in the joining task, in timestamp order."""
-        return join_entry_points.from_topic(self, topic)
+        return from_topic(self, topic)
 
     def join(self, other: Table) -> JoinedTable:
         """A read-only view: ``view[k] == (self[k], other[k])`` for keys in both tables."""
-        return join_entry_points.join_tables(self, other, "inner")
+        return JoinedTable(self, other, "inner")
 
     def left_join(self, other: Table) -> JoinedTable:
         """A read-only view over this table's keys: ``(self[k], other.get(k))``."""
-        return join_entry_points.join_tables(self, other, "left")
+        return JoinedTable(self, other, "left")
 
     def outer_join(self, other: Table) -> JoinedTable:
         """A read-only view over the keys of either table (the missing side None)."""
-        return join_entry_points.join_tables(self, other, "outer")
+        return JoinedTable(self, other, "outer")
 
     def items(self) -> Iterator[tuple[Any, Any]]:
         """Every key of the partitions this worker holds (cache and pending writes included)."""

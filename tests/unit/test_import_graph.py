@@ -156,24 +156,25 @@ if __name__ == "__main__":
         print(len(c), c)
 
 
-def test_methods_implemented_above_their_class_reach_it_without_a_registry_but_joins() -> None:
-    """Table.tumbling builds its WindowedTable by a runtime import (windowed.py names Table only
-    for typing), Agent.test_context its harness from its own package, App.main the installed
-    ``agentstream`` command; only the joins, which build on streams and tables at run time, install
-    their entry points on Stream and Table (``import agentstream`` imports them)."""
+def test_methods_implemented_in_other_modules_reach_them_by_import_not_by_registry() -> None:
+    """Table.tumbling builds its WindowedTable and Table.join its JoinedTable by runtime imports
+    (windowed.py and joined.py name Table only for typing), Stream.join calls the joins package
+    below it, Agent.test_context builds its harness from its own package and App.main runs the
+    installed ``agentstream`` command: no module installs functions on a class below it."""
     import agentstream
-    from agentstream import app, streams
+    from agentstream import agents, app, streams
     from agentstream.agents.test_context import AgentTestContext
     from agentstream.cli import main
     from agentstream.tables import table
+    from agentstream.tables.joined import JoinedTable
     from agentstream.tables.windowed import WindowedTable
 
-    assert not any(hasattr(m, "upper") for m in (app, streams, table))
-    assert streams.join_entry_points.join_stream.__module__ == "agentstream.joins"
-    assert table.join_entry_points.from_topic.__module__ == "agentstream.joins.tables"
-    assert table.join_entry_points.join_tables.__module__ == "agentstream.joins"
+    for module in (app, streams, table, agents.agent):
+        assert not [n for n in vars(module) if n in ("upper", "_Upper") or n.endswith("entry_points")], module
     demo = agentstream.App("entry-points", broker="memory://")
-    assert isinstance(demo.Table("t", default=int).tumbling(60), WindowedTable)
+    counts, other = demo.Table("t", default=int), demo.Table("u", default=int)
+    assert isinstance(counts.tumbling(60), WindowedTable)
+    assert isinstance(other.join(demo.Table("v")), JoinedTable)
     topic = demo.topic("t")
 
     @demo.agent(topic)
