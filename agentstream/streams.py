@@ -755,13 +755,12 @@ def _forwarder(point: SplitPoint) -> Processor:
     if point.kind == "group_by":
         keyfn = point.key
         assert keyfn is not None
-        key_codec = topic.key_codec
-        dumps = topic._dumps  # the codec's bytes, a bytearray normalised
+        encode = topic.encode  # the topic's key codec, its bytes (a bytearray normalised)
 
         async def _forward_group_by(event: Event) -> bool:
             message = event.message
             await send_raw(
-                dumps(key_codec, keyfn(event.value)),
+                encode(keyfn(event.value), None)[0],
                 message.value,
                 timestamp=message.timestamp / 1000.0 if message.timestamp >= 0 else None,
                 headers=message.headers or None,

@@ -126,12 +126,6 @@ class Topic:
             None if value is None else _as_bytes(self._value_native.dumps(value)),
         )
 
-    @staticmethod
-    def _dumps(codec: codecs.Codec, obj: Any) -> bytes | None:
-        """``codec.dumps(obj)`` as bytes (a codec may give a bytearray or memoryview)."""
-        dumps: Any = codec.dumps  # Any: compiled code would refuse a bytearray at the call
-        return _as_bytes(dumps(obj))
-
     async def send(
         self,
         key: Any = None,

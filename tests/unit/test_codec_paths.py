@@ -112,7 +112,7 @@ pytestmark_async = pytest.mark.asyncio
 
 
 @pytestmark_async
-async def test_a_payload_the_direct_decoder_refuses_is_decoded_by_the_codec_or_reported(
+async def test_a_payload_of_another_type_is_converted_by_the_codec_or_reported(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     app = agentstream.App(f"direct-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
@@ -136,7 +136,7 @@ async def test_a_payload_the_direct_decoder_refuses_is_decoded_by_the_codec_or_r
 
 
 @pytestmark_async
-async def test_send_encodes_what_the_codec_encodes_where_the_direct_encoder_fails() -> None:
+async def test_send_raises_the_codecs_own_error_for_a_value_it_cannot_encode() -> None:
     app = agentstream.App(f"direct-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
     counts = app.topic("counts", key_type=str, value_type=int)
     big = 2**70  # past orjson's 64-bit integers: the codec's own error, with its fix
@@ -150,12 +150,12 @@ async def test_send_encodes_what_the_codec_encodes_where_the_direct_encoder_fail
         assert h.read("counts") == [("k", 7)]
 
 
-def test_a_table_key_its_direct_encoder_refuses_gets_the_codecs_error_naming_the_table() -> None:
-    """An int key past 64 bits under a JSON key codec: the table's fast path (orjson) refuses it
-    with a bare TypeError; the codec's SerializationError, naming the table, is what reaches the app."""
+def test_a_table_key_the_codec_refuses_gets_its_error_naming_the_table() -> None:
+    """An int key past 64 bits under a JSON key codec: orjson refuses it, and the codec's
+    SerializationError, naming the table, is what reaches the app."""
     app = agentstream.App(f"direct-{uuid.uuid4().hex[:6]}", broker="memory://", key_serializer="json")
     table = app.Table("t", default=int)
     with pytest.raises(SerializationError) as refused:
         table._key_dumps(2**70)
     assert str(refused.value).startswith("table 't' cannot encode key 1180591620717411303424")
-    assert table._key_dumps(7) == b"7"  # the fast path still serves what it can
+    assert table._key_dumps(7) == b"7"  # the one-call path still serves what it can
