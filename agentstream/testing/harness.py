@@ -1,9 +1,6 @@
-"""The in-process test harness: run one agent, or a whole app, without a broker.
+""":class:`AppHarness`: a whole app on a private memory broker inside the test's event loop.
 
-``agent.test_context()`` hands values straight to one agent instance and returns only when the
-agent asks for the next one (depth-first, like a worker). ``AppHarness`` runs a real worker on a
-private ``memory://`` broker in the test's event loop; ``wait_idle()`` returns when every
-record sent so far has been fully handled and committed.
+``wait_idle()`` returns when every record sent so far has been fully handled and committed.
 """
 
 from __future__ import annotations
@@ -12,14 +9,14 @@ import asyncio
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from .agents.test_context import AgentTestContext, read_topic, use_memory
-from .transport.base import TP
-from .transport.memory import MemoryTransport
+from ..agents.test_context import read_topic, use_memory
+from ..transport.base import TP
+from ..transport.memory import MemoryTransport
 
 if TYPE_CHECKING:
-    from .app import App
+    from ..app import App
 
-__all__ = ["AgentTestContext", "AppHarness", "use_memory"]
+__all__ = ["AppHarness"]
 
 
 class AppHarness:
@@ -33,8 +30,8 @@ class AppHarness:
         self._saved: tuple[Any, Any] | None = None
 
     async def __aenter__(self) -> AppHarness:
-        from .web import serve
-        from .worker.worker import Worker
+        from ..web import serve
+        from ..worker.worker import Worker
 
         self._saved = use_memory(self.app, f"app-test-{uuid.uuid4().hex[:8]}")
         changes = {
