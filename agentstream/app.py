@@ -14,6 +14,7 @@ from .agents.agent import Agent, AgentFun
 from .agents.replies import ReplyConsumer
 from .background import crontab_runner, leader_task, service_runner
 from .channels import Channel, ChannelAgent
+from .clock import clock_for
 from .crontab import CronSchedule
 from .durations import Seconds, to_seconds
 from .exceptions import ConfigError, TopologyError
@@ -179,11 +180,12 @@ class App:
         """Sleep, but return early when the worker starts stopping (Faust's ``app.sleep``)."""
         secs = to_seconds(seconds)
         worker = self.worker
+        clock = clock_for(self)
         if worker is None:
-            await asyncio.sleep(secs)
+            await clock.sleep(secs)
             return
         try:
-            await asyncio.wait_for(worker._stop_requested.wait(), secs)
+            await clock.wait_for(worker._stop_requested.wait(), secs)
         except TimeoutError:
             pass
 

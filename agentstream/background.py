@@ -11,9 +11,11 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from . import crontab as _cron
+from .clock import clock_for
 
 if TYPE_CHECKING:
     from .types import AppT as App  # the App's interface: app.py imports this module
@@ -58,7 +60,9 @@ def crontab_runner(
 
     async def run() -> None:
         while True:
-            await asyncio.sleep(_cron.seconds_until(schedule, timezone) + 0.001)
+            clock = clock_for(app)
+            now = datetime.fromtimestamp(clock.time(), UTC)
+            await clock.sleep(_cron.seconds_until(schedule, timezone, now) + 0.001)
             if on_leader and not _is_leader(app):
                 continue
             try:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import time
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .agents.agent import Agent, AgentFun
+from .clock import clock_for
 from .events import Event
 from .exceptions import TopologyError
 from .streams import InProcessStream, SplitPoint, Stream
@@ -56,7 +56,7 @@ class Channel:
     def _event(
         self, key: Any, value: Any, timestamp: float | None, headers: Sequence[tuple[str, bytes]] | None
     ) -> Event:
-        ts = int((time.time() if timestamp is None else timestamp) * 1000)
+        ts = int((clock_for(self.app).time() if timestamp is None else timestamp) * 1000)
         message = Message(self.name, 0, next(self._offsets), ts, 0, key, value, None, -1, -1, tuple(headers or ()))
         return Event(key, value, message)
 

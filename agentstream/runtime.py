@@ -16,9 +16,20 @@ from collections.abc import Sequence
 from contextvars import ContextVar
 from typing import Any, Final, Protocol
 
+from .clock import REAL_CLOCK, Clock, clock_for
 from .transport.base import Delivery
 
-__all__ = ["Runtime", "RunningTask", "FaultPoints", "current_task", "current_runtime", "runtime_for", "bind", "unbind"]
+__all__ = [
+    "current_clock",
+    "Runtime",
+    "RunningTask",
+    "FaultPoints",
+    "current_task",
+    "current_runtime",
+    "runtime_for",
+    "bind",
+    "unbind",
+]
 
 
 class TaskSender(Protocol):
@@ -91,6 +102,12 @@ def runtime_for(app: Any) -> Runtime:
     if rt is None:
         rt = _by_app[app] = Runtime(app)
     return rt
+
+
+def current_clock() -> Clock:
+    """The clock of the app whose worker runs this code (an agent, a timer), else real time."""
+    rt = _current_get()
+    return REAL_CLOCK if rt is None else clock_for(rt.app)
 
 
 def bind(app: Any, worker: Any) -> Runtime:

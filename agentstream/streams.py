@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from .durations import to_seconds
 from .events import Event, set_current_event
 from .exceptions import TopologyError
 from .joins import join_stream
+from .runtime import current_clock
 
 if TYPE_CHECKING:
     from .topics import Topic
@@ -609,9 +609,10 @@ class _Batches:
         assert first is not None  # no timeout given: the input waits for a record
         stream._pending.append(first)
         batch = [first]
-        deadline = time.monotonic() + self._within
+        clock = current_clock()  # the app's: virtual in the harness, so a test need not wait
+        deadline = clock.monotonic() + self._within
         while len(batch) < self._max:
-            remaining = deadline - time.monotonic()
+            remaining = deadline - clock.monotonic()
             if remaining <= 0:
                 break
             event = await stream._pull(remaining)

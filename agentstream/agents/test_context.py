@@ -9,11 +9,11 @@ package, below the whole-app harness (:mod:`agentstream.testing`), which uses it
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from ..clock import clock_for
 from ..events import Event
 from ..exceptions import WorkerStopped
 from ..streams import InProcessStream, SplitPoint
@@ -62,7 +62,7 @@ class AgentTestContext:
         try:
             if timeout is None:
                 return await self._slot.get()
-            return await asyncio.wait_for(self._slot.get(), timeout)
+            return await clock_for(self.app).wait_for(self._slot.get(), timeout)
         except TimeoutError:
             return None
 
@@ -117,7 +117,7 @@ class AgentTestContext:
         The record is on ``partition``, else the context's, else the one its key maps to (the
         topic's key encoding and Kafka's partitioner, as a producer would put it; 0 when keyless),
         so table reads by key find what the agent wrote."""
-        ts = int((time.time() if timestamp is None else timestamp) * 1000)
+        ts = int((clock_for(self.app).time() if timestamp is None else timestamp) * 1000)
         if partition is None:
             partition = self.partition
         if partition is None:

@@ -49,11 +49,13 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from ..clock import clock_for
 from ..codecs import Codec
 from ..durations import Seconds
 from ..durations import to_seconds as seconds
 from ..events import Event, current_event
 from ..exceptions import AgentStreamError, SerializationError, TopologyError
+from ..runtime import current_clock
 from .query import STREAM_TIME_KEY, live_entries
 from .windows import (
     HoppingWindow,
@@ -113,7 +115,7 @@ class FarFutureTimestamp(SerializationError):
 
 def _future_bound_ms(table: Table) -> int | None:
     limit = float(getattr(table.app.settings, "max_message_time_difference", 0.0) or 0.0)
-    return None if limit <= 0 else _ms(time.time() + limit)
+    return None if limit <= 0 else _ms(clock_for(table.app).time() + limit)
 
 
 def _refuse_far_future(table: Table, ts_ms: int) -> None:
@@ -138,7 +140,7 @@ def _stream_time(event: Event | None) -> float:
 
 
 def _wall_time(event: Event | None) -> float:
-    return time.time()
+    return current_clock().time()
 
 
 def _field_time(field: Any) -> TimeSource:
@@ -548,7 +550,7 @@ class WindowSet:
             st = table._state.stream_time(self.key)
             if st is not None:
                 return self._at(st)
-        now = time.time()
+        now = clock_for(table.table.app).time()
         return table._get(self.key, table.window.earliest(now)[0])
 
     def delta(self, d: Seconds, event: Event | None = None) -> Any:

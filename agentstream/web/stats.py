@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import time
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..clock import Clock, clock_for
 from ..tables.query import count_keys
 from ..transport.base import TP
 from ..worker.status import WorkerStatus
@@ -43,7 +43,8 @@ class Stats:
         self.address = address
         self.interval = interval
         self.samples: deque[dict[str, Any]] = deque(maxlen=max(1, history))
-        self.started = time.time()
+        self.clock: Clock = clock_for(app)  # the harness's virtual time samples on virtual seconds
+        self.started = self.clock.time()
         self._last: tuple[float, dict[str, int]] | None = None
 
     async def _count_keys(self) -> None:
@@ -57,7 +58,7 @@ class Stats:
         """Take one sample now and append it to the history."""
         await self._count_keys()
         status = await self.worker.status()
-        now = time.time()
+        now = self.clock.time()
         totals = dict(status.agents)
         if self._last is None:
             rates = {a: 0.0 for a in totals}
@@ -86,7 +87,7 @@ class Stats:
                 raise
             except Exception as exc:
                 log.warning("status sample failed: %r", exc)
-            await asyncio.sleep(self.interval)
+            await self.clock.sleep(self.interval)
 
     def history(self) -> dict[str, Any]:
         """The samples as columns (one list per series, None where a series had no value)."""
@@ -119,7 +120,7 @@ class Stats:
             "worker": {
                 "address": self.address(),
                 "pid": os.getpid(),
-                "uptime": round(time.time() - self.started, 1),
+                "uptime": round(self.clock.time() - self.started, 1),
                 "state": st.state,
                 "started": st.started,
                 "running": st.running,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from .. import codecs
+from ..clock import Clock, clock_for
 from ..events import Event, set_current_event
 from ..exceptions import AgentError, StopProcessing, StoreError, TopologyError, TransportError, WorkerStopped
 from ..lifecycle import TASK_TRANSITIONS, StateMachine, TaskState
@@ -84,7 +85,11 @@ class StreamTask(PolledInput):
         self.subtopology = subtopology
         self.agent = subtopology.agent
         self.stage = subtopology.stage
-        self.group = PartitionGroup(partitions, max_task_idle=max_task_idle, lagging=lagging)
+        # The app's clock (real, or the harness's virtual one): idle waits and restart backoffs.
+        self.clock: Clock = clock_for(self.agent.app)
+        self.group = PartitionGroup(
+            partitions, max_task_idle=max_task_idle, lagging=lagging, clock=self.clock.monotonic
+        )
         self.partitions = list(self.group.queues)
         self.buffer_max_records = buffer_max_records
         self._low_water = buffer_max_records // 2
@@ -212,7 +217,8 @@ class StreamTask(PolledInput):
         return Event(key, value, message, tp)
 
     async def _next_event(self, timeout: float | None = None) -> Event | None:
-        deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
+        clock = self.clock
+        deadline = None if timeout is None else clock.monotonic() + timeout
         while True:
             if self.lifecycle.state is not _RUNNING:
                 raise WorkerStopped(f"task {self.id} is closing")
@@ -230,7 +236,7 @@ class StreamTask(PolledInput):
             wait: float | None = self._wait
             self._wait = None
             if deadline is not None:
-                remaining = deadline - asyncio.get_running_loop().time()
+                remaining = deadline - clock.monotonic()
                 if remaining <= 0:
                     return None
                 wait = remaining if wait is None else min(wait, remaining)
@@ -239,7 +245,7 @@ class StreamTask(PolledInput):
                 await self._wakeup.wait()
             else:
                 try:
-                    await asyncio.wait_for(self._wakeup.wait(), wait)
+                    await clock.wait_for(self._wakeup.wait(), wait)
                 except TimeoutError:
                     pass
 
@@ -377,7 +383,7 @@ class StreamTask(PolledInput):
             gate.leave()  # a commit may run while the instance waits
         try:
             try:  # not _wakeup: arriving records must not cut the backoff short
-                await asyncio.wait_for(self._closed.wait(), delay)
+                await self.clock.wait_for(self._closed.wait(), delay)
             except TimeoutError:
                 pass
         except BaseException:

@@ -24,6 +24,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import runtime
+from ..clock import Clock, clock_for
 from ..compiled import BUILD
 from ..exceptions import CommitFailed, StopProcessing
 from ..lifecycle import WORKER_TRANSITIONS, StateMachine, WorkerState
@@ -116,6 +117,7 @@ class Worker:
         self.assigned = asyncio.Event()  # set after each assignment's tasks are running
         self.commits = 0
         self.last_commit = time.monotonic()
+        self.clock: Clock = clock_for(app)  # timers and the commit interval wait on it (virtual in the harness)
 
     def serve(self, server: Server) -> None:
         """Start ``server`` with this worker (after the producer, before tables and the group) and
@@ -463,7 +465,7 @@ class Worker:
     async def _commit_loop(self) -> None:
         interval = self.settings.commit_interval
         while True:
-            await asyncio.sleep(interval)
+            await self.clock.sleep(interval)
             try:
                 await self.commit()
             except StopProcessing:
@@ -482,7 +484,7 @@ class Worker:
     # -- timers ----------------------------------------------------------------------------------------------
     async def _run_timer(self, timer: Any) -> None:
         while True:
-            await asyncio.sleep(timer.interval)
+            await self.clock.sleep(timer.interval)
             if timer.on_leader and not self.assignor.is_leader:
                 continue
             try:

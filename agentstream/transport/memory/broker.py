@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from aiokafka.structs import RecordMetadata  # type: ignore[import-untyped, unused-ignore]
 
+from agentstream.clock import REAL_CLOCK, Clock
 from agentstream.exceptions import TransportError
 from agentstream.transport.base import TP
 from agentstream.transport.message import Message
@@ -47,6 +47,8 @@ class MemoryBroker:
         self.txn_epochs: dict[str, int] = {}  # transactional_id -> current producer epoch
         self.open_txns: dict[str, Transaction] = {}
         self.faults = MemoryFaults()
+        self.clock: Clock = REAL_CLOCK  # stamps records sent without a timestamp (the harness's virtual time)
+        self.appended = 0  # records appended so far: the harness's cheap "did anything happen" check
 
     # -- transactions (Kafka's transaction coordinator, minus control records) -----------------------
     def init_producer(self, transactional_id: str) -> int:
@@ -108,7 +110,8 @@ class MemoryBroker:
         txn: Transaction | None = None,
     ) -> RecordMetadata:
         part = self.partition(tp)
-        ts = timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)
+        ts = timestamp_ms if timestamp_ms is not None else int(self.clock.time() * 1000)
+        self.appended += 1
         offset = part.end()
         if txn is not None:
             part.open_txns.setdefault(txn.transactional_id, offset)

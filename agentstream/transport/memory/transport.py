@@ -37,6 +37,11 @@ class MemoryTransport:
         cls._brokers.clear()
 
     @property
+    def broker(self) -> MemoryBroker:
+        """The broker behind this URL (shared by every client of it): what tests inspect and steer."""
+        return self._broker
+
+    @property
     def faults(self) -> MemoryFaults:
         """The broker's fault switches (shared by every client of this URL), for tests."""
         return self._broker.faults
