@@ -13,6 +13,7 @@ from ..agents.test_context import read_topic, use_memory
 from ..clock import REAL_CLOCK, VIRTUAL_EPOCH, Clock, VirtualClock, clock_for, use_clock
 from ..transport.base import TP
 from ..transport.memory import MemoryTransport
+from .assertions import HarnessAssertions
 
 if TYPE_CHECKING:
     from ..app import App
@@ -24,7 +25,7 @@ SETTLE_ROUNDS = 10_000
 QUIET_TURNS = 4  # event-loop turns a woken task gets before the harness looks again
 
 
-class AppHarness:
+class AppHarness(HarnessAssertions):
     """Run a whole app on a private memory broker inside the test's event loop."""
 
     def __init__(self, app: App, *, virtual_time: bool = False, start: float = VIRTUAL_EPOCH, **settings: Any) -> None:
@@ -57,6 +58,7 @@ class AppHarness:
             # No web server unless asked for: it samples the status every virtual second.
             changes.update(commit_interval=VIRTUAL_COMMIT_INTERVAL, web_enabled=False)
         self.app.settings = self.app.settings.replace(**{**changes, **self.settings})
+        self._start_recording()  # yields, sends, dead letters: HarnessAssertions
         self.worker = Worker(self.app)
         self.web = serve(self.worker)  # beside the worker, as the CLI runs it (None: web_enabled=False)
         await self.worker.start()
@@ -193,12 +195,10 @@ class AppHarness:
     def read(self, topic: str) -> list[tuple[Any, Any]]:
         return read_topic(self.app, topic)
 
-    def table(self, name: str) -> dict[Any, Any]:
-        return self.app.tables[name].as_dict()  # type: ignore[no-any-return]
-
     async def __aexit__(self, *exc: Any) -> None:
         if self.worker is not None:
             await self.worker.stop()
+        self._stop_recording()
         assert self._saved is not None
         self.app.settings, self.app._transport = self._saved
         use_clock(self.app, self._saved_clock)

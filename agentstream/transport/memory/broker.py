@@ -49,6 +49,7 @@ class MemoryBroker:
         self.faults = MemoryFaults()
         self.clock: Clock = REAL_CLOCK  # stamps records sent without a timestamp (the harness's virtual time)
         self.appended = 0  # records appended so far: the harness's cheap "did anything happen" check
+        self.journal: list[Record] | None = None  # a list: every record appended, in append order (the harness's)
 
     # -- transactions (Kafka's transaction coordinator, minus control records) -----------------------
     def init_producer(self, transactional_id: str) -> int:
@@ -121,6 +122,8 @@ class MemoryBroker:
             -1 if key is None else len(key), -1 if value is None else len(value), tuple(headers),
         )  # fmt: skip
         part.records.append(rec)
+        if self.journal is not None:
+            self.journal.append(rec)
         self.wake()
         return RecordMetadata(tp.topic, tp.partition, tp, offset, ts, 0, part.log_start_offset)
 
