@@ -3,7 +3,8 @@
 
 - ``h.yielded("agent")``: the values an agent yielded (``h.yields("agent")``: with the record in hand);
 - ``h.sent("topic")``: the records sent to a topic (decoded key and value, timestamp in epoch
-  seconds, partition, offset, headers), in the order they were appended; ``h.sent()``: every topic;
+  seconds, partition, offset, headers), in the order they were appended; ``h.sent()``: every topic,
+  table changelogs included (decoded with the table's codecs);
 - ``h.table("t")``: a dict snapshot, with ``.windows(key)`` / ``.window(key, at)`` for windowed tables;
 - ``h.dead_letters()``: the records the dead-letter policy set aside, with the error that sent them there;
 - ``h.monitor``: Faust's :class:`~agentstream.sensors.Monitor` counters for the run.
@@ -250,14 +251,31 @@ class HarnessAssertions:
 
     def _decoded(self, r: Record) -> SentRecord:
         key, value = r.key, r.value
-        t = self.app.topics.get(r.topic)
-        if t is not None:
-            try:
-                key = None if key is None else t.key_codec.loads(key)
-                value = None if value is None else t.value_codec.loads(value)
-            except Exception:  # not in the topic's format (a test's raw bytes, a window key): as stored
-                key, value = r.key, r.value
+        try:
+            key, value = self._decode(r.topic, key, value)
+        except Exception:  # not in the topic's format (a test's raw bytes, stream time): as stored
+            key, value = r.key, r.value
         return SentRecord(r.topic, r.partition, r.offset, key, value, r.timestamp / 1000, tuple(r.headers or ()))
+
+    def _decode(self, topic: str, key: bytes | None, value: bytes | None) -> tuple[Any, Any]:
+        """With the codecs of the app's topic, or of the table whose changelog it is (a windowed
+        table's keys read as ``(key, (start, end))``)."""
+        for table in self.app.tables.values():
+            if table.changelog_topic.name == topic:
+                state = table._windowed
+                if key is not None and state is not None:
+                    kb, start = state.parse_window_key(key)
+                    key = (table.key_codec.loads(kb), state.window_range(start))
+                elif key is not None:
+                    key = table.key_codec.loads(key)
+                return key, None if value is None else table.value_codec.loads(value)
+        t = self.app.topics.get(topic)
+        if t is None:
+            return key, value
+        return (
+            None if key is None else t.key_codec.loads(key),
+            None if value is None else t.value_codec.loads(value),
+        )
 
     # -- tables -------------------------------------------------------------------------------------
     def table(self, name: str) -> TableContents:
