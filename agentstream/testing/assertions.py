@@ -263,12 +263,13 @@ class HarnessAssertions:
         for table in self.app.tables.values():
             if table.changelog_topic.name == topic:
                 state = table._windowed
+                decoded: Any = key
                 if key is not None and state is not None:
                     kb, start = state.parse_window_key(key)
-                    key = (table.key_codec.loads(kb), state.window_range(start))
+                    decoded = (table.key_codec.loads(kb), state.window_range(start))
                 elif key is not None:
-                    key = table.key_codec.loads(key)
-                return key, None if value is None else table.value_codec.loads(value)
+                    decoded = table.key_codec.loads(key)
+                return decoded, None if value is None else table.value_codec.loads(value)
         t = self.app.topics.get(topic)
         if t is None:
             return key, value
