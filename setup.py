@@ -192,6 +192,11 @@ setup(
         ],
         "docs": ["mkdocs-material>=9.5"],
     },
-    entry_points={"console_scripts": ["agentstream=agentstream.cli:main"]},
+    entry_points={
+        "console_scripts": ["agentstream=agentstream.cli:main"],
+        # the app_harness / agent_context fixtures, named as the module: `-p agentstream.testing.pytest_plugin`
+        # and the entry point are then one plugin, and `-p no:agentstream.testing.pytest_plugin` turns it off
+        "pytest11": ["agentstream.testing.pytest_plugin = agentstream.testing.pytest_plugin"],
+    },
     classifiers=["Programming Language :: Python :: 3", "Framework :: AsyncIO", "Typing :: Typed"],
 )

@@ -106,6 +106,8 @@ def __getattr__(name: str) -> object:
         return Worker
     if name in _LAZY_MODULES:
         return importlib.import_module(_LAZY_MODULES[name], __name__)
+    if name.startswith("_"):  # no Faust name is private; probes (pytest's `_mock_name`, `__wrapped__`) stay light
+        raise AttributeError(f"module 'agentstream' has no attribute {name!r}")
     faust = importlib.import_module(".faust", __name__)
     if name in faust.__all__:  # what agentstream has itself is found before __getattr__ is asked
         return getattr(faust, name)
