@@ -38,8 +38,8 @@ from .eos import ExactlyOnce
 from .errors import ErrorPolicy
 from .fetcher import Fetcher
 from .status import WorkerStatus, snapshot
-from .task import StreamTask, TaskId
 from .table_cleanup import table_cleanup_loop, windowed_tables
+from .task import StreamTask, TaskId
 from .task_manager import TaskManager
 
 if TYPE_CHECKING:
