@@ -69,7 +69,6 @@ NOTES = {
     "stream_wait_empty": "a stopping worker finishes the current record of each task, then commits",
     "consumer_auto_offset_reset": "a group without committed offsets starts at the earliest offset",
     "tabledir": "table stores live under <data_dir>/<app id>/tables",
-    "table_cleanup_interval": "windows expire as stream time passes, not on a cleanup timer",
     "timezone": "timers and crontabs use their own timezone= argument (default UTC)",
     "debug": "use -l debug",
     "canonical_url": "workers advertise their bound web address (settings.extra web_advertised_host overrides the host)",

@@ -46,6 +46,7 @@ class Settings:
     topic_partitions: int = 8
     commit_interval: float = 1.0
     max_task_idle: float = 0.0
+    table_cleanup_interval: float = 30.0  # Faust's: windows with expires= close by the wall clock this often
     buffer_max_records: int = 1000
     max_poll_records: int = 1000
     session_timeout: float = 10.0
@@ -227,7 +228,13 @@ class Settings:
                 raise ConfigError(
                     name, f"must be >= 1, got {getattr(self, name)!r}", f"set {name} to a positive integer"
                 )
-        for name in ("commit_interval", "session_timeout", "heartbeat_interval", "rebalance_timeout"):
+        for name in (
+            "commit_interval",
+            "session_timeout",
+            "heartbeat_interval",
+            "rebalance_timeout",
+            "table_cleanup_interval",
+        ):
             if float(getattr(self, name)) <= 0:
                 raise ConfigError(
                     name,

@@ -21,6 +21,7 @@ HELP: dict[str, str] = {
     "data_dir": "where table stores and checkpoints live (<data_dir>/<app id>/tables); put it on a persistent volume",
     "topic_partitions": "partitions of topics the app creates when the declaration gives none",
     "commit_interval": "seconds between commits (flush caches, changelogs, producer, offsets, checkpoints)",
+    "table_cleanup_interval": "seconds between wall-clock checks that close windows past their expires= (as Faust)",
     "max_task_idle": "seconds a task waits for an empty input that still has lag before it processes the others",
     "buffer_max_records": "records buffered per partition before the fetcher stops fetching it",
     "max_poll_records": "records one poll of the consumer returns at most",

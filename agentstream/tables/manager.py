@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..clock import clock_for
 from ..exceptions import StoreCorrupt, StoreError, StoreUnavailable
 from ..lifecycle import PartitionState
 from ..transport.base import TP, Consumer
@@ -200,7 +201,9 @@ class TableManager:
         assert self._restore_consumer is not None
         self.restoring = True
         try:
-            n = await Restorer(self._restore_consumer, label, self.faults, self.settings.restore_timeout).run(parts)
+            n = await Restorer(
+                self._restore_consumer, label, self.faults, self.settings.restore_timeout, clock_for(self.runtime.app)
+            ).run(parts)
         finally:
             self.restoring = False
             self._restore_consumer.assign([])

@@ -203,7 +203,7 @@ class _PartWindows:
     nothing is due. Derived from the store, so rebuilt whenever the partition is (re)restored.
     """
 
-    __slots__ = ("part", "epoch", "stream_ms", "live", "known")
+    __slots__ = ("part", "epoch", "stream_ms", "live", "known", "closed_ms")
 
     def __init__(self, part: TablePartition) -> None:
         self.part = part
@@ -211,6 +211,7 @@ class _PartWindows:
         self.stream_ms: int | None = None
         self.live: list[tuple[int, bytes]] = []
         self.known: set[bytes] = set()
+        self.closed_ms = -1  # windows ending at or before this closed by the wall clock (cleanup)
 
 
 class _WindowState:
@@ -327,8 +328,8 @@ class _WindowState:
         wrote = False
         for (start, end), value in values.items():
             end_ms = _ms(end)
-            if end_ms + self._grace_ms <= st:
-                continue  # this window is closed
+            if end_ms + self._grace_ms <= st or end_ms <= pw.closed_ms:
+                continue  # this window is closed (by stream time, or expired by the wall clock)
             wk = self.window_key(kb, start)
             part.set(wk, value)
             wrote = True
@@ -452,9 +453,31 @@ class _WindowState:
 
         future.add_done_callback(done)
 
-    def _expire_due(self, pw: _PartWindows) -> list[tuple[bytes, Any]]:
-        """Delete the windows expired at the partition's stream time; ``(key, final value)`` of each."""
+    @property
+    def closes_by_wall_clock(self) -> bool:
+        """Faust's table cleanup: a window given ``expires=`` closes once the wall clock passes
+        its end + expires, even if its partition's stream time stands still (no new records)."""
+        return bool(getattr(self.window, "expires_given", False))
+
+    def cleanup(self, part: TablePartition, now: float) -> int:
+        """Close (expire, with ``on_window_close``) the windows of ``part`` whose end + expires
+        is at or before ``now`` (wall-clock epoch seconds); later records for them are late.
+        Returns how many closed. Called by the worker every ``table_cleanup_interval``."""
+        pw = self.windows(part)
+        bound = _ms(now) - self._expire_after_ms
+        if bound <= pw.closed_ms:
+            return 0
+        pw.closed_ms = bound
+        expired = self._expire_due(pw, bound + self._expire_after_ms)
+        self._run_callbacks(expired)
+        return len(expired)
+
+    def _expire_due(self, pw: _PartWindows, wall_ms: int | None = None) -> list[tuple[bytes, Any]]:
+        """Delete the windows expired at the partition's stream time (or at ``wall_ms``, the
+        cleanup's wall clock, when later); ``(key, final value)`` of each."""
         st = pw.stream_ms
+        if wall_ms is not None and (st is None or wall_ms > st):
+            st = wall_ms
         heap = pw.live
         out: list[tuple[bytes, Any]] = []
         if st is None:

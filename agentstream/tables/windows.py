@@ -54,6 +54,8 @@ class HoppingWindow:
             raise ValueError(f"window expires must be >= 0, got {expires!r}")
         self.size, self.step = size_ms / 1000, step_ms / 1000
         self.expires = expires_ms / 1000
+        # Given: windows also close by the wall clock (Faust's table cleanup), not only by stream time.
+        self.expires_given = expires is not None
         self._size, self._step, self._expires = size_ms, step_ms, expires_ms
 
     def _first_last(self, ts_ms: int) -> tuple[int, int]:

@@ -38,6 +38,7 @@ from .eos import ExactlyOnce
 from .errors import ErrorPolicy
 from .fetcher import Fetcher
 from .status import WorkerStatus, snapshot
+from .table_cleanup import table_cleanup_loop, windowed_tables
 from .task import StreamTask, TaskId
 from .task_manager import TaskManager
 
@@ -270,6 +271,9 @@ class Worker:
         await consumer.start()
         self._fetch_task = asyncio.ensure_future(self._guard(self.fetcher.run(), "fetcher"))
         self._background.append(asyncio.ensure_future(self._guard(self._commit_loop(), "commit loop")))
+        if windowed_tables(self):
+            cleanup = table_cleanup_loop(self)
+            self._background.append(asyncio.ensure_future(self._guard(cleanup, "table cleanup")))
         for timer in app.timers:
             self._background.append(asyncio.ensure_future(self._guard(self._run_timer(timer), f"timer {timer.name}")))
         for fun in app.startup_tasks:
