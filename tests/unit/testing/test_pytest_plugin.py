@@ -3,12 +3,15 @@
 
 The entry point is taken from setup.py and installed for the subprocess as a ``.dist-info`` on its
 path (what ``pip install`` writes), so the test does not depend on this checkout being installed.
+The fixtures sample of docs/testing.md (which the docs test cannot run: it needs pytest's fixtures)
+runs there too.
 """
 
 from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -88,6 +91,15 @@ def test_a_project_fixture_of_the_same_name_wins(app_harness):
 """
 
 
+def _docs_fixture_sample() -> str:
+    text = (ROOT / "docs" / "testing.md").read_text()
+    m = re.search(
+        r"<!-- no-run:[^>]*test_pytest_plugin\.py[^>]*-->\s*\n```python\n(?P<code>.*?)^```", text, re.S | re.M
+    )
+    assert m is not None, "docs/testing.md has no fixtures sample marked for this test"
+    return m["code"]
+
+
 def _entry_points() -> dict[str, list[str]]:
     """``entry_points=`` of setup.py's ``setup()`` call, read without running setup.py."""
     tree = ast.parse((ROOT / "setup.py").read_text())
@@ -112,6 +124,7 @@ def _project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         "conftest.py": CONFTEST,
         "test_a_startup.py": TEST_STARTUP,
         "test_b_fixtures.py": TEST_FIXTURES,
+        "test_c_docs.py": _docs_fixture_sample(),
         "sub/conftest.py": SUB_CONFTEST,
         "sub/test_override.py": TEST_OVERRIDE,
     }
@@ -141,7 +154,7 @@ def test_the_fixtures_work_through_the_entry_point_and_yield_to_a_projects_own(t
     project, env = _project(tmp_path)
     run = _pytest(project, env)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "5 passed" in run.stdout, run.stdout
+    assert "7 passed" in run.stdout, run.stdout
 
 
 def test_naming_it_with_p_as_well_loads_it_once_and_no_p_turns_it_off(tmp_path: Path) -> None:
