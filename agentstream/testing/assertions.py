@@ -110,11 +110,12 @@ class TableContents(dict[Any, Any]):
     """What ``h.table(name)`` returns: the table's contents as a dict (a snapshot), and for a
     windowed table (keys ``(key, (start, end))``) reads by key and time."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table, late_before: int = 0) -> None:
         super().__init__(table.as_dict())
         self.name: str = table.name
         self._state: Any = table._windowed  # None: not windowed
         self._default: Callable[[], Any] | None = table.default
+        self._late_before = late_before
 
     @property
     def windowed(self) -> bool:
@@ -153,8 +154,8 @@ class TableContents(dict[Any, Any]):
 
     @property
     def late_dropped(self) -> int:
-        """Records dropped because every window they belonged to had closed."""
-        return int(self._windowed_state().late_dropped)
+        """Records dropped in this run because every window they belonged to had closed."""
+        return int(self._windowed_state().late_dropped) - self._late_before
 
 
 @dataclass
@@ -167,6 +168,7 @@ class _Recording:
     yields: list[Yielded] = field(default_factory=list)
     sinks: dict[Agent, Callable[[Any], None]] = field(default_factory=dict)
     monitor: Monitor | None = None
+    late_before: dict[str, int] = field(default_factory=dict)  # windowed tables' late counts at the start
 
 
 def _yield_sink(agent: Agent, yields: list[Yielded]) -> Callable[[Any], None]:
@@ -197,6 +199,9 @@ class HarnessAssertions:
         journal: list[Record] = []
         broker.journal = journal
         rec = self._recording = _Recording(broker, journal, self.app.settings.dead_letter_topic)
+        for table in self.app.tables.values():
+            if table._windowed is not None:  # the count lives on the declaration: an app may run twice
+                rec.late_before[table.name] = table._windowed.late_dropped
         for agent in self.app.agents:
             sink = rec.sinks[agent] = _yield_sink(agent, rec.yields)
             agent.sinks = [sink, *agent.sinks]  # first: a yield counts even when a later sink fails
@@ -286,7 +291,8 @@ class HarnessAssertions:
             table = self.app.tables[name]
         except KeyError:
             raise KeyError(f"app {self.app.id!r} has no table {name!r} (tables: {sorted(self.app.tables)})") from None
-        return TableContents(table)
+        late_before = self._recording.late_before.get(name, 0) if self._recording is not None else 0
+        return TableContents(table, late_before)
 
     # -- errors -------------------------------------------------------------------------------------
     def dead_letters(self) -> list[DeadLetter]:

@@ -161,3 +161,21 @@ async def test_monitor_counts_what_the_run_received_and_sent() -> None:
         assert monitor.messages_sent_by_topic["receipts"] == 4
         assert h.monitor is monitor
     assert monitor not in list(app.sensors)  # the app gets its own sensors back
+
+
+async def test_late_dropped_counts_this_run_only() -> None:
+    app = agentstream.App(_name("late"), broker="memory://", topic_partitions=1)
+    views = app.topic("views", key_type=str, value_type=int)
+    windowed = app.Table("per_minute", default=int).tumbling(60)
+
+    @app.agent(views)
+    async def count(stream: Any) -> None:
+        async for event in stream.events():
+            windowed[event.key] += event.value
+
+    for _ in range(2):  # the same app, run twice: the counter lives on the declaration
+        async with AppHarness(app, virtual_time=True) as h:
+            await h.send("views", 1, key="k", timestamp=T0 + 120)
+            await h.send("views", 1, key="k", timestamp=T0 + 10)  # late
+            assert h.table("per_minute").late_dropped == 1
+    assert windowed.late_dropped == 2
