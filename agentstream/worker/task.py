@@ -216,6 +216,13 @@ class StreamTask(PolledInput):
             return None
         return Event(key, value, message, tp)
 
+    def _take_wait(self) -> float | None:
+        """The wait ``_take()`` left (a lagging input), once. A call, not an inline read: after
+        ``self._wait = None`` the compiler would take the attribute for None until the next store."""
+        wait = self._wait
+        self._wait = None
+        return wait
+
     async def _next_event(self, timeout: float | None = None) -> Event | None:
         clock = self.clock
         deadline = None if timeout is None else clock.monotonic() + timeout
@@ -233,8 +240,7 @@ class StreamTask(PolledInput):
                 return event
             if self._undecodable is not None:
                 continue
-            wait: float | None = self._wait
-            self._wait = None
+            wait = self._take_wait()
             if deadline is not None:
                 remaining = deadline - clock.monotonic()
                 if remaining <= 0:
