@@ -8,9 +8,9 @@ import fnmatch
 import logging
 import re
 import time
-import uuid
 from typing import TYPE_CHECKING, Any
 
+from ..ids import new_id
 from ..transport.base import TP, Consumer, TopicSpec
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ class ReplyConsumer:
 
     def __init__(self, app: App) -> None:
         self.app = app
-        self.topic_name = f"{app.settings.id}-replies-{uuid.uuid4().hex[:12]}"
+        self.topic_name = f"{app.settings.id}-replies-{new_id(app)[:12]}"  # seeded in the harness: see ids.py
         self._futures: dict[str, asyncio.Future[Any]] = {}
         self._consumer: Consumer | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -99,7 +99,7 @@ class ReplyConsumer:
             self._reader = asyncio.ensure_future(self._read())
 
     def expect(self) -> tuple[str, asyncio.Future[Any]]:
-        correlation_id = uuid.uuid4().hex
+        correlation_id = new_id(self.app)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._futures[correlation_id] = fut
         return correlation_id, fut

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..events import current_event
+from ..ids import seed_ids
 from ..transport.base import TP
 from ..transport.memory import MemoryTransport, Record
 from ..transport.memory.broker import MemoryBroker
@@ -188,11 +189,16 @@ class HarnessAssertions:
     """Readings of a harness run (mixed into :class:`~agentstream.testing.AppHarness`)."""
 
     app: App
+    seed: int = 0
+    """Seeds the ids the runtime would draw at random (``agent.ask()``'s reply topic and correlation
+    ids), so that two runs give the same records, headers included."""
     _recording: _Recording | None = None
 
     # -- called by the harness ------------------------------------------------------------------
     def _start_recording(self) -> None:
-        """Start the journal of sends and the yield capture (before the worker starts)."""
+        """Start the journal of sends and the yield capture, and seed the app's ids (before the
+        worker starts)."""
+        seed_ids(self.app, self.seed)
         transport = self.app.transport
         assert isinstance(transport, MemoryTransport)
         broker = transport.broker
@@ -208,6 +214,7 @@ class HarnessAssertions:
 
     def _stop_recording(self) -> None:
         """Hand the agents back their own sinks and the app its own sensors; the readings stay."""
+        seed_ids(self.app, None)
         rec = self._recording
         if rec is None:
             return

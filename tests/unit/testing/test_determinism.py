@@ -2,7 +2,8 @@
 
 The scenario has what could vary between runs: keyless records spread over partitions, a
 repartition (group_by) into a second sub-topology, two tasks per sub-topology feeding one output
-partition, a windowed table whose windows close, a timer, and agents yielding. Its full record
+partition, a windowed table whose windows close, a timer, agents yielding, and an ``ask()`` (whose
+reply topic name and correlation id a worker draws at random; the harness seeds them). Its full record
 (every record appended to every topic, in append order, with partition, offset, key, value,
 timestamp and headers; every yield; every timer tick and window close with the virtual time it saw)
 must be equal between two runs in one process and between two processes with different hash seeds
@@ -23,6 +24,7 @@ import pytest
 
 import agentstream
 from agentstream.clock import VIRTUAL_EPOCH, clock_for
+from agentstream.ids import new_id
 from agentstream.testing import AppHarness
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -66,6 +68,8 @@ async def run_scenario(**settings: Any) -> dict[str, Any]:
         await h.advance(30)
         await h.send("clicks", 99, key="late", timestamp=T0 + 1)  # late for every window by now
         await h.advance(10)
+        log.append(["asked", await echo.ask(value=5)])  # a reply topic and correlation ids: seeded
+        await h.settle()
     return {
         "events": [
             [r.topic, r.partition, r.offset, repr(r.key), repr(r.value), r.timestamp - T0, repr(r.headers)]
@@ -95,6 +99,19 @@ async def test_the_same_scenario_twice_in_one_process_gives_the_same_events() ->
     assert len({e[1] for e in first["events"] if e[0] == "pings"}) == 2  # keyless records went to both partitions
     assert [entry[0] for entry in first["log"]].count("tick") == 5  # 7, 14, 21, 28, 35 s
     assert any(entry[0] == "closed" for entry in first["log"])
+    assert ["asked", 50] in first["log"] and any(e[0].startswith("determinism-replies-") for e in first["events"])
+
+
+@pytest.mark.asyncio
+async def test_ids_are_seeded_for_the_run_only() -> None:
+    app = agentstream.App("determinism-ids", broker="memory://", topic_partitions=1)
+    app.topic("numbers", value_type=int)
+    drawn = []
+    for _ in range(2):
+        async with AppHarness(app, virtual_time=True):
+            drawn.append(new_id(app))
+    assert drawn[0] == drawn[1]
+    assert new_id(app) != new_id(app) != drawn[0]  # a worker's: random
 
 
 def test_two_processes_with_different_hash_seeds_give_the_same_events() -> None:
