@@ -47,7 +47,8 @@ class HarnessFactory:
 
     def __call__(self, app: App | None = None, /, **options: Any) -> AppHarness:
         """``AppHarness(app, **options)`` (``virtual_time=True``, ``start=``, settings...); ``app``
-        defaults to the test's ``app`` fixture."""
+        defaults to the test's ``app`` fixture (an ``async`` one must be among the test's arguments
+        too: it cannot be set up from inside the running test)."""
         from .harness import AppHarness
 
         if app is None:
