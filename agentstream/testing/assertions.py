@@ -9,8 +9,8 @@
 - ``h.dead_letters()``: the records the dead-letter policy set aside, with the error that sent them there;
 - ``h.monitor``: Faust's :class:`~agentstream.sensors.Monitor` counters for the run.
 
-Everything is recorded from the moment the worker starts, so the readings hold after the
-``async with`` block too. Recording costs the app nothing it would notice: yields are captured by one
+Everything is recorded from the moment the worker starts; yields, records and dead letters stay
+readable after the ``async with`` block (tables are read inside it, while the worker holds them). Recording costs the app nothing it would notice: yields are captured by one
 more sink on each agent (a plain function; the agent's own sinks run as before) and sends by the
 memory broker's journal (its append order across partitions, which per-partition logs cannot give).
 """
