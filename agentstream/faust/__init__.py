@@ -37,9 +37,11 @@ from agentstream.topics import Topic, TopicGroup
 
 from . import events as _events  # noqa: F401  (faust.events)
 from . import exceptions as _exceptions
-from .models import Model
-from .types import AgentT, ChannelT, EventT, ServiceT, StreamT, TableT, TopicT
+from .models import Model, ModelOptions
+from .serializers import Codec, Schema
+from .types import AgentT, ChannelT, EventT, ServiceT, Settings, StreamT, TableT, TopicT
 from .utils import uuid
+from .windows import Window
 from .worker import Worker
 
 __all__ = [
@@ -79,6 +81,11 @@ __all__ = [
     "TableT",
     "ServiceT",
     "uuid",
+    "ModelOptions",
+    "Codec",
+    "Schema",
+    "Settings",
+    "Window",
 ]
 
 _SUBMODULES = (

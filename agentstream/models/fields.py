@@ -77,6 +77,7 @@ class Field(dataclasses.Field, Generic[T]):  # type: ignore[type-arg]
         self.field = options.pop("field", None) or ""
         if default is _MISSING and required is False:
             default = None
+        template: Any  # field() is typed as returning the value it stands for
         if isinstance(default, (list, dict, set)):
             value = default
             template = dataclasses.field(default_factory=lambda: type(value)(value))
@@ -92,8 +93,9 @@ class Field(dataclasses.Field, Generic[T]):  # type: ignore[type-arg]
     @property
     def default_value(self) -> Any:
         """The value an omitted field takes (``None`` for a required field, as Faust's ``default``)."""
-        if self.default_factory is not _MISSING:
-            return self.default_factory()
+        factory: Any = self.default_factory
+        if factory is not _MISSING:
+            return factory()
         return None if self.default is _MISSING else self.default
 
     def validate(self, value: Any) -> Iterator[ValidationError | str]:
