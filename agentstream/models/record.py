@@ -234,10 +234,12 @@ class Record(JSONRecord):
     def from_data(cls, data: Mapping[str, Any]) -> Self:
         """Build an instance from a dict (e.g. decoded JSON), coercing values by annotation.
 
-        Unknown keys are ignored.  Raises :class:`ValidationError` naming the field path.
+        Unknown keys are ignored; data tagged with Faust's ``__faust: {"ns": ...}`` naming a
+        registered subclass of ``cls`` builds that subclass, as in Faust. Raises
+        :class:`ValidationError` naming the field path.
         """
         try:
-            return typing.cast(Self, (cls.__dict__.get("_decoder") or cls._get_decoder())(data))
+            return typing.cast(Self, _decoder_for(cls, data)(data))
         except FieldError as exc:
             raise ValidationError(cls.__name__, exc.location or _ROOT, exc.problem) from None
 
@@ -250,7 +252,7 @@ class Record(JSONRecord):
             problem = f"invalid JSON ({exc}); data starts {show(data[:40])}"
             raise ValidationError(cls.__name__, _ROOT, problem) from exc
         try:
-            return typing.cast(Self, (cls.__dict__.get("_decoder") or cls._get_decoder())(decoded))
+            return typing.cast(Self, _decoder_for(cls, decoded)(decoded))
         except FieldError as exc:
             raise ValidationError(cls.__name__, exc.location or _ROOT, exc.problem) from None
 
@@ -366,22 +368,24 @@ def _decode_check(model: str, rules: tuple[FieldRule, ...]) -> Callable[[Any], N
     return check
 
 
+def _decoder_for(cls: type[Record], data: Any) -> Callable[[Any], Any]:
+    """The decoder of ``cls``, or of the registered subclass that ``data``'s ``__faust`` tag names."""
+    if type(data) is dict:
+        blob = data.get(FAUST_KEY)
+        if type(blob) is dict and blob.get("ns") != cls._options.namespace:
+            cls = lookup_model(data, cls) or cls
+    return cls.__dict__.get("_decoder") or cls._get_decoder()
+
+
 def _nested_converter(tp: type[Record]) -> Converter:
     """Decode a nested record; looks the decoder up at call time so self-references work.
 
     A payload tagged with Faust's ``__faust: {"ns": ...}`` naming a registered subclass of the
     field's type decodes as that subclass (a ``Dog`` in an ``animal: Animal`` field stays a Dog).
     """
-    own = tp._options.namespace
 
     def convert(v: Any) -> Any:
-        if type(v) is dict:
-            blob = v.get(FAUST_KEY)
-            if blob is not None and type(blob) is dict and blob.get("ns") != own:
-                model = lookup_model(v, tp)
-                if model is not None:
-                    return (model.__dict__.get("_decoder") or model._get_decoder())(v)
-        return (tp.__dict__.get("_decoder") or tp._get_decoder())(v)
+        return _decoder_for(tp, v)(v)
 
     return convert
 
