@@ -13,8 +13,8 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
