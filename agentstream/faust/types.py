@@ -40,6 +40,7 @@ from agentstream.transport.base import Transport as TransportT
 from agentstream.worker.commit import ExactlyOnceCommit as TransactionManagerT
 
 from .serializers.codecs import Codec as CodecT
+from .serializers.codecs import CodecArg
 from .serializers.registry import Registry as RegistryT
 from .serializers.schemas import Schema as SchemaT
 
@@ -61,7 +62,6 @@ FutureMessage = Delivery  # what ``topic.send()`` returns: await it for the Reco
 
 K = TypeVar("K")
 V = TypeVar("V")
-CodecArg = CodecT | str | None
 HeadersArg = Sequence[tuple[str, bytes]] | Mapping[str, bytes]
 ModelArg = type[ModelT] | type[bytes] | type[str]
 Processor = Callable[[Any], Any]
