@@ -76,10 +76,8 @@ def test_faust_lists_are_these() -> None:
     py = faust_python()
     if not py.exists():
         pytest.skip("the Faust virtualenv is not built (make faust-venv)")
-    probe = (
-        "import importlib, json; print(json.dumps({m: sorted(importlib.import_module(m).__all__) for m in %r}))"
-        % list(FAUST_ALL)
-    )
+    modules = list(FAUST_ALL)
+    probe = f"import importlib, json; print(json.dumps({{m: sorted(importlib.import_module(m).__all__) for m in {modules!r}}}))"
     done = subprocess.run([str(py), "-W", "ignore", "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.splitlines()[-1]) == {m: sorted(n) for m, n in FAUST_ALL.items()}
