@@ -383,9 +383,14 @@ def _nested_converter(tp: type[Record]) -> Converter:
     A payload tagged with Faust's ``__faust: {"ns": ...}`` naming a registered subclass of the
     field's type decodes as that subclass (a ``Dog`` in an ``animal: Animal`` field stays a Dog).
     """
+    own = tp._options.namespace
 
     def convert(v: Any) -> Any:
-        return _decoder_for(tp, v)(v)
+        if type(v) is dict:
+            blob = v.get(FAUST_KEY)
+            if blob is not None and type(blob) is dict and blob.get("ns") != own:
+                return _decoder_for(tp, v)(v)
+        return (tp.__dict__.get("_decoder") or tp._get_decoder())(v)
 
     return convert
 
