@@ -92,8 +92,10 @@ class Record(JSONRecord):
         )
         cls._definition_locals = _caller_locals()
         for name in cls.__dict__.get("__annotations__", {}):
-            if name not in cls.__dict__ and isinstance(getattr(cls, name, None), (FieldDescriptor, Field)):
-                setattr(cls, name, dataclasses.field())  # redeclared without a default: required
+            if name not in cls.__dict__ and (
+                isinstance(getattr(cls, name, None), (FieldDescriptor, Field)) or name in vars(Record)
+            ):  # redeclared without a default, or named as a Record method (``validate: bool``): required
+                setattr(cls, name, dataclasses.field())
         dataclass(cls)  # modifies cls in place; eq+repr generated
         cls.__hash__ = _record_hash  # type: ignore[method-assign,assignment]  # by field values, as Faust's records
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
@@ -160,7 +162,7 @@ class Record(JSONRecord):
     @classmethod
     def _check_types(cls, obj: Record) -> None:
         """``validation=True``: raise the first problem of the constructor's values."""
-        errors = obj.validate()
+        errors = Record.validate(obj)  # not obj.validate: a field may be named "validate"
         if errors:
             raise errors[0]
 

@@ -405,3 +405,14 @@ def test_a_subclass_round_trips_without_polymorphic_fields_too() -> None:
     back = Garage.loads(payload)
     assert type(back.vehicle) is Bike and back.vehicle.bell is True
     assert back == Garage(vehicle=Bike(wheels=2))
+
+
+def test_a_field_may_be_named_like_a_record_method() -> None:
+    class Check(faust.Record, namespace="g4.Check", validation=True):
+        validate: bool
+        derive: str
+
+    assert Check(validate=True, derive="d").derive == "d"
+    assert Check.loads(b'{"validate": false, "derive": "x"}') == Check(validate=False, derive="x")
+    with pytest.raises(ValidationError, match="Check.derive: cannot be left blank"):
+        Check(validate=True, derive="")
