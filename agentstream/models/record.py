@@ -19,7 +19,19 @@ from .converters import Converter, converter, register_nested
 from .decoders import FieldSpec, compile_decoder
 from .encoding import JSONRecord, json_dumps
 from .errors import FieldError, show
-from .fields import Field, field_for_type
+from .fields import (
+    BooleanField,
+    BytesField,
+    CharField,
+    DatetimeField,
+    DecimalField,
+    Field,
+    FloatField,
+    IntegerField,
+    NumberField,
+    StringField,
+    field_for_type,
+)
 from .options import FAUST_KEY, FAUST_ONLY_OPTIONS, RecordOptions
 from .validation import checker
 
@@ -53,7 +65,22 @@ class FieldDescriptor:
         return f"<FieldDescriptor {self.model.__name__}.{self.field}>"
 
 
-@dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))
+@dataclass_transform(
+    field_specifiers=(
+        dataclasses.field,
+        dataclasses.Field,
+        Field,
+        BooleanField,
+        NumberField,
+        IntegerField,
+        FloatField,
+        DecimalField,
+        CharField,
+        StringField,
+        BytesField,
+        DatetimeField,
+    )
+)
 class Record(JSONRecord):
     """Base class for typed records; subclasses become dataclasses with generated methods.
 
