@@ -12,7 +12,7 @@ finite. Faust's known slips are done right here: ``min_value=0``/``max_value=0``
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
@@ -44,6 +44,9 @@ UNSUPPORTED_OPTIONS = {
     "output_name": "fields are written under their own name",
     "exclude": "every field is serialised (records encode natively with orjson)",
     "tag": "Faust's secret/sensitive tags are not supported",
+    "coerce": "values are converted by annotation when decoded; a constructor keeps what it is given "
+    "(build from raw data with Model.from_data(...) to convert)",
+    "date_parser": "datetimes are parsed as ISO 8601 text or epoch seconds",
 }
 """Faust field options agentstream cannot honour, and why: declaring one raises TypeError naming it."""
 
@@ -64,8 +67,6 @@ class Field(dataclasses.Field, Generic[T]):  # type: ignore[type-arg]
         *,
         default: Any = _MISSING,
         required: bool | None = None,
-        coerce: bool | None = None,
-        date_parser: Callable[[Any], datetime] | None = None,
         **options: Any,
     ) -> None:
         for name, why in UNSUPPORTED_OPTIONS.items():
@@ -87,8 +88,6 @@ class Field(dataclasses.Field, Generic[T]):  # type: ignore[type-arg]
         for slot in dataclasses.Field.__slots__:  # a Field whose slots are those field() made
             setattr(self, slot, getattr(template, slot))
         self.required = default is _MISSING and template.default_factory is _MISSING
-        self.coerce = coerce
-        self.date_parser = date_parser
         self.options = options
 
     @property

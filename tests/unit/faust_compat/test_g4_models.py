@@ -416,3 +416,13 @@ def test_a_field_may_be_named_like_a_record_method() -> None:
     assert Check.loads(b'{"validate": false, "derive": "x"}') == Check(validate=False, derive="x")
     with pytest.raises(ValidationError, match="Check.derive: cannot be left blank"):
         Check(validate=True, derive="")
+
+
+def test_field_options_agentstream_cannot_honour_are_refused() -> None:
+    with pytest.raises(TypeError, match=r"IntegerField\(coerce=...\) is not supported by agentstream: values are"):
+        IntegerField(coerce=True)
+    with pytest.raises(TypeError, match=r"date_parser=...\) is not supported by agentstream: datetimes are parsed"):
+        from agentstream.faust.models.fields import DatetimeField
+
+        DatetimeField(date_parser=str)
+    assert IntegerField(coerce=False).required  # the default value of an option is accepted
