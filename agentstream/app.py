@@ -407,7 +407,10 @@ class App:
     ) -> Callable[[F], F]:
         """A CLI command of this app: ``agentstream -A module <name> [options]`` (Faust's ``@app.command``
         with ``agentstream.cli.option``/``argument``; Faust's ``base`` and other keyword arguments are
-        accepted and logged once)."""
+        accepted and logged once). ``base=`` (an ``agentstream.faust.cli.AppCommand`` subclass) makes the
+        command a subclass of it whose ``run`` is the function, as in Faust."""
+        if hasattr(base, "from_handler"):
+            return base.from_handler(*options, name=name, help=help, **kwargs)  # type: ignore[no-any-return,union-attr]
         faust_args.ignored("app.command", base=base, **kwargs)
         from .commands import register  # on first use: click is heavy, and only commands need it
 
