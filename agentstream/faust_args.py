@@ -61,6 +61,7 @@ CONSUMED = {
     "web_forward_timeout",
     "web_advertised_host",
     "web_history",
+    "env_prefix",  # the prefix of Faust's environment variables (settings.faust_environment)
 }
 NOTES = {
     "broker_commit_every": "commits happen every commit_interval seconds (and on rebalance/stop)",
