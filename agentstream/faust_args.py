@@ -50,6 +50,7 @@ RENAMED = {
     "producer_linger": "producer_linger",
     "Stream": "stream_class",
     "Agent": "agent_class",
+    "Topic": "topic_class",
 }
 # Options agentstream reads from App(**options) / settings.extra itself: never "unknown".
 CONSUMED = {

@@ -31,7 +31,7 @@ GUARANTEES = ("at_least_once", "exactly_once")
 TOPIC_NAMINGS = ("agentstream", "faust")
 
 
-APP_ONLY = ("id", "extra", "broker_credentials", "ssl_context", "stream_class", "agent_class")
+APP_ONLY = ("id", "extra", "broker_credentials", "ssl_context", "stream_class", "agent_class", "topic_class")
 """Settings only an App argument can give (objects, not text): no environment variable sets them."""
 
 
@@ -93,6 +93,15 @@ class Settings:
             "help": (
                 "the Stream subclass agents iterate (Faust's Stream setting; App argument only, "
                 "App(..., Stream=MyStream))"
+            )
+        },
+    )
+    topic_class: Any = field(
+        default=None,
+        metadata={
+            "help": (
+                "the Topic subclass app.topic() makes (Faust's Topic setting; App argument only, "
+                "App(..., Topic=MyTopic))"
             )
         },
     )

@@ -8,7 +8,8 @@ SetGlobalTable is both a SetTable and a GlobalTable.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Set as AbstractSet
+from typing import Any, Self
 
 from .. import codecs
 from .set_manager import SetTableManager
@@ -107,19 +108,19 @@ class ManagedSet(set):  # type: ignore[type-arg]
         self._save()
         return item
 
-    def __ior__(self, other: Any) -> ManagedSet:
+    def __ior__(self, other: AbstractSet[Any]) -> Self:  # type: ignore[misc]  # in place, as set does
         self.update(other)
         return self
 
-    def __isub__(self, other: Any) -> ManagedSet:
+    def __isub__(self, other: AbstractSet[Any]) -> Self:  # type: ignore[misc]  # in place, as set does
         self.difference_update(other)
         return self
 
-    def __iand__(self, other: Any) -> ManagedSet:
+    def __iand__(self, other: AbstractSet[Any]) -> Self:  # type: ignore[misc]  # in place, as set does
         self.intersection_update(other)
         return self
 
-    def __ixor__(self, other: Any) -> ManagedSet:
+    def __ixor__(self, other: AbstractSet[Any]) -> Self:  # type: ignore[misc]  # in place, as set does
         self.symmetric_difference_update(other)
         return self
 

@@ -50,7 +50,7 @@ class Blueprint:
         """Declare a view at ``uri`` (below the prefix given at registration)."""
 
         def decorate(handler: F) -> F:
-            self.routes.append(_Route(uri, name or getattr(handler, "__name__", "view"), handler))
+            self.routes.append(_Route(uri, name or str(getattr(handler, "__name__", "view")), handler))
             return handler
 
         return decorate

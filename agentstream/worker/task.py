@@ -15,12 +15,22 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from .. import codecs
 from ..events import Event, set_current_event
-from ..exceptions import AgentError, StopProcessing, StoreError, TopologyError, TransportError, WorkerStopped
+from ..exceptions import (
+    AgentError,
+    KeyDecodeError,
+    StopProcessing,
+    StoreError,
+    TopologyError,
+    TransportError,
+    ValueDecodeError,
+    WorkerStopped,
+)
 from ..lifecycle import TASK_TRANSITIONS, StateMachine, TaskState
 from ..runtime import current_task
 from ..streams import InHand, PolledInput, SplitPoint, Stream, streams_in_hand
 from ..tables.partition import TableNotReady
 from ..transport.base import TP, Message
+from .errors import decode_error
 from .partition_group import PartitionGroup, RecordQueue, Wait
 
 if TYPE_CHECKING:
@@ -205,9 +215,13 @@ class StreamTask(PolledInput):
         raw_key, raw_value = message.key, message.value
         try:
             key = None if raw_key is None else key_codec.loads(raw_key)
+        except Exception as exc:
+            self._undecodable = (message, tp, decode_error(exc, KeyDecodeError))  # the async path handles it
+            return None
+        try:
             value = None if raw_value is None else value_codec.loads(raw_value)
         except Exception as exc:
-            self._undecodable = (message, tp, exc)  # the async path applies the error policy
+            self._undecodable = (message, tp, decode_error(exc, ValueDecodeError))
             return None
         return Event(key, value, message, tp)
 
