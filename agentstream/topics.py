@@ -227,6 +227,7 @@ class Topic:
         return f"<Topic {self.name} partitions={self.partitions}>"
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # public too (Faust's faust.TopicGroup)
 class TopicGroup(Topic):
     """``app.topic("a", "b")`` or ``app.topic(pattern="^a-.*")``: several topics as one source.
 

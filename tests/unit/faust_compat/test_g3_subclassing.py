@@ -141,3 +141,9 @@ async def test_worker_and_view_subclasses_through_faust_names() -> None:
         async with aiohttp.ClientSession() as s, s.get(f"{h.web.url}/hello") as r:  # type: ignore[union-attr]
             assert await r.json() == {"hello": app.conf.id}
     assert BUILD in ("compiled", "pure")  # make test runs this module on both builds
+
+    class MyGroup(faust.TopicGroup):
+        pass
+
+    group = MyGroup(app, ["a", "b"], [app.topic("a"), app.topic("b")])
+    assert group.topics == ("a", "b")
