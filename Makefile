@@ -68,7 +68,7 @@ test: $(STAMP) $(COMPILED) $(CHROMIUM) $(FAUST_VENV)
 	$(VENV)/bin/lint-imports  # the layers contract in pyproject.toml
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet --site-dir build/site
 	$(PY) scripts/unit_builds.py  # the unit suite on the compiled and the pure build, side by side
-	$(PY) -m pytest -q -p no:cacheprovider tests --ignore=tests/unit  # integration: the real broker
+	$(PY) -m pytest -q -p no:cacheprovider --durations=15 tests --ignore=tests/unit  # integration: the real broker (the 15 slowest listed)
 
 # The documentation site (mkdocs-material): build/site/index.html; `make docs-serve` for a live preview.
 docs: $(STAMP)

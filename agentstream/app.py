@@ -101,6 +101,7 @@ class App:
         faust_args.log_unknown_settings(id, self.settings.extra)
         _check_class_setting("Stream", self.settings.stream_class, Stream)
         _check_class_setting("Agent", self.settings.agent_class, Agent)
+        _check_class_setting("Topic", self.settings.topic_class, Topic)
         self.key_serializer: str = options.get("key_serializer", "raw")
         self.value_serializer: str = options.get("value_serializer", "json")
         self.reply_codec = codecs.get("json")
@@ -246,7 +247,7 @@ class App:
                 )
         if existing is not None:
             return existing
-        topic = Topic(self, name, **given)
+        topic = (self.settings.topic_class or Topic)(self, name, **given)
         self.topics[name] = topic
         return topic
 
@@ -318,7 +319,11 @@ class App:
         return _decorate
 
     def _as_topic(self, t: Topic | str) -> Topic:
-        return self.topic(t) if isinstance(t, str) else t
+        if isinstance(t, str):
+            return self.topic(t)
+        if t.name and t.name not in self.topics:  # made directly (Faust's MyTopic(app, topics=[...])): declare it
+            self.topics[t.name] = t
+        return t
 
     def _as_topics(self, t: Topic | str) -> list[Topic]:
         """A topic, a topic name, or a group of several names (a pattern's are found at start)."""
@@ -407,7 +412,10 @@ class App:
     ) -> Callable[[F], F]:
         """A CLI command of this app: ``agentstream -A module <name> [options]`` (Faust's ``@app.command``
         with ``agentstream.cli.option``/``argument``; Faust's ``base`` and other keyword arguments are
-        accepted and logged once)."""
+        accepted and logged once). ``base=`` (an ``agentstream.faust.cli.AppCommand`` subclass) makes the
+        command a subclass of it whose ``run`` is the function, as in Faust."""
+        if hasattr(base, "from_handler"):
+            return base.from_handler(*options, name=name, help=help, **kwargs)  # type: ignore[no-any-return,union-attr]
         faust_args.ignored("app.command", base=base, **kwargs)
         from .commands import register  # on first use: click is heavy, and only commands need it
 

@@ -29,6 +29,7 @@ from .commands import (  # Faust's ``faust.cli.option``/``argument`` (click's) f
     argument,
     option,
     print_rows,
+    registered,
     then_stop_clients,
 )
 from .exceptions import AgentStreamError, ConfigError
@@ -127,11 +128,12 @@ class AppGroup(click.Group):
     def _app_commands(self, ctx: click.Context) -> dict[str, click.Command]:
         state = _state(ctx)
         if state._app is None and not state.spec:
-            return {}
+            return dict(registered)  # class-defined commands that need no app
         try:
-            return dict(state.app().commands)
+            app = state.app()  # loading the app's module defines its command classes too
         except AgentStreamError:
             return {}  # reported by the command that needs the app
+        return {**registered, **app.commands}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         builtin = super().list_commands(ctx)

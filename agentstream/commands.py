@@ -30,6 +30,7 @@ __all__ = [
     "AppCommand",
     "Command",
     "register",
+    "registered",
     "run_command",
     "StillRunning",
     "print_rows",
@@ -40,6 +41,10 @@ _T = TypeVar("_T")
 
 option = click.option
 argument = click.argument
+
+registered: dict[str, click.Command] = {}
+"""Commands defined as classes (Faust's ``class Report(AppCommand)``, ``@app.command(base=...)``): the
+CLI offers them beside the app's own, as Faust's does (agentstream.faust.cli adds them here)."""
 
 
 class AppCommand:

@@ -54,20 +54,26 @@ class SerializationError(AgentStreamError):
     """A key or value could not be encoded or decoded."""
 
 
-class KeyDecodeError(SerializationError):
+class DecodeError(SerializationError):
+    """A record's key or value bytes could not be decoded (Faust's ``DecodeError``)."""
+
+
+class KeyDecodeError(DecodeError):
     """A record's key bytes could not be decoded with the topic's key codec."""
 
 
-class ValueDecodeError(SerializationError):
+class ValueDecodeError(DecodeError):
     """A record's value bytes could not be decoded with the topic's value codec."""
 
 
-class ValidationError(SerializationError):
-    """Data does not fit a Record's declared fields; ``field`` names the offending field."""
+class ValidationError(SerializationError, ValueError):
+    """Data does not fit a Record's declared fields; ``field`` names the offending field and
+    ``reason`` (Faust's attribute) the problem."""
 
     def __init__(self, model: str, field: str, problem: str) -> None:
         self.model = model
         self.field = field
+        self.reason = problem
         super().__init__(f"{model}.{field}: {problem}")
 
 
@@ -150,3 +156,27 @@ class RestoreTimeout(AgentStreamError):
             f"{label}: restore made no progress for {timeout:g}s ({where}). Fix: check that the broker is "
             "reachable and serves the changelog topics, or raise restore_timeout (AGENTSTREAM_RESTORE_TIMEOUT)"
         )
+
+
+# -- Faust's exception names that are agentstream's own classes -------------------------------------------------------
+class Predicate(AgentStreamError):
+    """An outcome signalled by raising, not a failure (Faust's ``FaustPredicate``)."""
+
+
+class Skip(Predicate):
+    """Raised by a stream processor (``stream.add_processor``) to drop the current value: the
+    record is acknowledged and the agent never sees it (Faust's ``Skip``)."""
+
+
+class NotReady(TransportError, Predicate):
+    """A client was used before it started (Faust's ``NotReady``)."""
+
+
+class SameNode(Predicate):
+    """The key's owner is this worker, so a request is answered locally instead of routed
+    (Faust's router raises it; agentstream's router answers locally and never lets it escape)."""
+
+
+class ConsistencyError(StoreError):
+    """A table's checkpoint is ahead of its changelog's end. agentstream does not raise it: it
+    wipes that store partition and restores it from the changelog instead (Faust stops the worker)."""

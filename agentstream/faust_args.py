@@ -50,6 +50,7 @@ RENAMED = {
     "producer_linger": "producer_linger",
     "Stream": "stream_class",
     "Agent": "agent_class",
+    "Topic": "topic_class",
 }
 # Options agentstream reads from App(**options) / settings.extra itself: never "unknown".
 CONSUMED = {
@@ -61,6 +62,7 @@ CONSUMED = {
     "web_forward_timeout",
     "web_advertised_host",
     "web_history",
+    "env_prefix",  # the prefix of Faust's environment variables (settings.faust_environment)
 }
 NOTES = {
     "broker_commit_every": "commits happen every commit_interval seconds (and on rebalance/stop)",

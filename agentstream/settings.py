@@ -31,7 +31,7 @@ GUARANTEES = ("at_least_once", "exactly_once")
 TOPIC_NAMINGS = ("agentstream", "faust")
 
 
-APP_ONLY = ("id", "extra", "broker_credentials", "ssl_context", "stream_class", "agent_class")
+APP_ONLY = ("id", "extra", "broker_credentials", "ssl_context", "stream_class", "agent_class", "topic_class")
 """Settings only an App argument can give (objects, not text): no environment variable sets them."""
 
 
@@ -94,6 +94,15 @@ class Settings:
             "help": (
                 "the Stream subclass agents iterate (Faust's Stream setting; App argument only, "
                 "App(..., Stream=MyStream))"
+            )
+        },
+    )
+    topic_class: Any = field(
+        default=None,
+        metadata={
+            "help": (
+                "the Topic subclass app.topic() makes (Faust's Topic setting; App argument only, "
+                "App(..., Topic=MyTopic))"
             )
         },
     )
@@ -189,8 +198,8 @@ class Settings:
         default=1,
         metadata={
             "help": (
-                "Faust's app version: with topic_naming='faust' and version > 1 the group id and every internal "
-                "topic are prefixed <id>-v<version>, as Faust names them"
+                "Faust's app version: with version > 1 the app id becomes <id>-v<version>, so the consumer group "
+                "and every internal topic are new (a new version starts from scratch, as in Faust)"
             )
         },
     )
@@ -203,16 +212,10 @@ class Settings:
             if f.metadata.get("secret") and isinstance(getattr(self, f.name), str):
                 setattr(self, f.name, Secret(reveal(getattr(self, f.name)) or ""))
         self.validate()
-        if self.topic_naming == "faust" and self.version > 1 and not self.id.endswith(f"-v{self.version}"):
-            # Faust's conf.id: the versioned id names the consumer group and every internal topic
+        if self.version > 1 and not self.id.endswith(f"-v{self.version}"):
+            # Faust's conf.id: a new version is a new app, its own consumer group and internal topics
+            # (changelogs, agent, repartition, reply and dead-letter topics), in either naming
             self.id = f"{self.id}-v{self.version}"
-        elif self.topic_naming != "faust" and self.version != 1:
-            log.warning(
-                "setting version=%r is used only with topic_naming='faust' (Faust's -v<version> names); "
-                "the app id %r is used as is",
-                self.version,
-                self.id,
-            )
         if not self.dead_letter_topic:
             self.dead_letter_topic = f"{self.id}-dead-letters"
 
@@ -422,7 +425,8 @@ class Settings:
 
     @classmethod
     def build(cls, id: str, options: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
-        """App arguments first, then ``AGENTSTREAM_<NAME>`` environment variables on top."""
+        """App arguments first, then Faust's environment variables (``BROKER_URL``...: a Faust app's
+        deployment keeps working), then ``AGENTSTREAM_<NAME>`` environment variables on top."""
         fields = {f.name: f for f in dataclasses.fields(cls)}
         values: dict[str, Any] = {}
         extra: dict[str, Any] = {}
@@ -432,12 +436,57 @@ class Settings:
             else:
                 extra[key] = value
         env = os.environ if environ is None else environ
+        values.update(faust_environment(env, options, fields))
         for name, _f in fields.items():
             raw = env.get(f"{ENV_PREFIX}{name.upper()}")
             if raw is not None and name not in APP_ONLY:
                 values[name] = _coerce(name, raw, fields[name].type)
         warn_unknown_variables(env)
         return cls(id=id, extra=extra, **values)
+
+
+# Faust's environment variables (faust.types.settings: each setting's env_name) -> agentstream's
+# setting. As in Faust they override the App's arguments; AGENTSTREAM_* variables override them.
+FAUST_VARIABLES = {
+    "BROKER_URL": "broker",
+    "APP_DATADIR": "data_dir",
+    "APP_STORE": "store",
+    "BROKER_COMMIT_INTERVAL": "commit_interval",
+    "BROKER_HEARTBEAT_INTERVAL": "heartbeat_interval",
+    "BROKER_MAX_POLL_RECORDS": "max_poll_records",
+    "BROKER_REBALANCE_TIMEOUT": "rebalance_timeout",
+    "BROKER_SESSION_TIMEOUT": "session_timeout",
+    "PRODUCER_LINGER": "producer_linger",
+    "PRODUCER_MAX_BATCH_SIZE": "producer_max_batch_size",
+    "PROCESSING_GUARANTEE": "processing_guarantee",
+    "STREAM_BUFFER_MAXSIZE": "buffer_max_records",
+    "TABLE_STANDBY_REPLICAS": "table_standby_replicas",
+    "TOPIC_PARTITIONS": "topic_partitions",
+    "WEB_BIND": "web_host",
+    "WEB_PORT": "web_port",
+    "APP_WEB_ENABLED": "web_enabled",
+}
+
+
+def faust_environment(env: Mapping[str, str], options: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings Faust's environment variables give, each read with Faust's ``env_prefix``
+    (``APP_ENV_PREFIX`` or the App's ``env_prefix=``): ``<PREFIX>_BROKER_URL``..."""
+    prefix = env.get("APP_ENV_PREFIX") or options.get("env_prefix") or ""
+    head = f"{str(prefix).rstrip('_')}_" if prefix else ""
+    out: dict[str, Any] = {}
+    for variable, name in FAUST_VARIABLES.items():
+        raw = env.get(head + variable)
+        if raw is None:
+            continue
+        if name == "broker":  # Faust's broker list: ';' or ',' separated, kafka:// when no scheme is given
+            urls = [u.strip() for u in raw.replace(",", ";").split(";") if u.strip()]
+            out[name] = ";".join(u if "://" in u else f"kafka://{u}" for u in urls)
+        else:
+            out[name] = _coerce(name, raw, fields[name].type, head + variable)
+    ms = env.get(head + "PRODUCER_LINGER_MS")
+    if ms is not None and "producer_linger" not in out:
+        out["producer_linger"] = _coerce("producer_linger", ms, "float", head + "PRODUCER_LINGER_MS") / 1000.0
+    return out
 
 
 def setting_variables() -> list[str]:
@@ -469,9 +518,10 @@ def warn_unknown_variables(environ: Mapping[str, str]) -> None:
         log.warning("environment variable %s is not an agentstream setting and is ignored; %s", name, hint)
 
 
-def _coerce(name: str, raw: str, type_: Any) -> Any:
+def _coerce(name: str, raw: str, type_: Any, variable: str | None = None) -> Any:
     """Turn an environment string into the setting's type, with a ConfigError naming the variable."""
     t = str(type_)
+    variable = variable or f"{ENV_PREFIX}{name.upper()}"
     try:
         if t in ("int", "<class 'int'>"):
             return int(raw)
@@ -480,7 +530,7 @@ def _coerce(name: str, raw: str, type_: Any) -> Any:
             if not math.isfinite(value):
                 raise ConfigError(
                     name,
-                    f"environment variable AGENTSTREAM_{name.upper()}={raw!r} is not a finite number",
+                    f"environment variable {variable}={raw!r} is not a finite number",
                     "set it to a finite number of seconds (NaN and infinity are not allowed)",
                 )
             return value
@@ -494,6 +544,6 @@ def _coerce(name: str, raw: str, type_: Any) -> Any:
             return Path(raw)
     except ValueError:
         raise ConfigError(
-            name, f"environment variable AGENTSTREAM_{name.upper()}={raw!r} is not a valid {t}", f"set it to a {t}"
+            name, f"environment variable {variable}={raw!r} is not a valid {t}", f"set it to a {t}"
         ) from None
     return raw

@@ -36,9 +36,14 @@ def _as_bytes(data: Any) -> bytes | None:
 class Topic:
     """A Kafka topic as the app sees it (Faust's ``app.topic(...)``)."""
 
-    def __init__(self, app: App, name: str, **options: Unpack[TopicOptions]) -> None:
+    def __init__(self, app: App, name: str = "", **options: Unpack[TopicOptions]) -> None:
         from .types import TopicOptions as declared  # the runtime class (imported for typing only above)
 
+        if "topics" in options:  # Faust's constructor: MyTopic(app, topics=["name"], ...)
+            names = list(options.pop("topics") or ())  # type: ignore[typeddict-item]
+            if len(names) != 1 or name:
+                raise TypeError(f"Topic(topics=...) takes one topic name, got {names!r}; use app.topic(*names)")
+            name = str(names[0])
         unknown = options.keys() - (declared.__optional_keys__ | declared.__required_keys__)
         if unknown:  # a misspelt option (valu_type=) must not be silently dropped
             raise TypeError(
@@ -203,10 +208,26 @@ class Topic:
             "on_send_initiated", app._producer, self.name, None, len(key) if key else 0, len(value) if value else 0
         )
 
+    # -- Faust's decode-error hooks: the worker awaits them with the error and the record --------
+    async def on_key_decode_error(self, exc: Exception, message: Any) -> None:
+        """A record's key did not decode (``exc`` a KeyDecodeError). By default on_decode_error,
+        then the app's ``on_decode_error`` policy; an override that returns skips the record."""
+        await self.on_decode_error(exc, message)
+        raise exc
+
+    async def on_value_decode_error(self, exc: Exception, message: Any) -> None:
+        """A record's value did not decode (``exc`` a ValueDecodeError); as on_key_decode_error."""
+        await self.on_decode_error(exc, message)
+        raise exc
+
+    async def on_decode_error(self, exc: Exception, message: Any) -> None:
+        """Called by both default hooks (to observe errors); does nothing by default."""
+
     def __repr__(self) -> str:
         return f"<Topic {self.name} partitions={self.partitions}>"
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # public too (Faust's faust.TopicGroup)
 class TopicGroup(Topic):
     """``app.topic("a", "b")`` or ``app.topic(pattern="^a-.*")``: several topics as one source.
 

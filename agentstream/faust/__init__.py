@@ -3,8 +3,9 @@
 The rewrite a Faust app needs is one word per import line (docs/migrating-from-faust.md):
 ``import faust`` -> ``import agentstream as faust`` (or ``import agentstream.faust as faust``) and
 ``from faust.X import Y`` -> ``from agentstream.faust.X import Y``. This package holds Faust's
-top-level names (agentstream's classes, plus Faust's aliases ``Model``, ``StreamT``... and
-``uuid``; the exception classes are in ``faust.exceptions`` and answered here too) and its submodules (``types``, ``web``, ``cli``, ``sensors``, ``models.fields``,
+top-level names (agentstream's classes, plus Faust's aliases ``Model``, ``StreamT``..., ``uuid`` and
+Faust's ``Settings``, ``Schema``, ``Codec``, ``ModelOptions``, ``Window``; the exception classes are
+in ``faust.exceptions`` and answered here too) and its submodules (``types``, ``web``, ``cli``, ``sensors``, ``models.fields``,
 ``tables``, ``streams``, ``agents``, ``serializers``, ``windows``, ``topics``, ``channels``,
 ``events``, ``exceptions``, ``app``, ``worker``, ``utils``) hold the names Faust has there.
 
@@ -37,9 +38,11 @@ from agentstream.topics import Topic, TopicGroup
 
 from . import events as _events  # noqa: F401  (faust.events)
 from . import exceptions as _exceptions
-from .models import Model
-from .types import AgentT, ChannelT, EventT, ServiceT, StreamT, TableT, TopicT
+from .models import Model, ModelOptions
+from .serializers import Codec, Schema
+from .types import AgentT, ChannelT, EventT, ServiceT, Settings, StreamT, TableT, TopicT
 from .utils import uuid
+from .windows import Window
 from .worker import Worker
 
 __all__ = [
@@ -79,6 +82,11 @@ __all__ = [
     "TableT",
     "ServiceT",
     "uuid",
+    "ModelOptions",
+    "Codec",
+    "Schema",
+    "Settings",
+    "Window",
 ]
 
 _SUBMODULES = (

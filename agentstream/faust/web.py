@@ -1,7 +1,20 @@
-"""``faust.web``: views and responses (``from faust.web import View, Request, Response``)."""
+"""``faust.web``: views, responses, blueprints and the model decorators
+(``from faust.web import View, Request, Response, Blueprint, takes_model, gives_model``)."""
 
 from aiohttp.web import Request, Response
 
 from agentstream.web import View, Web, error_response, json_response
+from agentstream.web.blueprints import Blueprint
+from agentstream.web.views import gives_model, takes_model
 
-__all__ = ["View", "Web", "Request", "Response", "json_response", "error_response"]
+__all__ = [
+    "View",
+    "Web",
+    "Request",
+    "Response",
+    "Blueprint",
+    "takes_model",
+    "gives_model",
+    "json_response",
+    "error_response",
+]

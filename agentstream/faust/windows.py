@@ -3,9 +3,9 @@
 from typing import Any
 
 from agentstream.tables import windows as _windows
-from agentstream.tables.windows import HoppingWindow, TumblingWindow, Window
+from agentstream.tables.windows import HoppingWindow, SlidingWindow, TumblingWindow, Window
 
-__all__ = ["HoppingWindow", "TumblingWindow", "Window"]
+__all__ = ["Window", "HoppingWindow", "TumblingWindow", "SlidingWindow"]
 
 
 def __getattr__(name: str) -> Any:  # SlidingWindow and others, when agentstream defines them

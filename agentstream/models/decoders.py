@@ -43,11 +43,14 @@ def _missing(name: str) -> FieldError:
     return err
 
 
-def compile_decoder(cls: type, specs: list[FieldSpec], post_init: bool) -> Callable[[Any], Any]:
+def compile_decoder(
+    cls: type, specs: list[FieldSpec], post_init: bool, check: Callable[[Any], None] | None = None
+) -> Callable[[Any], Any]:
     """Generate a straight-line decoder for ``cls`` (as dataclasses generates ``__init__``).
 
     One function per class with the field names as constants and the common exact-type case
     checked inline: no loops, dict building or per-field calls for already-correct scalars.
+    ``check(obj)``, when given, runs on the finished record and raises :class:`FieldError`.
     """
     ns: dict[str, Any] = {
         "cls": cls,
@@ -108,6 +111,9 @@ def compile_decoder(cls: type, specs: list[FieldSpec], post_init: bool) -> Calla
     lines += ["    obj = _new(cls)", f"    obj.__dict__ = {{{values}}}"]
     if post_init:
         lines.append("    obj.__post_init__()")
+    if check is not None:
+        ns["_check"] = check
+        lines.append("    _check(obj)")
     lines.append("    return obj")
     exec("\n".join(lines), ns)
     decode = typing.cast("Callable[[Any], Any]", ns["decode"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -18,6 +19,19 @@ from .converters import Converter, converter, register_nested
 from .decoders import FieldSpec, compile_decoder
 from .encoding import JSONRecord, json_dumps
 from .errors import FieldError, show
+from .fields import (
+    BooleanField,
+    BytesField,
+    CharField,
+    DatetimeField,
+    DecimalField,
+    Field,
+    FloatField,
+    IntegerField,
+    NumberField,
+    StringField,
+    field_for_type,
+)
 from .options import FAUST_KEY, FAUST_ONLY_OPTIONS, RecordOptions
 from .validation import checker
 
@@ -51,7 +65,22 @@ class FieldDescriptor:
         return f"<FieldDescriptor {self.model.__name__}.{self.field}>"
 
 
-@dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))
+@dataclass_transform(
+    field_specifiers=(
+        dataclasses.field,
+        dataclasses.Field,
+        Field,
+        BooleanField,
+        NumberField,
+        IntegerField,
+        FloatField,
+        DecimalField,
+        CharField,
+        StringField,
+        BytesField,
+        DatetimeField,
+    )
+)
 class Record(JSONRecord):
     """Base class for typed records; subclasses become dataclasses with generated methods.
 
@@ -62,7 +91,7 @@ class Record(JSONRecord):
 
     _options: ClassVar[RecordOptions] = RecordOptions()
     _decoder: ClassVar[Callable[[Any], Any] | None] = None
-    _field_checks: ClassVar[tuple[tuple[str, Converter], ...] | None] = None
+    _field_checks: ClassVar[tuple[FieldRule, ...] | None] = None
     _definition_locals: ClassVar[dict[str, Any]] = {}
     _has_post_init: ClassVar[bool] = False
 
@@ -90,14 +119,18 @@ class Record(JSONRecord):
         )
         cls._definition_locals = _caller_locals()
         for name in cls.__dict__.get("__annotations__", {}):
-            if name not in cls.__dict__ and isinstance(getattr(cls, name, None), FieldDescriptor):
-                setattr(cls, name, dataclasses.field())  # redeclared without a default: required
+            if name not in cls.__dict__ and (
+                isinstance(getattr(cls, name, None), (FieldDescriptor, Field)) or name in vars(Record)
+            ):  # redeclared without a default, or named as a Record method (``validate: bool``): required
+                setattr(cls, name, dataclasses.field())
         dataclass(cls)  # modifies cls in place; eq+repr generated
         cls.__hash__ = _record_hash  # type: ignore[method-assign,assignment]  # by field values, as Faust's records
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-            # Class access gives a descriptor (``Order.customer`` for group_by); instances keep
-            # their values in __dict__, which wins over this non-data descriptor.
-            setattr(cls, f.name, FieldDescriptor(f.name, cls, f.default))
+            # Class access gives a descriptor (``Order.customer`` for group_by; a declared field
+            # class, ``StringField(...)``, is its own); instances keep their values in __dict__,
+            # which wins over these non-data descriptors.
+            descriptor = f.bound(f.name, cls) if isinstance(f, Field) else FieldDescriptor(f.name, cls, f.default)
+            setattr(cls, f.name, descriptor)
         cls._has_post_init = hasattr(cls, "__post_init__")
         if not abstract:
             registry[cls._options.namespace] = cls  # for __faust.ns (polymorphic) decoding
@@ -108,7 +141,7 @@ class Record(JSONRecord):
 
             def __init__(self: Record, *args: Any, **kw: Any) -> None:
                 dc_init(self, *args, **kw)
-                type(self)._check_types(self)
+                type(self)._check_types(self)  # Faust's validate_or_raise(): the first problem
 
             __init__.__qualname__ = f"{cls.__qualname__}.__init__"
             __init__.__doc__ = dc_init.__doc__
@@ -128,16 +161,18 @@ class Record(JSONRecord):
             return typing.cast("Callable[[Any], Any]", decoder)
         hints = type_hints(cls)
         specs: list[FieldSpec] = []
-        checks: list[tuple[str, Converter]] = []
+        rules: list[FieldRule] = []
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
             tp = hints.get(f.name, Any)
             factory = None if f.default_factory is dataclasses.MISSING else f.default_factory
             specs.append(FieldSpec(f.name, converter(tp), f.default, factory))
-            check = checker(tp)
-            if check is not None:
-                checks.append((f.name, check))
-        cls._field_checks = tuple(checks)
-        cls._decoder = compile_decoder(cls, specs, cls._has_post_init)
+            declared = getattr(cls, f.name, None)
+            field = declared if isinstance(declared, Field) else _implicit_field(tp, f.name, cls)
+            rules.append(FieldRule(f.name, checker(tp), field, f.default is None and factory is None))
+        cls._field_checks = tuple(rules)
+        optioned = tuple(r for r in rules if r.field is not None)
+        after = _decode_check(cls.__name__, optioned) if cls._options.validation and optioned else None
+        cls._decoder = compile_decoder(cls, specs, cls._has_post_init, after)
         return cls._decoder
 
     @classmethod
@@ -153,21 +188,74 @@ class Record(JSONRecord):
 
     @classmethod
     def _check_types(cls, obj: Record) -> None:
-        """``validation=True``: reject constructor values whose type does not match the field."""
-        checks = cls.__dict__.get("_field_checks")
-        if checks is None:
+        """``validation=True``: raise the first problem of the constructor's values."""
+        errors = Record.validate(obj)  # not obj.validate: a field may be named "validate"
+        if errors:
+            raise errors[0]
+
+    @classmethod
+    def _rules(cls) -> tuple[FieldRule, ...]:
+        rules = cls.__dict__.get("_field_checks")
+        if rules is None:
             try:
                 cls._get_decoder()
             except FieldError as exc:
                 raise ValidationError(cls.__name__, _ROOT, exc.problem) from exc
-            checks = cls._field_checks or ()
-        values = obj.__dict__
-        for name, check in checks:
-            try:
-                check(values[name])
-            except FieldError as exc:
-                exc.path.append(name)
-                raise ValidationError(cls.__name__, exc.location, exc.problem) from None
+            rules = cls._field_checks or ()
+        return typing.cast("tuple[FieldRule, ...]", rules)
+
+    # -- validation (Faust's Model.validate / is_valid / validate_or_raise) ---------------------
+
+    def validate(self) -> list[ValidationError]:
+        """Every problem of this record's values, in field order; empty when it is valid.
+
+        A value must have its field's type (as ``validation=True`` checks it: no coercion) and
+        meet its field's options (``StringField(max_length=5)``...); a plain ``str``/``bytes``
+        field must not be blank and a ``Decimal`` must be finite, as in Faust. ``None`` is
+        accepted for a field whose default is ``None``.
+        """
+        cls = type(self)
+        errors: list[ValidationError] = []
+        values = self.__dict__
+        for name, check, field, none_ok in cls._rules():
+            value = values.get(name)
+            if value is None and none_ok:
+                continue
+            if check is not None:
+                try:
+                    check(value)
+                except FieldError as exc:
+                    exc.path.append(name)
+                    errors.append(ValidationError(cls.__name__, exc.location, exc.problem))
+                    continue
+            if field is not None:
+                errors.extend(_as_error(cls.__name__, name, p) for p in field.validate(value))
+        return errors
+
+    def is_valid(self) -> bool:
+        """True when :meth:`validate` finds no problem."""
+        return not self.validate()
+
+    def validate_or_raise(self) -> None:
+        """Raise the first problem :meth:`validate` finds (a :class:`ValidationError`)."""
+        errors = self.validate()
+        if errors:
+            raise errors[0]
+
+    @property
+    def validation_errors(self) -> list[ValidationError]:
+        """Faust's name for :meth:`validate`'s result."""
+        return self.validate()
+
+    def derive(self, *objects: Record, **fields: Any) -> Self:
+        """A new record of this class: this one's values, updated from ``objects`` (in order) and
+        then ``fields``, built through the constructor (so ``validation=True`` checks it); the
+        original is unchanged. A value whose name is not a field raises TypeError, as in Faust."""
+        data = dict(self.__dict__)
+        for obj in objects:
+            data.update(obj.__dict__)
+        data.update(fields)
+        return type(self)(**data)
 
     # -- decoding -------------------------------------------------------------------------------
 
@@ -175,10 +263,12 @@ class Record(JSONRecord):
     def from_data(cls, data: Mapping[str, Any]) -> Self:
         """Build an instance from a dict (e.g. decoded JSON), coercing values by annotation.
 
-        Unknown keys are ignored.  Raises :class:`ValidationError` naming the field path.
+        Unknown keys are ignored; data tagged with Faust's ``__faust: {"ns": ...}`` naming a
+        registered subclass of ``cls`` builds that subclass, as in Faust. Raises
+        :class:`ValidationError` naming the field path.
         """
         try:
-            return typing.cast(Self, (cls.__dict__.get("_decoder") or cls._get_decoder())(data))
+            return typing.cast(Self, _decoder_for(cls, data)(data))
         except FieldError as exc:
             raise ValidationError(cls.__name__, exc.location or _ROOT, exc.problem) from None
 
@@ -191,7 +281,7 @@ class Record(JSONRecord):
             problem = f"invalid JSON ({exc}); data starts {show(data[:40])}"
             raise ValidationError(cls.__name__, _ROOT, problem) from exc
         try:
-            return typing.cast(Self, (cls.__dict__.get("_decoder") or cls._get_decoder())(decoded))
+            return typing.cast(Self, _decoder_for(cls, decoded)(decoded))
         except FieldError as exc:
             raise ValidationError(cls.__name__, exc.location or _ROOT, exc.problem) from None
 
@@ -265,10 +355,70 @@ def lookup_model(data: Any, base: type | None = None) -> type[Record] | None:
     return model
 
 
+class FieldRule(typing.NamedTuple):
+    """What :meth:`Record.validate` checks of one field, precomputed per class."""
+
+    name: str
+    check: Converter | None  # the strict type check; None: any value
+    field: Field[Any] | None  # the declared (or implicit) field class with its options
+    none_ok: bool  # the default is None, so None is accepted
+
+
+def _implicit_field(tp: Any, name: str, model: type) -> Field[Any] | None:
+    """Faust's field for a plain annotation, when its class checks anything (str, bytes, Decimal)."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1:
+        tp = args[0]  # Optional[X]: X's field
+    field_class, _ = field_for_type(tp)
+    if field_class.validate is Field.validate:
+        return None
+    return field_class().bound(name, model)
+
+
+def _as_error(model: str, name: str, problem: ValidationError | str) -> ValidationError:
+    return problem if isinstance(problem, ValidationError) else ValidationError(model, name, problem)
+
+
+def _decode_check(model: str, rules: tuple[FieldRule, ...]) -> Callable[[Any], None]:
+    """``validation=True``: decoded records meet their fields' options too (Faust validates in
+    ``__init__``, which its decoding calls); the first problem is raised as a FieldError."""
+
+    def check(obj: Any) -> None:
+        values = obj.__dict__
+        for name, _check, field, none_ok in rules:
+            value = values.get(name)
+            if value is None and none_ok:
+                continue
+            for problem in field.validate(value):  # type: ignore[union-attr]
+                err = FieldError(problem.reason if isinstance(problem, ValidationError) else problem)
+                err.path.append(name)
+                raise err
+
+    return check
+
+
+def _decoder_for(cls: type[Record], data: Any) -> Callable[[Any], Any]:
+    """The decoder of ``cls``, or of the registered subclass that ``data``'s ``__faust`` tag names."""
+    if type(data) is dict:
+        blob = data.get(FAUST_KEY)
+        if type(blob) is dict and blob.get("ns") != cls._options.namespace:
+            cls = lookup_model(data, cls) or cls
+    return cls.__dict__.get("_decoder") or cls._get_decoder()
+
+
 def _nested_converter(tp: type[Record]) -> Converter:
-    """Decode a nested record; looks the decoder up at call time so self-references work."""
+    """Decode a nested record; looks the decoder up at call time so self-references work.
+
+    A payload tagged with Faust's ``__faust: {"ns": ...}`` naming a registered subclass of the
+    field's type decodes as that subclass (a ``Dog`` in an ``animal: Animal`` field stays a Dog).
+    """
+    own = tp._options.namespace
 
     def convert(v: Any) -> Any:
+        if type(v) is dict:
+            blob = v.get(FAUST_KEY)
+            if blob is not None and type(blob) is dict and blob.get("ns") != own:
+                return _decoder_for(tp, v)(v)
         return (tp.__dict__.get("_decoder") or tp._get_decoder())(v)
 
     return convert

@@ -8,9 +8,11 @@ SetGlobalTable is both a SetTable and a GlobalTable.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Set as AbstractSet
+from typing import Any, Self
 
 from .. import codecs
+from .set_manager import SetTableManager
 from .table import Table
 
 __all__ = ["GlobalTable", "SetTable", "SetGlobalTable", "ManagedSet", "SetCodec"]
@@ -25,12 +27,30 @@ class GlobalTable(Table):
 
 
 class SetTable(Table):
-    """A table of sets (Faust's SetTable): ``table[k].add(x)`` is written back automatically."""
+    """A table of sets (Faust's SetTable): ``table[k].add(x)`` is written back automatically.
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    ``start_manager=True`` adds Faust's :class:`~agentstream.tables.set_manager.SetTableManager`
+    as ``table.manager`` (operations sent to the key's owner through ``<name>-setmanager``, or
+    ``manager_topic_name``/``manager_topic_suffix``)."""
+
+    manager_topic_suffix = "-setmanager"
+
+    def __init__(
+        self,
+        *args: Any,
+        start_manager: bool = False,
+        manager_topic_name: str | None = None,
+        manager_topic_suffix: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         kwargs.setdefault("default", set)
         super().__init__(*args, **kwargs)
         self.value_codec = SetCodec()
+        self.start_manager = start_manager
+        if manager_topic_suffix is not None:
+            self.manager_topic_suffix = manager_topic_suffix
+        self.manager_topic_name = manager_topic_name or self.name + self.manager_topic_suffix
+        self.manager = SetTableManager(self)
 
     def __getitem__(self, key: Any) -> Any:
         return ManagedSet(self, key, super().__getitem__(key))
@@ -70,6 +90,39 @@ class ManagedSet(set):  # type: ignore[type-arg]
     def clear(self) -> None:
         super().clear()
         self._save()
+
+    def difference_update(self, *others: Any) -> None:
+        super().difference_update(*others)
+        self._save()
+
+    def intersection_update(self, *others: Any) -> None:
+        super().intersection_update(*others)
+        self._save()
+
+    def symmetric_difference_update(self, other: Any) -> None:
+        super().symmetric_difference_update(other)
+        self._save()
+
+    def pop(self) -> Any:
+        item = super().pop()
+        self._save()
+        return item
+
+    def __ior__(self, other: AbstractSet[Any]) -> Self:  # type: ignore[misc]  # in place, as set does
+        self.update(other)
+        return self
+
+    def __isub__(self, other: AbstractSet[Any]) -> Self:  # type: ignore[misc]  # in place, as set does
+        self.difference_update(other)
+        return self
+
+    def __iand__(self, other: AbstractSet[Any]) -> Self:  # type: ignore[misc]  # in place, as set does
+        self.intersection_update(other)
+        return self
+
+    def __ixor__(self, other: AbstractSet[Any]) -> Self:  # type: ignore[misc]  # in place, as set does
+        self.symmetric_difference_update(other)
+        return self
 
 
 class SetCodec:

@@ -239,6 +239,8 @@ class TableManager:
             await self._restore(to_restore, f"tables for partitions {sorted(active)}")
         for part in to_restore.values():
             part.activate()
+        for table in self.tables:  # Faust's @table.on_recover: after every recovery, before agents resume
+            await table.call_recover_callbacks()
 
     async def on_revoked(self, dirty: bool = False) -> None:
         """Every active partition is suspended (eager rebalance) to a standby; stores stay open for

@@ -16,6 +16,7 @@ give back exactly the changelog's state.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 from collections.abc import Callable, Iterator
@@ -115,6 +116,8 @@ class Table(Rows):
         )
         self._homes: dict[bytes, int] = {}
         self._warned: set[tuple[str, str]] = set()  # (kind, agent/topic): each problem is told once
+        self._recover_callbacks: list[Callable[[], Any]] = []  # @table.on_recover (Faust's)
+        self.key_index_table: Table | None = None  # tumbling(..., key_index=True): the window keys
 
     @property
     def key_codec(self) -> codecs.Codec:
@@ -380,6 +383,31 @@ class Table(Rows):
                 return default[0]
             raise
 
+    def clear(self) -> None:
+        """Delete every key of the partitions this worker holds (Faust's ``table.clear()``): each
+        gets a tombstone in the changelog at the next commit. Keys held by other workers stay."""
+        for part in list(self.parts.values()):
+            if part.active:
+                for kb in [k for k, _, _ in live_entries(part)]:
+                    part.set(kb, None)
+
+    # -- recovery callbacks (Faust's ``@table.on_recover``) ---------------------------------------
+    def on_recover(self, fun: Callable[[], Any]) -> Callable[[], Any]:
+        """Decorate ``async def fun()``: called after every restore of this worker's table
+        partitions (at start and after each rebalance), before agents resume, as in Faust."""
+        if fun in self._recover_callbacks:
+            raise TopologyError(f"{fun!r} is registered twice as table {self.name!r}'s on_recover callback")
+        self._recover_callbacks.append(fun)
+        return fun
+
+    async def call_recover_callbacks(self) -> None:
+        """Run the ``on_recover`` callbacks in the order they were registered (the worker's tables
+        step calls this once the partitions it was given are restored)."""
+        for fun in list(self._recover_callbacks):
+            result = fun()
+            if inspect.isawaitable(result):
+                await result
+
     def setdefault(self, key: Any, default: Any = None) -> Any:
         if key not in self:
             self[key] = default
@@ -398,11 +426,16 @@ class Table(Rows):
         *,
         grace: Any = 0.0,
         on_window_close: Callable[[Any, Any], Any] | None = None,
+        key_index: bool = False,
     ) -> WindowedTable:
-        """This table as a :class:`~agentstream.tables.windowed.WindowedTable` of ``size``-second windows."""
-        return windowed.tumbling(
+        """This table as a :class:`~agentstream.tables.windowed.WindowedTable` of ``size``-second windows.
+
+        ``key_index=True`` (Faust's): keep the table's keys in a ``<name>-key_index`` table, so
+        ``keys()``, ``items()``, ``values()``, ``len()`` and iteration answer per key."""
+        wt = windowed.tumbling(
             self, size, expires, grace=grace, on_window_close=on_window_close or self.on_window_close
         )
+        return self._with_key_index(wt) if key_index else wt
 
     def hopping(
         self,
@@ -412,18 +445,39 @@ class Table(Rows):
         *,
         grace: Any = 0.0,
         on_window_close: Callable[[Any, Any], Any] | None = None,
+        key_index: bool = False,
     ) -> WindowedTable:
         """This table as a WindowedTable of ``size``-second windows starting every ``step`` seconds."""
-        return windowed.hopping(
+        wt = windowed.hopping(
             self, size, step, expires, grace=grace, on_window_close=on_window_close or self.on_window_close
         )
+        return self._with_key_index(wt) if key_index else wt
 
     def using_window(
-        self, window: Any, *, grace: Any = 0.0, on_window_close: Callable[[Any, Any], Any] | None = None
+        self,
+        window: Any,
+        *,
+        grace: Any = 0.0,
+        on_window_close: Callable[[Any, Any], Any] | None = None,
+        key_index: bool = False,
     ) -> WindowedTable:
         """This table windowed by any window object (Faust's ``using_window``): a TumblingWindow,
         HoppingWindow or SlidingWindow."""
-        return windowed.windowed(self, window, grace, on_window_close or self.on_window_close)
+        wt = windowed.windowed(self, window, grace, on_window_close or self.on_window_close)
+        return self._with_key_index(wt) if key_index else wt
+
+    def _with_key_index(self, wt: WindowedTable) -> WindowedTable:
+        """Faust's key index: a table ``<name>-key_index`` (key -> 1, same key type and
+        partitioning) the windowed table writes each key it sets into."""
+        self.key_index_table = self.app.Table(
+            f"{self.name}-key_index",
+            default=self.default,
+            key_type=self.key_type,
+            key_serializer=self.key_serializer,
+            value_type=int,
+            partitions=self._partitions,
+        )
+        return wt
 
     # -- joins (agentstream.joins) ---------------------------------------------------------------
     def from_topic(self, topic: Topic) -> Table:

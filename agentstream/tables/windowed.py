@@ -749,14 +749,34 @@ class WindowedTable:
         if isinstance(value, WindowSet):
             if value._updates is None or value._ts is None:
                 return  # ``wt[k] = wt[k]``: nothing changed
+            self._index(key)
             self._state.write(key, value._ts, value._updates)
             return
+        self._index(key)
         ts = self.time_of()
         self._state.write(key, ts, {r: value for r in self._state.window.ranges(ts)})
 
     def __delitem__(self, key: Any) -> None:
         """Delete ``key`` from every window of the current time."""
+        index = self.key_index_table
+        if index is not None:
+            index.pop(key, None)
         self._state.delete(key, self.time_of())
+
+    # -- Faust's key index (``tumbling(..., key_index=True)``) ----------------------------------------
+    @property
+    def key_index_table(self) -> Table | None:
+        """The ``<name>-key_index`` table of the keys set, or None (no key index)."""
+        return self._state.table.key_index_table
+
+    def _index(self, key: Any) -> None:
+        index = self.key_index_table
+        if index is not None and key not in index:
+            index[key] = 1
+
+    def _index_keys(self) -> list[Any] | None:
+        index = self.key_index_table
+        return None if index is None else list(index.keys())
 
     def items(self, event: Event | None = None) -> WindowedView:
         """``((key, (start, end)), value)`` for every window in the partitions this worker holds;
@@ -773,10 +793,18 @@ class WindowedTable:
     def as_dict(self) -> dict[tuple[Any, WindowRange], Any]:
         return dict(self._state.items())
 
-    def __iter__(self) -> Iterator[tuple[Any, WindowRange]]:
+    def __iter__(self) -> Iterator[Any]:
+        """``(key, (start, end))`` of every window held here; with a key index, each key (Faust's)."""
+        keys = self._index_keys()
+        if keys is not None:
+            return iter(keys)
         return (k for k, _ in self._state.items())
 
     def __len__(self) -> int:
+        """The windows held here; with a key index, the keys (Faust's ``len()``)."""
+        keys = self._index_keys()
+        if keys is not None:
+            return len(keys)
         return sum(1 for _ in self._state.items())
 
     async def wait_callbacks(self) -> None:
@@ -796,6 +824,11 @@ class WindowedView:
         self._table, self._event, self._kind = table, event, kind
 
     def __iter__(self) -> Iterator[Any]:
+        if self._table.key_index_table is not None:  # Faust's: one entry per key, its window at the view's time
+            if self._kind == "keys":
+                return iter(self._table._index_keys() or ())
+            event = self._event if self._event is not None else current_event()
+            return self._per_key(lambda ws: ws.value(event))
         pairs = self._table._state.items()
         if self._kind == "keys":
             return (k for k, _ in pairs)
@@ -805,7 +838,8 @@ class WindowedView:
 
     def _per_key(self, read: Callable[[WindowSet], Any]) -> Iterator[Any]:
         event = self._event if self._event is not None else current_event()
-        keys = dict.fromkeys(k for (k, _), _ in self._table._state.items())
+        indexed = self._table._index_keys()
+        keys = indexed if indexed is not None else dict.fromkeys(k for (k, _), _ in self._table._state.items())
         for key in keys:
             try:
                 value = read(WindowSet(self._table, key, event))

@@ -5,9 +5,20 @@ It runs beside a worker: :func:`run_worker` (or :func:`serve` before ``worker.st
 
 from __future__ import annotations
 
+from .blueprints import Blueprint
 from .responses import error_response, json_response
 from .runner import run_worker, serve
 from .server import Web
-from .views import View
+from .views import View, gives_model, takes_model
 
-__all__ = ["Web", "View", "json_response", "error_response", "serve", "run_worker"]
+__all__ = [
+    "Web",
+    "View",
+    "Blueprint",
+    "takes_model",
+    "gives_model",
+    "json_response",
+    "error_response",
+    "serve",
+    "run_worker",
+]

@@ -38,6 +38,17 @@ def route_partition(route: TableRoute, key: Any) -> int:
     return default_partition(raw if raw is not None else b"", source.partitions)
 
 
+def _ready_here(route: TableRoute, partition: int) -> bool:
+    """The route's table partition is open and active here (restored); True for a topic route."""
+    source = route.source
+    if not isinstance(source, Table) and isinstance(getattr(source, "table", None), Table):
+        source = source.table
+    if not isinstance(source, Table):
+        return True
+    part = source.parts.get(partition)
+    return part is not None and part.active
+
+
 def _key(route: TableRoute, request: web.Request) -> Any:
     if route.exact_key is not None:
         return route.exact_key
@@ -48,8 +59,8 @@ def _key(route: TableRoute, request: web.Request) -> Any:
 
 
 async def routed(server: Web, route: TableRoute, request: web.Request, handle: Callable[[], Awaitable[Any]]) -> Any:
-    """``handle()`` here when this worker owns the key's partition (or the table is global, or the
-    request was forwarded already), else the owner's answer."""
+    """``handle()`` here when this worker owns the key's partition and has it restored (or the
+    table is global), else the owner's answer; a 503 to retry while ownership is moving."""
     key = _key(route, request)
     if key is None:
         return error_response(400, f"missing query parameter {route.query_param!r}", f"pass ?{route.query_param}=<key>")
@@ -61,8 +72,28 @@ async def routed(server: Web, route: TableRoute, request: web.Request, handle: C
             400, f"key {key!r} cannot be encoded for {name!r}: {exc}", "pass a key the table's key type accepts"
         )
     assignment = server.assignment()
-    if getattr(route.source, "is_global", False) or p in assignment.active or forwarded_by(request):
+    if getattr(route.source, "is_global", False):
         return await handle()
+    if p in assignment.active:
+        if _ready_here(route, p):
+            return await handle()
+        return error_response(  # a restoring partition would answer a stale value or the default
+            503,
+            f"{name!r} partition {p} is still restoring on this worker",
+            "retry after the Retry-After seconds",
+            headers=RETRY_AFTER,
+            partition=p,
+        )
+    sender = forwarded_by(request)
+    if sender:  # the sender thinks we own it, we do not: ownership is moving. Never forward twice,
+        # never answer from a partition we do not own (the default, or a standby's stale value)
+        return error_response(
+            503,
+            f"{name!r} partition {p} is not on this worker (forwarded by {sender}); the group is rebalancing",
+            "retry after the Retry-After seconds",
+            headers=RETRY_AFTER,
+            partition=p,
+        )
     owner = valid_owner(assignment.owners.get(p))
     if owner is None or owner == server.address:
         if assignment.owners.get(p) and owner is None:

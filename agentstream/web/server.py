@@ -29,7 +29,7 @@ from .limits import GuardedSite, Limits, install_log_filter
 from .responses import error_response, json_response
 from .stats import Stats
 from .status_page import render_status_page
-from .tables import TableViews
+from .tables import FaustTableViews, TableViews
 from .views import View, as_response, view_class
 
 if TYPE_CHECKING:
@@ -146,6 +146,12 @@ class Web:
                     f"pick a path outside {', '.join(RESERVED_PATHS)}",
                 )
             r.add_route("*", path, self._page_handler(view_class(handler)))
+        # Faust's built-in table views, after the app's pages (which win where they overlap, as
+        # an app's own page would replace Faust's blueprint)
+        faust_tables = FaustTableViews(self.tables)
+        r.add_get("/table/", faust_tables.list)
+        r.add_get("/table/{name}/", faust_tables.detail)
+        r.add_get("/table/{name}/{key}/", faust_tables.key_detail)
         return application
 
     async def start(self) -> None:
@@ -264,6 +270,7 @@ class Web:
             "/tables",
             "/tables/<table>?offset=&limit=",
             "/tables/<table>/<key>[?window=current|now|<epoch s>]",
+            "/table/, /table/<table>/, /table/<table>/<key>/ (Faust's table views)",
             "/metadata",
             "/status",
             "/status.html",

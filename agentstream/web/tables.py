@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 from aiohttp import web
+from yarl import URL
 
 from ..exceptions import StoreError
 from ..tables import query
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentstream.web")
 
-__all__ = ["TableViews", "parse_key", "MAX_KEY_BYTES"]
+__all__ = ["TableViews", "FaustTableViews", "parse_key", "MAX_KEY_BYTES"]
 
 MAX_KEY_BYTES = 1024
 DEFAULT_LIMIT = 100
@@ -264,13 +265,17 @@ class TableViews:
         window: str | None,
         candidates: list[int],
         hops: int,
+        native: URL | None = None,
     ) -> web.StreamResponse:
         """Check the candidate partitions: the local ones here first (no network), then the others
-        at their owners, in candidate order."""
+        at their owners, in candidate order. ``native``: forward to this ``/tables/...`` URL (a
+        Faust-style request is looked up in agentstream's format at the owner; never redirected)."""
         assignment = self.server.assignment()
         me = self.server.address
         sender = forwarded_by(request)
-        redirect = self.server.redirect or request.query.get("redirect", "").lower() in ("1", "true", "yes")
+        redirect = native is None and (
+            self.server.redirect or request.query.get("redirect", "").lower() in ("1", "true", "yes")
+        )
         unavailable: web.Response | None = None
         local = [p for p in candidates if table.is_global or p in assignment.active]
         for p in local:
@@ -325,7 +330,7 @@ class TableViews:
                 raise web.HTTPTemporaryRedirect(f"{self.server.scheme}://{owner}{url.raw_path_qs}")
             group = [q for q in remaining if assignment.owners.get(q) == owner]
             remaining = [q for q in remaining if q not in group]
-            resp = await self._forward(request, table, owner, group)
+            resp = await self._forward(request, table, owner, group, native)
             if resp.status == 404:
                 continue
             if resp.status >= 500:
@@ -395,9 +400,11 @@ class TableViews:
         body["value"] = value
         return json_response(body)
 
-    async def _forward(self, request: web.Request, table: Table, owner: str, partitions: list[int]) -> web.Response:
+    async def _forward(
+        self, request: web.Request, table: Table, owner: str, partitions: list[int], native: URL | None = None
+    ) -> web.Response:
         """Ask ``owner`` for the key in ``partitions`` (it checks only those, and never forwards)."""
-        url = request.rel_url.update_query(partition=",".join(map(str, partitions)))
+        url = (native or request.rel_url).update_query(partition=",".join(map(str, partitions)))
         if "redirect" in url.query:
             url = url.without_query_params("redirect")
         return await self.server.forwarder.forward(
@@ -409,3 +416,64 @@ class TableViews:
             json_only=True,
             partitions=partitions,
         )
+
+
+class FaustTableViews:
+    """Faust's built-in table views (``faust.web.apps.tables``), in Faust's answers:
+    ``GET /table/`` lists ``[{"name", "help"}]``, ``/table/<name>/`` gives one, and
+    ``/table/<name>/<key>/`` gives the key's value as JSON, looked up at the partition's owner
+    (the default of a table with one when the key is absent; 404 ``{"error": "key not found"}``
+    otherwise). The key is the URL text, as in Faust (parsed as JSON for a table whose
+    ``key_type`` is not str). Unlike Faust, a table of sets answers its members as a list."""
+
+    def __init__(self, views: TableViews) -> None:
+        self.views = views
+        self.app = views.app
+
+    def _table(self, name: str) -> Table | None:
+        return self.app.tables.get(name)
+
+    @staticmethod
+    def _info(table: Table) -> dict[str, Any]:
+        return {"name": table.name, "help": table.help}
+
+    async def list(self, request: web.Request) -> web.Response:
+        return json_response([self._info(t) for t in self.app.tables.values()])
+
+    async def detail(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        table = self._table(name)
+        if table is None:
+            return json_response({"error": "unknown table", "name": name}, status=404)
+        return json_response(self._info(table))
+
+    async def key_detail(self, request: web.Request) -> web.StreamResponse:
+        name, text = request.match_info["name"], request.match_info["key"]
+        table = self._table(name)
+        if table is None:
+            return json_response({"error": "unknown table", "name": name}, status=404)
+        key: Any = text if table.key_type in (None, str) else parse_key(text)
+        try:
+            kb = query.encode_key(table, key)
+        except Exception as exc:
+            return error_response(
+                400,
+                f"key {text!r} cannot be encoded with the table's key codec: {exc}",
+                "pass a key of the table's key type",
+            )
+        window = None if query.window_info(table) is None else "current"
+        native = URL.build(path=f"/tables/{name}/{orjson.dumps(key).decode()}")
+        views = self.views
+        found = await views._lookup(request, table, key, kb, window, views.candidates(table, key, kb), 0, native)
+        if found.status == 200 and isinstance(found, web.Response) and found.body is not None:
+            body = orjson.loads(found.body)  # type: ignore[arg-type]  # json_response bodies are bytes
+            return json_response(body.get("value"))
+        if found.status == 404:
+            if table.default is not None:
+                return json_response(_plain(table.default()))
+            return json_response({"error": "key not found", "key": key, "table": name}, status=404)
+        return found
+
+
+def _plain(value: Any) -> Any:
+    return sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value

@@ -14,13 +14,27 @@ from collections.abc import Callable
 from typing import Any
 
 from ..events import Event
-from ..exceptions import StopProcessing
+from ..exceptions import KeyDecodeError, SerializationError, StopProcessing, caused
 from ..runtime import RunningTask  # what the policy names and sends through: a task's id, agent, transaction
 from ..transport.base import Message
 
 log = logging.getLogger("agentstream.errors")
 
-__all__ = ["ErrorPolicy"]
+__all__ = ["ErrorPolicy", "decode_error"]
+
+
+def decode_error(exc: Exception, kind: type[SerializationError]) -> Exception:
+    """``exc`` as the side's error (KeyDecodeError or ValueDecodeError, as Faust's hooks get it):
+    a codec does not know which side it decodes."""
+    return exc if isinstance(exc, kind) else caused(kind(str(exc) or type(exc).__name__), exc)
+
+
+def _source_topic(task: RunningTask, name: str) -> Any:
+    subtopology = getattr(task, "subtopology", None)
+    for topic in getattr(subtopology, "source_topic_objects", ()):
+        if topic.name == name:
+            return topic
+    return None
 
 
 def _where(message: Message) -> str:
@@ -41,6 +55,18 @@ class ErrorPolicy:
 
     async def decode_failed(self, task: RunningTask, message: Message, exc: Exception) -> None:
         self.decode_errors += 1
+        topic = _source_topic(task, message.topic)
+        if topic is not None:  # Faust's hooks first: one that returns has handled (skipped) the record
+            hook = topic.on_key_decode_error if isinstance(exc, KeyDecodeError) else topic.on_value_decode_error
+            try:
+                await hook(exc, message)
+            except Exception as raised:  # the default hook hands the error on; an override may raise another
+                exc = raised
+            else:
+                log.info(
+                    "record %s did not decode (%s: %s); handled by %r", _where(message), type(exc).__name__, exc, hook
+                )
+                return
         policy = self.on_decode_error
         log.error(
             "cannot decode record %s for agent %s (task %s): %s: %s; policy on_decode_error=%s",

@@ -16,12 +16,22 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 from .. import codecs
 from ..clock import Clock, clock_for
 from ..events import Event, set_current_event
-from ..exceptions import AgentError, StopProcessing, StoreError, TopologyError, TransportError, WorkerStopped
+from ..exceptions import (
+    AgentError,
+    KeyDecodeError,
+    StopProcessing,
+    StoreError,
+    TopologyError,
+    TransportError,
+    ValueDecodeError,
+    WorkerStopped,
+)
 from ..lifecycle import TASK_TRANSITIONS, StateMachine, TaskState
 from ..runtime import current_task
 from ..streams import InHand, PolledInput, SplitPoint, Stream, streams_in_hand
 from ..tables.partition import TableNotReady
 from ..transport.base import TP, Message
+from .errors import decode_error
 from .partition_group import PartitionGroup, RecordQueue, Wait
 
 if TYPE_CHECKING:
@@ -210,9 +220,13 @@ class StreamTask(PolledInput):
         raw_key, raw_value = message.key, message.value
         try:
             key = None if raw_key is None else key_codec.loads(raw_key)
+        except Exception as exc:
+            self._undecodable = (message, tp, decode_error(exc, KeyDecodeError))  # the async path handles it
+            return None
+        try:
             value = None if raw_value is None else value_codec.loads(raw_value)
         except Exception as exc:
-            self._undecodable = (message, tp, exc)  # the async path applies the error policy
+            self._undecodable = (message, tp, decode_error(exc, ValueDecodeError))
             return None
         return Event(key, value, message, tp)
 
@@ -238,7 +252,7 @@ class StreamTask(PolledInput):
             event = self._take()
             if event is not None:
                 return event
-            if self._undecodable is not None:
+            if self._decode_pending():  # a method: mypy (so mypyc) would take the attribute as still None
                 continue
             wait = self._take_wait()
             if deadline is not None:
@@ -254,6 +268,10 @@ class StreamTask(PolledInput):
                     await clock.wait_for(self._wakeup.wait(), wait)
                 except TimeoutError:
                     pass
+
+    def _decode_pending(self) -> bool:
+        """_take() left an undecodable record for the error policy."""
+        return self._undecodable is not None
 
     async def _decode_failed(self, message: Message, tp: TP, exc: Exception) -> None:
         if self.gate is not None:  # a dead letter must land in the transaction of its offset

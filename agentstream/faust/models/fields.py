@@ -1,37 +1,42 @@
-"""``faust.models.fields``: Faust's field declarations, as dataclass fields of a Record.
+"""``faust.models.fields``: Faust's field classes, agentstream's (:mod:`agentstream.models.fields`).
 
-``x: int = IntegerField(default=0)`` gives the field a default; ``required=True`` (Faust's default
-when no default is given) makes it required. Type coercion and validation follow the annotation,
-as for every Record field; ``max_length``/``min_value``/``max_value`` and the like are checked
-when the Record has ``validation=True`` and are otherwise accepted, as in Faust."""
+``name: str = StringField(max_length=20)`` declares a field with options; ``record.validate()`` /
+``is_valid()`` check them, and a Record with ``validation=True`` checks them when built or decoded.
+A custom field subclasses :class:`FieldDescriptor` and overrides ``validate(value)``, yielding
+``self.validation_error(reason)`` per problem, as in Faust. One difference: a ``default`` makes the
+field optional here (Faust also wants ``required=False``, and otherwise ignores the default).
+"""
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
+from agentstream.models.fields import (
+    TYPE_TO_FIELD,
+    BooleanField,
+    BytesField,
+    CharField,
+    DatetimeField,
+    DecimalField,
+    Field,
+    FloatField,
+    IntegerField,
+    NumberField,
+    StringField,
+    field_for_type,
+)
 
-from agentstream.models import FieldDescriptor
+FieldDescriptor = Field
 
 __all__ = [
+    "TYPE_TO_FIELD",
     "FieldDescriptor",
-    "field_for",
-    "StringField",
-    "IntegerField",
-    "FloatField",
-    "DecimalField",
     "BooleanField",
+    "NumberField",
+    "FloatField",
+    "IntegerField",
     "DatetimeField",
+    "DecimalField",
     "BytesField",
+    "StringField",
+    "CharField",
+    "field_for_type",
 ]
-
-
-def field_for(*, default: Any = dataclasses.MISSING, required: bool | None = None, **options: Any) -> Any:
-    if default is dataclasses.MISSING or (required and default is None):
-        return dataclasses.field()
-    if isinstance(default, (list, dict, set)):
-        value = default
-        return dataclasses.field(default_factory=lambda: type(value)(value))
-    return dataclasses.field(default=default)
-
-
-StringField = IntegerField = FloatField = DecimalField = BooleanField = DatetimeField = BytesField = field_for

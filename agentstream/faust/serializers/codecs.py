@@ -16,7 +16,7 @@ from typing import Any
 
 from agentstream import codecs as _codecs
 
-__all__ = ["Codec", "register", "get_codec", "dumps", "loads", "codecs"]
+__all__ = ["Codec", "CodecArg", "register", "get_codec", "dumps", "loads", "codecs"]
 
 
 class Codec:
@@ -76,6 +76,10 @@ class _Wrapped(Codec):
 
     def _loads(self, s: bytes) -> Any:
         return self.inner.loads(s)
+
+
+CodecArg = _codecs.Codec | Codec | str | None
+"""A codec given by object or registered name (Faust's ``CodecArg``)."""
 
 
 def register(name: str, codec: Any) -> None:

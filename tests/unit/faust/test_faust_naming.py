@@ -32,7 +32,7 @@ def test_settings_validate_topic_naming_and_version() -> None:
         agentstream.App("x", broker="memory://", topic_naming="faust", version=0)
     assert faust_app("x", version=3).id == "x-v3"  # Faust's conf.id: group id and topic prefix
     assert faust_app("x").id == "x"  # version 1: no suffix, as in Faust
-    assert agentstream.App("x", broker="memory://", version=3).id == "x"  # agentstream naming ignores it
+    assert agentstream.App("x", broker="memory://", version=3).id == "x-v3"  # a new app in either naming
     app = faust_app("x", version=2)
     assert app.settings.replace(commit_interval=2.0).id == "x-v2"  # never suffixed twice
 
