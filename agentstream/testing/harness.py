@@ -28,10 +28,21 @@ QUIET_TURNS = 4  # event-loop turns a woken task gets before the harness looks a
 class AppHarness(HarnessAssertions):
     """Run a whole app on a private memory broker inside the test's event loop."""
 
-    def __init__(self, app: App, *, virtual_time: bool = False, start: float = VIRTUAL_EPOCH, **settings: Any) -> None:
+    def __init__(
+        self,
+        app: App,
+        *,
+        virtual_time: bool = False,
+        start: float = VIRTUAL_EPOCH,
+        seed: int = 0,
+        **settings: Any,
+    ) -> None:
         """``virtual_time=True``: the app runs on a :class:`~agentstream.clock.VirtualClock` starting at
-        ``start`` (epoch seconds; 2024-01-01T00:00:00Z by default) that moves only by :meth:`advance`."""
+        ``start`` (epoch seconds; 2024-01-01T00:00:00Z by default) that moves only by :meth:`advance`.
+        ``seed``: where the ids the runtime would draw at random (request/reply) start, so a run
+        repeats exactly. ``settings``: the app's settings for this run."""
         self.app = app
+        self.seed = seed
         self.settings = settings
         self.clock: Clock = VirtualClock(start) if virtual_time else REAL_CLOCK
         self.worker: Any = None
@@ -57,14 +68,18 @@ class AppHarness(HarnessAssertions):
             # record); a periodic commit would only add a wake-up per interval of virtual time.
             # No web server unless asked for: it samples the status every virtual second.
             changes.update(commit_interval=VIRTUAL_COMMIT_INTERVAL, web_enabled=False)
-        self.app.settings = self.app.settings.replace(**{**changes, **self.settings})
-        self._start_recording()  # yields, sends, dead letters: HarnessAssertions
-        self.worker = Worker(self.app)
-        self.web = serve(self.worker)  # beside the worker, as the CLI runs it (None: web_enabled=False)
-        await self.worker.start()
-        await asyncio.wait_for(self.worker.assigned.wait(), 10)
-        if self.virtual_time:
-            await self.settle()
+        try:
+            self.app.settings = self.app.settings.replace(**{**changes, **self.settings})
+            self._start_recording()  # yields, sends, dead letters: HarnessAssertions
+            self.worker = Worker(self.app)
+            self.web = serve(self.worker)  # beside the worker, as the CLI runs it (None: web_enabled=False)
+            await self.worker.start()
+            await asyncio.wait_for(self.worker.assigned.wait(), 10)
+            if self.virtual_time:
+                await self.settle()
+        except BaseException:
+            await self.__aexit__(None, None, None)  # the app gets its settings, transport and clock back
+            raise
         return self
 
     @property
@@ -120,8 +135,11 @@ class AppHarness(HarnessAssertions):
                 raise self.worker.crashed
             now = (getattr(clock, "activity", 0), self.transport.broker.appended, *await self._progress())
             if now == before and now[-1]:
-                if await self.worker.commit() and self.transport.broker.appended != now[1]:
-                    before = None  # the commit wrote changelogs or sends: look once more
+                readable = self._readable()
+                if await self.worker.commit() and (
+                    self.transport.broker.appended != now[1] or self._readable() != readable
+                ):
+                    before = None  # the commit wrote changelogs or sends, or ended transactions: look again
                     continue
                 return
             before = now
@@ -138,12 +156,23 @@ class AppHarness(HarnessAssertions):
         consumer = worker.consumer
         fetched = True
         if consumer is not None:
-            ends = self.transport.end_offsets(self._source_partitions())
+            ends = self.transport.end_offsets(self._source_partitions(), committed=self._read_committed)
             for tp, end in ends.items():
                 if await consumer.position(tp) < end:
                     fetched = False
                     break
         return handled, buffered, fetched
+
+    @property
+    def _read_committed(self) -> bool:
+        # exactly_once: the worker reads read_committed, so an open transaction's records are not
+        # there to fetch until the commit ends it.
+        return bool(self.app.settings.processing_guarantee == "exactly_once")
+
+    def _readable(self) -> int:
+        """How many source records the worker may read (the stable ends under exactly_once)."""
+        parts = self._source_partitions()
+        return sum(self.transport.end_offsets(parts, committed=self._read_committed).values())
 
     # -- input --------------------------------------------------------------------------------------
     async def send(
@@ -196,8 +225,13 @@ class AppHarness(HarnessAssertions):
         return read_topic(self.app, topic)
 
     async def __aexit__(self, *exc: Any) -> None:
-        if self.worker is not None:
-            await self.worker.stop()
+        try:
+            if self.worker is not None:
+                await self.worker.stop()
+        finally:
+            self._restore()
+
+    def _restore(self) -> None:
         self._stop_recording()
         assert self._saved is not None
         self.app.settings, self.app._transport = self._saved

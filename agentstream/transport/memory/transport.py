@@ -106,8 +106,10 @@ class MemoryTransport:
             out.extend(p.read(p.log_start_offset, None, read_committed=committed)[0])
         return out
 
-    def end_offsets(self, partitions: Sequence[TP]) -> dict[TP, int]:
-        return {tp: self._broker.partition(tp).end() for tp in partitions}
+    def end_offsets(self, partitions: Sequence[TP], *, committed: bool = False) -> dict[TP, int]:
+        """Each partition's log end (``committed=True``: its last stable offset, where a
+        read_committed consumer stops before the first open transaction)."""
+        return {tp: self._broker.partition(tp).readable_end(committed) for tp in partitions}
 
 
 if TYPE_CHECKING:  # mypy proves the classes satisfy the transport protocols

@@ -207,3 +207,43 @@ async def test_max_task_idle_gives_up_waiting_after_the_idle_time() -> None:
         assert seen == []
         await h.advance(0.1)
         assert seen == [("left@2", 5.0)]  # enforced processing: the right input never came
+
+
+async def test_exactly_once_chained_agents_settle() -> None:
+    """The second agent reads the first's output only once its transaction commits (read_committed):
+    the harness commits and looks again rather than waiting for records it cannot fetch yet."""
+    app = agentstream.App("vt-eos", topic_partitions=1, processing_guarantee="exactly_once")
+    first_in = app.topic("first-in", value_type=int)
+    second_in = app.topic("second-in", value_type=int)
+    got: list[tuple[int, float]] = []
+
+    @app.agent(first_in)
+    async def first(stream: Any) -> None:
+        async for v in stream:
+            await second_in.send(value=v * 10)
+
+    @app.agent(second_in)
+    async def second(stream: Any) -> None:
+        async for v in stream:
+            got.append((v, clock_for(app).time() - T0))
+
+    async with AppHarness(app, virtual_time=True) as h:
+        await h.send("first-in", 1)
+        await h.advance(1)
+        await h.send("first-in", 2)
+        assert got == [(10, 0.0), (20, 1.0)]
+
+
+async def test_a_harness_that_fails_to_start_gives_the_app_back() -> None:
+    app = agentstream.App("vt-bad-start", topic_partitions=1)
+    before = app.settings
+
+    @app.agent(app.topic("t"))
+    async def agent(stream: Any) -> None:
+        async for _ in stream:
+            pass
+
+    with pytest.raises(agentstream.ConfigError, match="commit_interval"):
+        async with AppHarness(app, virtual_time=True, commit_interval=-1):
+            pass
+    assert app.settings is before and clock_for(app).virtual is False
