@@ -254,20 +254,20 @@ class App:
         *,
         name: str | None = None,
         sink: Sequence[Any] | None = None,
-        concurrency: int = 1,
+        concurrency: int | None = None,
         isolated_partitions: bool = False,
         **kwargs: Any,
     ) -> Callable[[AgentFun], Agent]:
         """Decorate ``async def agent(stream)``: one instance per task over ``channel``'s partitions.
 
-        ``isolated_partitions=True`` (Faust: one instance per partition) is what agentstream always
-        does for an agent over one topic: each task, so each instance, reads one partition. With
-        several topics a task reads partition p of each; Faust's rule that it needs concurrency=1
-        is kept. Faust's other arguments (``supervisor_strategy``, ``help``...) are logged once."""
+        ``concurrency=N`` is Faust's: N instances share the worker's partitions, so at most N
+        records are in the agent's hands at once in this worker. Without it (or with
+        ``isolated_partitions=True``, which needs concurrency=1) each task, so each partition, has
+        its own instance. Faust's other arguments (``supervisor_strategy``, ``help``...) are logged once."""
         faust_args.ignored(
             "app.agent", **{k: v for k, v in kwargs.items() if channel is not None or k not in _AGENT_TOPIC_ARGS}
         )
-        if isolated_partitions and concurrency != 1:
+        if isolated_partitions and concurrency not in (None, 1):
             raise TopologyError("agent(isolated_partitions=True) needs concurrency=1 (one instance per partition)")
 
         def _decorate(fun: AgentFun) -> Agent:
@@ -276,7 +276,7 @@ class App:
                 raise TopologyError(f"two agents are named {agent_name!r}; pass name= to tell them apart")
             if isinstance(channel, Channel):  # in-memory: a worker background task, not in the topology
                 local = ChannelAgent(
-                    self, fun, channel=channel, name=agent_name, sink=list(sink or ()), concurrency=concurrency
+                    self, fun, channel=channel, name=agent_name, sink=list(sink or ()), concurrency=concurrency or 1
                 )
                 self.startup_tasks.append(local.run_instances)
                 return local
@@ -309,6 +309,7 @@ class App:
                 sink=list(sink or ()),
                 concurrency=concurrency,
                 patterns=patterns,
+                isolated_partitions=isolated_partitions,
             )
             self.agents.append(agent)
             return agent

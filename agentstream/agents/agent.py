@@ -2,7 +2,10 @@
 split points its stream operations declare; plus ``send``/``cast``/``ask`` to talk to it.
 
 One *instance* of the agent function runs per task (and per ``concurrency``), iterating a
-stream fed by that task only, so ordering and offsets stay per partition.
+stream fed by that task only, so ordering and offsets stay per partition. With ``concurrency=N``
+given (Faust's default mode, not ``isolated_partitions``), the instances of all the agent's tasks
+in a worker share N slots: at most N records are in the agent's hands at once, as with Faust's N
+actors over one stream (:mod:`agentstream.worker.slots`).
 """
 
 from __future__ import annotations
@@ -42,11 +45,16 @@ class Agent:
         topics: Sequence[Topic],
         name: str,
         sink: Sequence[Sink] = (),
-        concurrency: int = 1,
+        concurrency: int | None = None,
         patterns: Sequence[Topic] = (),
+        isolated_partitions: bool = False,
     ) -> None:
-        if concurrency < 1:
+        if concurrency is not None and concurrency < 1:
             raise TopologyError(f"agent {name!r}: concurrency must be >= 1, got {concurrency}")
+        if isolated_partitions and concurrency not in (None, 1):
+            raise TopologyError(
+                f"agent {name!r}: isolated_partitions=True needs concurrency=1 (one instance per partition)"
+            )
         self.patterns = list(patterns)  # app.topic(pattern=...): resolved to topics when the worker starts
         if not topics and not self.patterns:
             raise TopologyError(f"agent {name!r} has no source topic")
@@ -55,7 +63,12 @@ class Agent:
         self.name = name
         self.topics = list(topics)
         self.sinks = list(sink)
-        self.concurrency = concurrency
+        self.concurrency = 1 if concurrency is None else concurrency
+        self.isolated_partitions = isolated_partitions
+        # Faust's concurrency=N: N instances share the worker's partitions, so at most N records are
+        # in flight for the agent in this worker. Without concurrency= (or with isolated_partitions)
+        # each task runs its own instance: partitions are handled in parallel.
+        self.max_in_flight: int | None = None if concurrency is None or isolated_partitions else concurrency
         self.splits: list[SplitPoint] = []
         self.discovered = False
         self.__doc__ = fun.__doc__
