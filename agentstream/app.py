@@ -91,6 +91,57 @@ class Timer:
         self.name = getattr(fun, "__qualname__", repr(fun))
 
 
+_CALLBACKS: set[asyncio.Future[None]] = set()  # app.send callbacks waiting for their delivery
+
+
+async def _call_when_delivered(delivery: Any, callback: Callable[[Any], Any]) -> None:
+    await delivery
+    result = callback(delivery)
+    if asyncio.iscoroutine(result):
+        await result
+
+
+def _codec(serializer: Any) -> Any:
+    """A codec name (Faust's ``'json'``, ``'raw'``...) or a codec object."""
+    return codecs.get(serializer) if isinstance(serializer, str) else serializer
+
+
+class FlowControl:
+    """Faust's ``app.flow_control`` (its ``FlowControlEvent``): ``suspend()``, ``resume()``,
+    ``clear()``, ``is_active()`` and ``await acquire()`` (returns once flow is resumed).
+
+    Faust gates its in-memory stream queues with it; agentstream's tasks pull records from their
+    partitions' buffers instead (there is no queue to hold or clear), so it starts active, and
+    ``clear()`` runs the callbacks given to :meth:`on_clear`. Code that waits on it works as in Faust."""
+
+    def __init__(self) -> None:
+        self._resumed = asyncio.Event()
+        self._resumed.set()
+        self._on_clear: list[Callable[[], None]] = []
+
+    def suspend(self) -> None:
+        self._resumed.clear()
+
+    def resume(self) -> None:
+        self._resumed.set()
+        self.clear()  # as Faust's resume(): queues start empty
+
+    def is_active(self) -> bool:
+        return self._resumed.is_set()
+
+    def clear(self) -> None:
+        for callback in list(self._on_clear):
+            callback()
+
+    def on_clear(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` on every :meth:`clear` (and so on every :meth:`resume`)."""
+        self._on_clear.append(callback)
+
+    async def acquire(self) -> None:
+        """Wait until flow is resumed."""
+        await self._resumed.wait()
+
+
 class App:
     """A Faust-style application: ``app = agentstream.App("wordcount", broker="kafka://...")``."""
 
@@ -621,6 +672,88 @@ class App:
         if self._transport is not None:
             await self._transport.close()
             self._transport = None
+
+    # -- Faust's app-level API: finalize, flow control, send, leadership, client-only mode ----------
+    finalized: bool = False
+    client_only: bool = False
+
+    def finalize(self) -> None:
+        """Faust's ``app.finalize()``: the configuration is complete (settings are already built
+        when the App is made, so this only marks it, as Faust's CLI does before running)."""
+        if not self.settings.id:
+            raise ConfigError("id", "the app has no id", 'name the app: App("myapp", ...)')
+        self.finalized = True
+
+    @property
+    def flow_control(self) -> FlowControl:
+        """Faust's ``app.flow_control`` (see :class:`FlowControl`)."""
+        flow: FlowControl | None = self.__dict__.get("_flow_control")
+        if flow is None:
+            flow = self.__dict__["_flow_control"] = FlowControl()
+        return flow
+
+    async def send(
+        self,
+        channel: Any,
+        key: Any = None,
+        value: Any = None,
+        partition: int | None = None,
+        timestamp: float | None = None,
+        headers: Sequence[tuple[str, bytes]] | None = None,
+        schema: Any = None,
+        key_serializer: Any = None,
+        value_serializer: Any = None,
+        callback: Any = None,
+    ) -> Any:
+        """Faust's ``app.send``: send to a topic (by name or object), channel or agent; returns the
+        record's delivery (await it for the metadata). ``key_serializer``/``value_serializer`` (a
+        codec name) replace the topic's codecs for this record; ``callback(delivery)`` is called
+        once the record is delivered. Faust's ``schema`` is accepted and logged once."""
+        faust_args.ignored("app.send", schema=schema)
+        target = self.topic(channel) if isinstance(channel, str) else channel
+        if key_serializer is not None or value_serializer is not None:
+            if not isinstance(target, Topic):
+                raise TypeError(f"app.send: key_serializer/value_serializer need a topic, got {target!r}")
+            kb, vb = target.encode(  # the topic's codecs for the part not overridden
+                key if key_serializer is None else None, value if value_serializer is None else None
+            )
+            if key_serializer is not None:
+                kb = None if key is None else _codec(key_serializer).dumps(key)
+            if value_serializer is not None:
+                vb = None if value is None else _codec(value_serializer).dumps(value)
+            delivery = await target.send_raw(kb, vb, partition=partition, timestamp=timestamp, headers=headers)
+        else:
+            delivery = await target.send(
+                key=key, value=value, partition=partition, timestamp=timestamp, headers=headers
+            )
+        if callback is not None:
+            task = asyncio.ensure_future(_call_when_delivered(delivery, callback))
+            _CALLBACKS.add(task)
+            task.add_done_callback(_CALLBACKS.discard)
+        return delivery
+
+    def is_leader(self) -> bool:
+        """Faust's ``app.is_leader()``: True in the worker the last rebalance made the group
+        leader (False outside a running worker; Faust raises there)."""
+        worker = self.worker
+        return worker is not None and bool(worker.assignor.is_leader)
+
+    async def start_client(self) -> None:
+        """Faust's client-only mode: start the producer and the reply reader only (no agents,
+        tables or group membership), so a script can ``send``, ``ask`` and ``ask_nowait``; stop with
+        :meth:`stop_clients` (or ``await app.stop()``)."""
+        self.client_only = True
+        await self.start_producer()
+        await self.replies()
+
+    async def maybe_start_client(self) -> None:
+        """Start client-only mode unless a worker runs this app in this process."""
+        if self.worker is None and not (self.client_only and self._producer_started):
+            await self.start_client()
+
+    async def stop(self) -> None:
+        """Stop what :meth:`start_client` started (Faust's ``app.stop()`` for a client)."""
+        await self.stop_clients()
 
     # -- running ---------------------------------------------------------------------------------
     def main(self, argv: Sequence[str] | None = None) -> None:
