@@ -210,6 +210,18 @@ class Agent:
         if sink not in self.sinks:
             self.sinks.append(sink)
 
+    def stream(self, **kwargs: Any) -> Stream:
+        """Faust's ``agent.stream()``: a new stream over the agent's channel, for code outside the
+        agent (the channel's own ``stream()``: a Channel's, or a Topic's where topics have one)."""
+        make = getattr(self.channel, "stream", None)
+        if make is None:
+            raise TopologyError(
+                f"agent {self.name!r}: its channel {self.channel!r} makes no stream outside a worker; "
+                "iterate the agent's topic from an agent instead"
+            )
+        stream: Stream = make(**kwargs)
+        return stream
+
     async def map(
         self, values: Any, key: Any = None, reply_to: Any = None, timeout: float | None = 30.0
     ) -> AsyncIterator[Any]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from contextvars import ContextVar
 from collections.abc import Callable, Coroutine, Iterable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from .. import codecs

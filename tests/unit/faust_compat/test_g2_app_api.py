@@ -176,3 +176,18 @@ async def test_start_client_sends_and_asks_without_consuming() -> None:
             assert await client_agent.ask(5) == 25
         finally:
             await client.stop()
+
+
+async def test_agent_stream_is_a_stream_over_the_agents_channel() -> None:
+    app = new_app()
+    channel = app.channel()
+
+    @app.agent(channel)
+    async def listen(stream: agentstream.Stream) -> None:
+        async for _ in stream:
+            pass
+
+    stream = listen.stream()  # Faust: a new stream over the agent's channel
+    assert isinstance(stream, agentstream.Stream)
+    await channel.send(value="hello")
+    assert await asyncio.wait_for(stream.__anext__(), 5) == "hello"
