@@ -133,6 +133,7 @@ class StreamTask(PolledInput):
         # so at most N of the agent's instances hold a record at once in this worker. None: no cap.
         self.slots: InstanceSlots | None = None
         self._inner_next: NextEvent = self._gated_next_event
+        self._slot_poll = False  # poll_event takes records under the slots (no gate, no fault points)
 
     # -- fed by the fetcher -------------------------------------------------------------------
     def add(self, tp: TP, messages: list[Message]) -> int:
@@ -191,7 +192,28 @@ class StreamTask(PolledInput):
             return self._take(done)
         if done:
             self._ack_done(done)
+        if self._slot_poll:
+            return self._take_with_slot()
         return None
+
+    def _take_with_slot(self) -> Event | None:
+        """The synchronous pull under a shared concurrency cap: give back this instance's slot, and
+        take a record only when a slot is free with nobody queued for one (else the async path)."""
+        slots = self.slots
+        held = _held_slots.get(None)
+        if slots is None or held is None:
+            return None
+        if held[0]:
+            slots.release(held[0])
+            held[0] = 0
+        if not slots.try_acquire():
+            return None
+        event = self._take()
+        if event is None:
+            slots.release()
+            return None
+        held[0] = 1
+        return event
 
     def _ack_done(self, done: list[Event]) -> None:
         """Acknowledge the records a stream handed out last, and empty the list."""
@@ -333,9 +355,10 @@ class StreamTask(PolledInput):
             # The common case needs no wrapper: streams call the inner pull directly.
             self.next_event = self._next_event
             self._sync_pull = True
-        if self.slots is not None:  # every pull goes through the shared slots (the async path)
+        if self.slots is not None:  # every pull goes through the shared slots
             self._inner_next = self.next_event
             self.next_event = self._slotted_next_event
+            self._slot_poll = self._sync_pull
             self._sync_pull = False
         for i in range(self.agent.concurrency):
             task = asyncio.ensure_future(self._run_instance(i))
