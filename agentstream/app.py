@@ -92,6 +92,57 @@ class Timer:
         self.name = getattr(fun, "__qualname__", repr(fun))
 
 
+_CALLBACKS: set[asyncio.Future[None]] = set()  # app.send callbacks waiting for their delivery
+
+
+async def _call_when_delivered(delivery: Any, callback: Callable[[Any], Any]) -> None:
+    await delivery
+    result = callback(delivery)
+    if asyncio.iscoroutine(result):
+        await result
+
+
+def _codec(serializer: Any) -> Any:
+    """A codec name (Faust's ``'json'``, ``'raw'``...) or a codec object."""
+    return codecs.get(serializer) if isinstance(serializer, str) else serializer
+
+
+class FlowControl:
+    """Faust's ``app.flow_control`` (its ``FlowControlEvent``): ``suspend()``, ``resume()``,
+    ``clear()``, ``is_active()`` and ``await acquire()`` (returns once flow is resumed).
+
+    Faust gates its in-memory stream queues with it; agentstream's tasks pull records from their
+    partitions' buffers instead (there is no queue to hold or clear), so it starts active, and
+    ``clear()`` runs the callbacks given to :meth:`on_clear`. Code that waits on it works as in Faust."""
+
+    def __init__(self) -> None:
+        self._resumed = asyncio.Event()
+        self._resumed.set()
+        self._on_clear: list[Callable[[], None]] = []
+
+    def suspend(self) -> None:
+        self._resumed.clear()
+
+    def resume(self) -> None:
+        self._resumed.set()
+        self.clear()  # as Faust's resume(): queues start empty
+
+    def is_active(self) -> bool:
+        return self._resumed.is_set()
+
+    def clear(self) -> None:
+        for callback in list(self._on_clear):
+            callback()
+
+    def on_clear(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` on every :meth:`clear` (and so on every :meth:`resume`)."""
+        self._on_clear.append(callback)
+
+    async def acquire(self) -> None:
+        """Wait until flow is resumed."""
+        await self._resumed.wait()
+
+
 class App:
     """A Faust-style application: ``app = agentstream.App("wordcount", broker="kafka://...")``."""
 
@@ -257,20 +308,20 @@ class App:
         *,
         name: str | None = None,
         sink: Sequence[Any] | None = None,
-        concurrency: int = 1,
+        concurrency: int | None = None,
         isolated_partitions: bool = False,
         **kwargs: Any,
     ) -> Callable[[AgentFun], Agent]:
         """Decorate ``async def agent(stream)``: one instance per task over ``channel``'s partitions.
 
-        ``isolated_partitions=True`` (Faust: one instance per partition) is what agentstream always
-        does for an agent over one topic: each task, so each instance, reads one partition. With
-        several topics a task reads partition p of each; Faust's rule that it needs concurrency=1
-        is kept. Faust's other arguments (``supervisor_strategy``, ``help``...) are logged once."""
+        ``concurrency=N`` is Faust's: N instances share the worker's partitions, so at most N
+        records are in the agent's hands at once in this worker. Without it (or with
+        ``isolated_partitions=True``, which needs concurrency=1) each task, so each partition, has
+        its own instance. Faust's other arguments (``supervisor_strategy``, ``help``...) are logged once."""
         faust_args.ignored(
             "app.agent", **{k: v for k, v in kwargs.items() if channel is not None or k not in _AGENT_TOPIC_ARGS}
         )
-        if isolated_partitions and concurrency != 1:
+        if isolated_partitions and concurrency not in (None, 1):
             raise TopologyError("agent(isolated_partitions=True) needs concurrency=1 (one instance per partition)")
 
         def _decorate(fun: AgentFun) -> Agent:
@@ -279,7 +330,7 @@ class App:
                 raise TopologyError(f"two agents are named {agent_name!r}; pass name= to tell them apart")
             if isinstance(channel, Channel):  # in-memory: a worker background task, not in the topology
                 local = ChannelAgent(
-                    self, fun, channel=channel, name=agent_name, sink=list(sink or ()), concurrency=concurrency
+                    self, fun, channel=channel, name=agent_name, sink=list(sink or ()), concurrency=concurrency or 1
                 )
                 self.startup_tasks.append(local.run_instances)
                 return local
@@ -312,6 +363,7 @@ class App:
                 sink=list(sink or ()),
                 concurrency=concurrency,
                 patterns=patterns,
+                isolated_partitions=isolated_partitions,
             )
             self.agents.append(agent)
             return agent
@@ -630,6 +682,88 @@ class App:
         if self._transport is not None:
             await self._transport.close()
             self._transport = None
+
+    # -- Faust's app-level API: finalize, flow control, send, leadership, client-only mode ----------
+    finalized: bool = False
+    client_only: bool = False
+
+    def finalize(self) -> None:
+        """Faust's ``app.finalize()``: the configuration is complete (settings are already built
+        when the App is made, so this only marks it, as Faust's CLI does before running)."""
+        if not self.settings.id:
+            raise ConfigError("id", "the app has no id", 'name the app: App("myapp", ...)')
+        self.finalized = True
+
+    @property
+    def flow_control(self) -> FlowControl:
+        """Faust's ``app.flow_control`` (see :class:`FlowControl`)."""
+        flow: FlowControl | None = self.__dict__.get("_flow_control")
+        if flow is None:
+            flow = self.__dict__["_flow_control"] = FlowControl()
+        return flow
+
+    async def send(
+        self,
+        channel: Any,
+        key: Any = None,
+        value: Any = None,
+        partition: int | None = None,
+        timestamp: float | None = None,
+        headers: Sequence[tuple[str, bytes]] | None = None,
+        schema: Any = None,
+        key_serializer: Any = None,
+        value_serializer: Any = None,
+        callback: Any = None,
+    ) -> Any:
+        """Faust's ``app.send``: send to a topic (by name or object), channel or agent; returns the
+        record's delivery (await it for the metadata). ``key_serializer``/``value_serializer`` (a
+        codec name) replace the topic's codecs for this record; ``callback(delivery)`` is called
+        once the record is delivered. Faust's ``schema`` is accepted and logged once."""
+        faust_args.ignored("app.send", schema=schema)
+        target = self.topic(channel) if isinstance(channel, str) else channel
+        if key_serializer is not None or value_serializer is not None:
+            if not isinstance(target, Topic):
+                raise TypeError(f"app.send: key_serializer/value_serializer need a topic, got {target!r}")
+            kb, vb = target.encode(  # the topic's codecs for the part not overridden
+                key if key_serializer is None else None, value if value_serializer is None else None
+            )
+            if key_serializer is not None:
+                kb = None if key is None else _codec(key_serializer).dumps(key)
+            if value_serializer is not None:
+                vb = None if value is None else _codec(value_serializer).dumps(value)
+            delivery = await target.send_raw(kb, vb, partition=partition, timestamp=timestamp, headers=headers)
+        else:
+            delivery = await target.send(
+                key=key, value=value, partition=partition, timestamp=timestamp, headers=headers
+            )
+        if callback is not None:
+            task = asyncio.ensure_future(_call_when_delivered(delivery, callback))
+            _CALLBACKS.add(task)
+            task.add_done_callback(_CALLBACKS.discard)
+        return delivery
+
+    def is_leader(self) -> bool:
+        """Faust's ``app.is_leader()``: True in the worker the last rebalance made the group
+        leader (False outside a running worker; Faust raises there)."""
+        worker = self.worker
+        return worker is not None and bool(worker.assignor.is_leader)
+
+    async def start_client(self) -> None:
+        """Faust's client-only mode: start the producer and the reply reader only (no agents,
+        tables or group membership), so a script can ``send``, ``ask`` and ``ask_nowait``; stop with
+        :meth:`stop_clients` (or ``await app.stop()``)."""
+        self.client_only = True
+        await self.start_producer()
+        await self.replies()
+
+    async def maybe_start_client(self) -> None:
+        """Start client-only mode unless a worker runs this app in this process."""
+        if self.worker is None and not (self.client_only and self._producer_started):
+            await self.start_client()
+
+    async def stop(self) -> None:
+        """Stop what :meth:`start_client` started (Faust's ``app.stop()`` for a client)."""
+        await self.stop_clients()
 
     # -- running ---------------------------------------------------------------------------------
     def main(self, argv: Sequence[str] | None = None) -> None:

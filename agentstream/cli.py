@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import importlib
 import logging
 import re
 import sys
@@ -289,12 +290,14 @@ def send(
     repeat: int,
     broker: str | None,
 ) -> int:
-    """Send one record to a topic (or to an agent by its name). VALUE is JSON or plain text."""
+    """Send one record to a topic, or to an agent by its name or as Faust writes it, @agent (its
+    name or import path). VALUE is JSON or plain text."""
     parsed = parse_value(value)
     app = _begin(ctx)
     if broker:
         app.settings = app.settings.replace(broker=broker)
-    target = app.topics.get(topic) or next((a.channel for a in app.agents if a.name == topic), None)
+    target: Any = _agent_ref(app, topic[1:]) if topic.startswith("@") else None
+    target = target or app.topics.get(topic) or next((a.channel for a in app.agents if a.name == topic), None)
     if target is None:  # Faust sends to any topic; a typo would silently make a new one, so say so
         known = sorted(set(app.topics) | {a.name for a in app.agents})
         close = difflib.get_close_matches(topic, known, n=1)
@@ -314,6 +317,26 @@ def send(
         return 0
 
     return int(_run(then_stop_clients(app, _go())))
+
+
+def _agent_ref(app: App, ref: str) -> Any:
+    """Faust's ``send @agent``: an agent of the app by its name, or by its import path
+    (``module.attr`` / ``module:attr``, as Faust resolves it); the record goes to its channel."""
+    agent = next((a for a in app.agents if a.name == ref), None)
+    if agent is not None:
+        return agent
+    if "." in ref or ":" in ref:
+        module_name, _, attr = ref.replace(":", ".").rpartition(".")
+        try:
+            found = getattr(importlib.import_module(module_name), attr, None)
+        except ImportError:
+            found = None
+        if found is not None and hasattr(found, "channel") and hasattr(found, "send"):
+            return found
+    known = sorted(a.name for a in app.agents)
+    raise click.BadParameter(
+        f"@{ref} names no agent of app {app.id!r} (agents: {', '.join(known) or 'none'})", param_hint="TOPIC"
+    )
 
 
 # -- listings ---------------------------------------------------------------------------------------------------------

@@ -2,7 +2,10 @@
 split points its stream operations declare; plus ``send``/``cast``/``ask`` to talk to it.
 
 One *instance* of the agent function runs per task (and per ``concurrency``), iterating a
-stream fed by that task only, so ordering and offsets stay per partition.
+stream fed by that task only, so ordering and offsets stay per partition. With ``concurrency=N``
+given (Faust's default mode, not ``isolated_partitions``), the instances of all the agent's tasks
+in a worker share N slots: at most N records are in the agent's hands at once, as with Faust's N
+actors over one stream (:mod:`agentstream.worker.slots`).
 """
 
 from __future__ import annotations
@@ -10,13 +13,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 from ..events import Event, current_event
 from ..exceptions import TopologyError
 from ..streams import SplitPoint, Stream
-from .replies import CORRELATION_ID, REPLY_TO, allowed_reply_to
+from .replies import CORRELATION_ID, REPLY_TO, allowed_reply_to, reply_topic_allowed
 
 if TYPE_CHECKING:
     from ..topics import Topic
@@ -28,7 +32,7 @@ log = logging.getLogger(__name__)
 AgentFun = Callable[[Stream], Awaitable[None] | AsyncIterator[Any]]
 Sink = Union["Topic", "Agent", Callable[[Any], Any]]
 
-__all__ = ["Agent", "AgentFun"]
+__all__ = ["Agent", "AgentFun", "ReplyPromise"]
 
 
 class Agent:
@@ -42,11 +46,16 @@ class Agent:
         topics: Sequence[Topic],
         name: str,
         sink: Sequence[Sink] = (),
-        concurrency: int = 1,
+        concurrency: int | None = None,
         patterns: Sequence[Topic] = (),
+        isolated_partitions: bool = False,
     ) -> None:
-        if concurrency < 1:
+        if concurrency is not None and concurrency < 1:
             raise TopologyError(f"agent {name!r}: concurrency must be >= 1, got {concurrency}")
+        if isolated_partitions and concurrency not in (None, 1):
+            raise TopologyError(
+                f"agent {name!r}: isolated_partitions=True needs concurrency=1 (one instance per partition)"
+            )
         self.patterns = list(patterns)  # app.topic(pattern=...): resolved to topics when the worker starts
         if not topics and not self.patterns:
             raise TopologyError(f"agent {name!r} has no source topic")
@@ -55,7 +64,12 @@ class Agent:
         self.name = name
         self.topics = list(topics)
         self.sinks = list(sink)
-        self.concurrency = concurrency
+        self.concurrency = 1 if concurrency is None else concurrency
+        self.isolated_partitions = isolated_partitions
+        # Faust's concurrency=N: N instances share the worker's partitions, so at most N records are
+        # in flight for the agent in this worker. Without concurrency= (or with isolated_partitions)
+        # each task runs its own instance: partitions are handled in parallel.
+        self.max_in_flight: int | None = None if concurrency is None or isolated_partitions else concurrency
         self.splits: list[SplitPoint] = []
         self.discovered = False
         self.__doc__ = fun.__doc__
@@ -152,6 +166,62 @@ class Agent:
         finally:
             replies.forget(correlation_id)
 
+    async def ask_nowait(
+        self,
+        value: Any = None,
+        *,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp: float | None = None,
+        headers: Sequence[tuple[str, bytes]] | None = None,
+        reply_to: Any = None,
+        correlation_id: str | None = None,
+        force: bool = False,
+    ) -> ReplyPromise:
+        """Faust's ``agent.ask_nowait``: send a request whose reply goes to ``reply_to`` (a topic
+        name, a Topic or an Agent; required, as in Faust) and return its :class:`ReplyPromise`
+        at once. The promise resolves when ``reply_to`` is this process's reply topic
+        (``(await app.replies()).topic_name``, what :meth:`ask` uses); for another topic, read the
+        reply there (its ``agentstream-correlation-id`` header is ``promise.correlation_id``)."""
+        if reply_to is None:
+            raise TypeError("Missing reply_to argument")
+        topic_name = _topic_name(reply_to)
+        if not reply_topic_allowed(self.app, topic_name):
+            raise ValueError(
+                f"agent {self.name!r}: reply_to={topic_name!r} is not a reply topic of app {self.app.settings.id!r}; "
+                "the agent would not answer there. Allow it with the reply_topics setting "
+                f"(reply_topics={topic_name!r}), or use agent.ask()"
+            )
+        promise = ReplyPromise(topic_name, correlation_id or uuid.uuid4().hex)
+        replies = getattr(self.app, "_replies", None)  # this process's reply reader, when started
+        if replies is not None and replies.topic_name == topic_name:
+            replies.expect_promise(promise.correlation_id, promise)
+        request_headers = [
+            *(headers or ()),
+            (REPLY_TO, topic_name.encode()),
+            (CORRELATION_ID, promise.correlation_id.encode()),
+        ]
+        await self.send(key=key, value=value, partition=partition, headers=request_headers, timestamp=timestamp)
+        return promise
+
+    def add_sink(self, sink: Sink) -> None:
+        """Faust's ``agent.add_sink``: one more place for what the agent yields (a topic, an agent,
+        a channel or a function); a sink already there is not added twice."""
+        if sink not in self.sinks:
+            self.sinks.append(sink)
+
+    def stream(self, **kwargs: Any) -> Stream:
+        """Faust's ``agent.stream()``: a new stream over the agent's channel, for code outside the
+        agent (the channel's own ``stream()``: a Channel's, or a Topic's where topics have one)."""
+        make = getattr(self.channel, "stream", None)
+        if make is None:
+            raise TopologyError(
+                f"agent {self.name!r}: its channel {self.channel!r} makes no stream outside a worker; "
+                "iterate the agent's topic from an agent instead"
+            )
+        stream: Stream = make(**kwargs)
+        return stream
+
     async def map(
         self, values: Any, key: Any = None, reply_to: Any = None, timeout: float | None = 30.0
     ) -> AsyncIterator[Any]:
@@ -191,6 +261,28 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"<Agent {self.name} topics={[t.name for t in self.topics]} splits={[s.name for s in self.splits]}>"
+
+
+class ReplyPromise(asyncio.Future[Any]):
+    """Faust's ``ReplyPromise``: the future reply of :meth:`Agent.ask_nowait`, with the topic the
+    reply goes to and the request's correlation id."""
+
+    def __init__(self, reply_to: str, correlation_id: str) -> None:
+        super().__init__()
+        self.reply_to = reply_to
+        self.correlation_id = correlation_id
+
+
+def _topic_name(target: Any) -> str:
+    """A reply destination's topic name: a name, a Topic, or an Agent (its channel)."""
+    if isinstance(target, str):
+        return target
+    if isinstance(target, Agent):
+        return target.channel.name
+    name = getattr(target, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    raise ValueError(f"reply_to must be a topic name, a Topic or an Agent, got {target!r}")
 
 
 async def _collect(values: Any) -> list[Any]:

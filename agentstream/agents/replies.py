@@ -104,6 +104,10 @@ class ReplyConsumer:
         self._futures[correlation_id] = fut
         return correlation_id, fut
 
+    def expect_promise(self, correlation_id: str, fut: asyncio.Future[Any]) -> None:
+        """Resolve ``fut`` with the reply carrying ``correlation_id`` (``agent.ask_nowait``)."""
+        self._futures[correlation_id] = fut
+
     def forget(self, correlation_id: str) -> None:
         self._futures.pop(correlation_id, None)
 

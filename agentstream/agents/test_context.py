@@ -9,6 +9,7 @@ package, below the whole-app harness (:mod:`agentstream.testing`), which uses it
 from __future__ import annotations
 
 import asyncio
+import inspect
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -25,7 +26,27 @@ if TYPE_CHECKING:
     from ..app import App
     from .agent import Agent
 
-__all__ = ["AgentTestContext", "use_memory", "read_topic"]
+__all__ = ["AgentTestContext", "AgentResults", "use_memory", "read_topic"]
+
+
+class AgentResults(dict[int, Any]):
+    """Faust's ``ctx.results``: a dict from the running count of values the agent produced (its
+    yields; for an agent that does not yield, the values it took) to each value, so with one value
+    per record ``results[event.message.offset]`` is that record's. Equal to a list of its values in
+    order too (``ctx.results == [42]``), as agentstream's earlier list was."""
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, list):
+            return list(self.values()) == other
+        return dict.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def add(self, value: Any) -> None:
+        self[len(self)] = value
 
 
 def use_memory(app: App, name: str) -> tuple[Any, Any]:
@@ -45,7 +66,9 @@ class AgentTestContext:
         self.agent = agent
         self.app = cast("App", agent.app)  # agents know the App by its interface (types.AppT)
         self.partition = partition  # None: each record goes to the partition its key maps to
-        self.results: list[Any] = []
+        self.results = AgentResults()
+        # Faust records what a non-yielding agent took (it has no yields to record)
+        self._record_taken = not inspect.isasyncgenfunction(getattr(agent, "fun", None))
         self.acked: list[Event] = []
         self._offset = 0
         self._slot: asyncio.Queue[Event] = asyncio.Queue(maxsize=1)
@@ -61,10 +84,14 @@ class AgentTestContext:
             raise WorkerStopped("test context closed")
         try:
             if timeout is None:
-                return await self._slot.get()
-            return await clock_for(self.app).wait_for(self._slot.get(), timeout)
+                event = await self._slot.get()
+            else:
+                event = await clock_for(self.app).wait_for(self._slot.get(), timeout)
         except TimeoutError:
             return None
+        if self._record_taken:
+            self.results.add(event.value)
+        return event
 
     def ack(self, event: Event) -> None:
         self.acked.append(event)
@@ -92,7 +119,7 @@ class AgentTestContext:
         stream = InProcessStream(self)
 
         async def deliver(value: Any) -> None:
-            self.results.append(value)
+            self.results.add(value)
 
         sinks = self.agent.sinks
         self.agent.sinks = list(sinks) + [deliver]

@@ -1,5 +1,8 @@
-"""``faust.agents``: the Agent class."""
+"""``faust.agents``: the Agent class, its function type and the reply reader (``ReplyPromise``, in
+Faust's ``faust.agents.replies``, is importable here too)."""
 
-from agentstream.agents.agent import Agent
+from agentstream.agents.agent import Agent, AgentFun
+from agentstream.agents.agent import ReplyPromise as ReplyPromise
+from agentstream.agents.replies import ReplyConsumer
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "AgentFun", "ReplyConsumer"]

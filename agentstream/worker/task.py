@@ -11,6 +11,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from .. import codecs
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from ..topology import SubTopology
     from .eos import CommitGate, TaskTransaction
     from .errors import ErrorPolicy
+    from .slots import InstanceSlots
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,8 @@ FATAL_IN_AGENT: tuple[type[BaseException], ...] = (
 bad record: the record is fine, the runtime under it is not (a failed produce, an unreachable or
 corrupt store, a table partition that is not here). Skipping would lose the record's effects."""
 _NOT_HANDLED: tuple[type[BaseException], ...] = (asyncio.CancelledError, *FATAL_IN_AGENT)
+_held_slots: ContextVar[list[int]] = ContextVar("agentstream_held_slots")
+"""Per agent instance (its asyncio task's context): how many of the agent's shared slots it holds."""
 
 
 class TaskId(NamedTuple):
@@ -140,6 +144,11 @@ class StreamTask(PolledInput):
         # _sync_pull instead: it is a native method call in the compiled build.
         self.next_event: NextEvent = self._gated_next_event
         self._sync_pull = False
+        # Faust's concurrency=N (set by the task manager): the slots this sub-topology's tasks share,
+        # so at most N of the agent's instances hold a record at once in this worker. None: no cap.
+        self.slots: InstanceSlots | None = None
+        self._inner_next: NextEvent = self._gated_next_event
+        self._slot_poll = False  # poll_event takes records under the slots (no gate, no fault points)
 
     # -- fed by the fetcher -------------------------------------------------------------------
     def add(self, tp: TP, messages: list[Message]) -> int:
@@ -174,6 +183,22 @@ class StreamTask(PolledInput):
             self.faults.check("before_record")
         return event
 
+    async def _slotted_next_event(self, timeout: float | None = None) -> Event | None:
+        """``next_event`` under a shared concurrency cap: asking for a record gives back the slot
+        of the record this instance held; a record taken waits for a free slot before the agent
+        gets it (it is not acknowledged meanwhile, so its offset is not committable)."""
+        slots = self.slots
+        assert slots is not None
+        held = _held_slots.get(None)
+        if held is not None and held[0]:
+            slots.release(held[0])
+            held[0] = 0
+        event = await self._inner_next(timeout)
+        if event is not None and held is not None:
+            await slots.acquire(self)
+            held[0] += 1
+        return event
+
     def poll_event(self, done: list[Event]) -> Event | None:
         """The stream's synchronous pull (:class:`PolledInput`): :meth:`_take` when no gate or
         fault points are in the way; with them, only the acknowledgement of ``done``, so the
@@ -182,7 +207,28 @@ class StreamTask(PolledInput):
             return self._take(done)
         if done:
             self._ack_done(done)
+        if self._slot_poll:
+            return self._take_with_slot()
         return None
+
+    def _take_with_slot(self) -> Event | None:
+        """The synchronous pull under a shared concurrency cap: give back this instance's slot, and
+        take a record only when a slot is free with nobody queued for one (else the async path)."""
+        slots = self.slots
+        held = _held_slots.get(None)
+        if slots is None or held is None:
+            return None
+        if held[0]:
+            slots.release(held[0])
+            held[0] = 0
+        if not slots.try_acquire():
+            return None
+        event = self._take()
+        if event is None:
+            slots.release()
+            return None
+        held[0] = 1
+        return event
 
     def _ack_done(self, done: list[Event]) -> None:
         """Acknowledge the records a stream handed out last, and empty the list."""
@@ -339,17 +385,34 @@ class StreamTask(PolledInput):
             # The common case needs no wrapper: streams call the inner pull directly.
             self.next_event = self._next_event
             self._sync_pull = True
+        if self.slots is not None:  # every pull goes through the shared slots
+            self._inner_next = self.next_event
+            self.next_event = self._slotted_next_event
+            self._slot_poll = self._sync_pull
+            self._sync_pull = False
         for i in range(self.agent.concurrency):
             task = asyncio.ensure_future(self._run_instance(i))
             task.add_done_callback(self._instance_done)
             self._instances.append(task)
 
     async def _run_instance(self, index: int) -> None:
+        """One agent instance, in its own asyncio task: its context says which task it feeds and
+        holds its slots, given back whichever way it ends."""
+        current_task.set(self)  # this asyncio task's context only: sends pick the task's producer
+        held = [0]
+        _held_slots.set(held)  # this instance's slots (concurrency=N shared across partitions)
+        try:
+            await self._run_agent()
+        finally:
+            if held[0] and self.slots is not None:
+                self.slots.release(held[0])
+                held[0] = 0
+
+    async def _run_agent(self) -> None:
         """Run the agent function; on an error apply the app's policy to the records in hand and
         run it again. An agent that fails with nothing in hand is restarted with exponential
         backoff (the loop keeps ticking); after ``restart_max`` such restarts in a row the error
         stops the task, and with it the worker."""
-        current_task.set(self)  # this asyncio task's context only: sends pick the task's producer
         gate = self.gate
         if gate is not None:
             gate.enter_nowait()  # the agent runs until it first asks for a record
@@ -440,6 +503,8 @@ class StreamTask(PolledInput):
             self.lifecycle.to(TaskState.CLOSED)
         self._wakeup.set()
         self._closed.set()
+        if self.slots is not None:
+            self.slots.abandon(self)  # instances waiting for a slot stop waiting
         if self._instances:
             _, pending = await asyncio.wait(self._instances, timeout=timeout)
             for t in pending:

@@ -14,6 +14,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from .eos import CommitGate
+from .slots import InstanceSlots
 from .task import StreamTask, TaskId
 
 if TYPE_CHECKING:
@@ -78,6 +79,8 @@ class TaskManager:
         (created, not started: :meth:`restore_and_start` follows)."""
         tasks: dict[TaskId, StreamTask] = {}
         for st in self.topology.subtopologies:
+            limit = st.agent.max_in_flight
+            slots = None if limit is None else InstanceSlots(limit)  # shared by this sub-topology's tasks
             by_number: dict[int, list[TP]] = {}
             for name in st.source_topics:
                 for tp in assigned:
@@ -100,6 +103,7 @@ class TaskManager:
                 if self.eos is not None:
                     tasks[tid].gate = CommitGate()
                 tasks[tid].faults = self.faults
+                tasks[tid].slots = slots
         routes: dict[TP, list[StreamTask]] = {}
         for task in tasks.values():
             for tp in task.partitions:

@@ -1,0 +1,140 @@
+"""Faust's ``concurrency=N``: N instances of the agent share the worker's partitions, so at most N
+records are in the agent's hands at once (verified with faust-streaming 0.15.3: an agent with
+concurrency=2 over a 4-partition topic peaks at 2 records in flight; concurrency=1 at 1)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+
+import agentstream
+from agentstream.exceptions import TopologyError
+from agentstream.testing import AppHarness
+from agentstream.transport.base import TP
+
+
+class InFlight:
+    def __init__(self) -> None:
+        self.now = 0
+        self.peak = 0
+        self.seen: list[Any] = []
+
+    async def handle(self, value: Any) -> None:
+        self.now += 1
+        self.peak = max(self.peak, self.now)
+        for _ in range(3):  # hand the loop to the other instances while this record is in hand
+            await asyncio.sleep(0)
+        await asyncio.sleep(0.001)
+        self.now -= 1
+        self.seen.append(value)
+
+
+def make_app(**agent_args: Any) -> tuple[agentstream.App, InFlight]:
+    app = agentstream.App(f"conc-{uuid.uuid4().hex[:6]}", topic_partitions=4, store="memory://", web_enabled=False)
+    topic = app.topic("jobs", value_type=int)
+    probe = InFlight()
+
+    @app.agent(topic, **agent_args)
+    async def work(stream: agentstream.Stream) -> None:
+        async for value in stream:
+            await probe.handle(value)
+
+    return app, probe
+
+
+async def run(app: agentstream.App, n: int) -> dict[TP, int | None]:
+    async with AppHarness(app) as h:
+        for i in range(n):
+            await h.send("jobs", i, partition=i % 4)
+        await h.wait_idle()
+        consumer = h.worker.consumer
+        return {tp: await consumer.committed(tp) for tp in sorted(consumer.assignment())}
+
+
+@pytest.mark.parametrize("n", [1, 3])
+async def test_concurrency_caps_records_in_flight_across_partitions(n: int) -> None:
+    app, probe = make_app(concurrency=n)
+    committed = await run(app, 40)
+    assert probe.peak == n  # N instances shared by 4 partitions: never more than N in hand at once
+    assert sorted(probe.seen) == list(range(40))  # every record handled once
+    assert committed == {TP("jobs", p): 10 for p in range(4)}  # each offset committed, none past its record
+
+
+async def test_isolated_partitions_runs_one_instance_per_partition() -> None:
+    app, probe = make_app(isolated_partitions=True)
+    await run(app, 40)
+    assert probe.peak == 4  # one instance per partition, in parallel
+    assert sorted(probe.seen) == list(range(40))
+
+
+def test_isolated_partitions_needs_concurrency_one() -> None:
+    app = agentstream.App(f"conc-{uuid.uuid4().hex[:6]}")
+    with pytest.raises(TopologyError, match="concurrency=1"):
+        app.agent(app.topic("t"), isolated_partitions=True, concurrency=2)
+
+
+async def test_partitions_take_turns_for_the_slot_and_commits_wait_for_their_record() -> None:
+    app = agentstream.App(
+        f"conc-{uuid.uuid4().hex[:6]}", topic_partitions=2, store="memory://", web_enabled=False, shutdown_timeout=0.2
+    )
+    topic = app.topic("jobs", value_type=int)
+    release = asyncio.Event()
+    started: list[int] = []
+
+    @app.agent(topic, concurrency=1)
+    async def work(stream: agentstream.Stream) -> None:
+        async for value in stream:
+            started.append(value)
+            await release.wait()
+
+    h = AppHarness(app)
+    await h.__aenter__()
+    try:
+        await h.send("jobs", 0, partition=0)
+        await h.send("jobs", 1, partition=1)
+        while not started:
+            await asyncio.sleep(0.005)
+        for _ in range(50):
+            await asyncio.sleep(0)
+        await h.worker.commit()
+        consumer = h.worker.consumer
+        assert len(started) == 1  # the other partition's record waits for the one slot
+        assert {tp.partition: await consumer.committed(tp) for tp in consumer.assignment()} == {0: None, 1: None}
+        release.set()
+        await h.wait_idle()
+        assert sorted(started) == [0, 1]
+        assert {tp.partition: await consumer.committed(tp) for tp in consumer.assignment()} == {0: 1, 1: 1}
+    finally:
+        await h.__aexit__(None, None, None)
+
+
+async def test_stopping_while_a_record_waits_for_a_slot_commits_neither_record() -> None:
+    app = agentstream.App(
+        f"conc-{uuid.uuid4().hex[:6]}", topic_partitions=2, store="memory://", web_enabled=False, shutdown_timeout=0.2
+    )
+    topic = app.topic("jobs", value_type=int)
+    started: list[int] = []
+
+    @app.agent(topic, concurrency=1)
+    async def work(stream: agentstream.Stream) -> None:
+        async for value in stream:
+            started.append(value)
+            await asyncio.Event().wait()  # never finishes: cancelled at shutdown_timeout
+
+    h = AppHarness(app)
+    await h.__aenter__()
+    try:
+        await h.send("jobs", 0, partition=0)
+        await h.send("jobs", 1, partition=1)
+        while not started:
+            await asyncio.sleep(0.005)
+        consumer = h.worker.consumer
+        tps = sorted(consumer.assignment())
+        await h.worker.stop()
+        assert len(started) == 1
+        assert [await consumer.committed(tp) for tp in tps] == [None, None]
+    finally:
+        await h.__aexit__(None, None, None)
