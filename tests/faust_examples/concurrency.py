@@ -1,5 +1,5 @@
 """Scenario of Faust's examples/concurrency.py: ``@app.agent(topic, concurrency=N)`` handling
-records with N instances per partition (Faust's example fetches a web page per record; this one
+records with N instances sharing the worker's partitions, at most N records in flight (Faust's example fetches a web page per record; this one
 sleeps instead, as the tests have no internet)."""
 
 import asyncio
