@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from typing import Any
 
 import faust
@@ -134,3 +135,30 @@ if not IS_FAUST:
         return _append(self, tp, key, value, timestamp_ms, headers, *args, **kw)
 
     MemoryBroker.append = _recording_append  # type: ignore[method-assign]
+
+
+async def stop_clients(app: Any) -> None:
+    """Stop the producer a send outside a worker started (Faust: the app's producer)."""
+    if IS_FAUST:
+        await app.producer.stop()
+    else:
+        await app.stop_clients()
+
+
+async def read_broker_topic(topic: str, expect: int = 1) -> list[list[Any]]:
+    """``[key, value]`` of the first ``expect`` records of ``topic`` on the real broker."""
+    from aiokafka import AIOKafkaConsumer
+
+    bootstrap = os.environ["COMPAT_BROKER"].split("://", 1)[-1]
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    await consumer.start()
+    got: list[list[Any]] = []
+    try:
+        for _ in range(20):
+            batches = await consumer.getmany(timeout_ms=250)
+            got += [[_decode(r.key), _decode(r.value)] for recs in batches.values() for r in recs]
+            if len(got) >= expect:
+                break
+    finally:
+        await consumer.stop()
+    return got

@@ -22,7 +22,7 @@ import traceback
 from typing import Any
 
 PREFIX = "COMPAT "
-TIMEOUT = 10.0  # seconds per scenario: a hung scenario fails, the others still run
+TIMEOUT = 3.0  # seconds per scenario (each takes milliseconds under Faust): a hung one fails, the rest run
 
 
 def _jsonable(obj: Any) -> Any:

@@ -83,9 +83,10 @@ async def subclass_user_classes() -> Any:
     made = []
     for base in (faust.Record, faust.Table, faust.Stream, faust.Agent, faust.App, faust.Service, faust.Sensor, faust.Worker, View):
         made.append(type(f"My{base.__name__}", (base,), {"__module__": __name__}).__name__)
+    print("subclassed", sorted(made))
     app = faust.App("compat-subclass", broker="kafka://localhost:9092")
     topic = LenientTopic(app, topics=["compat-subclass-t"])
-    return {"classes": sorted(made), "topic": [type(topic).__name__, topic.get_topic_name()]}
+    return [type(topic).__name__, topic.get_topic_name()]
 
 
 @scenario("Overridden Topic.on_value_decode_error is called for a value that does not decode")
