@@ -118,7 +118,13 @@ class Driver:
     def table_views(self) -> Any:
         self.produce("words", [(w, w, None) for w in ("a", "b", "a")])
         self.wait_http("/table/compat_counts/a/", [200, 2])
-        paths = ["/table/", "/table/compat_counts/", "/table/compat_counts/a/", "/table/compat_counts/zzz/", "/table/nope/"]
+        paths = [
+            "/table/",
+            "/table/compat_counts/",
+            "/table/compat_counts/a/",
+            "/table/compat_counts/zzz/",
+            "/table/nope/",
+        ]
         return {p: http(self.web + p) for p in paths}
 
     def table_route(self) -> Any:
@@ -182,7 +188,15 @@ class Driver:
     def is_leader(self) -> Any:
         return self.wait_output("is_leader", poke=None)[-1:]
 
-    SCENARIOS = ("concurrency", "table_views", "table_route", "window_close", "set_table_manager", "cli_send_agent", "is_leader")
+    SCENARIOS = (
+        "concurrency",
+        "table_views",
+        "table_route",
+        "window_close",
+        "set_table_manager",
+        "cli_send_agent",
+        "is_leader",
+    )
 
     def run_all(self) -> dict[str, Any]:
         """Every scenario at once (each has its own topics and pages), so a missing output costs
@@ -193,7 +207,7 @@ class Driver:
             t0 = time.perf_counter()
             try:
                 results[name] = getattr(self, name)()
-            except Exception as exc:  # noqa: BLE001  (a scenario's failure is its result)
+            except Exception as exc:  # a scenario's failure is its result
                 results[name] = f"error {type(exc).__name__}: {exc}"
             self.seconds[name] = round(time.perf_counter() - t0, 2)
 

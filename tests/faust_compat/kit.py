@@ -100,12 +100,16 @@ class _FaustRecordingProducer:
         self.offsets[(topic, p)] = off + 1
         return RecordMetadata(topic=topic, partition=p, topic_partition=TP(topic, p), offset=off, timestamp=timestamp)
 
-    async def send(self, topic: str, key: Any, value: Any, partition: Any, timestamp: Any, headers: Any, **kw: Any) -> Any:
+    async def send(
+        self, topic: str, key: Any, value: Any, partition: Any, timestamp: Any, headers: Any, **kw: Any
+    ) -> Any:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         fut.set_result(self._record(topic, key, value, partition, timestamp, headers))
         return fut
 
-    async def send_and_wait(self, topic: str, key: Any, value: Any, partition: Any, timestamp: Any, headers: Any, **kw: Any) -> Any:
+    async def send_and_wait(
+        self, topic: str, key: Any, value: Any, partition: Any, timestamp: Any, headers: Any, **kw: Any
+    ) -> Any:
         return self._record(topic, key, value, partition, timestamp, headers)
 
     def send_soon(self, fut: Any) -> None:

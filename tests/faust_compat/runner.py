@@ -40,7 +40,7 @@ async def _run_one(sc: Any) -> dict[str, Any]:
         with contextlib.redirect_stdout(buf):
             result = await asyncio.wait_for(sc.body(), TIMEOUT)
         row["result"] = _jsonable(result)
-    except BaseException as exc:  # noqa: BLE001  (a scenario's failure is its result)
+    except BaseException as exc:  # a scenario's failure is its result
         if isinstance(exc, KeyboardInterrupt):
             raise
         if isinstance(exc, TimeoutError | asyncio.TimeoutError):

@@ -129,7 +129,7 @@ def _run_worker_scenarios(worker: CompatWorker, broker: DevBroker, side: Side) -
         t0 = time.perf_counter()
         driver.wait_ready()
         side.ready_seconds = time.perf_counter() - t0
-    except Exception as exc:  # noqa: BLE001  (every worker scenario then reports it)
+    except Exception as exc:  # every worker scenario then reports it
         side.worker = {name: f"worker not ready: {exc}; log: {worker.log_path}" for name in IN_WORKER}
         return
     t0 = time.perf_counter()

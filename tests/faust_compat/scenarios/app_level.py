@@ -81,7 +81,17 @@ async def subclass_user_classes() -> Any:
             print("value decode error")
 
     made = []
-    for base in (faust.Record, faust.Table, faust.Stream, faust.Agent, faust.App, faust.Service, faust.Sensor, faust.Worker, View):
+    for base in (
+        faust.Record,
+        faust.Table,
+        faust.Stream,
+        faust.Agent,
+        faust.App,
+        faust.Service,
+        faust.Sensor,
+        faust.Worker,
+        View,
+    ):
         made.append(type(f"My{base.__name__}", (base,), {"__module__": __name__}).__name__)
     print("subclassed", sorted(made))
     app = faust.App("compat-subclass", broker="kafka://localhost:9092")
@@ -105,7 +115,7 @@ async def topic_subclass_decode_error_hook() -> Any:
 
     try:
         await topic.decode(_message(topic, b"not json"))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         print("raised", type(exc).__name__)
     return None
 

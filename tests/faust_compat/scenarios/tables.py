@@ -55,7 +55,9 @@ async def table_partition_for_key() -> Any:
     @app.agent(src)
     async def look(stream: Any) -> Any:
         async for event in stream.events():
-            print("partition", event.message.partition, plain.partition_for_key("x"), partitioned.partition_for_key("x"))
+            print(
+                "partition", event.message.partition, plain.partition_for_key("x"), partitioned.partition_for_key("x")
+            )
             yield event.value
 
     kit.setup(app)
