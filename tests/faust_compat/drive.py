@@ -93,6 +93,8 @@ class Driver:
         return got
 
     def produce(self, topic: str, records: list[tuple[str | None, Any, int | None]]) -> None:
+        """``(key, value, partition)`` records: values JSON-encoded, ``bytes`` sent as they are."""
+
         async def send() -> None:
             producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks=1)
             await producer.start()
@@ -100,7 +102,7 @@ class Driver:
                 for key, value, partition in records:
                     await producer.send(
                         self.topic(topic),
-                        json.dumps(value).encode(),
+                        value if isinstance(value, bytes) else json.dumps(value).encode(),
                         key=None if key is None else key.encode(),
                         partition=partition,
                     )
@@ -185,6 +187,12 @@ class Driver:
             self.produce("echo", [(None, "ping", None)])
             time.sleep(0.5)
 
+    def decode_error_hook(self) -> Any:
+        """A value that does not decode, then one that does, on one partition (in order)."""
+        self.produce("points", [("p", b"not json", 0), ("p", {"x": 7}, 0)])
+        self.wait_output("point")
+        return {"hook": self.outputs("decode_error_hook"), "points": self.outputs("point")}
+
     def is_leader(self) -> Any:
         return self.wait_output("is_leader", poke=None)[-1:]
 
@@ -196,6 +204,7 @@ class Driver:
         "set_table_manager",
         "cli_send_agent",
         "is_leader",
+        "decode_error_hook",
     )
 
     def run_all(self) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from faust import web
 
 PREFIX = os.environ.get("COMPAT_PREFIX", "x")
 CONCURRENCY_RECORDS = 16
-SOURCE_TOPICS = ("concurrency", "words", "clicks", "set-ops", "echo")  # made with 4 partitions by the test
+SOURCE_TOPICS = ("concurrency", "words", "clicks", "set-ops", "echo", "points")  # made with 4 partitions by the test
 
 
 def out(name: str, value: Any) -> None:
@@ -111,6 +111,31 @@ async def set_ops(stream: Any) -> None:
 @app.page("/set/{key}/")
 async def get_set(view: web.View, request: web.Request, key: str) -> web.Response:
     return view.json(None if sets is None else sorted(sets[key]))
+
+
+# -- a Topic subclass overriding on_value_decode_error, as Faust's docs show ------------------------
+class Point(faust.Record):
+    x: int
+
+
+def _lenient_topic() -> Any:
+    """The subclass and its topic (a failure to subclass or construct is the scenario's result)."""
+    try:
+
+        class LenientTopic(faust.Topic):
+            async def on_value_decode_error(self, exc: Exception, message: Any) -> None:
+                out("decode_error_hook", [type(exc).__name__, message.offset])
+
+        return LenientTopic(app, topics=[topic_name("points")], value_type=Point)
+    except Exception as exc:  # the other scenarios go on
+        out("decode_error_hook", {"error": type(exc).__name__})
+        return app.topic(topic_name("points"), value_type=Point)
+
+
+@app.agent(_lenient_topic())
+async def points(stream: Any) -> None:
+    async for point in stream:
+        out("point", point.x)
 
 
 # -- `send @agent` from the command line -----------------------------------------------------------

@@ -97,30 +97,3 @@ async def subclass_user_classes() -> Any:
     app = faust.App("compat-subclass", broker="kafka://localhost:9092")
     topic = LenientTopic(app, topics=["compat-subclass-t"])
     return [type(topic).__name__, topic.get_topic_name()]
-
-
-@scenario("Overridden Topic.on_value_decode_error is called for a value that does not decode")
-async def topic_subclass_decode_error_hook() -> Any:
-    app = faust.App("compat-decode", broker="kafka://localhost:9092")
-
-    class Point(faust.Record):
-        x: int
-
-    class LenientTopic(faust.Topic):
-        async def on_value_decode_error(self, exc: Exception, message: Any) -> None:
-            print("value decode error on", message.topic, type(exc).__name__)
-
-    topic = LenientTopic(app, topics=["compat-decode-t"], value_type=Point)
-    kit.setup(app)
-
-    try:
-        await topic.decode(_message(topic, b"not json"))
-    except Exception as exc:
-        print("raised", type(exc).__name__)
-    return None
-
-
-def _message(topic: Any, value: bytes) -> Any:
-    from faust.types import Message
-
-    return Message(topic.get_topic_name(), 0, 0, 0.0, 0, None, None, value, None)

@@ -90,12 +90,35 @@ async def windowed_key_index() -> Any:
 async def set_table_manager() -> Any:
     app = faust.App("compat-setmgr", broker="kafka://localhost:9092")
     table = app.SetTable("compat-setmgr-t", start_manager=True)
+    src = app.topic("compat-setmgr-src", value_type=str)
+
+    @app.agent(src)
+    async def operate(stream: Any) -> Any:
+        async for op in stream:
+            manager = table.manager
+            if op == "add":
+                await manager.add("k", "a")
+            elif op == "discard":
+                await manager.discard("k", "b")
+            elif op == "clear":
+                await manager.clear("k")
+            else:
+                await getattr(manager, op)("k", ["c"])
+            yield op
+
     kit.setup(app)
-    manager = table.manager
-    await manager.add("k", "a")
-    await manager.discard("k", "b")
-    await manager.clear("k")
-    await manager.difference_update("k", ["c"])
-    await manager.intersection_update("k", ["d"])
-    await manager.symmetric_difference_update("k", ["e"])
-    return {t: [[k, v.get("action") if isinstance(v, dict) else v] for k, v in kit.sent(t)] for t in kit.sent_topics()}
+    async with operate.test_context() as agent:
+        for op in (
+            "add",
+            "discard",
+            "clear",
+            "difference_update",
+            "intersection_update",
+            "symmetric_difference_update",
+        ):
+            await agent.put(op)
+    topics = [t for t in kit.sent_topics() if t.endswith("-setmanager")]  # Faust: <table>-setmanager
+    return {
+        "topics": len(topics),
+        "ops": [[k, v.get("action") if isinstance(v, dict) else v] for t in topics for k, v in kit.sent(t)],
+    }
