@@ -718,8 +718,10 @@ class App:
         """Faust's ``app.send``: send to a topic (by name or object), channel or agent; returns the
         record's delivery (await it for the metadata). ``key_serializer``/``value_serializer`` (a
         codec name) replace the topic's codecs for this record; ``callback(delivery)`` is called
-        once the record is delivered. Faust's ``schema`` is accepted and logged once."""
-        faust_args.ignored("app.send", schema=schema)
+        once the record is delivered. ``schema`` (Faust's Schema) gives the serializers not given."""
+        if schema is not None:
+            key_serializer = key_serializer or getattr(schema, "key_serializer", None)
+            value_serializer = value_serializer or getattr(schema, "value_serializer", None)
         target = self.topic(channel) if isinstance(channel, str) else channel
         if key_serializer is not None or value_serializer is not None:
             if not isinstance(target, Topic):

@@ -272,6 +272,8 @@ class JSONCodec(BaseCodec):
                 return _json_dumps_c(obj)  # type: ignore[no-any-return]
             except orjson.JSONEncodeError:
                 pass  # an int past 64 bits: json_dumps says what to do
+        if type(obj) is bytes:
+            return obj  # already encoded: sent as it is, as Faust's serializers skip bytes
         return json_dumps(obj)
 
     def loads(self, data: bytes | None) -> Any:
