@@ -274,7 +274,7 @@ async def test_group_by_in_the_source_task_forwards_rekeyed_records_and_yields_n
     finally:
         agent.cancel()
         got = records(app, "by-user")
-    assert [(m.key, m.value, m.timestamp) for m in got] == [(b"u1", b"21", 1000), (b"u1", b"41", 1002)]
+    assert [(m.key, m.value, m.timestamp_ms) for m in got] == [(b"u1", b"21", 1000), (b"u1", b"41", 1002)]
     assert inp.points[0].kind == "group_by" and inp.points[0].name == "user"
 
 
