@@ -13,7 +13,6 @@ from agentstream.testing import AppHarness
 from agentstream.transport.message import Message
 
 
-
 def test_message_timestamp_is_seconds_and_the_milliseconds_stay_as_timestamp_ms() -> None:
     message = Message("t", 0, 5, 1_700_000_000_500, 0, b"k", b"v", None, 1, 1, [])
     assert message.timestamp == 1_700_000_000.5 and isinstance(message.timestamp, float)

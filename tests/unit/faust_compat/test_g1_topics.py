@@ -5,6 +5,7 @@ config unless overridden and decorates names with prefix/suffix; app.stream take
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -71,7 +72,7 @@ async def test_app_stream_over_an_iterable_with_a_processor() -> None:
 async def test_app_stream_over_an_async_iterable_and_a_channel() -> None:
     app = agentstream.App("g1-app-stream-async", broker="memory://")
 
-    async def numbers():  # type: ignore[no-untyped-def]
+    async def numbers() -> AsyncIterator[int]:
         for i in range(3):
             yield i
 
