@@ -20,7 +20,7 @@ __all__ = ["Event", "current_event", "streams_in_hand"]
 class _Hand(Protocol):
     """What :meth:`Event.ack` and :meth:`Event.send` need of a stream (agentstream.streams.Stream)."""
 
-    def ack(self, event: Event) -> bool: ...
+    def ack(self, event: Event) -> Any: ...  # truthy when this call acknowledged it
 
     def channel_named(self, name: str) -> Any: ...
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -30,7 +30,7 @@ from .runtime import current_runtime
 if TYPE_CHECKING:
     from .topics import Topic
 
-__all__ = ["Stream", "StreamInput", "PolledInput", "SplitPoint", "InHand", "streams_in_hand"]
+__all__ = ["Acked", "Stream", "StreamInput", "PolledInput", "SplitPoint", "InHand", "streams_in_hand"]
 
 Processor = Callable[[Event], bool | Awaitable[bool]]
 _NOTHING_DONE: list[Event] = []  # poll_event's argument when there is nothing to acknowledge (never filled)
@@ -306,9 +306,13 @@ class Stream:
 
         return self._derive(_echo)
 
-    def ack(self, event: Event) -> bool:
+    def ack(self, event: Event) -> Acked:
         """Acknowledge ``event`` now instead of when the agent asks for the next record (Faust's
-        ``stream.ack``); False when it was not pending (already acknowledged)."""
+        ``stream.ack``); false when it was not pending (already acknowledged). Faust's is a
+        coroutine: the result is also awaitable (``await stream.ack(event)`` gives the same bool)."""
+        return Acked(self._ack_now(event))
+
+    def _ack_now(self, event: Event) -> bool:
         for i, pending in enumerate(self._pending):
             if pending is event:
                 del self._pending[i]
@@ -379,6 +383,38 @@ class Stream:
 
     def __repr__(self) -> str:
         return f"<Stream stage={self._input.stage} splits={self._splits}>"
+
+
+@mypyc_attr(native_class=False)  # a plain Python class: awaitable and usable as a bool
+class Acked:
+    """What :meth:`Stream.ack` gives: true when the call acknowledged the event. Awaiting it
+    gives the same bool, so Faust's ``await stream.ack(event)`` works beside ``stream.ack(event)``."""
+
+    __slots__ = ("acked",)
+
+    def __init__(self, acked: bool) -> None:
+        self.acked = acked
+
+    def __bool__(self) -> bool:
+        return self.acked
+
+    def __eq__(self, other: object) -> bool:
+        return self.acked == (other.acked if isinstance(other, Acked) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.acked)
+
+    def __await__(self) -> Generator[Any, None, bool]:
+        return _at_once(self.acked)
+
+    def __repr__(self) -> str:
+        return repr(self.acked)
+
+
+def _at_once(value: bool) -> Generator[Any, None, bool]:
+    """An awaitable's generator that finishes at once with ``value`` (it never suspends)."""
+    yield from ()
+    return value
 
 
 class _NoAckStream(Stream):
@@ -733,7 +769,7 @@ class InHand:
     def release(self) -> None:
         for stream, events in self._pending:
             for event in events:
-                Stream.ack(stream, event)  # also for noack() streams: the policy handled it
+                Stream._ack_now(stream, event)  # also for noack() streams: the policy handled it
         for inp in self._inputs:
             inp.release()
 

@@ -77,3 +77,21 @@ async def test_noack_take_leaves_its_records_unacknowledged() -> None:
         committed = await h.worker.consumer.committed(TP("src", 0))
     assert batches == [[0, 1], [2, 3]]
     assert committed in (None, 0)  # the agent moved past both batches and acknowledged nothing
+
+
+async def test_stream_ack_is_awaitable_as_faust_s_coroutine() -> None:
+    app = agentstream.App("g1-await-ack", broker="memory://", topic_partitions=1)
+    src = app.topic("src", value_type=int)
+    acks: list[tuple[bool, bool]] = []
+
+    @app.agent(src)
+    async def agent(stream: agentstream.Stream) -> None:
+        manual = stream.noack()
+        async for event in manual.events():
+            acks.append((await manual.ack(event), bool(manual.ack(event))))  # Faust: `await stream.ack(event)`
+
+    async with AppHarness(app) as h:
+        await src.send(key=b"k", value=1)
+        await src.send(key=b"k", value=2)
+        await h.wait_idle()  # committed: the awaited acks acknowledged both records
+    assert acks == [(True, False), (True, False)]
