@@ -13,7 +13,7 @@ from . import codecs, faust_args, routes
 from .agents.agent import Agent, AgentFun
 from .agents.replies import ReplyConsumer
 from .background import crontab_runner, leader_task, service_runner
-from .channels import Channel, ChannelAgent
+from .channels import Channel, ChannelAgent, stream_of
 from .clock import clock_for
 from .crontab import CronSchedule
 from .durations import Seconds, to_seconds
@@ -458,6 +458,13 @@ class App:
             key_type = key_type or getattr(schema, "key_type", None)
             value_type = value_type or getattr(schema, "value_type", None)
         return Channel(self, key_type=key_type, value_type=value_type, maxsize=maxsize)
+
+    def stream(self, channel: Any, beacon: Any = None, **kwargs: Any) -> Stream:
+        """Faust's ``app.stream(source)``: a stream over a topic, channel, stream or (async)
+        iterable, for code outside agents (a task, a timer). A topic read this way is read whole
+        by this process, without a consumer group (see :func:`agentstream.channels.stream_of`)."""
+        faust_args.ignored("app.stream", beacon=beacon, **kwargs)
+        return stream_of(channel)
 
     def command(
         self, *options: Any, base: Any = None, name: str | None = None, help: str | None = None, **kwargs: Any

@@ -11,20 +11,24 @@ from __future__ import annotations
 import asyncio
 import itertools
 import uuid
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .agents.agent import Agent, AgentFun
 from .clock import clock_for
 from .events import Event
 from .exceptions import TopologyError
+from .runtime import current_clock
 from .streams import InProcessStream, SplitPoint, Stream
+from .topics import Topic
+from .transport.base import TP, Consumer
 from .transport.message import Message
 
 if TYPE_CHECKING:
     from .types import AppT as App  # the App's interface: app.py imports this module
 
-__all__ = ["Channel", "ChannelAgent"]
+__all__ = ["Channel", "ChannelAgent", "stream_of"]
 
 
 class Channel:
@@ -180,3 +184,109 @@ class ChannelAgent(Agent):
 
     def __repr__(self) -> str:
         return f"<ChannelAgent {self.name} channel={self._channel.name}>"
+
+
+def stream_of(source: Any) -> Stream:
+    """``app.stream(source)`` (Faust's): a stream over a channel, a topic, a stream (itself), or
+    any iterable or async iterable (each item a value, keyless)."""
+    if isinstance(source, Stream):
+        return source
+    if isinstance(source, Channel):
+        return source.stream()
+    if isinstance(source, Topic):
+        return InProcessStream(_TopicInput(source))
+    if hasattr(source, "__aiter__") or hasattr(source, "__iter__"):
+        return InProcessStream(_IterableInput(source))
+    raise TypeError(f"app.stream() takes a topic, channel, stream or (async) iterable, got {source!r}")
+
+
+class _IterableInput:
+    """StreamInput over an iterable or async iterable: its items are the values."""
+
+    stage = 0
+
+    def __init__(self, source: Any) -> None:
+        self._source = source
+        self._items: AsyncIterator[Any] | None = None
+        self._offsets = itertools.count()
+
+    async def next_event(self, timeout: float | None = None) -> Event | None:
+        items = self._items
+        if items is None:
+            src = self._source
+            items = self._items = aiter(src) if hasattr(src, "__aiter__") else _as_async(iter(src))
+        try:
+            value = await current_clock().wait_for(anext(items), timeout)
+        except TimeoutError:
+            return None
+        message = Message(
+            "<iterable>", 0, next(self._offsets), int(current_clock().time() * 1000), 0, None, value, None, -1, -1, ()
+        )
+        return Event(None, value, message)
+
+    def ack(self, event: Event) -> None:
+        return None
+
+    def split(self, index: int, point: SplitPoint) -> SplitPoint:
+        return point
+
+
+async def _as_async(items: Iterator[Any]) -> AsyncIterator[Any]:
+    for item in items:
+        yield item
+
+
+class _TopicInput:
+    """``app.stream(topic)`` / ``topic.stream()`` outside an agent: every partition of the topic,
+    read by this process alone from the earliest offset (Faust's ``auto_offset_reset``), decoded
+    with the topic's codecs. No consumer group and no commits: an agent (``@app.agent(topic)``)
+    is how a worker shares a topic's partitions and commits its progress."""
+
+    stage = 0
+
+    def __init__(self, topic: Topic) -> None:
+        self.topic = topic
+        self._consumer: Consumer | None = None
+        self._fetched: deque[Message] = deque()
+
+    async def _start(self) -> Consumer:
+        app = self.topic.app
+        members = list(getattr(self.topic, "members", ()) or (self.topic,))
+        counts = await app.transport.ensure_topics([t.spec() for t in members])
+        consumer = app.transport.consumer(group_id=None, **app.consumer_settings())
+        await consumer.start()
+        consumer.assign([TP(t.name, p) for t in members for p in range(counts[t.name])])
+        self._consumer = consumer
+        return consumer
+
+    async def next_event(self, timeout: float | None = None) -> Event | None:
+        consumer = self._consumer or await self._start()
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        fetched = self._fetched
+        while not fetched:
+            wait = 1.0 if deadline is None else max(0.0, min(1.0, deadline - loop.time()))
+            for records in (await consumer.getmany(timeout_ms=int(wait * 1000))).values():
+                fetched.extend(records)
+            if not fetched and deadline is not None and loop.time() >= deadline:
+                return None
+        message = fetched.popleft()
+        topic = self.topic
+        key = None if message.key is None else topic.key_codec.loads(message.key)
+        value = None if message.value is None else topic.value_codec.loads(message.value)
+        return Event(key, value, message)
+
+    def ack(self, event: Event) -> None:
+        return None
+
+    def split(self, index: int, point: SplitPoint) -> SplitPoint:
+        raise TopologyError(
+            f"group_by()/through() on app.stream({self.topic.name!r}) need an agent: "
+            f"@app.agent(app.topic({self.topic.name!r})) reads the topic as part of the topology"
+        )
+
+    async def stop(self) -> None:
+        """Stop the consumer (the stream's owner may call it; the worker's stop does not know it)."""
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            await consumer.stop()

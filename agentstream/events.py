@@ -7,25 +7,44 @@ agent passing them around.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Any, Final
+from types import TracebackType
+from typing import Any, Final, Protocol
 
 from .transport.base import TP, Message
 
-__all__ = ["Event", "current_event"]
+__all__ = ["Event", "current_event", "streams_in_hand"]
+
+
+class _Hand(Protocol):
+    """What :meth:`Event.ack` and :meth:`Event.send` need of a stream (agentstream.streams.Stream)."""
+
+    def ack(self, event: Event) -> Any: ...  # truthy when this call acknowledged it
+
+    def channel_named(self, name: str) -> Any: ...
+
+
+streams_in_hand: Final[ContextVar[list[Any] | None]] = ContextVar("agentstream_streams", default=None)
+"""Set by a stream task for each agent instance: every stream the agent makes (root, filtered,
+grouped, joined) registers here, so the error policy, acks and replies act on the records in hand
+of whichever stream the agent iterates (``event.ack()`` too). Defined here, below the streams,
+so an event can reach the stream holding it; :mod:`agentstream.streams` re-exports it."""
+
+_USE_EXISTING: Final = object()  # Event.send/forward: keep the event's own key, value or headers
 
 
 class Event:
     """One record handed to an agent (Faust's ``Event``); ``message`` is the raw consumer record."""
 
-    __slots__ = ("key", "value", "message", "tp")
+    __slots__ = ("key", "value", "message", "tp", "_headers")
 
     def __init__(self, key: Any, value: Any, message: Message, tp: TP | None = None) -> None:
         self.key = key
         self.value = value
         self.message = message
         self.tp = TP(message.topic, message.partition) if tp is None else tp
+        self._headers: dict[str, Any] | None = None  # made on first read: most agents never look
 
     @property
     def topic(self) -> str:
@@ -42,17 +61,121 @@ class Event:
     @property
     def timestamp(self) -> float:
         """Event time in seconds, like Faust."""
-        return self.message.timestamp / 1000.0
+        return self.message.timestamp_ms / 1000.0
 
     @property
-    def headers(self) -> Sequence[tuple[str, bytes]]:
-        return self.message.headers
+    def headers(self) -> dict[str, Any]:
+        """The record's headers as a dict, like Faust's ``event.headers`` (the last value of a
+        repeated name wins; ``event.message.headers`` keeps the list of pairs). It is this event's
+        own dict: changes to it go with :meth:`send`."""
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = dict(self.message.headers or ())
+        return headers
+
+    @headers.setter
+    def headers(self, headers: Mapping[str, Any]) -> None:
+        self._headers = dict(headers)
 
     def header(self, name: str) -> bytes | None:
         for k, v in self.message.headers or ():
             if k == name:
                 return v
         return None
+
+    def ack(self) -> bool:
+        """Acknowledge the event now (Faust's ``event.ack()``): its offset may be committed once
+        the records before it are. True when this call acknowledged it; False when it was already
+        acknowledged or no stream of the running agent holds it."""
+        for stream in streams_in_hand.get() or ():
+            if stream.ack(self):
+                return True
+        return False
+
+    async def __aenter__(self) -> Event:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """``async with event:`` acknowledges it on the way out, as Faust does (errors propagate)."""
+        self.ack()
+
+    async def send(
+        self,
+        channel: Any,
+        key: Any = _USE_EXISTING,
+        value: Any = _USE_EXISTING,
+        partition: int | None = None,
+        timestamp: float | None = None,
+        headers: Any = _USE_EXISTING,
+        **kwargs: Any,
+    ) -> Any:
+        """Send this event's key and value (or the given ones) to ``channel`` (a topic, channel,
+        agent or topic name), encoded by that channel; the headers are :attr:`headers`.
+        Faust's serializer options (``schema``, ``key_serializer``...) are not taken: the
+        channel's codecs apply."""
+        return await self._send(
+            channel,
+            self.key if key is _USE_EXISTING else key,
+            self.value if value is _USE_EXISTING else value,
+            partition,
+            timestamp,
+            self.headers if headers is _USE_EXISTING else headers,
+            False,
+        )
+
+    async def forward(
+        self,
+        channel: Any,
+        key: Any = _USE_EXISTING,
+        value: Any = _USE_EXISTING,
+        partition: int | None = None,
+        timestamp: float | None = None,
+        headers: Any = _USE_EXISTING,
+        **kwargs: Any,
+    ) -> Any:
+        """Send the record as it was read (``message.key``/``message.value``, not re-encoded)
+        to ``channel``, with ``message.headers`` (Faust's ``event.forward``)."""
+        message = self.message
+        return await self._send(
+            channel,
+            message.key if key is _USE_EXISTING else key,
+            message.value if value is _USE_EXISTING else value,
+            partition,
+            timestamp,
+            (message.headers or None) if headers is _USE_EXISTING else headers,
+            key is _USE_EXISTING and value is _USE_EXISTING,
+        )
+
+    async def _send(
+        self,
+        channel: Any,
+        key: Any,
+        value: Any,
+        partition: int | None,
+        timestamp: float | None,
+        headers: Any,
+        raw: bool,
+    ) -> Any:
+        if isinstance(channel, str):
+            channel = self._channel_named(channel)
+        if isinstance(headers, Mapping):
+            headers = list(headers.items())
+        if not headers:
+            headers = None
+        send_raw = getattr(channel, "send_raw", None) if raw else None
+        if send_raw is not None:  # a topic: the bytes as they were read
+            return await send_raw(key, value, partition=partition, timestamp=timestamp, headers=headers)
+        return await channel.send(key=key, value=value, partition=partition, timestamp=timestamp, headers=headers)
+
+    def _channel_named(self, name: str) -> Any:
+        for stream in streams_in_hand.get() or ():
+            return stream.channel_named(name)
+        raise LookupError(
+            f"event.send({name!r}): a topic name is resolved through the running agent's app; "
+            f"outside an agent pass the topic object (app.topic({name!r}))"
+        )
 
     def where(self) -> str:
         """``topic[partition]@offset``, the form every log line about a record uses."""

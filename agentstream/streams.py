@@ -14,28 +14,22 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextvars import ContextVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mypy_extensions import mypyc_attr
 
 from .durations import to_seconds
-from .events import Event, set_current_event
+from .events import Event, set_current_event, streams_in_hand
 from .exceptions import TopologyError
 from .joins import join_stream
-from .runtime import current_clock
+from .runtime import current_clock, current_runtime
 
 if TYPE_CHECKING:
     from .topics import Topic
 
-__all__ = ["Stream", "StreamInput", "PolledInput", "SplitPoint", "InHand", "streams_in_hand"]
-
-streams_in_hand: ContextVar[list[Stream] | None] = ContextVar("agentstream_streams", default=None)
-"""Set by a stream task for each agent instance: every stream the agent makes (root, filtered,
-grouped, joined) registers here, so the error policy, acks and replies act on the records in hand
-of whichever stream the agent iterates."""
+__all__ = ["Acked", "Stream", "StreamInput", "PolledInput", "SplitPoint", "InHand", "streams_in_hand"]
 
 Processor = Callable[[Event], bool | Awaitable[bool]]
 _NOTHING_DONE: list[Event] = []  # poll_event's argument when there is nothing to acknowledge (never filled)
@@ -210,6 +204,40 @@ class Stream:
         """Like :meth:`take`, with the events (key, value, message) instead of the values."""
         return _Batches(self, max_, within)
 
+    def take_with_timestamp(self, max_: int, within: Any, timestamp_field_name: str) -> AsyncIterator[list[Any]]:
+        """Like :meth:`take`; a dict value also gets the record's timestamp (seconds, Faust's
+        ``message.timestamp``) under ``timestamp_field_name``. Other values are given unchanged."""
+        return _Values(_Batches(self, max_, within), timestamp_field_name or None)
+
+    def noack_take(self, max_: int, within: Any) -> AsyncIterator[list[Any]]:
+        """Like :meth:`take` on :meth:`noack`: the batches' records stay unacknowledged until the
+        agent acknowledges each (``event.ack()``, ``stream.ack(event)``); their events are the
+        noack stream's :meth:`in_hand`."""
+        return _Values(_Batches(self.noack(), max_, within))
+
+    def add_processor(self, processor: Callable[[Any], Any]) -> None:
+        """Faust's ``stream.add_processor(fun)``: every value this stream gives is first replaced
+        by ``fun(value)`` (sync or async), in the order the processors were added."""
+
+        def _process(event: Event) -> bool | Awaitable[bool]:
+            result = processor(event.value)
+            if inspect.isawaitable(result):
+                return _set_value(event, result)
+            event.value = result
+            return True
+
+        self._processors = self._processors + (_process,)
+
+    def channel_named(self, name: str) -> Any:
+        """The app's topic ``name`` (``event.send("name")`` resolves names through the stream)."""
+        app = getattr(getattr(self._input, "agent", None), "app", None)
+        if app is None:
+            runtime = current_runtime.get()
+            app = None if runtime is None else runtime.app
+        if app is None:
+            raise LookupError(f"no app to resolve topic {name!r}: pass the topic object (app.topic({name!r}))")
+        return app.topic(name)
+
     def enumerate(self, start: int = 0) -> AsyncIterator[tuple[int, Any]]:
         """``(i, value)`` for each value, ``i`` counting from ``start``."""
         return _Enumerated(self, start)
@@ -277,9 +305,13 @@ class Stream:
 
         return self._derive(_echo)
 
-    def ack(self, event: Event) -> bool:
+    def ack(self, event: Event) -> Acked:
         """Acknowledge ``event`` now instead of when the agent asks for the next record (Faust's
-        ``stream.ack``); False when it was not pending (already acknowledged)."""
+        ``stream.ack``); false when it was not pending (already acknowledged). Faust's is a
+        coroutine: the result is also awaitable (``await stream.ack(event)`` gives the same bool)."""
+        return Acked(self._ack_now(event))
+
+    def _ack_now(self, event: Event) -> bool:
         for i, pending in enumerate(self._pending):
             if pending is event:
                 del self._pending[i]
@@ -350,6 +382,38 @@ class Stream:
 
     def __repr__(self) -> str:
         return f"<Stream stage={self._input.stage} splits={self._splits}>"
+
+
+@mypyc_attr(native_class=False)  # a plain Python class: awaitable and usable as a bool
+class Acked:
+    """What :meth:`Stream.ack` gives: true when the call acknowledged the event. Awaiting it
+    gives the same bool, so Faust's ``await stream.ack(event)`` works beside ``stream.ack(event)``."""
+
+    __slots__ = ("acked",)
+
+    def __init__(self, acked: bool) -> None:
+        self.acked = acked
+
+    def __bool__(self) -> bool:
+        return self.acked
+
+    def __eq__(self, other: object) -> bool:
+        return self.acked == (other.acked if isinstance(other, Acked) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.acked)
+
+    def __await__(self) -> Generator[Any, None, bool]:
+        return _at_once(self.acked)
+
+    def __repr__(self) -> str:
+        return repr(self.acked)
+
+
+def _at_once(value: bool) -> Generator[Any, None, bool]:
+    """An awaitable's generator that finishes at once with ``value`` (it never suspends)."""
+    yield from ()
+    return value
 
 
 class _NoAckStream(Stream):
@@ -624,18 +688,26 @@ class _Batches:
 
 
 class _Values:
-    """``stream.take(max_, within)``: :class:`_Batches` of values."""
+    """``stream.take(max_, within)``: :class:`_Batches` of values (``take_with_timestamp``: a dict
+    value gets its record's timestamp in seconds under ``stamp``)."""
 
-    __slots__ = ("_batches",)
+    __slots__ = ("_batches", "_stamp")
 
-    def __init__(self, batches: _Batches) -> None:
+    def __init__(self, batches: _Batches, stamp: str | None = None) -> None:
         self._batches = batches
+        self._stamp = stamp
 
     def __aiter__(self) -> _Values:
         return self
 
     async def __anext__(self) -> list[Any]:
-        return [event.value for event in await self._batches.__anext__()]
+        events = await self._batches.__anext__()
+        stamp = self._stamp
+        if stamp is not None:
+            for event in events:
+                if isinstance(event.value, dict):
+                    event.value[stamp] = event.message.timestamp
+        return [event.value for event in events]
 
 
 class _Enumerated:
@@ -697,9 +769,15 @@ class InHand:
     def release(self) -> None:
         for stream, events in self._pending:
             for event in events:
-                Stream.ack(stream, event)  # also for noack() streams: the policy handled it
+                Stream._ack_now(stream, event)  # also for noack() streams: the policy handled it
         for inp in self._inputs:
             inp.release()
+
+
+async def _set_value(event: Event, result: Awaitable[Any]) -> bool:
+    """An async processor's result becomes the event's value (:meth:`Stream.add_processor`)."""
+    event.value = await result
+    return True
 
 
 def _pulled(fut: asyncio.Future[Event | None]) -> Event | None:
@@ -763,7 +841,7 @@ def _forwarder(point: SplitPoint) -> Processor:
             await send_raw(
                 encode(keyfn(event.value), None)[0],
                 message.value,
-                timestamp=message.timestamp / 1000.0 if message.timestamp >= 0 else None,
+                timestamp=message.timestamp_ms / 1000.0 if message.timestamp_ms >= 0 else None,
                 headers=message.headers or None,
             )
             return False
@@ -772,7 +850,7 @@ def _forwarder(point: SplitPoint) -> Processor:
 
     async def _forward_through(event: Event) -> bool:
         kb, vb = topic.encode(event.key, event.value)
-        ts = event.message.timestamp
+        ts = event.message.timestamp_ms
         await send_raw(kb, vb, timestamp=ts / 1000.0 if ts >= 0 else None, headers=event.message.headers or None)
         return False
 

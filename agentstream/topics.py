@@ -6,7 +6,8 @@ timestamp of the record being handled (event time flows downstream, as in Kafka 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mypy_extensions import mypyc_attr
@@ -151,7 +152,7 @@ class Topic:
             producer = self.plain_producer
             if producer is not None:
                 event = current_event()
-                ts = -1 if event is None else event.message.timestamp  # -1: none (format 0 records)
+                ts = -1 if event is None else event.message.timestamp_ms  # -1: none (format 0 records)
                 delivery: Delivery | None = producer.send_now(
                     self.name, kb, vb, partition, ts if ts >= 0 else None, None
                 )
@@ -170,7 +171,7 @@ class Topic:
     ) -> Delivery:
         if timestamp is None:
             event = current_event()
-            ts_ms = event.message.timestamp if event is not None else None
+            ts_ms = event.message.timestamp_ms if event is not None else None
             if ts_ms is not None and ts_ms < 0:  # a record without one (message format 0)
                 ts_ms = None
         else:
@@ -186,6 +187,57 @@ class Topic:
         if delivery is not None:
             return delivery
         return await producer.send(self.name, key, value, partition=partition, timestamp_ms=ts_ms, headers=headers)
+
+    def send_soon(
+        self,
+        *,
+        key: Any = None,
+        value: Any = None,
+        partition: int | None = None,
+        timestamp: float | None = None,
+        headers: Sequence[tuple[str, bytes]] | Mapping[str, bytes] | None = None,
+        **kwargs: Any,
+    ) -> asyncio.Future[Any]:
+        """Faust's ``topic.send_soon(...)``: send from code that cannot await. The record is
+        queued for the producer in call order; the returned future gives its RecordMetadata.
+        Needs a running event loop (the worker's). Faust's serializer options are not taken:
+        the topic's codecs apply."""
+        if isinstance(headers, Mapping):
+            headers = list(headers.items())
+        return asyncio.ensure_future(_delivered(self, key, value, partition, timestamp, headers))
+
+    def derive(self, **kwargs: Any) -> Topic:
+        """Faust's ``topic.derive(...)``: a topic with this one's types, serializers, partitions
+        and config, any of them overridden by keyword; ``topics=`` names it, ``prefix``/``suffix``
+        decorate this topic's names (not a pattern's)."""
+        prefix, suffix = kwargs.pop("prefix", ""), kwargs.pop("suffix", "")
+        names = list(kwargs.pop("topics", None) or self.topics)
+        if prefix or suffix:
+            if self.pattern:
+                raise ValueError("Cannot add prefix/suffix to Topic with pattern")
+            names = [f"{prefix}{name}{suffix}" for name in names]
+        options: dict[str, Any] = {
+            "key_type": self.key_type,
+            "value_type": self.value_type,
+            "key_serializer": self.key_serializer,
+            "value_serializer": self.value_serializer,
+            "partitions": self._partitions,
+            "internal": self.internal,
+            "compacted": self.compacted,
+            "config": dict(self.config) or None,
+        }
+        compacting = kwargs.pop("compacting", None)
+        if compacting is not None:
+            options["compacted"] = bool(compacting)
+        options.update({k: v for k, v in kwargs.items() if v is not None})
+        if type(self) in (Topic, TopicGroup):
+            return self.app.topic(*names, **options)
+        derived = type(self)(self.app, names[0], **options)  # an app's subclass, as Faust keeps it
+        return self.app.topics.setdefault(derived.name, derived)
+
+    def stream(self, **kwargs: Any) -> Any:
+        """Faust's ``topic.stream()``: ``app.stream(topic)``."""
+        return self.app.stream(self, **kwargs)
 
     def _observe_send(
         self,
@@ -225,6 +277,20 @@ class Topic:
 
     def __repr__(self) -> str:
         return f"<Topic {self.name} partitions={self.partitions}>"
+
+
+async def _delivered(
+    topic: Topic,
+    key: Any,
+    value: Any,
+    partition: int | None,
+    timestamp: float | None,
+    headers: Sequence[tuple[str, bytes]] | None,
+) -> Any:
+    """:meth:`Topic.send_soon`'s task: the send (appended at the task's first step, so in call
+    order), then its delivery."""
+    delivery = await topic.send(key, value, partition=partition, timestamp=timestamp, headers=headers)
+    return await delivery
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # public too (Faust's faust.TopicGroup)

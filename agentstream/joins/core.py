@@ -141,7 +141,7 @@ def result_event(key: Any, value: Any, like: Event, timestamp_ms: int | None = N
     times), which sends made while handling it use, so event time flows downstream.
     """
     m = like.message if message is None else message
-    if timestamp_ms is not None and timestamp_ms != m.timestamp:
+    if timestamp_ms is not None and timestamp_ms != m.timestamp_ms:
         m = Message(
             m.topic, m.partition, m.offset, timestamp_ms, m.timestamp_type, m.key, m.value, None, -1, -1, m.headers
         )

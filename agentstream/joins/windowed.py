@@ -216,7 +216,7 @@ class StreamStreamJoin:
 
     def _handle(self, event: Event, side: int) -> list[Event]:
         m = event.message
-        kb, raw, t = m.key, m.value, m.timestamp
+        kb, raw, t = m.key, m.value, m.timestamp_ms
         if kb is None or raw is None:
             return [result_event(event.key, self._pair(side, event.value, None), event)] if self.emits[side] else []
         b = self.buffers(m.partition)
@@ -283,7 +283,7 @@ class StreamStreamJoin:
             "join %s: dropped late record %s at %d ms (stream time %d ms, within %d ms, grace %d ms)",
             self.table.name,
             event.where(),
-            event.message.timestamp,
+            event.message.timestamp_ms,
             st,
             self.within,
             self.grace,

@@ -267,7 +267,7 @@ class HarnessAssertions:
             key, value = self._decode(r.topic, key, value)
         except Exception:  # not in the topic's format (a test's raw bytes, stream time): as stored
             key, value = r.key, r.value
-        return SentRecord(r.topic, r.partition, r.offset, key, value, r.timestamp / 1000, tuple(r.headers or ()))
+        return SentRecord(r.topic, r.partition, r.offset, key, value, r.timestamp_ms / 1000, tuple(r.headers or ()))
 
     def _decode(self, topic: str, key: bytes | None, value: bytes | None) -> tuple[Any, Any]:
         """With the codecs of the app's topic, or of the table whose changelog it is (a windowed
@@ -322,7 +322,7 @@ class HarnessAssertions:
                     m["topic"] if m else source,
                     int(m["partition"]) if m else -1,
                     int(m["offset"]) if m else -1,
-                    r.timestamp / 1000,
+                    r.timestamp_ms / 1000,
                     own,
                 )
             )

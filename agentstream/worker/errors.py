@@ -117,7 +117,7 @@ class ErrorPolicy:
                 self.app.settings.dead_letter_topic,
                 message.key,
                 message.value,
-                timestamp_ms=message.timestamp if message.timestamp >= 0 else None,
+                timestamp_ms=message.timestamp_ms if message.timestamp_ms >= 0 else None,
                 headers=headers,
             )
             self.dead_lettered += 1

@@ -101,7 +101,7 @@ class PartitionGroup:
         idle = self.max_task_idle
         for q in self._order:
             if q.messages:
-                ts = q.messages[0].timestamp
+                ts = q.messages[0].timestamp_ms
                 if best is None or ts < best_ts:
                     best, best_ts = q, ts
             elif not empty_lagging:

@@ -145,7 +145,7 @@ async def test_fetched_records_are_messages_and_other_aiokafka_consumers_keep_th
                     plain.extend(records)
         assert all(type(m) is CompiledMessage for m in got)
         assert all(type(r) is ConsumerRecord for r in plain)
-        assert [(m.topic, m.partition, m.offset, m.timestamp, m.key, m.value, m.headers) for m in got] == [
+        assert [(m.topic, m.partition, m.offset, m.timestamp_ms, m.key, m.value, m.headers) for m in got] == [
             (r.topic, r.partition, r.offset, r.timestamp, r.key, r.value, r.headers) for r in plain
         ]
         assert [m.tp for m in got] == [TP(topic, 0)] * 3

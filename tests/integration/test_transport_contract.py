@@ -220,12 +220,12 @@ async def test_records_come_back_in_order_with_keys_headers_timestamps_and_offse
         assert consumer.assignment() == {p0, p1}
         got = await drain(consumer, 12)
     by_tp = {tp: [r for r in got if (r.topic, r.partition) == tp] for tp in (p0, p1)}
-    assert [(r.offset, r.key, r.value, r.timestamp) for r in by_tp[p0]] == [
+    assert [(r.offset, r.key, r.value, r.timestamp_ms) for r in by_tp[p0]] == [
         (i, b"k%d" % (i % 3), b"v%d" % i, 1_000 + i) for i in range(10)
     ]
     assert [list(r.headers) for r in by_tp[p0]] == [[("h", b"%d" % i), ("h", b"again")] for i in range(10)]
     assert [(r.offset, r.key, r.value) for r in by_tp[p1]] == [(0, b"gone", None), (1, None, b"no key")]
-    assert by_tp[p1][1].timestamp == 5 and list(by_tp[p1][1].headers) == []
+    assert by_tp[p1][1].timestamp_ms == 5 and list(by_tp[p1][1].headers) == []
 
 
 async def test_keyed_records_land_on_the_default_partitioner_s_partition(env: Env) -> None:

@@ -103,7 +103,7 @@ async def test_send_metadata_offsets_and_record_fields(transport: MemoryTranspor
     rec = [r for r in transport.read_topic("orders") if r.partition == 1][0]
     assert (rec.key, rec.value, rec.offset, rec.headers) == (b"key", None, 0, (("h", b"1"),))
     assert (rec.serialized_key_size, rec.serialized_value_size, rec.checksum) == (3, -1, None)
-    assert rec.timestamp >= before
+    assert rec.timestamp_ms >= before
     assert transport.end_offsets([TP("orders", 2), TP("orders", 0)]) == {TP("orders", 2): 3, TP("orders", 0): 0}
     assert await p.partitions_for("orders") == 4
 

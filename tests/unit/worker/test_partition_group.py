@@ -27,7 +27,7 @@ def drain(group: PartitionGroup) -> list[tuple[str, int]]:
         item = group.next()
         if item is None or isinstance(item, Wait):
             return out
-        out.append((item.topic, item.timestamp))
+        out.append((item.topic, item.timestamp_ms))
 
 
 def test_lowest_head_timestamp_first_across_partitions() -> None:
@@ -64,7 +64,7 @@ def test_empty_but_lagging_input_waits_up_to_max_task_idle_then_goes_on() -> Non
     assert isinstance(second, Wait) and abs(second.seconds - 0.5) < 1e-9
     clock.now += 0.5
     item = g.next()
-    assert not isinstance(item, Wait) and item is not None and item.timestamp == 10
+    assert not isinstance(item, Wait) and item is not None and item.timestamp_ms == 10
     assert g.enforced == 1
 
 

@@ -172,7 +172,7 @@ def test_legacy_formats_read_as_aiokafka_reads_them() -> None:
     theirs, _ = _read(fetch._Original, _legacy(0, 5, 2), 5, READ_UNCOMMITTED)
     ours, _ = _read(fetch.MessageRecords, _legacy(0, 5, 2), 5, READ_UNCOMMITTED)
     assert [(r.offset, r.timestamp, r.timestamp_type) for r in theirs] == [(5, None, None), (6, None, None)]
-    assert [(m.offset, m.timestamp, m.timestamp_type, m.value) for m in ours] == [
+    assert [(m.offset, m.timestamp_ms, m.timestamp_type, m.value) for m in ours] == [
         (5, -1, -1, b"v0"),
         (6, -1, -1, b"v1"),
     ]
