@@ -729,7 +729,12 @@ class App:
         if schema is not None:
             key_serializer = key_serializer or getattr(schema, "key_serializer", None)
             value_serializer = value_serializer or getattr(schema, "value_serializer", None)
-        target = self.topic(channel) if isinstance(channel, str) else channel
+        target = channel
+        if isinstance(channel, str):
+            known = channel in self.topics
+            target = self.topic(channel)
+            if not known:  # a name first used here: created as a declared topic would be (Faust
+                await target.maybe_declare()  # leaves it to the broker's auto-creation, often off)
         if key_serializer is not None or value_serializer is not None:
             if not isinstance(target, Topic):
                 raise TypeError(f"app.send: key_serializer/value_serializer need a topic, got {target!r}")

@@ -246,6 +246,7 @@ class _TopicInput:
 
     def __init__(self, topic: Topic) -> None:
         self.topic = topic
+        self.channel = topic  # what the stream's ``channel`` names (Faust's stream.channel)
         self._consumer: Consumer | None = None
         self._fetched: deque[Message] = deque()
 

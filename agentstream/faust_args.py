@@ -91,7 +91,6 @@ TABLE_IGNORED = (
     "recovery_buffer_size",
     "standby_buffer_size",
     "extra_topic_configs",
-    "use_partitioner",
     "on_changelog_event",
     "synchronize_all_active_partitions",
     "options",

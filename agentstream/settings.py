@@ -169,7 +169,7 @@ class Settings:
         default="",
         metadata={
             "help": (
-                "comma-separated topics (fnmatch patterns) an agentstream-reply-to header may name besides "
+                "comma-separated topics (fnmatch patterns) a Faust-Ag-ReplyTo header may name besides "
                 "the app's own reply topics"
             )
         },

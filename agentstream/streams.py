@@ -209,11 +209,11 @@ class Stream:
         ``message.timestamp``) under ``timestamp_field_name``. Other values are given unchanged."""
         return _Values(_Batches(self, max_, within), timestamp_field_name or None)
 
-    def noack_take(self, max_: int, within: Any) -> AsyncIterator[list[Any]]:
-        """Like :meth:`take` on :meth:`noack`: the batches' records stay unacknowledged until the
-        agent acknowledges each (``event.ack()``, ``stream.ack(event)``); their events are the
-        noack stream's :meth:`in_hand`."""
-        return _Values(_Batches(self.noack(), max_, within))
+    def noack_take(self, max_: int, within: Any) -> AsyncIterator[list[Event]]:
+        """Faust's: batches of up to ``max_`` *events* (as :meth:`take_events`) on :meth:`noack`:
+        the records stay unacknowledged until the agent acknowledges each (``event.ack()``,
+        ``stream.ack(event)``)."""
+        return _Batches(self.noack(), max_, within)
 
     def add_processor(self, processor: Callable[[Any], Any]) -> None:
         """Faust's ``stream.add_processor(fun)``: every value this stream gives is first replaced
@@ -318,6 +318,16 @@ class Stream:
                 self._input.ack(event)
                 return True
         return False
+
+    @property
+    def channel(self) -> Any:
+        """Faust's ``stream.channel``: the topic or channel this stream reads (an agent's stream:
+        the agent's; None for a stream over an iterable)."""
+        source = self._input
+        channel = getattr(source, "channel", None)
+        if channel is None:
+            channel = getattr(getattr(source, "agent", None), "channel", None)
+        return channel
 
     def noack(self) -> Stream:
         """Faust's ``stream.noack()``: records are acknowledged only by ``stream.ack(event)``, so an

@@ -182,15 +182,20 @@ class Agent:
         name, a Topic or an Agent; required, as in Faust) and return its :class:`ReplyPromise`
         at once. The promise resolves when ``reply_to`` is this process's reply topic
         (``(await app.replies()).topic_name``, what :meth:`ask` uses); for another topic, read the
-        reply there (its ``agentstream-correlation-id`` header is ``promise.correlation_id``)."""
+        reply there (its ``Faust-Ag-CorrelationId`` header is ``promise.correlation_id``). As in
+        Faust any topic may be named; an agentstream agent answers only on the app's reply topics and
+        those the ``reply_topics`` setting allows (a warning says so here)."""
         if reply_to is None:
             raise TypeError("Missing reply_to argument")
         topic_name = _topic_name(reply_to)
         if not reply_topic_allowed(self.app, topic_name):
-            raise ValueError(
-                f"agent {self.name!r}: reply_to={topic_name!r} is not a reply topic of app {self.app.settings.id!r}; "
-                "the agent would not answer there. Allow it with the reply_topics setting "
-                f"(reply_topics={topic_name!r}), or use agent.ask()"
+            log.warning(
+                "agent %r: reply_to=%r is not a reply topic of app %r, so this app's agents will not answer "
+                "there; allow it with the reply_topics setting (reply_topics=%r), or use agent.ask()",
+                self.name,
+                topic_name,
+                self.app.settings.id,
+                topic_name,
             )
         promise = ReplyPromise(topic_name, correlation_id or uuid.uuid4().hex)
         replies = getattr(self.app, "_replies", None)  # this process's reply reader, when started

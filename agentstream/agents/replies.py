@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REPLY_TO = "agentstream-reply-to"
-CORRELATION_ID = "agentstream-correlation-id"
+# Faust's header names (use_reply_headers), so requests read the same under either framework.
+REPLY_TO = "Faust-Ag-ReplyTo"
+CORRELATION_ID = "Faust-Ag-CorrelationId"
 
 __all__ = ["REPLY_TO", "CORRELATION_ID", "ReplyConsumer", "allowed_reply_to", "reply_topic_allowed"]
 
@@ -29,7 +30,7 @@ _last_refusal: dict[str, float] = {}
 
 
 def reply_topic_allowed(app: App, topic: str) -> bool:
-    """Whether an ``agentstream-reply-to`` header may name ``topic``.
+    """Whether a ``Faust-Ag-ReplyTo`` header may name ``topic``.
 
     The header comes from whoever wrote the request record, so it is input, not configuration:
     a reply may go only to this app's own reply topics (``<app id>-replies-<12 hex>``, what

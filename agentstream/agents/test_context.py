@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ..clock import clock_for
 from ..events import Event
 from ..exceptions import WorkerStopped
-from ..streams import InProcessStream, SplitPoint
+from ..streams import InProcessStream, SplitPoint, streams_in_hand
+from ..topics import Topic
 from ..transport.memory import MemoryTransport
 from ..transport.message import Message
 from ..transport.partitioner import default_partition
@@ -116,6 +117,7 @@ class AgentTestContext:
         return self
 
     async def _run(self) -> None:
+        streams_in_hand.set([])  # as a stream task does: every stream the agent makes registers (event.ack())
         stream = InProcessStream(self)
 
         async def deliver(value: Any) -> None:
@@ -137,20 +139,25 @@ class AgentTestContext:
         key: Any = None,
         partition: int | None = None,
         timestamp: float | None = None,
-        headers: Sequence[tuple[str, bytes]] = (),
+        headers: Sequence[tuple[str, bytes]] | Mapping[str, bytes] = (),
     ) -> Event:
         """Hand one record to the agent; returns after the agent has fully handled it.
 
         The record is on ``partition``, else the context's, else the one its key maps to (the
         topic's key encoding and Kafka's partitioner, as a producer would put it; 0 when keyless),
-        so table reads by key find what the agent wrote."""
+        so table reads by key find what the agent wrote. Its message holds the key and value
+        encoded by the topic's codecs, as a consumer would read them (``event.forward`` sends those)."""
         ts = int((clock_for(self.app).time() if timestamp is None else timestamp) * 1000)
         if partition is None:
             partition = self.partition
         if partition is None:
             partition = self._partition_of(key)
+        if isinstance(headers, Mapping):
+            headers = list(headers.items())
+        channel = self.agent.channel
+        raw_key, raw_value = channel.encode(key, value) if isinstance(channel, Topic) else (key, value)
         message = Message(
-            self.agent.channel.name, partition, self._offset, ts, 0, key, value, None, -1, -1, tuple(headers)
+            channel.name, partition, self._offset, ts, 0, raw_key, raw_value, None, -1, -1, tuple(headers)
         )
         self._offset += 1
         event = Event(key, value, message)

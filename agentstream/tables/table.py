@@ -79,9 +79,13 @@ class Table(Rows):
         store: str | None = None,
         help: str | None = None,
         on_window_close: Callable[[Any, Any], Any] | None = None,
+        use_partitioner: bool = False,
     ) -> None:
         self.app = app
         self.on_window_close = on_window_close  # used once windowed (Faust puts it here)
+        # Faust's: the producer's partitioner places each key. agentstream places every table key
+        # by its own hash anyway; the flag changes what partition_for_key() answers (None), as Faust.
+        self.use_partitioner = use_partitioner
         self.name = name
         self.default = default
         self._partitions = partitions
@@ -211,6 +215,18 @@ class Table(Rows):
             return codecs.key_text(self.key_codec.loads(key_bytes))
         except Exception:
             return key_bytes
+
+    def partition_for_key(self, key: Any) -> int | None:
+        """Faust's ``table.partition_for_key(key)``: the partition a write of ``key`` from the record
+        in hand goes to; None with ``use_partitioner=True`` (the partitioner decides, as in Faust).
+        agentstream keeps a key in its own partition (its hash) when that partition is on this
+        worker, else in the record's; Faust always in the record's: the same partition whenever the
+        stream is keyed and partitioned like the table. Outside stream iteration: TypeError, as Faust."""
+        if self.use_partitioner:
+            return None
+        if current_event() is None:
+            raise TypeError("Cannot modify table key from outside of stream iteration")
+        return self._partition_for(self._key_dumps(key), True).partition
 
     def _partition_for(self, key_bytes: bytes, write: bool) -> TablePartition:
         """The one routing of a table read or write: the partition that holds ``key_bytes`` here."""

@@ -68,7 +68,14 @@ def reset() -> None:
 
 def setup(app: Any) -> None:
     """Faust: its testing guide's set-up (finalize, memory store, flow resumed) and the recording
-    producer. agentstream: nothing (``test_context`` needs no set-up); sends are recorded below."""
+    producer. agentstream: the app on a private memory broker (``test_context`` does the same), as
+    Faust's stand-in producer keeps its sends off the network; sends are recorded below."""
+    if not IS_FAUST:
+        from agentstream.agents.test_context import use_memory
+
+        use_memory(app, f"compat-{app.conf.id}")
+        app.transport.broker.auto_create_partitions = 1  # Faust relies on the broker creating topics on use
+        return
     if IS_FAUST:
         app.finalize()
         app.conf.store = "memory://"

@@ -35,12 +35,13 @@ scalars = st.one_of(st.text(), st.binary(), st.integers(), st.floats(allow_nan=T
 @given(value=scalars)
 def test_json_scalars_encode_as_json_dumps_does(value: Any) -> None:
     """JSONCodec.dumps encodes str/int/float/bool with one orjson call: the bytes (or the error)
-    of the general path, json_dumps."""
+    of the general path, json_dumps. Bytes are already encoded: sent as they are (Faust's
+    serializers skip bytes)."""
     for codec in ENCODING:
         if not isinstance(codec, codecs.JSONCodec):
             continue
         try:
-            expected: Any = ("bytes", json_dumps(value))
+            expected: Any = ("bytes", value if type(value) is bytes else json_dumps(value))
         except SerializationError as exc:
             expected = ("error", str(exc))
         try:

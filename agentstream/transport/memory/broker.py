@@ -15,7 +15,7 @@ from aiokafka.structs import RecordMetadata  # type: ignore[import-untyped, unus
 
 from agentstream.clock import REAL_CLOCK, Clock
 from agentstream.exceptions import TransportError
-from agentstream.transport.base import TP
+from agentstream.transport.base import TP, TopicSpec
 from agentstream.transport.message import Message
 
 from .faults import MemoryFaults
@@ -49,6 +49,9 @@ class MemoryBroker:
         self.faults = MemoryFaults()
         self.clock: Clock = REAL_CLOCK  # stamps records sent without a timestamp (the harness's virtual time)
         self.appended = 0  # records appended so far: the harness's cheap "did anything happen" check
+        # > 0: a topic first named by a send or a fetch is created with this many partitions, as a
+        # broker with auto.create.topics.enable does; 0 (the default): refused, as in production.
+        self.auto_create_partitions = 0
         self.journal: list[Record] | None = None  # a list: every record appended, in append order (the harness's)
 
     # -- transactions (Kafka's transaction coordinator, minus control records) -----------------------
@@ -81,6 +84,10 @@ class MemoryBroker:
         try:
             return self.topics[name]
         except KeyError:
+            if self.auto_create_partitions > 0:  # a dev broker's auto.create.topics.enable
+                spec = TopicSpec(name, self.auto_create_partitions)
+                log = self.topics[name] = TopicLog(spec, [PartitionLog() for _ in range(spec.partitions)])
+                return log
             raise TransportError(
                 f"topic {name!r} does not exist on the memory broker (auto-creation is off, as on a "
                 f"production Kafka). Fix: declare it with app.topic({name!r}, ...) so it is created at start-up."

@@ -64,7 +64,6 @@ EXPECTED = [
     "app.agent(value_type=",
     "app.topic(replicas=",
     "app.topic(acks=",
-    "app.Table(use_partitioner=",
     "app.Table(recovery_buffer_size=",
     "Service(loop=",
     "Service(beacon=",

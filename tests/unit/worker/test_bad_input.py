@@ -1,4 +1,4 @@
-"""Issue 15 item 1 (reply side): an ``agentstream-reply-to`` header is input, not configuration.
+"""Issue 15 item 1 (reply side): a ``Faust-Ag-ReplyTo`` header is input, not configuration.
 A record naming the app's own changelog or another app's topic gets no reply written there."""
 
 from __future__ import annotations
