@@ -10,7 +10,7 @@ FAUST_VENV := $(VENV)/faust-takeover/bin/python
 # One recipe at a time: several of them install into the same venv (make -j would race on it).
 .NOTPARALLEL:
 
-.PHONY: faust-venv install compile demo test lint format docs docs-serve unit unit-pure integration typecheck bench bench-quick bench-micro soak clean
+.PHONY: faust-settings-doc faust-venv install compile demo test lint format docs docs-serve unit unit-pure integration typecheck bench bench-quick bench-micro soak clean
 
 # The full install: everything `make test` runs (test, dev broker, Spark with Java 17, docs).
 $(STAMP): setup.py Makefile
@@ -69,6 +69,10 @@ test: $(STAMP) $(COMPILED) $(CHROMIUM) $(FAUST_VENV)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet --site-dir build/site
 	$(PY) scripts/unit_builds.py  # the unit suite on the compiled and the pure build, side by side
 	$(PY) -m pytest -q -p no:cacheprovider --durations=15 tests --ignore=tests/unit  # integration: the real broker (the 15 slowest listed)
+
+# docs/faust-settings.md: the table of every Faust setting (agentstream/faust_settings.py), rendered.
+faust-settings-doc: $(STAMP)
+	$(PY) -c "from agentstream.faust_settings import render_markdown; print(render_markdown(), end='')" > docs/faust-settings.md
 
 # The documentation site (mkdocs-material): build/site/index.html; `make docs-serve` for a live preview.
 docs: $(STAMP)

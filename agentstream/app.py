@@ -9,7 +9,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
-from . import codecs, faust_args, routes
+from . import codecs, faust_args, faust_settings, routes
 from .agents.agent import Agent, AgentFun
 from .agents.replies import ReplyConsumer
 from .background import crontab_runner, leader_task, service_runner
@@ -149,6 +149,7 @@ class App:
     def __init__(self, id: str, **options: Any) -> None:
         options = faust_args.translate_settings(options)  # Faust names, timedelta durations
         self.settings = Settings.build(id, options)
+        faust_settings.refuse_unsupported(id, self.settings.extra)  # before any worker joins a group
         faust_args.log_unknown_settings(id, self.settings.extra)
         _check_class_setting("Stream", self.settings.stream_class, Stream)
         _check_class_setting("Agent", self.settings.agent_class, Agent)

@@ -244,7 +244,7 @@ def reset_app(app: App, *, offsets: bool, yes: bool) -> int:
 
     from .transport.base import TP
 
-    root = app.settings.data_dir / app.id / "tables"
+    root = app.settings.table_root()
     click.echo(f"local table stores: {root}{'' if root.exists() else ' (none)'}")
     topics: list[str] = []
     if offsets:

@@ -22,6 +22,7 @@ from datetime import timedelta
 from typing import Any
 
 from .durations import to_seconds
+from .faust_settings import FAUST_SETTINGS, Status
 
 log = logging.getLogger("agentstream.faust")
 
@@ -51,6 +52,7 @@ RENAMED = {
     "Stream": "stream_class",
     "Agent": "agent_class",
     "Topic": "topic_class",
+    "url": "broker",  # Faust's old name of broker
 }
 # Options agentstream reads from App(**options) / settings.extra itself: never "unknown".
 CONSUMED = {
@@ -70,9 +72,7 @@ NOTES = {
     "topic_allow_declare": "agentstream creates missing topics when the worker starts",
     "stream_wait_empty": "a stopping worker finishes the current record of each task, then commits",
     "consumer_auto_offset_reset": "a group without committed offsets starts at the earliest offset",
-    "tabledir": "table stores live under <data_dir>/<app id>/tables",
     "timezone": "timers and crontabs use their own timezone= argument (default UTC)",
-    "debug": "use -l debug",
     "canonical_url": "workers advertise their bound web address (settings.extra web_advertised_host overrides the host)",
     "loop": "the worker runs its own event loop (uvloop)",
 }
@@ -152,6 +152,13 @@ def log_unknown_settings(app_id: str, extra: dict[str, Any]) -> None:
     for name, value in extra.items():
         if name in CONSUMED:
             continue
+        known = FAUST_SETTINGS.get(name)
+        if known is not None:
+            if known.status is Status.NOT_APPLICABLE:
+                log_once(
+                    f"setting:{name}", "app %s: Faust setting %s=%r does not apply: %s", app_id, name, value, known.how
+                )
+            continue  # honoured elsewhere, or refused (faust_settings.refuse_unsupported) when it asked for more
         note = NOTES.get(name) or "agentstream has no such setting; it is ignored (see docs/migrating-from-faust.md)"
         log_once(f"setting:{name}", "app %s: Faust setting %s=%r is not used: %s", app_id, name, value, note)
 

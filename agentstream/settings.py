@@ -46,6 +46,8 @@ class Settings:
     topic_partitions: int = 8
     commit_interval: float = 1.0
     max_task_idle: float = 0.0
+    tabledir: str = "tables"  # Faust's: table stores under data_dir/<id>/<tabledir> (absolute: <tabledir>/<id>)
+    debug: bool = False  # Faust's: asyncio's debug mode on the worker's loop
     table_cleanup_interval: float = 30.0  # Faust's: windows with expires= close by the wall clock this often
     buffer_max_records: int = 1000
     max_poll_records: int = 1000
@@ -413,6 +415,12 @@ class Settings:
             raise ConfigError("data_dir", f"cannot create {str(path)!r}: {str(parent)!r} is not a directory", fix)
         if not os.access(parent, os.W_OK | os.X_OK):
             raise ConfigError("data_dir", f"cannot create {str(path)!r}: {str(parent)!r} is not writable", fix)
+
+    def table_root(self) -> Path:
+        """Where the app's table stores live: ``<data_dir>/<id>/<tabledir>``, or ``<tabledir>/<id>``
+        when ``tabledir`` is absolute (Faust's ``tabledir``, relative to its data dir)."""
+        tabledir = Path(self.tabledir)
+        return tabledir / self.id if tabledir.is_absolute() else Path(self.data_dir) / self.id / tabledir
 
     def replace(self, **changes: Any) -> Settings:
         """A copy with ``changes`` applied and validated (for CLI flags)."""

@@ -21,6 +21,8 @@ HELP: dict[str, str] = {
     "data_dir": "where table stores and checkpoints live (<data_dir>/<app id>/tables); put it on a persistent volume",
     "topic_partitions": "partitions of topics the app creates when the declaration gives none",
     "commit_interval": "seconds between commits (flush caches, changelogs, producer, offsets, checkpoints)",
+    "tabledir": "where table stores live: <data_dir>/<id>/<tabledir>, or <tabledir>/<id> when absolute (Faust's)",
+    "debug": "asyncio's debug mode on the worker's event loop (slow callbacks logged; Faust's debug)",
     "table_cleanup_interval": "seconds between wall-clock checks that close windows past their expires= (as Faust)",
     "max_task_idle": "seconds a task waits for an empty input that still has lag before it processes the others",
     "buffer_max_records": "records buffered per partition before the fetcher stops fetching it",

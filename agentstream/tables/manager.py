@@ -83,7 +83,7 @@ class TableManager:
         self.producer = producer
         self.runtime = runtime
         self.faults = faults
-        self.root = Path(settings.data_dir) / settings.id / "tables"
+        self.root = settings.table_root()
         self.store_url = settings.store
         self.cache_size = settings.table_cache_size
         self._sends: list[tuple[TablePartition, list[tuple[bytes, bytes | None]]]] = []

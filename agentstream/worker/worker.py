@@ -193,6 +193,8 @@ class Worker:
 
     async def start(self) -> None:
         app, s = self.app, self.settings
+        if s.debug:  # Faust's debug: asyncio's debug mode (slow callbacks and unawaited coroutines logged)
+            asyncio.get_running_loop().set_debug(True)
         if app.tables:
             s.check_data_dir()  # before connecting or joining: a bad data dir names the setting
         rt = runtime.bind(app, self)  # the app's runtime context: tables and sends find the worker here

@@ -1,0 +1,243 @@
+"""Every setting of Faust's ``Settings`` (faust-streaming 0.15) and what agentstream does with it.
+
+A name is a promise: each Faust setting is **honoured** (it reaches the agentstream setting or
+feature named here, and a test shows its effect), **refused** at start (``App(...)`` raises a
+:class:`~agentstream.exceptions.ConfigError` naming it and why, before any worker joins a group),
+or, for the few that cannot matter to agentstream, **not applicable** (accepted; the reason is in
+the configuration reference). A refused setting given its Faust default is no request at all, so
+it passes: only a value that asks for something agentstream does not do is refused.
+
+``tests/unit/faust/test_faust_settings_table.py`` reads the names and defaults from
+faust-streaming itself and checks this table against them; ``docs/faust-settings.md`` is
+generated from it (``make faust-settings-doc``), and a test
+keeps the page equal to the table.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Final
+
+from .exceptions import ConfigError
+
+__all__ = ["Status", "FaustSetting", "FAUST_SETTINGS", "refuse_unsupported", "render_markdown"]
+
+
+class Status(enum.Enum):
+    HONOURED = "honoured"
+    REFUSED = "refused"
+    NOT_APPLICABLE = "not applicable"
+
+
+@dataclass(frozen=True)
+class FaustSetting:
+    name: str
+    default: Any  # Faust's default (as faust-streaming 0.15.3 reports it); _UNSET: computed from others
+    status: Status
+    how: str  # honoured: the agentstream setting or feature; refused / n/a: why
+
+
+_UNSET: Final = object()
+H, R, NA = Status.HONOURED, Status.REFUSED, Status.NOT_APPLICABLE
+_NO_THREADS = "agentstream runs everything on the worker's one event loop (no threads)"
+_CLASS = "agentstream has no pluggable {} class; subclass what agentstream exposes instead"
+
+
+def _s(name: str, default: Any, status: Status, how: str) -> FaustSetting:
+    return FaustSetting(name, default, status, how)
+
+
+_TABLE: Final = [
+    # -- the app -------------------------------------------------------------------------------------
+    _s("autodiscover", False, H, "autodiscover: the worker imports the modules before building the topology"),
+    _s("datadir", "{conf.name}-data", H, "data_dir"),
+    _s("tabledir", "tables", H, "tabledir: where table stores live, under data_dir/<id>/ unless absolute"),
+    _s("debug", False, H, "debug: asyncio's debug mode on the worker's loop"),
+    _s("env_prefix", None, H, "the prefix of Faust's environment variables (BROKER_URL...)"),
+    _s("id_format", "{id}-v{self.version}", R, "a version > 1 names the app <id>-v<version>, Faust's default format"),
+    _s("origin", None, H, "autodiscover's root package"),
+    _s("timezone", _UNSET, R, "crontabs take timezone= per crontab (default UTC); there is no app-wide zone"),
+    _s("version", 1, H, "version: <id>-v<version> names a new, isolated app (group, changelogs, agent topics)"),
+    _s("agent_supervisor", "mode.OneForOneSupervisor", R, "an agent that fails is restarted by its task with "
+       "backoff (agent_restart_max, agent_restart_backoff); mode's supervisors are not used"),
+    _s("cython_optimizations", False, NA, "agentstream's hot path is compiled with mypyc when the build allows "
+       "(AGENTSTREAM_PURE=1 turns it off); Faust's Cython switch has nothing to turn on"),
+    _s("blocking_timeout", None, R, "Faust's blocking detector (aiomonitor) is not built in; use asyncio debug "
+       "mode (debug=True) or py-spy"),
+    # -- the broker and its clients ------------------------------------------------------------------------
+    _s("broker", None, H, "broker"),
+    _s("url", None, H, "broker (Faust's old name for it)"),
+    _s("broker_consumer", None, R, "one broker URL serves both clients (broker=)"),
+    _s("broker_producer", None, R, "one broker URL serves both clients (broker=)"),
+    _s("broker_api_version", "auto", R, "the Kafka clients negotiate the API version with the broker"),
+    _s("broker_check_crcs", True, R, "records' CRCs are always checked"),
+    _s("broker_client_id", _UNSET, R, "not yet passed to the Kafka clients"),
+    _s("broker_commit_every", 10000, R, "commits happen every commit_interval seconds (and on rebalance/stop), "
+       "not after a count of records"),
+    _s("broker_commit_interval", 2.8, H, "commit_interval"),
+    _s("broker_commit_livelock_soft_timeout", 300.0, R, "no livelock warning; a commit that fails is logged "
+       "and retried at the next interval"),
+    _s("broker_credentials", None, H, "broker_credentials (docs/security.md)"),
+    _s("broker_heartbeat_interval", 3.0, H, "heartbeat_interval"),
+    _s("broker_max_poll_interval", 1000.0, R, "not yet passed to the consumer"),
+    _s("broker_max_poll_records", None, H, "max_poll_records"),
+    _s("broker_rebalance_timeout", 60.0, H, "rebalance_timeout"),
+    _s("broker_request_timeout", 90.0, R, "not yet passed to the Kafka clients"),
+    _s("broker_session_timeout", 60.0, H, "session_timeout"),
+    _s("ssl_context", None, H, "ssl_context (docs/security.md)"),
+    _s("consumer_api_version", None, R, "the consumer negotiates the API version with the broker"),
+    _s("consumer_max_fetch_size", 1048576, R, "not yet passed to the consumer"),
+    _s("consumer_auto_offset_reset", "earliest", R, "a group without committed offsets starts at the earliest "
+       "offset"),
+    _s("consumer_group_instance_id", None, R, "static membership is not supported by the consumer"),
+    _s("consumer_metadata_max_age_ms", 300000, R, "not yet passed to the consumer"),
+    _s("consumer_connections_max_idle_ms", 540000, R, "not yet passed to the consumer"),
+    _s("key_serializer", "raw", H, "the app's default key serializer"),
+    _s("value_serializer", "json", H, "the app's default value serializer"),
+    _s("logging_config", None, R, "not yet applied; configure logging before starting the worker"),
+    _s("loghandlers", None, R, "not yet applied; configure logging before starting the worker"),
+    _s("producer_acks", -1, R, "the producer always waits for all in-sync replicas (acks=all)"),
+    _s("producer_api_version", None, R, "the producer negotiates the API version with the broker"),
+    _s("producer_compression_type", None, R, "not yet passed to the producer"),
+    _s("producer_linger", None, H, "producer_linger"),
+    _s("producer_linger_ms", 0, H, "producer_linger (seconds)"),
+    _s("producer_max_batch_size", 16384, H, "producer_max_batch_size"),
+    _s("producer_max_request_size", 1000000, R, "not yet passed to the producer"),
+    _s("producer_partitioner", None, R, "records go to Kafka's default partitioner (murmur2 of the key); a "
+       "custom one would split tables and joins from their topics"),
+    _s("producer_request_timeout", 1200.0, R, "not yet passed to the producer"),
+    _s("producer_threaded", False, R, _NO_THREADS),
+    _s("producer_metadata_max_age_ms", 300000, R, "not yet passed to the producer"),
+    _s("producer_connections_max_idle_ms", 540000, R, "not yet passed to the producer"),
+    # -- stores, tables, streams ----------------------------------------------------------------------------
+    _s("recovery_consistency_check", True, R, "a restore always ends at the changelog's high watermark; a "
+       "partition whose checkpoint is past it is wiped and restored"),
+    _s("store_check_exists", True, NA, "for Aerospike stores, which agentstream does not have (store= refuses them)"),
+    _s("crash_app_on_aerospike_exception", True, NA, "for Aerospike stores, which agentstream does not have"),
+    _s("aerospike_retries_on_exception", 60, NA, "for Aerospike stores, which agentstream does not have"),
+    _s("aerospike_sleep_seconds_between_retries_on_exception", 1, NA, "for Aerospike stores, which agentstream "
+       "does not have"),
+    _s("reply_create_topic", False, H, "agent.ask() creates its reply topic <id>-replies-<hex> itself (as True asks; "
+       "False, Faust's default, is no request)"),
+    _s("reply_expires", 86400.0, R, "reply topics are created without retention settings"),
+    _s("reply_to", None, R, "agent.ask() names its reply topic <id>-replies-<hex>; pass reply_to= to ask()"),
+    _s("reply_to_prefix", "f-reply-", R, "agent.ask() names its reply topic <id>-replies-<hex>"),
+    _s("processing_guarantee", "at_least_once", H, "processing_guarantee"),
+    _s("stream_buffer_maxsize", 4096, H, "buffer_max_records"),
+    _s("stream_processing_timeout", 300.0, R, "a record is never timed out; a stuck agent shows in /status"),
+    _s("stream_publish_on_commit", False, R, "sends go out as they are made (exactly_once: in the task's "
+       "transaction, visible at its commit)"),
+    _s("stream_recovery_delay", 0.0, R, "tasks start as soon as their tables are restored"),
+    _s("stream_wait_empty", True, R, "a stopping worker finishes the current record of each task, then commits "
+       "(Faust's True); it cannot be turned off"),
+    _s("store", "memory://", H, "store (agentstream's default is rocksdb://)"),
+    _s("table_cleanup_interval", 30.0, H, "table_cleanup_interval: windows given expires= close by the wall clock"),
+    _s("table_key_index_size", 1000, R, "the key index of tumbling(key_index=True) is a table of its own, "
+       "without an in-memory size"),
+    _s("table_standby_replicas", 1, H, "table_standby_replicas"),
+    _s("topic_allow_declare", True, R, "the worker creates every topic it needs at start; it cannot be turned off"),
+    _s("topic_disable_leader", False, R, "agentstream has no leader topic (the group's leader is the leader)"),
+    _s("topic_partitions", 8, H, "topic_partitions"),
+    _s("topic_replication_factor", 1, R, "topics are created with the broker's default replication factor"),
+    _s("cache", "memory://", R, "agentstream has no cache backend (Faust's app.cache)"),
+    # -- web ------------------------------------------------------------------------------------------------
+    _s("web", "aiohttp://", R, "the web server is aiohttp's; no other driver"),
+    _s("web_bind", "0.0.0.0", H, "web_host (the bind address)"),
+    _s("web_application_options", None, R, "the aiohttp Application is made by the worker"),
+    _s("web_cors_options", None, R, "pages answer without CORS headers; put a proxy in front"),
+    _s("web_enabled", True, H, "web_enabled"),
+    _s("web_stats_enabled", None, R, "/status and /metrics are always served"),
+    _s("web_graph_enabled", None, R, "agentstream serves no /graph page (the topology is in /status)"),
+    _s("web_router_enabled", True, R, "the table router is always on"),
+    _s("web_tables_enabled", True, R, "the table views are always served"),
+    _s("web_metrics_enabled", False, R, "/metrics is always served"),
+    _s("web_host", None, H, "web_host"),
+    _s("web_in_thread", False, R, _NO_THREADS),
+    _s("web_port", 6066, H, "web_port"),
+    _s("web_ssl_context", None, R, "the web server speaks HTTP; put a TLS proxy in front"),
+    _s("web_transport", "tcp:", R, "the web server listens on TCP only"),
+    _s("canonical_url", None, R, "workers advertise their bound web address"),
+    _s("worker_redirect_stdouts", True, R, "print() is not redirected to the log"),
+    _s("worker_redirect_stdouts_level", "WARN", R, "print() is not redirected to the log"),
+    # -- classes --------------------------------------------------------------------------------------------
+    _s("Agent", "faust:Agent", H, "agent_class"),
+    _s("Stream", "faust:Stream", H, "stream_class"),
+    _s("Topic", "faust:Topic", H, "topic_class"),
+    _s("Event", "faust:Event", R, _CLASS.format("Event")),
+    _s("Schema", "faust:Schema", R, _CLASS.format("Schema")),
+    _s("Table", "faust:Table", R, "use app.Table's own subclasses (app.Table(..., ) returns agentstream's Table)"),
+    _s("SetTable", "faust:SetTable", R, _CLASS.format("SetTable")),
+    _s("GlobalTable", "faust:GlobalTable", R, _CLASS.format("GlobalTable")),
+    _s("SetGlobalTable", "faust:SetGlobalTable", R, _CLASS.format("SetGlobalTable")),
+    _s("TableManager", "faust.tables:TableManager", R, _CLASS.format("table manager")),
+    _s("Serializers", "faust.serializers:Registry", R, "codecs are registered with agentstream.codecs.register"),
+    _s("Worker", "faust.worker:Worker", R, _CLASS.format("Worker")),
+    _s("PartitionAssignor", "faust.assignor:PartitionAssignor", R, _CLASS.format("assignor")),
+    _s("LeaderAssignor", "faust.assignor:LeaderAssignor", R, _CLASS.format("leader assignor")),
+    _s("Router", "faust.app.router:Router", R, _CLASS.format("router")),
+    _s("HttpClient", "aiohttp.client:ClientSession", R, _CLASS.format("HTTP client")),
+    _s("Monitor", "faust.sensors:Monitor", R, "add a Monitor with app.sensors.add(...)"),
+    _s("ConsumerScheduler", "faust.transport.utils:DefaultSchedulingStrategy", R, "a task takes the buffered "
+       "record with the lowest timestamp (Kafka Streams' partition group); the order is not pluggable"),
+    _s("stream_ack_cancelled_tasks", True, R, "a cancelled agent's records go to the error policy "
+       "(on_agent_error)"),
+    _s("stream_ack_exceptions", True, R, "an agent's exception goes to the error policy (on_agent_error: skip, "
+       "dead_letter or stop)"),
+]  # fmt: skip
+
+FAUST_SETTINGS: Final[dict[str, FaustSetting]] = {s.name: s for s in _TABLE}
+
+
+def _same(value: Any, default: Any) -> bool:
+    """Whether ``value`` asks for Faust's default (so refusing it would refuse nothing)."""
+    if default is _UNSET:
+        return value is None
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    if value is None or value == default:
+        return True
+    for v in (value, default):
+        if isinstance(v, enum.Enum):
+            return str(getattr(value, "value", value)) == str(getattr(default, "value", default))
+    if isinstance(value, type):  # a class given for a class setting: Faust's own named by path
+        return bool(f"{value.__module__}:{value.__qualname__}".replace("faust.", "faust:", 1) == default)
+    return str(value) == str(default)
+
+
+def refuse_unsupported(app_id: str, given: dict[str, Any]) -> None:
+    """Raise :class:`ConfigError` for the first refused Faust setting given a value other than
+    Faust's default: the app would otherwise run differently from what its settings say."""
+    for name, value in given.items():
+        entry = FAUST_SETTINGS.get(name)
+        if entry is None or entry.status is not Status.REFUSED or _same(value, entry.default):
+            continue
+        raise ConfigError(
+            name,
+            f"app {app_id!r}: Faust setting {name}={value!r} is not supported: {entry.how}",
+            f"remove {name}= (or set it to Faust's default, {entry.default!r}) before starting the worker",
+        )
+
+
+def render_markdown() -> str:
+    """The configuration reference's page of Faust settings (docs/faust-settings.md)."""
+    counts = {s: sum(1 for e in _TABLE if e.status is s) for s in Status}
+    lines = [
+        "# Faust settings in agentstream",
+        "",
+        "<!-- generated from agentstream/faust_settings.py by `make faust-settings-doc`: do not edit -->",
+        "",
+        f"Every setting of faust-streaming's `Settings` ({len(_TABLE)}): **honoured** "
+        f"({counts[Status.HONOURED]}: it reaches the agentstream setting or feature named), **refused** "
+        f"({counts[Status.REFUSED]}: `App(...)` raises `ConfigError` naming it and why when it is given a value "
+        f"other than Faust's default) or **not applicable** ({counts[Status.NOT_APPLICABLE]}: it cannot matter "
+        "to agentstream, and why).",
+        "",
+        "| Faust setting | Faust's default | status | agentstream |",
+        "|---|---|---|---|",
+    ]
+    for e in sorted(_TABLE, key=lambda e: e.name.lower()):
+        default = "(computed)" if e.default is _UNSET else f"`{e.default!r}`"
+        lines.append(f"| `{e.name}` | {default} | {e.status.value} | {e.how} |")
+    return "\n".join(lines) + "\n"
