@@ -203,7 +203,7 @@ class _PartWindows:
     nothing is due. Derived from the store, so rebuilt whenever the partition is (re)restored.
     """
 
-    __slots__ = ("part", "epoch", "stream_ms", "live", "known", "closed_ms")
+    __slots__ = ("part", "epoch", "stream_ms", "live", "known", "closed_ms", "anchor")
 
     def __init__(self, part: TablePartition) -> None:
         self.part = part
@@ -212,6 +212,9 @@ class _PartWindows:
         self.live: list[tuple[int, bytes]] = []
         self.known: set[bytes] = set()
         self.closed_ms = -1  # windows ending at or before this closed by the wall clock (cleanup)
+        # (stream time, wall time) when a cleanup last saw stream time move: from there the
+        # partition's time goes on with the wall clock while no record moves it
+        self.anchor: tuple[int, float] | None = None
 
 
 class _WindowState:
@@ -460,11 +463,19 @@ class _WindowState:
         return bool(getattr(self.window, "expires_given", False))
 
     def cleanup(self, part: TablePartition, now: float) -> int:
-        """Close (expire, with ``on_window_close``) the windows of ``part`` whose end + expires
-        is at or before ``now`` (wall-clock epoch seconds); later records for them are late.
-        Returns how many closed. Called by the worker every ``table_cleanup_interval``."""
+        """Close (expire, with ``on_window_close``) the windows of ``part`` whose end + expires has
+        passed while no record came: the partition's time goes on with the wall clock from where a
+        cleanup last saw its stream time move (``now``: wall-clock epoch seconds). For live records
+        (stamped about now) that is Faust's rule, a window closing once the wall clock passes its
+        end + expires; a replay of old records keeps its windows while it runs, as stream time
+        says. Later records for a closed window are late. Returns how many closed. Called by the
+        worker every ``table_cleanup_interval``."""
         pw = self.windows(part)
-        bound = _ms(now) - self._expire_after_ms
+        if pw.stream_ms is None:
+            return 0
+        if pw.anchor is None or pw.anchor[0] != pw.stream_ms:
+            pw.anchor = (pw.stream_ms, now)
+        bound = pw.anchor[0] + _ms(now - pw.anchor[1]) - self._expire_after_ms
         if bound <= pw.closed_ms:
             return 0
         pw.closed_ms = bound

@@ -54,15 +54,17 @@ async def test_tumbling_window_with_grace_drops_a_late_record_and_closes_at_expi
         assert counts.late_dropped == 1
         assert closed == []  # closed to writes, not expired yet (end + expires = 180)
 
-        # No more records: stream time stands at 75. Faust's table cleanup closes windows by the
-        # wall clock: at end + expires (60 + 120 = 180 s), on the next cleanup tick (every 30 s).
-        await h.advance(179)
+        # No more records: stream time stands at 75. Faust's table cleanup (every 30 s) closes
+        # windows as the wall clock passes their end + expires; here the partition's time goes on
+        # with the wall clock from where the first cleanup (at 30) saw it: 75 + (now - 30). [0, 60)
+        # is due at 180 of that time, so at now = 135: the cleanup at 150 closes it.
+        await h.advance(149)
         assert closed == []
         await h.advance(1)
-        assert closed == [("a", (0, 60), 11, 180.0)]
+        assert closed == [("a", (0, 60), 11, 150.0)]
         assert windows_of(h, "counts") == {("a", (60, 120)): 20}
-        await h.advance(60)
-        assert closed[1:] == [("a", (60, 120), 20, 240.0)]
+        await h.advance(60)  # [60, 120) is due at 240: now = 195, the cleanup at 210
+        assert closed[1:] == [("a", (60, 120), 20, 210.0)]
         assert windows_of(h, "counts") == {}
         # a record for a window the wall clock closed is late too (not a window re-created at 0)
         await h.send("clicks", 64, key="a", timestamp=T0 + 100)
@@ -95,8 +97,13 @@ async def test_hopping_window_with_grace() -> None:
             ("x", (30, 90)): 25 + 30 + 99 + 1 + 50,
             ("x", (60, 120)): 30 + 1,
         }
-        await h.advance(90 + 300)  # the wall clock passes [30, 90)'s end + expires
+        # stream time 66 at the first cleanup (30), then on with the wall clock: [30, 90) is due
+        # at 390 (end + expires), at now = 354, so the cleanup at 360; [60, 120) at 420: now = 384,
+        # the cleanup at 390
+        await h.advance(360)
         assert windows_of(h, "totals") == {("x", (60, 120)): 31}
+        await h.advance(30)
+        assert windows_of(h, "totals") == {}
 
 
 async def test_a_one_hour_timer_fires_on_the_hour() -> None:
