@@ -149,3 +149,26 @@ async def test_a_failed_delete_records_is_a_transport_error() -> None:
 
     with pytest.raises(TransportError, match="cannot delete records"):
         await admin_with(Closing()).delete_records({TP("rp", 0): 1})
+
+
+async def test_a_worker_refused_its_replication_factor_stops_before_joining_the_group(tmp_path: Any) -> None:
+    import agentstream
+    from agentstream.transport.kafka.transport import KafkaTransport
+    from agentstream.worker.worker import Worker
+
+    app = agentstream.App(
+        "refused", broker="kafka://test:9092", topic_replication_factor=3, web_enabled=False, data_dir=tmp_path
+    )
+
+    @app.agent(app.topic("orders"))
+    async def agent(stream: agentstream.Stream) -> None:
+        async for _ in stream:
+            pass
+
+    transport = KafkaTransport("kafka://test:9092", replication_factor=app.settings.topic_replication_factor)
+    transport._admin._admin = RecordingAdmin(brokers=1, max_replication=1)
+    app._transport = transport
+    worker = Worker(app, install_signal_handlers=False)
+    with pytest.raises(ConfigError, match=r"'topic_replication_factor': 3: the broker has 1 node"):
+        await worker.start()
+    assert worker.consumer is None  # never joined the group
