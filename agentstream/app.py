@@ -533,25 +533,25 @@ class App:
         """A partitioned, changelog-backed table (``<app>-<name>-changelog``)."""
         from .tables.table import Table
 
-        return self._add_table(Table(self, name, **faust_args.table_options(kwargs)))
+        return self._add_table(Table(self, name, **_table_arguments(kwargs)))
 
     def GlobalTable(self, name: str, **kwargs: Any) -> GlobalTable:
         """A table every worker holds in full."""
         from .tables.kinds import GlobalTable
 
-        return self._add_table(GlobalTable(self, name, **faust_args.table_options(kwargs)))
+        return self._add_table(GlobalTable(self, name, **_table_arguments(kwargs)))
 
     def SetTable(self, name: str, **kwargs: Any) -> SetTable:
         """A table of sets."""
         from .tables.kinds import SetTable
 
-        return self._add_table(SetTable(self, name, **faust_args.table_options(kwargs)))
+        return self._add_table(SetTable(self, name, **_table_arguments(kwargs)))
 
     def SetGlobalTable(self, name: str, **kwargs: Any) -> SetGlobalTable:
         """A table of sets that every worker holds in full."""
         from .tables.kinds import SetGlobalTable
 
-        return self._add_table(SetGlobalTable(self, name, **faust_args.table_options(kwargs)))
+        return self._add_table(SetGlobalTable(self, name, **_table_arguments(kwargs)))
 
     def _add_table(self, table: _TableT) -> _TableT:
         if table.name in self.tables:
@@ -787,3 +787,13 @@ class App:
 
     def __repr__(self) -> str:
         return f"<App {self.id} broker={self.settings.broker}>"
+
+
+# Faust's Table arguments the tables honour (the changelog topic they are created with); the
+# others go through faust_args.table_options (logged once where agentstream does not act on them)
+_TABLE_TOPIC_ARGUMENTS = ("changelog_topic", "extra_topic_configs")
+
+
+def _table_arguments(kwargs: dict[str, Any]) -> dict[str, Any]:
+    honoured = {key: kwargs.pop(key) for key in _TABLE_TOPIC_ARGUMENTS if kwargs.get(key) is not None}
+    return {**faust_args.table_options(kwargs), **honoured}

@@ -205,9 +205,31 @@ class Settings:
             )
         },
     )
+    # -- topics as Kafka Streams and Faust create them (agentstream.topic_configs) ------------------
+    topic_replication_factor: int = field(
+        default=-1,
+        metadata={
+            "help": (
+                "replication factor of the topics the app creates (changelogs, repartition, agent and reply "
+                "topics); -1: the broker's default.replication.factor (KIP-464), or min(3, brokers) on brokers "
+                "older than Kafka 2.4. app.topic(..., replicas=N) sets one topic's"
+            )
+        },
+    )
+    repartition_purge_interval: float = field(
+        default=30.0,
+        metadata={
+            "help": (
+                "seconds between deletions of consumed records from repartition topics after a commit "
+                "(Kafka Streams' repartition.purge.interval.ms, DeleteRecords); 0: never purge"
+            )
+        },
+    )
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.topic_replication_factor is None:  # type: ignore[comparison-overlap]  # Faust's "default"
+            self.topic_replication_factor = -1
         if isinstance(self.data_dir, (str, os.PathLike)):
             self.data_dir = Path(self.data_dir)
         for f in dataclasses.fields(self):
@@ -335,8 +357,23 @@ class Settings:
                 f"must be >= 1, got {self.version!r}",
                 "use the version the Faust app ran with (1 when it set none)",
             )
+        self._check_topic_settings()
         self._check_store()
         broker_security(self)  # builds the TLS context: bad files fail here, naming the setting
+
+    def _check_topic_settings(self) -> None:
+        if self.topic_replication_factor == 0 or self.topic_replication_factor < -1:
+            raise ConfigError(
+                "topic_replication_factor",
+                f"must be -1 or >= 1, got {self.topic_replication_factor!r}",
+                "use -1 for the broker's default, or the number of copies of each partition (e.g. 3)",
+            )
+        if self.repartition_purge_interval < 0:
+            raise ConfigError(
+                "repartition_purge_interval",
+                f"must be >= 0 seconds, got {self.repartition_purge_interval!r}",
+                "use e.g. 30 (Kafka Streams' default), or 0 to never purge repartition topics",
+            )
 
     def _check_types(self) -> None:
         """Numbers are numbers of the right kind and finite (NaN and infinity pass every comparison)."""

@@ -24,13 +24,27 @@ if TYPE_CHECKING:
     from .types import AppT as App  # the App's interface: app.py imports this module
     from .types import TopicOptions
 
-__all__ = ["Topic", "TopicGroup"]
+__all__ = ["Topic", "TopicGroup", "topic_configs"]
 
 
 def _as_bytes(data: Any) -> bytes | None:
     """A codec's output as bytes: it may give a bytearray or memoryview (the producer hashes and
     stores the key; compiled code would refuse anything but the declared bytes)."""
     return data if data is None or type(data) is bytes else bytes(data)
+
+
+def topic_configs(topic: Topic) -> dict[str, str]:
+    """The configs a topic is created with: its own ``config``, and the cleanup policy Kafka Streams
+    and Faust give it: a repartition topic (internal, not compacted) ``delete``, as its records are
+    purged once consumed; ``deleting=`` (Faust's) adds ``delete`` (``compact,delete`` when compacted).
+    A plain compacted topic gets ``compact`` from the transport (:attr:`TopicSpec.compacted`)."""
+    config = {str(key): str(value) for key, value in topic.config.items()}  # Faust's may hold numbers
+    if "cleanup.policy" not in config:
+        if topic.deleting:
+            config["cleanup.policy"] = "compact,delete" if topic.compacted else "delete"
+        elif topic.internal and not topic.compacted:
+            config["cleanup.policy"] = "delete"
+    return config
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # a public class: apps subclass it
@@ -62,6 +76,8 @@ class Topic:
         self.internal = internal
         self.compacted = options.get("compacted", False)
         self.config = dict(options.get("config") or {})
+        self.replicas: int | None = options.get("replicas") or None  # Faust's 0/None: the app's setting
+        self.deleting: bool = bool(options.get("deleting"))
         self.key_serializer = key_serializer
         self.value_serializer = value_serializer
         self.key_codec = codecs.side_codec(key_type, key_serializer, app.key_serializer)
@@ -124,7 +140,10 @@ class Topic:
         await self.app.transport.ensure_topics([self.spec()])
 
     def spec(self) -> TopicSpec:
-        return TopicSpec(self.name, self.partitions, self.compacted, self.config)
+        """What the topic is created with when missing: see :func:`topic_configs`."""
+        return TopicSpec(
+            self.name, self.partitions, self.compacted, topic_configs(self), replication_factor=self.replicas
+        )
 
     def encode(self, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
         return (
@@ -225,6 +244,8 @@ class Topic:
             "internal": self.internal,
             "compacted": self.compacted,
             "config": dict(self.config) or None,
+            "replicas": self.replicas,
+            "deleting": self.deleting or None,
         }
         compacting = kwargs.pop("compacting", None)
         if compacting is not None:

@@ -48,6 +48,8 @@ class TopicOptions(TypedDict, total=False):
     internal: bool
     compacted: bool
     config: dict[str, str] | None
+    replicas: int | None  # Faust's: this topic's replication factor (None/0: topic_replication_factor)
+    deleting: bool | None  # Faust's: cleanup.policy gets "delete" (with compacted: "compact,delete")
 
 
 class TopicDeclaration(TopicOptions, total=False):
@@ -60,8 +62,6 @@ class TopicDeclaration(TopicOptions, total=False):
     schema: Any
     compacting: bool | None
     retention: Any
-    deleting: bool | None
-    replicas: int | None
     acks: bool
     maxsize: int | None
     allow_empty: bool

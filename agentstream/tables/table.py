@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -80,6 +80,8 @@ class Table(Rows):
         help: str | None = None,
         on_window_close: Callable[[Any, Any], Any] | None = None,
         use_partitioner: bool = False,
+        changelog_topic: Topic | None = None,
+        extra_topic_configs: Mapping[str, Any] | None = None,
     ) -> None:
         self.app = app
         self.on_window_close = on_window_close  # used once windowed (Faust puts it here)
@@ -110,13 +112,20 @@ class Table(Rows):
                 else codecs.side_codec(key_type, key_serializer, app.key_serializer)
             )
             self.value_codec = codecs.side_codec(value_type, value_serializer, app.value_serializer)
-        self.changelog_topic: Topic = app.topic(
-            changelog_topic_name(app.id, name),
-            partitions=partitions,
-            key_serializer="raw",
-            value_serializer="raw",
-            internal=True,
-            compacted=True,
+        # Faust's extra_topic_configs: set on the changelog topic when it is created
+        self.extra_topic_configs = {str(k): str(v) for k, v in (extra_topic_configs or {}).items()}
+        self.changelog_topic: Topic = (
+            app.topic(
+                changelog_topic_name(app.id, name),
+                partitions=partitions,
+                key_serializer="raw",
+                value_serializer="raw",
+                internal=True,
+                compacted=True,
+                config=dict(self.extra_topic_configs) or None,
+            )
+            if changelog_topic is None
+            else _given_changelog(self, changelog_topic, partitions)
         )
         self._homes: dict[bytes, int] = {}
         self._warned: set[tuple[str, str]] = set()  # (kind, agent/topic): each problem is told once
@@ -549,6 +558,23 @@ class Table(Rows):
 
     def __repr__(self) -> str:
         return f"<Table {self.name} partitions={self.partitions}>"
+
+
+def _given_changelog(table: Table, topic: Topic, partitions: int | None) -> Topic:
+    """Faust's ``changelog_topic=``: the table's changelog is this topic (its name, partitions,
+    replicas and configs), with the table's ``extra_topic_configs`` added; compacted unless it
+    names its own cleanup policy."""
+    if partitions is not None and topic._partitions not in (None, partitions):
+        raise TopologyError(
+            f"table {table.name!r} has partitions={partitions} but its changelog_topic {topic.name!r} "
+            f"has {topic._partitions}: a table partition is its changelog's partition. Fix: give them one count"
+        )
+    if partitions is not None:
+        topic.partitions = partitions
+    topic.config.update(table.extra_topic_configs)
+    if "cleanup.policy" not in topic.config and not topic.deleting:
+        topic.compacted = True  # a changelog keeps the latest value of every key
+    return topic
 
 
 class _FaustKeyCodec:

@@ -71,7 +71,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["WindowSet", "WindowedTable", "WindowTimeError", "Seconds", "WindowCloseCallback", "STREAM_TIME_KEY"]
+__all__ = [
+    "WindowSet",
+    "WindowedTable",
+    "WindowTimeError",
+    "Seconds",
+    "WindowCloseCallback",
+    "STREAM_TIME_KEY",
+    "windowed_changelog_configs",
+]
 
 WindowRange = tuple[float, float]
 WindowCloseCallback = Callable[[Any, Any], None | Awaitable[None]]
@@ -890,7 +898,27 @@ def windowed(
         raise TopologyError(f"global table {table.name!r} cannot be windowed")
     state = _WindowState(table, window, grace_s, on_window_close)
     table._windowed = state
+    changelog = table.changelog_topic.config
+    for key, value in windowed_changelog_configs(window, grace_s).items():
+        changelog.setdefault(key, value)  # the table's extra_topic_configs win
     return WindowedTable(state)
+
+
+# Kafka Streams' windowstore.changelog.additional.retention.ms: slack for clock drift between the
+# broker (which deletes by its clock) and the record timestamps windows are kept by
+CHANGELOG_ADDITIONAL_RETENTION_MS = 86_400_000
+
+
+def windowed_changelog_configs(window: HoppingWindow, grace: float) -> dict[str, str]:
+    """A windowed table's changelog: compacted (latest value per window) and deleted by time (Faust's
+    ``compact,delete``), its ``retention.ms`` a window's whole life, start to expiry (size +
+    max(expires, grace)), plus a day as Kafka Streams adds. Faust's retention is ``expires`` alone,
+    which deletes a window's records before the window expires when expires < size."""
+    life_ms = _ms(window.size) + max(_ms(window.expires), _ms(grace))
+    return {
+        "cleanup.policy": "compact,delete",
+        "retention.ms": str(life_ms + CHANGELOG_ADDITIONAL_RETENTION_MS),
+    }
 
 
 def tumbling(

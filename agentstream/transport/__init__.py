@@ -20,7 +20,13 @@ def get_transport(url: str, settings: Any = None) -> Transport:
         from .kafka.security import client_security
         from .kafka.transport import KafkaTransport
 
-        return KafkaTransport(url, security=client_security(settings) if settings is not None else None)
+        if settings is None:
+            return KafkaTransport(url)
+        return KafkaTransport(
+            url,
+            security=client_security(settings),
+            replication_factor=getattr(settings, "topic_replication_factor", -1),
+        )
     if scheme == "memory":
         from .memory import MemoryTransport
 

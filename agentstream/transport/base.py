@@ -46,12 +46,17 @@ else:
 
 @dataclass(frozen=True)
 class TopicSpec:
-    """A topic the app needs: created with these settings when missing."""
+    """A topic the app needs: created with these settings when missing.
+
+    ``replication_factor`` None: the transport's default (the app's ``topic_replication_factor``);
+    -1: the broker's default (KIP-464). ``config`` holds the topic configs set at creation
+    (``cleanup.policy``, ``retention.ms``...)."""
 
     name: str
     partitions: int
     compacted: bool = False
     config: Mapping[str, str] = field(default_factory=dict)
+    replication_factor: int | None = None
 
 
 class RebalanceListener(Protocol):

@@ -37,6 +37,7 @@ from .commit import AtLeastOnceCommit, CommitUnit, ExactlyOnceCommit
 from .eos import ExactlyOnce
 from .errors import ErrorPolicy
 from .fetcher import Fetcher
+from .purge import RepartitionPurge, repartition_topics
 from .status import WorkerStatus, snapshot
 from .table_cleanup import table_cleanup_loop, windowed_tables
 from .task import StreamTask, TaskId
@@ -101,6 +102,7 @@ class Worker:
         self.consumer: Consumer | None = None
         self.fetcher: Fetcher[StreamTask] | None = None
         self.task_manager: TaskManager | None = None  # set in start() with the consumer: the assignment's tasks
+        self.purge: RepartitionPurge | None = None  # set in start(): consumed repartition records deleted
         self.tables: TableManager | None = None  # set in start() when the app declares tables
         self.servers: list[Server] = []  # started beside the worker (see serve())
         self.web_port = web_port if web_port is not None else self.settings.web_port
@@ -269,6 +271,7 @@ class Worker:
             eos=self.eos,
             faults=self.faults,
         )
+        self.purge = RepartitionPurge(transport, repartition_topics(app.agents), s.repartition_purge_interval)
         consumer.subscribe(self.topology.source_topics, self)
         await consumer.start()
         self._fetch_task = asyncio.ensure_future(self._guard(self.fetcher.run(), "fetcher"))
@@ -368,6 +371,8 @@ class Worker:
                 await self.fetcher.stop(self._fetch_task)
                 manager.unroute()
             manager.retire(tasks)
+        if self.purge is not None:
+            await self.purge.stop()
         if self.consumer is not None:
             await self._bounded(self.consumer.stop(), "leaving the group", tail)
         if self.tables is not None:
@@ -466,6 +471,8 @@ class Worker:
                 self.commits += 1
                 self.last_commit = time.monotonic()
                 hooks.committed(self)
+                if self.purge is not None:
+                    self.purge.after_commit(committer.committed)
             return committed
 
     async def _commit_loop(self) -> None:

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unused-ignore]
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # type: ignore[import-untyped,unused-ignore]
+from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete  # type: ignore[import-untyped,unused-ignore]
+from aiokafka.admin.config_resource import (  # type: ignore[import-untyped,unused-ignore]
+    ConfigResource,
+    ConfigResourceType,
+)
 
 from ...exceptions import PartitionCountMismatch, TransportError
-from ..base import TopicSpec
+from ..base import TP, TopicSpec
+from . import topic_requests
 from .config import describe
 from .security import start_client
+from .topic_requests import BROKER_DEFAULT
+
+log = logging.getLogger("agentstream.transport")
 
 __all__ = ["TopicAdmin"]
 
@@ -21,8 +30,17 @@ class TopicAdmin:
     """Creates missing topics and reads partition counts (never by a metadata request that could
     create the topic it asks about)."""
 
-    def __init__(self, url: str, bootstrap: list[str], request_timeout_ms: int, security: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        url: str,
+        bootstrap: list[str],
+        request_timeout_ms: int,
+        security: Mapping[str, Any],
+        replication_factor: int = BROKER_DEFAULT,
+    ) -> None:
         self._url = url
+        self._replication_factor = replication_factor  # the app's topic_replication_factor
+        self._warned: set[str] = set()  # existing topics already checked against their spec
         self._bootstrap = bootstrap
         self._request_timeout_ms = request_timeout_ms
         self._security = dict(security)
@@ -52,8 +70,8 @@ class TopicAdmin:
                 self._admin = admin
         return self._admin
 
-    async def _describe_topics(self, names: Sequence[str]) -> dict[str, int]:
-        """Partition counts of those topics that exist.
+    async def _describe_topics(self, names: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """``(partition count, replication factor)`` of those topics that exist.
 
         Asks for *all* topics: aiokafka's per-topic metadata request sets
         allow_auto_topic_creation=True, and brokers that honour it (tansu does, with 4
@@ -64,12 +82,14 @@ class TopicAdmin:
             described = await admin.describe_topics(None)
         except kafka_errors.KafkaError as exc:
             raise TransportError(f"cannot describe topics {list(names)}: {describe(exc)}") from exc
-        counts: dict[str, int] = {}
+        found: dict[str, tuple[int, int]] = {}
         wanted = set(names)
         for topic in described:
-            if topic["topic"] in wanted and topic.get("error_code", 0) == 0 and topic.get("partitions"):
-                counts[topic["topic"]] = len(topic["partitions"])
-        return counts
+            partitions = topic.get("partitions")
+            if topic["topic"] in wanted and topic.get("error_code", 0) == 0 and partitions:
+                replication = min(len(p.get("replicas") or ()) for p in partitions)
+                found[topic["topic"]] = (len(partitions), replication)
+        return found
 
     async def ensure_topics(self, specs: Sequence[TopicSpec]) -> dict[str, int]:
         if not specs:
@@ -77,43 +97,118 @@ class TopicAdmin:
         wanted = {spec.name: spec for spec in specs}
         existing = await self._describe_topics(list(wanted))
         missing = [spec for name, spec in wanted.items() if name not in existing]
+        await self._warn_differences([wanted[name] for name in existing], existing)
         if missing:
             await self._create(missing)
             existing.update(await self._describe_topics([s.name for s in missing]))
         for name, spec in wanted.items():
-            count = existing.get(name)
-            if count is None:
+            if name not in existing:
                 raise TransportError(
                     f"topic {name!r} still does not exist after creating it. "
                     "Fix: check that the broker allows topic creation"
                 )
+            count = existing[name][0]
             if count != spec.partitions:
                 raise PartitionCountMismatch(name, count, spec.partitions)
-        return {name: existing[name] for name in wanted}
+        return {name: existing[name][0] for name in wanted}
+
+    async def _warn_differences(self, specs: Sequence[TopicSpec], found: Mapping[str, tuple[int, int]]) -> None:
+        """A warning per existing topic whose replication factor or cleanup policy is not what the
+        app asks (it is not altered: changing a running topic is the operator's decision)."""
+        specs = [spec for spec in specs if spec.name not in self._warned]
+        asks_policy = [s.name for s in specs if topic_requests.cleanup_policy(topic_requests.creation_configs(s))]
+        configs = await self._topic_configs(asks_policy)
+        for spec in specs:
+            self._warned.add(spec.name)
+            asked = topic_requests.replication_for(spec, self._replication_factor)
+            for line in topic_requests.mismatches(spec, asked, found[spec.name][1], configs.get(spec.name)):
+                log.warning("%s", line)
+
+    async def _topic_configs(self, names: Sequence[str]) -> dict[str, dict[str, str]]:
+        """DescribeConfigs of ``names``: the topics' configs (best effort: {} when refused)."""
+        if not names:
+            return {}
+        admin = await self.client()
+        try:
+            responses = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, n) for n in names])
+        except kafka_errors.KafkaError as exc:
+            log.debug("cannot describe the configs of %s: %s", list(names), describe(exc))
+            return {}
+        out: dict[str, dict[str, str]] = {}
+        for response in responses:
+            for resource in response.resources:
+                # (error_code, error_message, resource_type, resource_name, config_entries)
+                if resource[0] == 0:
+                    out[resource[3]] = {str(entry[0]): str(entry[1]) for entry in resource[4] if entry[1] is not None}
+        return out
+
+    async def _broker_count(self) -> int:
+        admin = await self.client()
+        try:
+            cluster = await admin.describe_cluster()
+        except kafka_errors.KafkaError:
+            return 0
+        return len(cluster.get("brokers") or ())
 
     async def _create(self, specs: Sequence[TopicSpec]) -> None:
-        admin = await self.client()
-        new_topics = []
+        asked = {spec.name: topic_requests.replication_for(spec, self._replication_factor) for spec in specs}
+        refused = await self._create_topics(specs, asked)
+        defaults = [spec for spec in specs if spec.name in refused and asked[spec.name] == BROKER_DEFAULT]
+        if defaults:  # a broker older than KIP-464 (Kafka 2.4): no "broker default" factor
+            fallback = topic_requests.fallback_replication(await self._broker_count())
+            log.info(
+                "the broker does not take replication factor -1 (its default; Kafka < 2.4): creating %s with %d",
+                ", ".join(s.name for s in defaults),
+                fallback,
+            )
+            refused = await self._create_topics(defaults, {s.name: fallback for s in defaults})
+            asked.update({s.name: fallback for s in defaults})
         for spec in specs:
-            config = {"cleanup.policy": "compact"} if spec.compacted else {}
-            config.update(spec.config)
-            new_topics.append(NewTopic(spec.name, spec.partitions, 1, topic_configs=config))
+            if spec.name in refused:
+                raise topic_requests.replication_refused(
+                    spec, asked[spec.name], await self._broker_count(), refused[spec.name]
+                )
+
+    async def _create_topics(self, specs: Sequence[TopicSpec], replication: Mapping[str, int]) -> dict[str, str | None]:
+        """CreateTopics; returns the topics refused for their replication factor (with the broker's
+        message) and raises TransportError for any other refusal."""
+        admin = await self.client()
+        new_topics = [topic_requests.new_topic(spec, replication[spec.name]) for spec in specs]
         try:
             response = await admin.create_topics(new_topics)
         except kafka_errors.KafkaError as exc:
             raise TransportError(f"cannot create topics {[s.name for s in specs]}: {describe(exc)}") from exc
+        refused: dict[str, str | None] = {}
         for entry in response.topic_errors:
             name, code = entry[0], entry[1]
             message = entry[2] if len(entry) > 2 else None
             if code in (0, kafka_errors.TopicAlreadyExistsError.errno):
                 continue  # already exists: another worker won the race; counts are checked next
+            if code == topic_requests.INVALID_REPLICATION_FACTOR or (
+                code in topic_requests.REFUSED_DEFAULT_CODES and replication.get(name) == BROKER_DEFAULT
+            ):
+                refused[name] = message
+                continue
             error = kafka_errors.for_code(code)
             raise TransportError(
                 f"cannot create topic {name!r}: {error.__name__} (code {code})" + (f": {message}" if message else "")
             )
+        return refused
+
+    async def delete_records(self, before: Mapping[TP, int]) -> None:
+        """DeleteRecords: every record of each partition below its offset (Kafka Streams' purge of
+        consumed repartition records)."""
+        if not before:
+            return
+        admin = await self.client()
+        try:
+            await admin.delete_records({tp: RecordsToDelete(offset) for tp, offset in before.items()})
+        except kafka_errors.KafkaError as exc:
+            raise TransportError(f"cannot delete records of {sorted(map(tuple, before))}: {describe(exc)}") from exc
 
     async def partition_count(self, topic: str) -> int | None:
-        return (await self._describe_topics([topic])).get(topic)
+        found = (await self._describe_topics([topic])).get(topic)
+        return None if found is None else found[0]
 
     async def list_topics(self) -> list[str]:
         admin = await self.client()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..base import Assignor, TopicSpec
+from ..base import TP, Assignor, TopicSpec
 from .admin import TopicAdmin
 from .consumer import KafkaConsumer
 from .producer import KafkaProducer
@@ -17,11 +17,20 @@ __all__ = ["KafkaTransport"]
 class KafkaTransport:
     """Producers, consumers and topic admin for one ``kafka://`` URL."""
 
-    def __init__(self, url: str, *, request_timeout_ms: int = 30000, security: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        request_timeout_ms: int = 30000,
+        security: Mapping[str, Any] | None = None,
+        replication_factor: int = -1,
+    ) -> None:
+        """``replication_factor``: of the topics created without their own (the app's
+        ``topic_replication_factor``; -1: the broker's default)."""
         self.url = url
         self.security = dict(security or {})  # aiokafka TLS/SASL arguments (.security)
         self.bootstrap: list[str] = parse_kafka_url(url)
-        self._admin = TopicAdmin(url, self.bootstrap, request_timeout_ms, self.security)
+        self._admin = TopicAdmin(url, self.bootstrap, request_timeout_ms, self.security, replication_factor)
 
     def producer(self, **settings: Any) -> KafkaProducer:
         return KafkaProducer(self.bootstrap, settings, self.security)
@@ -40,6 +49,10 @@ class KafkaTransport:
 
     async def group_members(self, group_id: str) -> list[str]:
         return await self._admin.group_members(group_id)
+
+    async def delete_records(self, before: Mapping[TP, int]) -> None:
+        """Delete each partition's records below its offset (purge of consumed repartition records)."""
+        await self._admin.delete_records(before)
 
     async def close(self) -> None:
         await self._admin.close()

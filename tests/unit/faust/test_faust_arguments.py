@@ -62,7 +62,6 @@ EXPECTED = [
     "app.agent(supervisor_strategy=",
     "app.agent(help=",
     "app.agent(value_type=",
-    "app.topic(replicas=",
     "app.topic(acks=",
     "app.Table(recovery_buffer_size=",
     "Service(loop=",
