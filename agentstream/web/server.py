@@ -18,12 +18,14 @@ import logging
 import socket
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
 from ..credentials import reveal
 from ..exceptions import ConfigError
 from ..worker.assignor import Assignment
+from .cors import CorsPolicy
 from .forward import Forwarder
 from .limits import GuardedSite, Limits, install_log_filter
 from .responses import error_response, json_response
@@ -80,16 +82,24 @@ class Web:
         extra = app.settings.extra
         self.redirect = bool(extra.get("web_redirect", False) if redirect is None else redirect)
         self.forward_timeout = float(extra.get("web_forward_timeout", 5.0))
-        self.advertised_host = str(extra.get("web_advertised_host") or self._advertised(host))
+        s = app.settings
+        # Faust's model: listen on ``host`` (web_bind), be reached at web_host / canonical_url
+        self.advertised_host = str(extra.get("web_advertised_host") or self._advertised(s.web_host or host))
+        self.ssl_context = s.web_ssl_context
+        self.cors = CorsPolicy(s.web_cors_options) if s.web_cors_options else None
+        self.scheme = "https" if self.ssl_context is not None else "http"
+        self._canonical: tuple[str, int] | None = None
+        if s.canonical_url:
+            parts = urlsplit(s.canonical_url)
+            self.scheme = parts.scheme
+            self._canonical = (str(parts.hostname), parts.port or (443 if parts.scheme == "https" else 80))
         self.stats = Stats(app, worker, address=lambda: self.address, history=int(extra.get("web_history", 300)))
         self.forwarder = Forwarder(self)
         self.tables = TableViews(self)
-        s = app.settings
         self.limits = Limits(
             max_connections=s.web_max_connections, header_timeout=s.web_header_timeout, body_timeout=s.web_body_timeout
         )
         self.token: bytes | None = (reveal(s.web_token) or "").encode() or None
-        self.scheme = "http"
         self._runner: web.AppRunner | None = None
         self._sampler: asyncio.Task[None] | None = None
 
@@ -100,8 +110,10 @@ class Web:
 
     @property
     def address(self) -> str:
-        """``host:port`` other workers and clients reach this server at (the bound port)."""
-        return f"{self.advertised_host}:{self.port}"
+        """``host:port`` other workers and clients reach this server at: canonical_url's, else
+        web_host's (or the bind address's) with the bound port. What the group is told."""
+        host, port = self._canonical or (self.advertised_host, self.port)
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
     @property
     def url(self) -> str:
@@ -160,7 +172,7 @@ class Web:
         self._runner = web.AppRunner(self.build(), access_log=None, shutdown_timeout=2.0)
         await self._runner.setup()
         try:
-            await GuardedSite(self._runner, self.host, self.port, self.limits).start()
+            await GuardedSite(self._runner, self.host, self.port, self.limits, ssl_context=self.ssl_context).start()
         except OSError as exc:
             if self.port == DEFAULT_PORT and exc.errno == errno.EADDRINUSE:
                 # Several workers on one machine with default settings: serve on a free port rather
@@ -169,15 +181,18 @@ class Web:
                     "web port %d is in use; serving on a free port instead (pass --web-port to choose)", self.port
                 )
                 self.port = 0
-                await GuardedSite(self._runner, self.host, 0, self.limits).start()
+                await GuardedSite(self._runner, self.host, 0, self.limits, ssl_context=self.ssl_context).start()
             else:
                 await self._runner.cleanup()
                 self._runner = None
                 if isinstance(exc, socket.gaierror) or exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+                    s = self.app.settings  # the bind address comes from web_bind, else from web_host
+                    name = "web_host" if s.web_host and not s.web_bind else "web_bind"
                     raise ConfigError(
-                        "web_host",
+                        name,
                         f"cannot listen on {self.host!r}: {exc.strerror or exc}",
-                        "pass a --web-host that is an address of this machine (e.g. 127.0.0.1 or 0.0.0.0)",
+                        "pass a --web-bind that is an address of this machine (e.g. 127.0.0.1, or 0.0.0.0 for "
+                        "every interface), and --web-host naming how others reach it",
                     ) from exc
                 raise ConfigError(
                     "web_port",
@@ -187,11 +202,12 @@ class Web:
         self.port = int(self._runner.addresses[0][1])
         self._sampler = asyncio.ensure_future(self.stats.run())
         log.info(
-            "web server for %s listening on http://%s:%d (advertised as %s)",
+            "web server for %s listening on %s://%s:%d (advertised as %s)",
             self.app.id,
+            "https" if self.ssl_context is not None else "http",
             self.host,
             self.port,
-            self.address,
+            self.url,
         )
 
     async def stop(self) -> None:
@@ -217,7 +233,12 @@ class Web:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        response = await self._answer(request, handler)
+        if self.cors is not None and self.cors.is_preflight(request):
+            response: web.StreamResponse = self.cors.preflight(request)  # before the token: preflights carry none
+        else:
+            response = await self._answer(request, handler)
+            if self.cors is not None:
+                self.cors.decorate(request, response)
         for name, value in SECURITY_HEADERS.items():
             response.headers.setdefault(name, value)
         return response
