@@ -147,6 +147,7 @@ class App:
     """A Faust-style application: ``app = agentstream.App("wordcount", broker="kafka://...")``."""
 
     def __init__(self, id: str, **options: Any) -> None:
+        self._given: tuple[str, dict[str, Any]] = (id, dict(options))  # what config_from_object rebuilds from
         options = faust_args.translate_settings(options)  # Faust names, timedelta durations
         self.settings = Settings.build(id, options)
         faust_args.log_unknown_settings(id, self.settings.extra)
@@ -256,6 +257,39 @@ class App:
     def conf(self) -> Settings:
         """Faust's name for the settings."""
         return self.settings
+
+    def config_from_object(self, obj: Any, *, silent: bool = False, force: bool = False) -> None:
+        """Faust's ``app.config_from_object``: settings read from a module, class, object or mapping,
+        or the import path of one (``"proj.settings"``, ``"proj.settings:Config"``).
+
+        As in Faust they override the App's arguments and environment variables override them. The
+        settings are rebuilt and checked at once (``force`` is accepted: agentstream never defers
+        them); call it before declaring topics, agents and tables, which read the settings when
+        declared (a warning says so otherwise). ``silent``: a source that cannot be imported changes
+        nothing; otherwise it is a ConfigError naming ``config_from_object``."""
+        from .settings import options_from_object
+
+        changes = options_from_object(obj, silent=silent)
+        if changes is None:
+            return
+        if self.topics or self.agents or self.tables:
+            log.warning(
+                "app %s: config_from_object(%r) after topics, agents or tables were declared: they keep "
+                "the names and partition counts the earlier settings gave them",
+                self.id,
+                obj,
+            )
+        id, given = self._given
+        options = {**faust_args.translate_settings(given), **faust_args.translate_settings(changes)}
+        settings = Settings.build(id, options)
+        faust_args.log_unknown_settings(id, settings.extra)
+        _check_class_setting("Stream", settings.stream_class, Stream)
+        _check_class_setting("Agent", settings.agent_class, Agent)
+        _check_class_setting("Topic", settings.topic_class, Topic)
+        self.settings = settings
+        self._given = (id, options)  # translated: a second call merges over these
+        self.key_serializer = options.get("key_serializer", "raw")
+        self.value_serializer = options.get("value_serializer", "json")
 
     # -- declarations --------------------------------------------------------------------------
     def topic(self, name: str = "", *more: str, **options: Unpack[TopicDeclaration]) -> Topic:

@@ -726,6 +726,91 @@ def _check_cors_options(options: Any) -> None:
             raise ConfigError("web_cors_options", f"max_age for {origin!r} must be seconds >= 0", fix)
 
 
+# faust-streaming 0.15.3's setting names (``faust.types.settings.Settings.SETTINGS``) and the older
+# names its App still maps: what config_from_object reads from a module or object (Faust ignores the
+# other attributes, such as the module's imports).
+FAUST_SETTING_NAMES = frozenset(
+    {
+        *("Agent", "ConsumerScheduler", "Event", "GlobalTable", "HttpClient", "LeaderAssignor", "Monitor"),
+        *("PartitionAssignor", "Router", "Schema", "Serializers", "SetGlobalTable", "SetTable", "Stream"),
+        *("Table", "TableManager", "Topic", "Worker", "aerospike_retries_on_exception"),
+        *("aerospike_sleep_seconds_between_retries_on_exception", "agent_supervisor", "autodiscover"),
+        *("blocking_timeout", "broker", "broker_api_version", "broker_check_crcs", "broker_client_id"),
+        *("broker_commit_every", "broker_commit_interval", "broker_commit_livelock_soft_timeout"),
+        *("broker_consumer", "broker_credentials", "broker_heartbeat_interval", "broker_max_poll_interval"),
+        *("broker_max_poll_records", "broker_producer", "broker_rebalance_timeout", "broker_request_timeout"),
+        *("broker_session_timeout", "cache", "canonical_url", "consumer_api_version"),
+        *("consumer_auto_offset_reset", "consumer_connections_max_idle_ms", "consumer_group_instance_id"),
+        *("consumer_max_fetch_size", "consumer_metadata_max_age_ms", "crash_app_on_aerospike_exception"),
+        *("cython_optimizations", "datadir", "debug", "env_prefix", "id_format", "key_serializer"),
+        *("logging_config", "loghandlers", "origin", "processing_guarantee", "producer_acks"),
+        *("producer_api_version", "producer_compression_type", "producer_connections_max_idle_ms"),
+        *("producer_linger", "producer_linger_ms", "producer_max_batch_size", "producer_max_request_size"),
+        *("producer_metadata_max_age_ms", "producer_partitioner", "producer_request_timeout"),
+        *("producer_threaded", "recovery_consistency_check", "reply_create_topic", "reply_expires"),
+        *("reply_to", "reply_to_prefix", "ssl_context", "store", "store_check_exists"),
+        *("stream_ack_cancelled_tasks", "stream_ack_exceptions", "stream_buffer_maxsize"),
+        *("stream_processing_timeout", "stream_publish_on_commit", "stream_recovery_delay"),
+        *("stream_wait_empty", "table_cleanup_interval", "table_key_index_size", "table_standby_replicas"),
+        *("tabledir", "timezone", "topic_allow_declare", "topic_disable_leader", "topic_partitions"),
+        *("topic_replication_factor", "url", "value_serializer", "version", "web", "web_application_options"),
+        *("web_bind", "web_cors_options", "web_enabled", "web_graph_enabled", "web_host", "web_in_thread"),
+        *("web_metrics_enabled", "web_port", "web_router_enabled", "web_ssl_context", "web_stats_enabled"),
+        *("web_tables_enabled", "web_transport", "worker_redirect_stdouts", "worker_redirect_stdouts_level"),
+        # App(...)'s older names (faust.App._prepare_compat_settings)
+        *("client_id", "commit_interval", "create_reply_topic", "num_standby_replicas", "default_partitions"),
+        "replication_factor",
+    }
+)
+
+
+def options_from_object(source: Any, *, silent: bool = False) -> dict[str, Any] | None:
+    """Faust's ``config_from_object`` source -> App options: a mapping (all its keys), or a module,
+    class or object (its attributes named like a Faust or agentstream setting), or the import path
+    of one (``"proj.settings"``, ``"proj.settings:Config"``, ``"proj.settings.Config"``), imported
+    with the working directory on the path as Faust does. ``silent``: None when it cannot be imported."""
+    if isinstance(source, str):
+        try:
+            source = _import_object(source)
+        except (ImportError, AttributeError) as exc:
+            if silent:
+                return None
+            raise ConfigError(
+                "config_from_object",
+                f"cannot import {source!r}: {type(exc).__name__}: {exc}",
+                "name a module importable from the working directory, e.g. 'proj.settings' or 'proj.settings:Config'",
+            ) from exc
+    if isinstance(source, Mapping):
+        return dict(source)
+    known = FAUST_SETTING_NAMES | {f.name for f in dataclasses.fields(Settings)} - {"id", "extra"}
+    return {name: getattr(source, name) for name in sorted(known) if hasattr(source, name)}
+
+
+def _import_object(path: str) -> Any:
+    import importlib
+    import sys
+
+    module_name, sep, attr = path.partition(":")
+    cwd = os.getcwd()
+    added = cwd not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        try:
+            obj: Any = importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            if sep or "." not in module_name:
+                raise
+            module_name, _, attr = module_name.rpartition(".")  # proj.settings.Config
+            obj = importlib.import_module(module_name)
+    finally:
+        if added:
+            sys.path.remove(cwd)
+    for part in attr.split(".") if attr else ():
+        obj = getattr(obj, part)
+    return obj
+
+
 # -- end of the web / environment block ------------------------------------------------------------------
 
 
