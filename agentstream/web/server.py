@@ -233,14 +233,15 @@ class Web:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if self.cors is not None and self.cors.is_preflight(request):
+        preflight = self.cors is not None and self.cors.is_preflight(request)
+        if self.cors is not None and preflight:
             response: web.StreamResponse = self.cors.preflight(request)  # before the token: preflights carry none
         else:
             response = await self._answer(request, handler)
-            if self.cors is not None:
-                self.cors.decorate(request, response)
         for name, value in SECURITY_HEADERS.items():
             response.headers.setdefault(name, value)
+        if self.cors is not None and not preflight:
+            self.cors.decorate(request, response)  # last: expose_headers='*' exposes what the answer has
         return response
 
     async def _answer(self, request: web.Request, handler: Handler) -> web.StreamResponse:
