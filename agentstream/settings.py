@@ -559,6 +559,7 @@ FAUST_VARIABLES = {
     "BROKER_COMMIT_EVERY": "broker_commit_every",
     "BROKER_COMMIT_INTERVAL": "broker_commit_interval",
     "BROKER_COMMIT_LIVELOCK_SOFT_TIMEOUT": "broker_commit_livelock_soft_timeout",
+    "BROKER_CREDENTIALS": "broker_credentials",
     "BROKER_HEARTBEAT_INTERVAL": "broker_heartbeat_interval",
     "BROKER_MAX_POLL_INTERVAL": "broker_max_poll_interval",
     "BROKER_MAX_POLL_RECORDS": "broker_max_poll_records",
@@ -652,6 +653,12 @@ def faust_environment(env: Mapping[str, str], options: Mapping[str, Any], fields
         elif faust_name == "producer_linger_ms":
             value = _coerce("producer_linger", raw, "float", variable)
         ((name, value),) = translate_settings({faust_name: value}).items()
+        if name in APP_ONLY:
+            raise ConfigError(
+                name,
+                f"environment variable {variable} cannot set it: it takes an object (App argument only)",
+                "pass it to App(...), or use the AGENTSTREAM_BROKER_SASL_* / AGENTSTREAM_BROKER_SSL_* variables",
+            )
         if name in fields and isinstance(value, str) and faust_name != "broker":
             value = _coerce(name, value, fields[name].type, variable)
         out[name] = value
