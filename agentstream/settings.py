@@ -43,6 +43,7 @@ APP_ONLY = (
     "topic_class",
     "web_ssl_context",
     "web_cors_options",
+    "web_application_options",
 )
 """Settings only an App argument can give (objects, not text): no environment variable sets them."""
 
@@ -114,6 +115,40 @@ class Settings:
     web_in_thread: bool = field(
         default=False,
         metadata={"help": "Faust's web server thread: refused when true (the server runs on the worker's loop)"},
+    )
+    web: str = field(
+        default="aiohttp://", metadata={"help": "Faust's web driver: aiohttp:// (the only one; others are refused)"}
+    )
+    web_tables_enabled: bool = field(
+        default=True, metadata={"help": "serve the table endpoints (/tables/..., Faust's /table/...): table data"}
+    )
+    web_router_enabled: bool = field(
+        default=True, metadata={"help": "serve /metadata: which worker owns each partition (the cluster's addresses)"}
+    )
+    web_stats_enabled: bool = field(
+        default=True,
+        metadata={
+            "help": (
+                "serve /status, /status.json and /status.html (the worker's counters); on by default "
+                "(Faust's follows debug)"
+            )
+        },
+    )
+    web_metrics_enabled: bool = field(
+        default=False,
+        metadata={"help": "Faust's /performance/ endpoint: refused when true (agentstream serves /metrics)"},
+    )
+    web_graph_enabled: bool = field(
+        default=False, metadata={"help": "Faust's /graph endpoint: refused when true (no service graph)"}
+    )
+    web_application_options: Any = field(
+        default=None,
+        metadata={
+            "help": (
+                "keyword arguments for the aiohttp web.Application (client_max_size, middlewares run after "
+                "agentstream's guard...; App argument only)"
+            )
+        },
     )
     web_ssl_context: Any = field(
         default=None,
@@ -440,6 +475,23 @@ class Settings:
                 f"{self.web_transport!r}: agentstream's web server listens on TCP only (other workers "
                 "forward table lookups to its host:port)",
                 "use tcp:// (the default); to serve on a unix socket put a proxy in front",
+            )
+        if self.web.rstrip("/") != "aiohttp:":
+            raise ConfigError(
+                "web", f"{self.web!r}: agentstream's web server is aiohttp", "use aiohttp:// or leave it out"
+            )
+        for name, why in (
+            ("web_metrics_enabled", "no Faust /performance/ endpoint: the metrics are at /metrics and /status.json"),
+            ("web_graph_enabled", "no Faust /graph endpoint (no service graph): /status.html shows the worker"),
+        ):
+            if getattr(self, name):
+                raise ConfigError(name, f"True: agentstream has {why}", f"remove {name}")
+        opts = self.web_application_options
+        if opts is not None and not (isinstance(opts, Mapping) and all(isinstance(k, str) for k in opts)):
+            raise ConfigError(
+                "web_application_options",
+                f"must be a mapping of aiohttp web.Application keyword arguments, got {opts!r}",
+                "pass e.g. {'client_max_size': 20 * 1024**2}",
             )
         if self.web_in_thread:
             raise ConfigError(

@@ -126,29 +126,41 @@ class Web:
     # -- lifecycle ----------------------------------------------------------------------------------
     def build(self) -> web.Application:
         """The aiohttp application (also what tests hand to aiohttp's test client)."""
-        application = web.Application(
-            middlewares=[self._guard],
+        s = self.app.settings
+        # web_application_options (Faust's): the app's keyword arguments for aiohttp's Application;
+        # its middlewares run inside agentstream's guard (the token and limits still apply)
+        options = dict(s.web_application_options or {})
+        handler_args = {
             # Let long request lines reach the guard, so they get our JSON 414 instead of a bare 400.
-            handler_args={
-                "max_line_size": 65536,
-                "max_field_size": 16384,
-                "keepalive_timeout": self.app.settings.web_idle_timeout,
-            },
-            client_max_size=1024**2,
+            "max_line_size": 65536,
+            "max_field_size": 16384,
+            "keepalive_timeout": s.web_idle_timeout,
+            **options.pop("handler_args", {}),
+        }
+        application = web.Application(
+            **{
+                "client_max_size": 1024**2,
+                **options,
+                "middlewares": [self._guard, *options.get("middlewares", ())],
+                "handler_args": handler_args,
+            }
         )
         r = application.router
         r.add_get("/", self.index)
         r.add_get("/livez", self.livez)
         r.add_get("/readyz", self.readyz)
-        r.add_get("/tables", self.tables.list_tables)
-        r.add_get("/tables/", self.tables.list_tables)
-        r.add_get("/tables/{table}", self.tables.list_keys)
-        r.add_get("/tables/{table}/", self.tables.list_keys)
-        r.add_get("/tables/{table}/{key:.+}", self.tables.get_value)
-        r.add_get("/metadata", self.metadata)
-        r.add_get("/status", self.status)
-        r.add_get("/status.json", self.status_json)
-        r.add_get("/status.html", self.status_html)
+        if s.web_tables_enabled:
+            r.add_get("/tables", self.tables.list_tables)
+            r.add_get("/tables/", self.tables.list_tables)
+            r.add_get("/tables/{table}", self.tables.list_keys)
+            r.add_get("/tables/{table}/", self.tables.list_keys)
+            r.add_get("/tables/{table}/{key:.+}", self.tables.get_value)
+        if s.web_router_enabled:
+            r.add_get("/metadata", self.metadata)
+        if s.web_stats_enabled:
+            r.add_get("/status", self.status)
+            r.add_get("/status.json", self.status_json)
+            r.add_get("/status.html", self.status_html)
         r.add_get("/metrics", self.metrics)
         for path, handler in self.app.pages.items():
             if path.rstrip("/") in RESERVED_PATHS or path.startswith("/tables/"):
@@ -160,10 +172,11 @@ class Web:
             r.add_route("*", path, self._page_handler(view_class(handler)))
         # Faust's built-in table views, after the app's pages (which win where they overlap, as
         # an app's own page would replace Faust's blueprint)
-        faust_tables = FaustTableViews(self.tables)
-        r.add_get("/table/", faust_tables.list)
-        r.add_get("/table/{name}/", faust_tables.detail)
-        r.add_get("/table/{name}/{key}/", faust_tables.key_detail)
+        if s.web_tables_enabled:
+            faust_tables = FaustTableViews(self.tables)
+            r.add_get("/table/", faust_tables.list)
+            r.add_get("/table/{name}/", faust_tables.detail)
+            r.add_get("/table/{name}/{key}/", faust_tables.key_detail)
         return application
 
     async def start(self) -> None:
@@ -286,16 +299,19 @@ class Web:
             )
 
     def _endpoints(self) -> list[str]:
-        return [
-            "/livez",
-            "/readyz",
+        s = self.app.settings
+        tables = [
             "/tables",
             "/tables/<table>?offset=&limit=",
             "/tables/<table>/<key>[?window=current|now|<epoch s>]",
             "/table/, /table/<table>/, /table/<table>/<key>/ (Faust's table views)",
-            "/metadata",
-            "/status",
-            "/status.html",
+        ]
+        return [
+            "/livez",
+            "/readyz",
+            *(tables if s.web_tables_enabled else ()),
+            *(["/metadata"] if s.web_router_enabled else ()),
+            *(["/status", "/status.html"] if s.web_stats_enabled else ()),
             "/metrics",
             *sorted(self.app.pages),
         ]
