@@ -672,6 +672,34 @@ FAUST_VARIABLES = {
     "WORKER_REDIRECT_STDOUTS": "worker_redirect_stdouts",
     "WORKER_REDIRECT_STDOUTS_LEVEL": "worker_redirect_stdouts_level",
 }
+# The type Faust parses each non-text variable to (its Param's), for settings agentstream has no
+# field of: the value then reaches settings.extra as the App argument would (False, not "false").
+FAUST_BOOL_SETTINGS = frozenset(
+    {
+        *("debug", "cython_optimizations", "broker_check_crcs", "producer_threaded", "recovery_consistency_check"),
+        *("store_check_exists", "crash_app_on_aerospike_exception", "reply_create_topic", "stream_wait_empty"),
+        *("topic_allow_declare", "topic_disable_leader", "web_enabled", "web_stats_enabled", "web_graph_enabled"),
+        *("web_router_enabled", "web_tables_enabled", "web_metrics_enabled", "worker_redirect_stdouts"),
+    }
+)
+FAUST_SECONDS_SETTINGS = frozenset(
+    {
+        *("blocking_timeout", "broker_commit_interval", "broker_commit_livelock_soft_timeout"),
+        *("broker_heartbeat_interval", "broker_max_poll_interval", "broker_rebalance_timeout"),
+        *("broker_request_timeout", "broker_session_timeout", "producer_linger", "producer_request_timeout"),
+        *("reply_expires", "stream_processing_timeout", "stream_recovery_delay", "table_cleanup_interval"),
+    }
+)
+FAUST_INT_SETTINGS = frozenset(
+    {
+        *("version", "broker_commit_every", "broker_max_poll_records", "consumer_max_fetch_size"),
+        *("consumer_metadata_max_age_ms", "consumer_connections_max_idle_ms", "producer_acks"),
+        *("producer_max_batch_size", "producer_max_request_size", "producer_metadata_max_age_ms"),
+        *("producer_connections_max_idle_ms", "aerospike_retries_on_exception"),
+        *("aerospike_sleep_seconds_between_retries_on_exception", "stream_buffer_maxsize", "table_key_index_size"),
+        *("table_standby_replicas", "topic_partitions", "topic_replication_factor", "web_port", "producer_linger_ms"),
+    }
+)
 # Not a setting's value: Faust reads APP_ENV_PREFIX (env_prefix's own env_name) first, to find the others.
 FAUST_PREFIX_VARIABLE = "APP_ENV_PREFIX"
 _WILDCARDS = ("", "0.0.0.0", "::", "[::]")
@@ -713,6 +741,11 @@ def faust_environment(env: Mapping[str, str], options: Mapping[str, Any], fields
             )
         if name in fields and isinstance(value, str) and faust_name != "broker":
             value = _coerce(name, value, fields[name].type, variable)
+        elif name not in fields and isinstance(value, str):
+            kind = {**dict.fromkeys(FAUST_BOOL_SETTINGS, "bool"), **dict.fromkeys(FAUST_INT_SETTINGS, "int")}.get(
+                faust_name, "float" if faust_name in FAUST_SECONDS_SETTINGS else "str"
+            )
+            value = _coerce(name, value, kind, variable)
         out[name] = value
     return out
 
