@@ -163,6 +163,7 @@ class App:
         self.timers: list[Timer] = []
         self.startup_tasks: list[Callable[..., Awaitable[None]]] = []
         self.pages: dict[str, Any] = {}  # path -> view function or agentstream.web.View subclass
+        self.page_cors: dict[str, Any] = {}  # path -> Faust's cors_options of that page (over web_cors_options)
         self.commands: dict[str, Any] = {}  # name -> commands.CommandSpec (@app.command)
         self._transport: Transport | None = None
         self._producer_object: Producer | None = None
@@ -549,15 +550,22 @@ class App:
     ) -> Callable[[F], F]:
         """Serve a view at ``path`` on every worker's web server (Faust's ``@app.page``):
         ``async def view(web, request, **path_params)`` or a :class:`agentstream.web.View` subclass.
-        Faust's ``base``, ``cors_options`` and ``name`` are accepted and logged once."""
-        faust_args.ignored("app.page", base=base, cors_options=cors_options, name=name)
+        ``cors_options`` (Faust's ``{origin: ResourceOptions}``) override ``web_cors_options`` for
+        this page, origin by origin; Faust's ``base`` and ``name`` are accepted and logged once."""
+        faust_args.ignored("app.page", base=base, name=name)
         if not path.startswith("/"):
             raise TopologyError(f"page path {path!r} must start with '/'")
+        if cors_options:
+            from .settings import check_cors_options
+
+            check_cors_options(cors_options, f"app.page({path!r}, cors_options=...)")
 
         def _decorate(view: F) -> F:
             if path in self.pages:
                 raise TopologyError(f"two pages are registered at {path!r}")
             self.pages[path] = view
+            if cors_options:
+                self.page_cors[path] = cors_options
             return view
 
         return _decorate

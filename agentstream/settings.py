@@ -507,7 +507,7 @@ class Settings:
                 "ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH); ctx.load_cert_chain(cert, key)",
             )
         if self.web_cors_options is not None:
-            _check_cors_options(self.web_cors_options)
+            check_cors_options(self.web_cors_options)
 
     def web_bind_address(self) -> str:
         """The address the web server listens on: ``web_bind``, else ``web_host`` (listen exactly
@@ -792,30 +792,30 @@ def _check_canonical_url(raw: str) -> None:
     _check_host("canonical_url", parts.hostname)
 
 
-def _check_cors_options(options: Any) -> None:
+def check_cors_options(options: Any, setting: str = "web_cors_options") -> None:
     """Faust's ``{origin: ResourceOptions}`` (faust.web / aiohttp_cors ResourceOptions, or a dict of
     their fields): string origins (or ``*``), known fields, lists of names or ``*``."""
     fix = "pass {'https://app.example.com': faust.web.ResourceOptions(allow_methods='*', ...)}"
     if not isinstance(options, Mapping):
-        raise ConfigError("web_cors_options", f"must be a mapping of origin -> options, got {options!r}", fix)
+        raise ConfigError(setting, f"must be a mapping of origin -> options, got {options!r}", fix)
     for origin, opts in options.items():
         if not isinstance(origin, str) or not origin or (origin != "*" and "://" not in origin):
-            raise ConfigError("web_cors_options", f"origin {origin!r} is not '*' or scheme://host[:port]", fix)
+            raise ConfigError(setting, f"origin {origin!r} is not '*' or scheme://host[:port]", fix)
         values = dict(opts) if isinstance(opts, Mapping) else {}
         if not isinstance(opts, Mapping):
             if not all(hasattr(opts, f) for f in _CORS_FIELDS):
-                raise ConfigError("web_cors_options", f"options for {origin!r} are not ResourceOptions: {opts!r}", fix)
+                raise ConfigError(setting, f"options for {origin!r} are not ResourceOptions: {opts!r}", fix)
             values = {f: getattr(opts, f) for f in _CORS_FIELDS}
         unknown = sorted(set(values) - set(_CORS_FIELDS))
         if unknown:
-            raise ConfigError("web_cors_options", f"unknown CORS option {unknown[0]!r} for {origin!r}", fix)
+            raise ConfigError(setting, f"unknown CORS option {unknown[0]!r} for {origin!r}", fix)
         for f in ("expose_headers", "allow_headers", "allow_methods"):
             v = values.get(f)
             if not (v is None or v == "*" or (not isinstance(v, str) and all(isinstance(x, str) for x in v))):
-                raise ConfigError("web_cors_options", f"{f} for {origin!r} must be '*' or a list of names", fix)
+                raise ConfigError(setting, f"{f} for {origin!r} must be '*' or a list of names", fix)
         max_age = values.get("max_age")
         if max_age is not None and (isinstance(max_age, bool) or not isinstance(max_age, int) or max_age < 0):
-            raise ConfigError("web_cors_options", f"max_age for {origin!r} must be seconds >= 0", fix)
+            raise ConfigError(setting, f"max_age for {origin!r} must be seconds >= 0", fix)
 
 
 # faust-streaming 0.15.3's setting names (``faust.types.settings.Settings.SETTINGS``) and the older

@@ -87,6 +87,10 @@ class Web:
         self.advertised_host = str(extra.get("web_advertised_host") or self._advertised(s.web_host or host))
         self.ssl_context = s.web_ssl_context
         self.cors = CorsPolicy(s.web_cors_options) if s.web_cors_options else None
+        # Faust's per-page cors_options override the app's, origin by origin (aiohttp-cors' ChainMap)
+        self._page_cors = {
+            path: CorsPolicy({**(s.web_cors_options or {}), **opts}) for path, opts in app.page_cors.items()
+        }
         self.scheme = "https" if self.ssl_context is not None else "http"
         self._canonical: tuple[str, int] | None = None
         if s.canonical_url:
@@ -246,16 +250,26 @@ class Web:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        preflight = self.cors is not None and self.cors.is_preflight(request)
-        if self.cors is not None and preflight:
-            response: web.StreamResponse = self.cors.preflight(request)  # before the token: preflights carry none
+        cors = self._cors_for(request)
+        preflight = cors is not None and cors.is_preflight(request)
+        if cors is not None and preflight:
+            response: web.StreamResponse = cors.preflight(request)  # before the token: preflights carry none
         else:
             response = await self._answer(request, handler)
         for name, value in SECURITY_HEADERS.items():
             response.headers.setdefault(name, value)
-        if self.cors is not None and not preflight:
-            self.cors.decorate(request, response)  # last: expose_headers='*' exposes what the answer has
+        if cors is not None and not preflight:
+            cors.decorate(request, response)  # last: expose_headers='*' exposes what the answer has
         return response
+
+    def _cors_for(self, request: web.Request) -> CorsPolicy | None:
+        """The page's own CORS options when it has some, else the app's (None: no CORS)."""
+        if self._page_cors:
+            resource = request.match_info.route.resource
+            page = self._page_cors.get(resource.canonical) if resource is not None else None
+            if page is not None:
+                return page
+        return self.cors
 
     async def _answer(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if len(request.raw_path.encode()) > MAX_PATH_BYTES:

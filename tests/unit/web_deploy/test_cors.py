@@ -131,3 +131,49 @@ def test_cors_options_that_cannot_apply_are_refused(options: Any) -> None:
     with pytest.raises(ConfigError) as info:
         agentstream.App("cors", broker="memory://", web_cors_options=options)
     assert info.value.setting == "web_cors_options"
+
+
+async def test_a_pages_own_cors_options_override_the_apps_origin_by_origin() -> None:
+    from aiohttp import web
+
+    from agentstream.web import Blueprint
+
+    app = agentstream.App(
+        f"pcors-{uuid.uuid4().hex[:6]}",
+        broker="memory://",
+        topic_partitions=1,
+        web_cors_options={ALLOWED: ResourceOptions(allow_methods=["GET"])},
+    )
+    app.topic("src")
+
+    @app.page("/api", cors_options={"https://page.example": ResourceOptions(allow_methods="*")})
+    async def api(web_: Any, request: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    bp = Blueprint("bp")
+
+    @bp.route("/thing", cors_options={ALLOWED: {"allow_methods": ["PUT"]}})
+    async def thing(web_: Any, request: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    bp.register(app, url_prefix="/bp")
+
+    def preflight(origin: str, method: str = "POST") -> dict[str, str]:
+        return {"Origin": origin, "Access-Control-Request-Method": method}
+
+    async with AppHarness(app) as h:
+        base = f"http://127.0.0.1:{h.web.port}"
+        assert (await request("OPTIONS", f"{base}/api", **preflight("https://page.example")))[0] == 200
+        assert (await request("OPTIONS", f"{base}/status", **preflight("https://page.example")))[0] == 403
+        assert (await request("OPTIONS", f"{base}/api", **preflight(ALLOWED, "GET")))[0] == 200  # the app's too
+        assert (await request("OPTIONS", f"{base}/bp/thing", **preflight(ALLOWED, "PUT")))[0] == 200
+        assert (await request("OPTIONS", f"{base}/tables", **preflight(ALLOWED, "PUT")))[0] == 403
+        status, headers = await request("GET", f"{base}/api", Origin="https://page.example")
+        assert status == 200 and headers["Access-Control-Allow-Origin"] == "https://page.example"
+
+
+def test_a_pages_bad_cors_options_are_refused_naming_the_page() -> None:
+    app = agentstream.App("pcors", broker="memory://")
+    with pytest.raises(ConfigError, match="cors_options") as info:
+        app.page("/x", cors_options={"no-scheme": ResourceOptions()})
+    assert "/x" in info.value.setting
