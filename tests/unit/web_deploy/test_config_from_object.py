@@ -107,3 +107,11 @@ def test_faust_app_has_it_too() -> None:
     a = FaustApp(f"cfgf-{uuid.uuid4().hex[:6]}", broker="memory://")
     a.config_from_object({"topic_partitions": 3}, force=True)
     assert a.conf.topic_partitions == 3
+
+
+def test_after_declarations_it_warns_that_they_keep_their_settings(caplog: pytest.LogCaptureFixture) -> None:
+    a = app()
+    a.topic("early")
+    a.config_from_object({"topic_partitions": 6})
+    assert a.conf.topic_partitions == 6
+    assert any("keep the names and partition counts" in r.getMessage() for r in caplog.records)
