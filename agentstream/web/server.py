@@ -89,7 +89,8 @@ class Web:
         self.cors = CorsPolicy(s.web_cors_options) if s.web_cors_options else None
         # Faust's per-page cors_options override the app's, origin by origin (aiohttp-cors' ChainMap)
         self._page_cors = {
-            path: CorsPolicy({**(s.web_cors_options or {}), **opts}) for path, opts in app.page_cors.items()
+            path: CorsPolicy({**(s.web_cors_options or {}), **opts})
+            for path, opts in getattr(app, "page_cors", {}).items()
         }
         self.scheme = "https" if self.ssl_context is not None else "http"
         self._canonical: tuple[str, int] | None = None
