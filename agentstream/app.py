@@ -147,6 +147,7 @@ class App:
     """A Faust-style application: ``app = agentstream.App("wordcount", broker="kafka://...")``."""
 
     def __init__(self, id: str, **options: Any) -> None:
+        self._given: tuple[str, dict[str, Any]] = (id, dict(options))  # what config_from_object rebuilds from
         options = faust_args.translate_settings(options)  # Faust names, timedelta durations
         self.settings = Settings.build(id, options)
         faust_settings.refuse_unsupported(id, self.settings.extra)  # before any worker joins a group
@@ -163,6 +164,7 @@ class App:
         self.timers: list[Timer] = []
         self.startup_tasks: list[Callable[..., Awaitable[None]]] = []
         self.pages: dict[str, Any] = {}  # path -> view function or agentstream.web.View subclass
+        self.page_cors: dict[str, Any] = {}  # path -> Faust's cors_options of that page (over web_cors_options)
         self.commands: dict[str, Any] = {}  # name -> commands.CommandSpec (@app.command)
         self._transport: Transport | None = None
         self._producer_object: Producer | None = None
@@ -257,6 +259,39 @@ class App:
     def conf(self) -> Settings:
         """Faust's name for the settings."""
         return self.settings
+
+    def config_from_object(self, obj: Any, *, silent: bool = False, force: bool = False) -> None:
+        """Faust's ``app.config_from_object``: settings read from a module, class, object or mapping,
+        or the import path of one (``"proj.settings"``, ``"proj.settings:Config"``).
+
+        As in Faust they override the App's arguments and environment variables override them. The
+        settings are rebuilt and checked at once (``force`` is accepted: agentstream never defers
+        them); call it before declaring topics, agents and tables, which read the settings when
+        declared (a warning says so otherwise). ``silent``: a source that cannot be imported changes
+        nothing; otherwise it is a ConfigError naming ``config_from_object``."""
+        from .settings import options_from_object
+
+        changes = options_from_object(obj, silent=silent)
+        if changes is None:
+            return
+        if self.topics or self.agents or self.tables:
+            log.warning(
+                "app %s: config_from_object(%r) after topics, agents or tables were declared: they keep "
+                "the names and partition counts the earlier settings gave them",
+                self.id,
+                obj,
+            )
+        id, given = self._given
+        options = {**faust_args.translate_settings(given), **faust_args.translate_settings(changes)}
+        settings = Settings.build(id, options)
+        faust_args.log_unknown_settings(id, settings.extra)
+        _check_class_setting("Stream", settings.stream_class, Stream)
+        _check_class_setting("Agent", settings.agent_class, Agent)
+        _check_class_setting("Topic", settings.topic_class, Topic)
+        self.settings = settings
+        self._given = (id, options)  # translated: a second call merges over these
+        self.key_serializer = options.get("key_serializer", "raw")
+        self.value_serializer = options.get("value_serializer", "json")
 
     # -- declarations --------------------------------------------------------------------------
     def topic(self, name: str = "", *more: str, **options: Unpack[TopicDeclaration]) -> Topic:
@@ -516,15 +551,22 @@ class App:
     ) -> Callable[[F], F]:
         """Serve a view at ``path`` on every worker's web server (Faust's ``@app.page``):
         ``async def view(web, request, **path_params)`` or a :class:`agentstream.web.View` subclass.
-        Faust's ``base``, ``cors_options`` and ``name`` are accepted and logged once."""
-        faust_args.ignored("app.page", base=base, cors_options=cors_options, name=name)
+        ``cors_options`` (Faust's ``{origin: ResourceOptions}``) override ``web_cors_options`` for
+        this page, origin by origin; Faust's ``base`` and ``name`` are accepted and logged once."""
+        faust_args.ignored("app.page", base=base, name=name)
         if not path.startswith("/"):
             raise TopologyError(f"page path {path!r} must start with '/'")
+        if cors_options:
+            from .settings import check_cors_options
+
+            check_cors_options(cors_options, f"app.page({path!r}, cors_options=...)")
 
         def _decorate(view: F) -> F:
             if path in self.pages:
                 raise TopologyError(f"two pages are registered at {path!r}")
             self.pages[path] = view
+            if cors_options:
+                self.page_cors[path] = cors_options
             return view
 
         return _decorate

@@ -47,7 +47,6 @@ RENAMED = {
     "broker_max_poll_records": "max_poll_records",
     "stream_buffer_maxsize": "buffer_max_records",
     "datadir": "data_dir",
-    "web_bind": "web_host",
     "producer_linger": "producer_linger",
     "Stream": "stream_class",
     "Agent": "agent_class",

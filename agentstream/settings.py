@@ -9,6 +9,8 @@ import logging
 import math
 import os
 import re
+import socket
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +33,18 @@ GUARANTEES = ("at_least_once", "exactly_once")
 TOPIC_NAMINGS = ("agentstream", "faust")
 
 
-APP_ONLY = ("id", "extra", "broker_credentials", "ssl_context", "stream_class", "agent_class", "topic_class")
+APP_ONLY = (
+    "id",
+    "extra",
+    "broker_credentials",
+    "ssl_context",
+    "stream_class",
+    "agent_class",
+    "topic_class",
+    "web_ssl_context",
+    "web_cors_options",
+    "web_application_options",
+)
 """Settings only an App argument can give (objects, not text): no environment variable sets them."""
 
 
@@ -69,7 +82,89 @@ class Settings:
     table_cache_size: int = 10_000
     web_enabled: bool = True
     web_port: int = 6066
-    web_host: str = "127.0.0.1"
+    # -- the web server for deployments (docs/deployment.md): Faust's web_bind / web_host / canonical_url --
+    web_bind: str = field(
+        default="",
+        metadata={
+            "help": (
+                "address the web server listens on; empty: web_host when that is given, else 127.0.0.1 "
+                "(loopback: the server has no authentication unless web_token is set); 0.0.0.0 listens on "
+                "every interface (Faust's default)"
+            )
+        },
+    )
+    web_host: str = field(
+        default="",
+        metadata={
+            "help": (
+                "host name other workers and clients reach this web server by (advertised in the group for "
+                "table lookups); empty: web_bind, or this machine's host name when web_bind is a wildcard"
+            )
+        },
+    )
+    canonical_url: str = field(
+        default="",
+        metadata={
+            "help": (
+                "the URL advertised to the other workers, http(s)://host[:port] (Faust's canonical_url); "
+                "empty: <scheme>://<web_host>:<bound port>, https when web_ssl_context is set"
+            )
+        },
+    )
+    web_transport: str = field(
+        default="tcp://", metadata={"help": "how the web server listens: tcp:// (unix:// sockets are refused)"}
+    )
+    web_in_thread: bool = field(
+        default=False,
+        metadata={"help": "Faust's web server thread: refused when true (the server runs on the worker's loop)"},
+    )
+    web: str = field(
+        default="aiohttp://", metadata={"help": "Faust's web driver: aiohttp:// (the only one; others are refused)"}
+    )
+    web_tables_enabled: bool = field(
+        default=True, metadata={"help": "serve the table endpoints (/tables/..., Faust's /table/...): table data"}
+    )
+    web_router_enabled: bool = field(
+        default=True, metadata={"help": "serve /metadata: which worker owns each partition (the cluster's addresses)"}
+    )
+    web_stats_enabled: bool = field(
+        default=True,
+        metadata={
+            "help": (
+                "serve /status, /status.json and /status.html (the worker's counters); on by default "
+                "(Faust's follows debug)"
+            )
+        },
+    )
+    web_metrics_enabled: bool = field(
+        default=False,
+        metadata={"help": "Faust's /performance/ endpoint: refused when true (agentstream serves /metrics)"},
+    )
+    web_graph_enabled: bool = field(
+        default=False, metadata={"help": "Faust's /graph endpoint: refused when true (no service graph)"}
+    )
+    web_application_options: Any = field(
+        default=None,
+        metadata={
+            "help": (
+                "keyword arguments for the aiohttp web.Application (client_max_size, middlewares run after "
+                "agentstream's guard...; App argument only)"
+            )
+        },
+    )
+    web_ssl_context: Any = field(
+        default=None,
+        metadata={"help": "an ssl.SSLContext: the web server speaks HTTPS (App argument only)"},
+    )
+    web_cors_options: Any = field(
+        default=None,
+        metadata={
+            "help": (
+                "CORS: {origin or '*': ResourceOptions(allow_credentials, expose_headers, allow_headers, "
+                "max_age, allow_methods)} for every web endpoint (App argument only)"
+            )
+        },
+    )
     loglevel: str = "INFO"
     # -- security (docs/security.md) -------------------------------------------------------------
     broker_credentials: Any = field(
@@ -232,6 +327,9 @@ class Settings:
             self.topic_replication_factor = -1
         if isinstance(self.data_dir, (str, os.PathLike)):
             self.data_dir = Path(self.data_dir)
+        for name in ("canonical_url", "web_transport"):  # Faust takes yarl URLs too
+            if type(getattr(self, name)).__name__ == "URL":
+                setattr(self, name, str(getattr(self, name)))
         for f in dataclasses.fields(self):
             if f.metadata.get("secret") and isinstance(getattr(self, f.name), str):
                 setattr(self, f.name, Secret(reveal(getattr(self, f.name)) or ""))
@@ -326,7 +424,7 @@ class Settings:
             raise ConfigError(
                 "web_port", f"{self.web_port} is not a TCP port", "use a port in 1..65535 (0 picks a free one)"
             )
-        self._check_web_host()
+        self._check_web()
         for name in ("web_max_connections",):
             if getattr(self, name) < 1:
                 raise ConfigError(
@@ -404,23 +502,62 @@ class Settings:
         if not isinstance(self.data_dir, Path):
             raise ConfigError("data_dir", f"must be a path, got {self.data_dir!r}", "set data_dir to a directory path")
 
-    def _check_web_host(self) -> None:
-        host = self.web_host
-        ok = host == "" or bool(_HOSTNAME.match(host))
-        if not ok:
-            try:
-                import ipaddress
-
-                ipaddress.ip_address(host.strip("[]"))
-                ok = True
-            except ValueError:
-                ok = False
-        if not ok:
+    def _check_web(self) -> None:
+        """web_bind / web_host / canonical_url / web_transport / web_in_thread / TLS / CORS (Faust's names)."""
+        for name in ("web_bind", "web_host"):
+            _check_host(name, getattr(self, name))
+        if self.canonical_url:
+            _check_canonical_url(self.canonical_url)
+        if str(self.web_transport).rstrip("/") != "tcp:":
             raise ConfigError(
-                "web_host",
-                f"{host!r} is not a host name or IP address",
-                "use e.g. 127.0.0.1 (this machine only) or 0.0.0.0 (every interface), without scheme or port",
+                "web_transport",
+                f"{self.web_transport!r}: agentstream's web server listens on TCP only (other workers "
+                "forward table lookups to its host:port)",
+                "use tcp:// (the default); to serve on a unix socket put a proxy in front",
             )
+        if self.web.rstrip("/") != "aiohttp:":
+            raise ConfigError(
+                "web", f"{self.web!r}: agentstream's web server is aiohttp", "use aiohttp:// or leave it out"
+            )
+        for name, why in (
+            ("web_metrics_enabled", "no Faust /performance/ endpoint: the metrics are at /metrics and /status.json"),
+            ("web_graph_enabled", "no Faust /graph endpoint (no service graph): /status.html shows the worker"),
+        ):
+            if getattr(self, name):
+                raise ConfigError(name, f"True: agentstream has {why}", f"remove {name}")
+        opts = self.web_application_options
+        if opts is not None and not (isinstance(opts, Mapping) and all(isinstance(k, str) for k in opts)):
+            raise ConfigError(
+                "web_application_options",
+                f"must be a mapping of aiohttp web.Application keyword arguments, got {opts!r}",
+                "pass e.g. {'client_max_size': 20 * 1024**2}",
+            )
+        if self.web_in_thread:
+            raise ConfigError(
+                "web_in_thread",
+                "True: the web server runs on the worker's event loop (it only reads published snapshots "
+                "and the tables' public face, and table lookups must see the worker's stores)",
+                "remove web_in_thread",
+            )
+        if self.web_ssl_context is not None and not isinstance(self.web_ssl_context, ssl.SSLContext):
+            raise ConfigError(
+                "web_ssl_context",
+                f"must be an ssl.SSLContext, got {type(self.web_ssl_context).__name__}",
+                "ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH); ctx.load_cert_chain(cert, key)",
+            )
+        if self.web_cors_options is not None:
+            check_cors_options(self.web_cors_options)
+
+    def web_bind_address(self) -> str:
+        """The address the web server listens on: ``web_bind``, else ``web_host`` (listen exactly
+        where others are told to connect), else loopback (safe without ``web_token``)."""
+        return self.web_bind or self.web_host or "127.0.0.1"
+
+    def web_advertised_host(self) -> str:
+        """The host name others reach this web server by (Faust's ``web_host``): given, else the bind
+        address, or this machine's host name for a wildcard bind (nobody can connect to 0.0.0.0)."""
+        host = self.web_host or self.web_bind_address()
+        return socket.gethostname() if host in _WILDCARDS else host
 
     def _check_store(self) -> None:
         scheme, sep, _ = self.store.partition("://")
@@ -481,7 +618,11 @@ class Settings:
             else:
                 extra[key] = value
         env = os.environ if environ is None else environ
-        values.update(faust_environment(env, options, fields))
+        for key, value in faust_environment(env, options, fields).items():
+            if key in fields:
+                values[key] = value
+            else:
+                extra[key] = value
         for name, _f in fields.items():
             raw = env.get(f"{ENV_PREFIX}{name.upper()}")
             if raw is not None and name not in APP_ONLY:
@@ -490,48 +631,324 @@ class Settings:
         return cls(id=id, extra=extra, **values)
 
 
-# Faust's environment variables (faust.types.settings: each setting's env_name) -> agentstream's
-# setting. As in Faust they override the App's arguments; AGENTSTREAM_* variables override them.
+# -- Faust's environment variables and the web checks (docs/deployment.md) --------------------------------
+
+# Every environment variable faust-streaming's Settings reads (each setting's ``env_name``) -> the
+# Faust setting it sets. As in Faust they override the App's arguments (AGENTSTREAM_* variables
+# override them); each value goes through the same translation as the App argument of that name,
+# so it is honoured, or refused at start, exactly as the argument would be.
 FAUST_VARIABLES = {
+    "APP_DATADIR": "datadir",
+    "APP_TABLEDIR": "tabledir",
+    "APP_DEBUG": "debug",
+    "APP_ID_FORMAT": "id_format",
+    "TIMEZONE": "timezone",
+    "APP_VERSION": "version",
+    "AGENT_SUPERVISOR": "agent_supervisor",
+    "CYTHON_OPTIMIZATIONS": "cython_optimizations",
+    "BLOCKING_TIMEOUT": "blocking_timeout",
     "BROKER_URL": "broker",
-    "APP_DATADIR": "data_dir",
-    "APP_STORE": "store",
-    "BROKER_COMMIT_INTERVAL": "commit_interval",
-    "BROKER_HEARTBEAT_INTERVAL": "heartbeat_interval",
-    "BROKER_MAX_POLL_RECORDS": "max_poll_records",
-    "BROKER_REBALANCE_TIMEOUT": "rebalance_timeout",
-    "BROKER_SESSION_TIMEOUT": "session_timeout",
+    "BROKER_CONSUMER_URL": "broker_consumer",
+    "BROKER_PRODUCER_URL": "broker_producer",
+    "BROKER_API_VERSION": "broker_api_version",
+    "BROKER_CHECK_CRCS": "broker_check_crcs",
+    "BROKER_CLIENT_ID": "broker_client_id",
+    "BROKER_COMMIT_EVERY": "broker_commit_every",
+    "BROKER_COMMIT_INTERVAL": "broker_commit_interval",
+    "BROKER_COMMIT_LIVELOCK_SOFT_TIMEOUT": "broker_commit_livelock_soft_timeout",
+    "BROKER_CREDENTIALS": "broker_credentials",
+    "BROKER_HEARTBEAT_INTERVAL": "broker_heartbeat_interval",
+    "BROKER_MAX_POLL_INTERVAL": "broker_max_poll_interval",
+    "BROKER_MAX_POLL_RECORDS": "broker_max_poll_records",
+    "BROKER_REBALANCE_TIMEOUT": "broker_rebalance_timeout",
+    "BROKER_REQUEST_TIMEOUT": "broker_request_timeout",
+    "BROKER_SESSION_TIMEOUT": "broker_session_timeout",
+    "CONSUMER_API_VERSION": "consumer_api_version",
+    "CONSUMER_MAX_FETCH_SIZE": "consumer_max_fetch_size",
+    "CONSUMER_AUTO_OFFSET_RESET": "consumer_auto_offset_reset",
+    "CONSUMER_GROUP_INSTANCE_ID": "consumer_group_instance_id",
+    "CONSUMER_METADATA_MAX_AGE_MS": "consumer_metadata_max_age_ms",
+    "CONSUMER_CONNECTIONS_MAX_IDLE_MS": "consumer_connections_max_idle_ms",
+    "APP_KEY_SERIALIZER": "key_serializer",
+    "APP_VALUE_SERIALIZER": "value_serializer",
+    "PRODUCER_ACKS": "producer_acks",
+    "PRODUCER_API_VERSION": "producer_api_version",
+    "PRODUCER_COMPRESSION_TYPE": "producer_compression_type",
     "PRODUCER_LINGER": "producer_linger",
+    "PRODUCER_LINGER_MS": "producer_linger_ms",
     "PRODUCER_MAX_BATCH_SIZE": "producer_max_batch_size",
+    "PRODUCER_MAX_REQUEST_SIZE": "producer_max_request_size",
+    "PRODUCER_REQUEST_TIMEOUT": "producer_request_timeout",
+    "PRODUCER_THREADED": "producer_threaded",
+    "PRODUCER_METADATA_MAX_AGE_MS": "producer_metadata_max_age_ms",
+    "PRODUCER_CONNECTIONS_MAX_IDLE_MS": "producer_connections_max_idle_ms",
+    "RECOVERY_CONSISTENCY_CHECK": "recovery_consistency_check",
+    "STORE_CHECK_EXISTS": "store_check_exists",
+    "CRASH_APP_ON_AEROSPIKE_EXCEPTION": "crash_app_on_aerospike_exception",
+    "AEROSPIKE_RETRIES_ON_EXCEPTION": "aerospike_retries_on_exception",
+    "AEROSPIKE_SLEEP_SECONDS_BETWEEN_RETRIES_ON_EXCEPTION": "aerospike_sleep_seconds_between_retries_on_exception",
+    "APP_REPLY_CREATE_TOPIC": "reply_create_topic",
+    "APP_REPLY_EXPIRES": "reply_expires",
+    "APP_REPLY_TO_PREFIX": "reply_to_prefix",
     "PROCESSING_GUARANTEE": "processing_guarantee",
-    "STREAM_BUFFER_MAXSIZE": "buffer_max_records",
+    "STREAM_BUFFER_MAXSIZE": "stream_buffer_maxsize",
+    "STREAM_PROCESSING_TIMEOUT": "stream_processing_timeout",
+    "STREAM_RECOVERY_DELAY": "stream_recovery_delay",
+    "STREAM_WAIT_EMPTY": "stream_wait_empty",
+    "APP_STORE": "store",
+    "TABLE_CLEANUP_INTERVAL": "table_cleanup_interval",
+    "TABLE_KEY_INDEX_SIZE": "table_key_index_size",
     "TABLE_STANDBY_REPLICAS": "table_standby_replicas",
+    "TOPIC_ALLOW_DECLARE": "topic_allow_declare",
+    "TOPIC_DISABLE_LEADER": "topic_disable_leader",
     "TOPIC_PARTITIONS": "topic_partitions",
-    "WEB_BIND": "web_host",
-    "WEB_PORT": "web_port",
+    "TOPIC_REPLICATION_FACTOR": "topic_replication_factor",
+    "CACHE_URL": "cache",
+    "WEB_BIND": "web_bind",
     "APP_WEB_ENABLED": "web_enabled",
+    "APP_WEB_STATS_ENABLED": "web_stats_enabled",
+    "APP_WEB_GRAPH_ENABLED": "web_graph_enabled",
+    "APP_WEB_ROUTER_ENABLED": "web_router_enabled",
+    "APP_WEB_TABLES_ENABLED": "web_tables_enabled",
+    "APP_WEB_METRICS_ENABLED": "web_metrics_enabled",
+    "WEB_HOST": "web_host",
+    "WEB_PORT": "web_port",
+    "NODE_CANONICAL_URL": "canonical_url",
+    "WORKER_REDIRECT_STDOUTS": "worker_redirect_stdouts",
+    "WORKER_REDIRECT_STDOUTS_LEVEL": "worker_redirect_stdouts_level",
 }
+# The type Faust parses each non-text variable to (its Param's), for settings agentstream has no
+# field of: the value then reaches settings.extra as the App argument would (False, not "false").
+FAUST_BOOL_SETTINGS = frozenset(
+    {
+        *("debug", "cython_optimizations", "broker_check_crcs", "producer_threaded", "recovery_consistency_check"),
+        *("store_check_exists", "crash_app_on_aerospike_exception", "reply_create_topic", "stream_wait_empty"),
+        *("topic_allow_declare", "topic_disable_leader", "web_enabled", "web_stats_enabled", "web_graph_enabled"),
+        *("web_router_enabled", "web_tables_enabled", "web_metrics_enabled", "worker_redirect_stdouts"),
+    }
+)
+FAUST_SECONDS_SETTINGS = frozenset(
+    {
+        *("blocking_timeout", "broker_commit_interval", "broker_commit_livelock_soft_timeout"),
+        *("broker_heartbeat_interval", "broker_max_poll_interval", "broker_rebalance_timeout"),
+        *("broker_request_timeout", "broker_session_timeout", "producer_linger", "producer_request_timeout"),
+        *("reply_expires", "stream_processing_timeout", "stream_recovery_delay", "table_cleanup_interval"),
+    }
+)
+FAUST_INT_SETTINGS = frozenset(
+    {
+        *("version", "broker_commit_every", "broker_max_poll_records", "consumer_max_fetch_size"),
+        *("consumer_metadata_max_age_ms", "consumer_connections_max_idle_ms", "producer_acks"),
+        *("producer_max_batch_size", "producer_max_request_size", "producer_metadata_max_age_ms"),
+        *("producer_connections_max_idle_ms", "aerospike_retries_on_exception"),
+        *("aerospike_sleep_seconds_between_retries_on_exception", "stream_buffer_maxsize", "table_key_index_size"),
+        *("table_standby_replicas", "topic_partitions", "topic_replication_factor", "web_port", "producer_linger_ms"),
+    }
+)
+# Not a setting's value: Faust reads APP_ENV_PREFIX (env_prefix's own env_name) first, to find the others.
+FAUST_PREFIX_VARIABLE = "APP_ENV_PREFIX"
+_WILDCARDS = ("", "0.0.0.0", "::", "[::]")
+_CORS_FIELDS = ("allow_credentials", "expose_headers", "allow_headers", "max_age", "allow_methods")
 
 
 def faust_environment(env: Mapping[str, str], options: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings Faust's environment variables give, each read with Faust's ``env_prefix``
-    (``APP_ENV_PREFIX`` or the App's ``env_prefix=``): ``<PREFIX>_BROKER_URL``..."""
-    prefix = env.get("APP_ENV_PREFIX") or options.get("env_prefix") or ""
+    """The settings Faust's environment variables give (agentstream names), each read with Faust's
+    ``env_prefix`` (``APP_ENV_PREFIX`` or the App's ``env_prefix=``): ``<PREFIX>_BROKER_URL``...
+
+    A variable of a setting agentstream has is converted to that setting's type (an unparsable
+    value is a ConfigError naming the variable); the others keep their text and land in
+    ``settings.extra`` like the App argument of that name (logged, or refused, by faust_args)."""
+    from .faust_args import translate_settings
+
+    prefix = env.get(FAUST_PREFIX_VARIABLE) or options.get("env_prefix") or ""
     head = f"{str(prefix).rstrip('_')}_" if prefix else ""
-    out: dict[str, Any] = {}
-    for variable, name in FAUST_VARIABLES.items():
+    given: dict[str, tuple[str, str]] = {}  # Faust setting -> (variable, text)
+    for variable, faust_name in FAUST_VARIABLES.items():
         raw = env.get(head + variable)
-        if raw is None:
-            continue
-        if name == "broker":  # Faust's broker list: ';' or ',' separated, kafka:// when no scheme is given
+        if raw is not None:
+            given[faust_name] = (head + variable, raw)
+    if "producer_linger" in given:  # Faust: producer_linger (seconds) wins over the older producer_linger_ms
+        given.pop("producer_linger_ms", None)
+    out: dict[str, Any] = {}
+    for faust_name, (variable, raw) in given.items():
+        value: Any = raw
+        if faust_name == "broker":  # Faust's broker list: ';' or ',' separated, kafka:// when no scheme is given
             urls = [u.strip() for u in raw.replace(",", ";").split(";") if u.strip()]
-            out[name] = ";".join(u if "://" in u else f"kafka://{u}" for u in urls)
-        else:
-            out[name] = _coerce(name, raw, fields[name].type, head + variable)
-    ms = env.get(head + "PRODUCER_LINGER_MS")
-    if ms is not None and "producer_linger" not in out:
-        out["producer_linger"] = _coerce("producer_linger", ms, "float", head + "PRODUCER_LINGER_MS") / 1000.0
+            value = ";".join(u if "://" in u else f"kafka://{u}" for u in urls)
+        elif faust_name == "producer_linger_ms":
+            value = _coerce("producer_linger", raw, "float", variable)
+        ((name, value),) = translate_settings({faust_name: value}).items()
+        if name in APP_ONLY:
+            raise ConfigError(
+                name,
+                f"environment variable {variable} cannot set it: it takes an object (App argument only)",
+                "pass it to App(...), or use the AGENTSTREAM_BROKER_SASL_* / AGENTSTREAM_BROKER_SSL_* variables",
+            )
+        if name in fields and isinstance(value, str) and faust_name != "broker":
+            value = _coerce(name, value, fields[name].type, variable)
+        elif name not in fields and isinstance(value, str):
+            kind = {**dict.fromkeys(FAUST_BOOL_SETTINGS, "bool"), **dict.fromkeys(FAUST_INT_SETTINGS, "int")}.get(
+                faust_name, "float" if faust_name in FAUST_SECONDS_SETTINGS else "str"
+            )
+            value = _coerce(name, value, kind, variable)
+        out[name] = value
     return out
+
+
+def _check_host(name: str, host: str) -> None:
+    """A host name or an IP address (IPv6 with or without brackets), nothing else."""
+    ok = host == "" or bool(_HOSTNAME.match(host))
+    if not ok:
+        import ipaddress
+
+        try:
+            ipaddress.ip_address(host[1:-1] if host.startswith("[") and host.endswith("]") else host)
+            ok = True
+        except ValueError:
+            ok = False
+    if not ok:
+        raise ConfigError(
+            name,
+            f"{host!r} is not a host name or IP address",
+            "use e.g. 127.0.0.1 (this machine only) or 0.0.0.0 (every interface), without scheme or port",
+        )
+
+
+def _check_canonical_url(raw: str) -> None:
+    """http(s)://host[:port] only: workers forward table lookups to the host and port it names."""
+    from urllib.parse import urlsplit
+
+    fix = "use http://<host>:<port> or https://<host>:<port>, e.g. http://worker-1.internal:6066"
+    try:
+        parts = urlsplit(raw)
+        port = parts.port
+    except ValueError as exc:
+        raise ConfigError("canonical_url", f"{raw!r} is not a URL: {exc}", fix) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError("canonical_url", f"{raw!r} is not an http:// or https:// URL with a host", fix)
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username or parts.password:
+        raise ConfigError(
+            "canonical_url",
+            f"{raw!r} has a path, query or user info: workers reach each other at host:port only",
+            fix,
+        )
+    if port == 0:
+        raise ConfigError("canonical_url", f"{raw!r} names port 0", fix)
+    _check_host("canonical_url", parts.hostname)
+
+
+def check_cors_options(options: Any, setting: str = "web_cors_options") -> None:
+    """Faust's ``{origin: ResourceOptions}`` (faust.web / aiohttp_cors ResourceOptions, or a dict of
+    their fields): string origins (or ``*``), known fields, lists of names or ``*``."""
+    fix = "pass {'https://app.example.com': faust.web.ResourceOptions(allow_methods='*', ...)}"
+    if not isinstance(options, Mapping):
+        raise ConfigError(setting, f"must be a mapping of origin -> options, got {options!r}", fix)
+    for origin, opts in options.items():
+        if not isinstance(origin, str) or not origin or (origin != "*" and "://" not in origin):
+            raise ConfigError(setting, f"origin {origin!r} is not '*' or scheme://host[:port]", fix)
+        values = dict(opts) if isinstance(opts, Mapping) else {}
+        if not isinstance(opts, Mapping):
+            if not all(hasattr(opts, f) for f in _CORS_FIELDS):
+                raise ConfigError(setting, f"options for {origin!r} are not ResourceOptions: {opts!r}", fix)
+            values = {f: getattr(opts, f) for f in _CORS_FIELDS}
+        unknown = sorted(set(values) - set(_CORS_FIELDS))
+        if unknown:
+            raise ConfigError(setting, f"unknown CORS option {unknown[0]!r} for {origin!r}", fix)
+        for f in ("expose_headers", "allow_headers", "allow_methods"):
+            v = values.get(f)
+            if not (v is None or v == "*" or (not isinstance(v, str) and all(isinstance(x, str) for x in v))):
+                raise ConfigError(setting, f"{f} for {origin!r} must be '*' or a list of names", fix)
+        max_age = values.get("max_age")
+        if max_age is not None and (isinstance(max_age, bool) or not isinstance(max_age, int) or max_age < 0):
+            raise ConfigError(setting, f"max_age for {origin!r} must be seconds >= 0", fix)
+
+
+# faust-streaming 0.15.3's setting names (``faust.types.settings.Settings.SETTINGS``) and the older
+# names its App still maps: what config_from_object reads from a module or object (Faust ignores the
+# other attributes, such as the module's imports).
+FAUST_SETTING_NAMES = frozenset(
+    {
+        *("Agent", "ConsumerScheduler", "Event", "GlobalTable", "HttpClient", "LeaderAssignor", "Monitor"),
+        *("PartitionAssignor", "Router", "Schema", "Serializers", "SetGlobalTable", "SetTable", "Stream"),
+        *("Table", "TableManager", "Topic", "Worker", "aerospike_retries_on_exception"),
+        *("aerospike_sleep_seconds_between_retries_on_exception", "agent_supervisor", "autodiscover"),
+        *("blocking_timeout", "broker", "broker_api_version", "broker_check_crcs", "broker_client_id"),
+        *("broker_commit_every", "broker_commit_interval", "broker_commit_livelock_soft_timeout"),
+        *("broker_consumer", "broker_credentials", "broker_heartbeat_interval", "broker_max_poll_interval"),
+        *("broker_max_poll_records", "broker_producer", "broker_rebalance_timeout", "broker_request_timeout"),
+        *("broker_session_timeout", "cache", "canonical_url", "consumer_api_version"),
+        *("consumer_auto_offset_reset", "consumer_connections_max_idle_ms", "consumer_group_instance_id"),
+        *("consumer_max_fetch_size", "consumer_metadata_max_age_ms", "crash_app_on_aerospike_exception"),
+        *("cython_optimizations", "datadir", "debug", "env_prefix", "id_format", "key_serializer"),
+        *("logging_config", "loghandlers", "origin", "processing_guarantee", "producer_acks"),
+        *("producer_api_version", "producer_compression_type", "producer_connections_max_idle_ms"),
+        *("producer_linger", "producer_linger_ms", "producer_max_batch_size", "producer_max_request_size"),
+        *("producer_metadata_max_age_ms", "producer_partitioner", "producer_request_timeout"),
+        *("producer_threaded", "recovery_consistency_check", "reply_create_topic", "reply_expires"),
+        *("reply_to", "reply_to_prefix", "ssl_context", "store", "store_check_exists"),
+        *("stream_ack_cancelled_tasks", "stream_ack_exceptions", "stream_buffer_maxsize"),
+        *("stream_processing_timeout", "stream_publish_on_commit", "stream_recovery_delay"),
+        *("stream_wait_empty", "table_cleanup_interval", "table_key_index_size", "table_standby_replicas"),
+        *("tabledir", "timezone", "topic_allow_declare", "topic_disable_leader", "topic_partitions"),
+        *("topic_replication_factor", "url", "value_serializer", "version", "web", "web_application_options"),
+        *("web_bind", "web_cors_options", "web_enabled", "web_graph_enabled", "web_host", "web_in_thread"),
+        *("web_metrics_enabled", "web_port", "web_router_enabled", "web_ssl_context", "web_stats_enabled"),
+        *("web_tables_enabled", "web_transport", "worker_redirect_stdouts", "worker_redirect_stdouts_level"),
+        # App(...)'s older names (faust.App._prepare_compat_settings)
+        *("client_id", "commit_interval", "create_reply_topic", "num_standby_replicas", "default_partitions"),
+        "replication_factor",
+    }
+)
+
+
+def options_from_object(source: Any, *, silent: bool = False) -> dict[str, Any] | None:
+    """Faust's ``config_from_object`` source -> App options: a mapping (all its keys), or a module,
+    class or object (its attributes named like a Faust or agentstream setting), or the import path
+    of one (``"proj.settings"``, ``"proj.settings:Config"``, ``"proj.settings.Config"``), imported
+    with the working directory on the path as Faust does. ``silent``: None when it cannot be imported."""
+    if isinstance(source, str):
+        try:
+            source = _import_object(source)
+        except (ImportError, AttributeError) as exc:
+            if silent:
+                return None
+            raise ConfigError(
+                "config_from_object",
+                f"cannot import {source!r}: {type(exc).__name__}: {exc}",
+                "name a module importable from the working directory, e.g. 'proj.settings' or 'proj.settings:Config'",
+            ) from exc
+    if isinstance(source, Mapping):
+        return dict(source)
+    known = FAUST_SETTING_NAMES | {f.name for f in dataclasses.fields(Settings)} - {"id", "extra"}
+    return {name: getattr(source, name) for name in sorted(known) if hasattr(source, name)}
+
+
+def _import_object(path: str) -> Any:
+    import importlib
+    import sys
+
+    module_name, sep, attr = path.partition(":")
+    cwd = os.getcwd()
+    added = cwd not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        try:
+            obj: Any = importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            if sep or "." not in module_name:
+                raise
+            module_name, _, attr = module_name.rpartition(".")  # proj.settings.Config
+            obj = importlib.import_module(module_name)
+    finally:
+        if added:
+            sys.path.remove(cwd)
+    for part in attr.split(".") if attr else ():
+        obj = getattr(obj, part)
+    return obj
+
+
+# -- end of the web / environment block ------------------------------------------------------------------
 
 
 def setting_variables() -> list[str]:

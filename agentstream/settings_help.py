@@ -42,7 +42,6 @@ HELP: dict[str, str] = {
     "table_cache_size": "table writes kept per task before they go to the store and changelog (0 writes through)",
     "web_enabled": "run the worker's web server (status page, metrics, table queries)",
     "web_port": "port of the worker's web server (0 picks a free one)",
-    "web_host": "address the web server binds and advertises to the other workers for key lookups",
     "loglevel": "log level: debug, info, warning or error",
 }
 
@@ -50,7 +49,6 @@ HELP: dict[str, str] = {
 FLAG_ALIASES: dict[str, tuple[str, ...]] = {
     "broker": ("-b",),
     "data_dir": ("--datadir",),
-    "web_host": ("--web-bind",),
     "loglevel": ("-l",),
 }
 

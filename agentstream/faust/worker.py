@@ -46,8 +46,10 @@ class Worker(_RuntimeWorker):
         changes: dict[str, Any] = {}
         if web_port is not None:
             changes["web_port"] = web_port
-        if web_bind or web_host:
-            changes["web_host"] = web_bind or web_host
+        if web_bind:
+            changes["web_bind"] = web_bind  # Faust's: where to listen
+        if web_host is not None:
+            changes["web_host"] = web_host  # Faust's: the name others reach it by
         if changes:
             app.settings = app.settings.replace(**changes)
         for service in services:

@@ -6,6 +6,7 @@ It runs beside a worker: :func:`run_worker` (or :func:`serve` before ``worker.st
 from __future__ import annotations
 
 from .blueprints import Blueprint
+from .cors import ResourceOptions
 from .responses import error_response, json_response
 from .runner import run_worker, serve
 from .server import Web
@@ -15,6 +16,7 @@ __all__ = [
     "Web",
     "View",
     "Blueprint",
+    "ResourceOptions",
     "takes_model",
     "gives_model",
     "json_response",

@@ -23,6 +23,8 @@ class _Route:
     uri: str
     name: str
     handler: Any
+    cors_options: Any = None  # Faust's per-view CORS options (over the app's web_cors_options)
+    base: Any = None
 
 
 @dataclass(frozen=True)
@@ -47,10 +49,12 @@ class Blueprint:
     def route(
         self, uri: str, *, name: str | None = None, cors_options: Any = None, base: Any = None
     ) -> Callable[[F], F]:
-        """Declare a view at ``uri`` (below the prefix given at registration)."""
+        """Declare a view at ``uri`` (below the prefix given at registration); ``cors_options`` as
+        for ``app.page``."""
 
         def decorate(handler: F) -> F:
-            self.routes.append(_Route(uri, name or str(getattr(handler, "__name__", "view")), handler))
+            view_name = name or str(getattr(handler, "__name__", "view"))
+            self.routes.append(_Route(uri, view_name, handler, cors_options, base))
             return handler
 
         return decorate
@@ -63,7 +67,9 @@ class Blueprint:
         """Add every route to ``app``'s pages (``url_prefix`` overrides the blueprint's)."""
         prefix = url_prefix or self.url_prefix
         for route in self.routes:
-            app.page(self._with_prefix(route.uri, prefix))(route.handler)
+            app.page(self._with_prefix(route.uri, prefix), cors_options=route.cors_options, base=route.base)(
+                route.handler
+            )
         for static in self.static_routes:
             uri = self._with_prefix(static.uri, prefix)
             if static.path.is_dir():

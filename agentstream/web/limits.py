@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from ssl import SSLContext
 from typing import Any
 
 from aiohttp import web
@@ -195,15 +196,17 @@ def _new_handler(server: Any) -> Any:
 class GuardedSite(web.BaseSite):
     """aiohttp's TCPSite with every connection wrapped in :class:`GuardedProtocol`."""
 
-    def __init__(self, runner: web.BaseRunner, host: str, port: int, limits: Limits) -> None:
-        super().__init__(runner, backlog=512)
+    def __init__(
+        self, runner: web.BaseRunner, host: str, port: int, limits: Limits, *, ssl_context: SSLContext | None = None
+    ) -> None:
+        super().__init__(runner, backlog=512, ssl_context=ssl_context)
         self._host = host
         self._port = port
         self.limits = limits
 
     @property
     def name(self) -> str:
-        return f"http://{self._host}:{self._port}"
+        return f"{'https' if self._ssl_context is not None else 'http'}://{self._host}:{self._port}"
 
     async def start(self) -> None:
         await super().start()
@@ -216,6 +219,7 @@ class GuardedSite(web.BaseSite):
             self._port,
             backlog=self._backlog,
             reuse_address=True,
+            ssl=self._ssl_context,  # web_ssl_context: the handshake precedes the head deadline
         )
 
 

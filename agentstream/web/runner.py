@@ -30,7 +30,7 @@ def serve(worker: Worker) -> Web | None:
     for server in worker.servers:
         if isinstance(server, Web):
             return server
-    web = Web(worker.app, worker, host=s.web_host, port=worker.web_port)
+    web = Web(worker.app, worker, host=s.web_bind_address(), port=worker.web_port)
     worker.serve(web)
     return web
 

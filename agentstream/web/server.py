@@ -18,12 +18,14 @@ import logging
 import socket
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
 from ..credentials import reveal
 from ..exceptions import ConfigError
 from ..worker.assignor import Assignment
+from .cors import CorsPolicy
 from .forward import Forwarder
 from .limits import GuardedSite, Limits, install_log_filter
 from .responses import error_response, json_response
@@ -80,16 +82,29 @@ class Web:
         extra = app.settings.extra
         self.redirect = bool(extra.get("web_redirect", False) if redirect is None else redirect)
         self.forward_timeout = float(extra.get("web_forward_timeout", 5.0))
-        self.advertised_host = str(extra.get("web_advertised_host") or self._advertised(host))
+        s = app.settings
+        # Faust's model: listen on ``host`` (web_bind), be reached at web_host / canonical_url
+        self.advertised_host = str(extra.get("web_advertised_host") or self._advertised(s.web_host or host))
+        self.ssl_context = s.web_ssl_context
+        self.cors = CorsPolicy(s.web_cors_options) if s.web_cors_options else None
+        # Faust's per-page cors_options override the app's, origin by origin (aiohttp-cors' ChainMap)
+        self._page_cors = {
+            path: CorsPolicy({**(s.web_cors_options or {}), **opts})
+            for path, opts in getattr(app, "page_cors", {}).items()
+        }
+        self.scheme = "https" if self.ssl_context is not None else "http"
+        self._canonical: tuple[str, int] | None = None
+        if s.canonical_url:
+            parts = urlsplit(s.canonical_url)
+            self.scheme = parts.scheme
+            self._canonical = (str(parts.hostname), parts.port or (443 if parts.scheme == "https" else 80))
         self.stats = Stats(app, worker, address=lambda: self.address, history=int(extra.get("web_history", 300)))
         self.forwarder = Forwarder(self)
         self.tables = TableViews(self)
-        s = app.settings
         self.limits = Limits(
             max_connections=s.web_max_connections, header_timeout=s.web_header_timeout, body_timeout=s.web_body_timeout
         )
         self.token: bytes | None = (reveal(s.web_token) or "").encode() or None
-        self.scheme = "http"
         self._runner: web.AppRunner | None = None
         self._sampler: asyncio.Task[None] | None = None
 
@@ -100,8 +115,10 @@ class Web:
 
     @property
     def address(self) -> str:
-        """``host:port`` other workers and clients reach this server at (the bound port)."""
-        return f"{self.advertised_host}:{self.port}"
+        """``host:port`` other workers and clients reach this server at: canonical_url's, else
+        web_host's (or the bind address's) with the bound port. What the group is told."""
+        host, port = self._canonical or (self.advertised_host, self.port)
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
     @property
     def url(self) -> str:
@@ -114,29 +131,41 @@ class Web:
     # -- lifecycle ----------------------------------------------------------------------------------
     def build(self) -> web.Application:
         """The aiohttp application (also what tests hand to aiohttp's test client)."""
-        application = web.Application(
-            middlewares=[self._guard],
+        s = self.app.settings
+        # web_application_options (Faust's): the app's keyword arguments for aiohttp's Application;
+        # its middlewares run inside agentstream's guard (the token and limits still apply)
+        options = dict(s.web_application_options or {})
+        handler_args = {
             # Let long request lines reach the guard, so they get our JSON 414 instead of a bare 400.
-            handler_args={
-                "max_line_size": 65536,
-                "max_field_size": 16384,
-                "keepalive_timeout": self.app.settings.web_idle_timeout,
-            },
-            client_max_size=1024**2,
+            "max_line_size": 65536,
+            "max_field_size": 16384,
+            "keepalive_timeout": s.web_idle_timeout,
+            **options.pop("handler_args", {}),
+        }
+        application = web.Application(
+            **{
+                "client_max_size": 1024**2,
+                **options,
+                "middlewares": [self._guard, *options.get("middlewares", ())],
+                "handler_args": handler_args,
+            }
         )
         r = application.router
         r.add_get("/", self.index)
         r.add_get("/livez", self.livez)
         r.add_get("/readyz", self.readyz)
-        r.add_get("/tables", self.tables.list_tables)
-        r.add_get("/tables/", self.tables.list_tables)
-        r.add_get("/tables/{table}", self.tables.list_keys)
-        r.add_get("/tables/{table}/", self.tables.list_keys)
-        r.add_get("/tables/{table}/{key:.+}", self.tables.get_value)
-        r.add_get("/metadata", self.metadata)
-        r.add_get("/status", self.status)
-        r.add_get("/status.json", self.status_json)
-        r.add_get("/status.html", self.status_html)
+        if s.web_tables_enabled:
+            r.add_get("/tables", self.tables.list_tables)
+            r.add_get("/tables/", self.tables.list_tables)
+            r.add_get("/tables/{table}", self.tables.list_keys)
+            r.add_get("/tables/{table}/", self.tables.list_keys)
+            r.add_get("/tables/{table}/{key:.+}", self.tables.get_value)
+        if s.web_router_enabled:
+            r.add_get("/metadata", self.metadata)
+        if s.web_stats_enabled:
+            r.add_get("/status", self.status)
+            r.add_get("/status.json", self.status_json)
+            r.add_get("/status.html", self.status_html)
         r.add_get("/metrics", self.metrics)
         for path, handler in self.app.pages.items():
             if path.rstrip("/") in RESERVED_PATHS or path.startswith("/tables/"):
@@ -148,10 +177,11 @@ class Web:
             r.add_route("*", path, self._page_handler(view_class(handler)))
         # Faust's built-in table views, after the app's pages (which win where they overlap, as
         # an app's own page would replace Faust's blueprint)
-        faust_tables = FaustTableViews(self.tables)
-        r.add_get("/table/", faust_tables.list)
-        r.add_get("/table/{name}/", faust_tables.detail)
-        r.add_get("/table/{name}/{key}/", faust_tables.key_detail)
+        if s.web_tables_enabled:
+            faust_tables = FaustTableViews(self.tables)
+            r.add_get("/table/", faust_tables.list)
+            r.add_get("/table/{name}/", faust_tables.detail)
+            r.add_get("/table/{name}/{key}/", faust_tables.key_detail)
         return application
 
     async def start(self) -> None:
@@ -160,7 +190,7 @@ class Web:
         self._runner = web.AppRunner(self.build(), access_log=None, shutdown_timeout=2.0)
         await self._runner.setup()
         try:
-            await GuardedSite(self._runner, self.host, self.port, self.limits).start()
+            await GuardedSite(self._runner, self.host, self.port, self.limits, ssl_context=self.ssl_context).start()
         except OSError as exc:
             if self.port == DEFAULT_PORT and exc.errno == errno.EADDRINUSE:
                 # Several workers on one machine with default settings: serve on a free port rather
@@ -169,15 +199,18 @@ class Web:
                     "web port %d is in use; serving on a free port instead (pass --web-port to choose)", self.port
                 )
                 self.port = 0
-                await GuardedSite(self._runner, self.host, 0, self.limits).start()
+                await GuardedSite(self._runner, self.host, 0, self.limits, ssl_context=self.ssl_context).start()
             else:
                 await self._runner.cleanup()
                 self._runner = None
                 if isinstance(exc, socket.gaierror) or exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+                    s = self.app.settings  # the bind address comes from web_bind, else from web_host
+                    name = "web_host" if s.web_host and not s.web_bind else "web_bind"
                     raise ConfigError(
-                        "web_host",
+                        name,
                         f"cannot listen on {self.host!r}: {exc.strerror or exc}",
-                        "pass a --web-host that is an address of this machine (e.g. 127.0.0.1 or 0.0.0.0)",
+                        "pass a --web-bind that is an address of this machine (e.g. 127.0.0.1, or 0.0.0.0 for "
+                        "every interface), and --web-host naming how others reach it",
                     ) from exc
                 raise ConfigError(
                     "web_port",
@@ -187,11 +220,12 @@ class Web:
         self.port = int(self._runner.addresses[0][1])
         self._sampler = asyncio.ensure_future(self.stats.run())
         log.info(
-            "web server for %s listening on http://%s:%d (advertised as %s)",
+            "web server for %s listening on %s://%s:%d (advertised as %s)",
             self.app.id,
+            "https" if self.ssl_context is not None else "http",
             self.host,
             self.port,
-            self.address,
+            self.url,
         )
 
     async def stop(self) -> None:
@@ -217,10 +251,26 @@ class Web:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        response = await self._answer(request, handler)
+        cors = self._cors_for(request)
+        preflight = cors is not None and cors.is_preflight(request)
+        if cors is not None and preflight:
+            response: web.StreamResponse = cors.preflight(request)  # before the token: preflights carry none
+        else:
+            response = await self._answer(request, handler)
         for name, value in SECURITY_HEADERS.items():
             response.headers.setdefault(name, value)
+        if cors is not None and not preflight:
+            cors.decorate(request, response)  # last: expose_headers='*' exposes what the answer has
         return response
+
+    def _cors_for(self, request: web.Request) -> CorsPolicy | None:
+        """The page's own CORS options when it has some, else the app's (None: no CORS)."""
+        if self._page_cors:
+            resource = request.match_info.route.resource
+            page = self._page_cors.get(resource.canonical) if resource is not None else None
+            if page is not None:
+                return page
+        return self.cors
 
     async def _answer(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if len(request.raw_path.encode()) > MAX_PATH_BYTES:
@@ -264,16 +314,19 @@ class Web:
             )
 
     def _endpoints(self) -> list[str]:
-        return [
-            "/livez",
-            "/readyz",
+        s = self.app.settings
+        tables = [
             "/tables",
             "/tables/<table>?offset=&limit=",
             "/tables/<table>/<key>[?window=current|now|<epoch s>]",
             "/table/, /table/<table>/, /table/<table>/<key>/ (Faust's table views)",
-            "/metadata",
-            "/status",
-            "/status.html",
+        ]
+        return [
+            "/livez",
+            "/readyz",
+            *(tables if s.web_tables_enabled else ()),
+            *(["/metadata"] if s.web_router_enabled else ()),
+            *(["/status", "/status.html"] if s.web_stats_enabled else ()),
             "/metrics",
             *sorted(self.app.pages),
         ]

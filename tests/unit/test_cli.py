@@ -183,7 +183,7 @@ def test_worker_flags_old_and_faust_spellings(tmp_path: Path, monkeypatch: pytes
         == 0
     )
     s = seen["settings"]
-    assert (s.data_dir, s.web_host, s.web_port, s.commit_interval, s.web_enabled, s.table_standby_replicas) == (
+    assert (s.data_dir, s.web_bind, s.web_port, s.commit_interval, s.web_enabled, s.table_standby_replicas) == (
         tmp_path / "d",
         "127.0.0.9",
         7001,

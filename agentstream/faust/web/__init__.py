@@ -1,9 +1,9 @@
 """``faust.web``: views, responses, blueprints and the model decorators
-(``from faust.web import View, Request, Response, Blueprint, takes_model, gives_model``)."""
+(``from faust.web import View, Request, Response, Blueprint, ResourceOptions, takes_model, gives_model``)."""
 
 from aiohttp.web import Request, Response
 
-from agentstream.web import View, Web, error_response, json_response
+from agentstream.web import ResourceOptions, View, Web, error_response, json_response
 from agentstream.web.blueprints import Blueprint
 from agentstream.web.views import gives_model, takes_model
 
@@ -13,6 +13,7 @@ __all__ = [
     "Request",
     "Response",
     "Blueprint",
+    "ResourceOptions",
     "takes_model",
     "gives_model",
     "json_response",
