@@ -140,7 +140,7 @@ def test_a_refused_setting_stops_the_app_at_start_naming_it(name: str) -> None:
     assert err.value.setting == name and name in str(err.value)
     # its Faust default asks for nothing more: accepted
     default = FAUST_SETTINGS[name].default
-    if default is not faust_settings._UNSET and name not in CLASS_SETTINGS:
+    if default not in (faust_settings._UNSET, None) and name not in CLASS_SETTINGS:
         agentstream.App("settings-table", **{name: default})
 
 
@@ -169,7 +169,13 @@ HONOURED_VALUES: dict[str, tuple[Any, str, Any]] = {
     "web_enabled": (False, "web_enabled", False),
     "web_port": (7000, "web_port", 7000),
     "web_host": ("10.0.0.1", "web_host", "10.0.0.1"),
-    "web_bind": ("10.0.0.2", "web_host", "10.0.0.2"),
+    "web_bind": ("10.0.0.2", "web_bind", "10.0.0.2"),
+    "topic_replication_factor": (3, "topic_replication_factor", 3),
+    "canonical_url": ("http://me:1", "canonical_url", "http://me:1"),
+    "web_stats_enabled": (False, "web_stats_enabled", False),
+    "web_router_enabled": (False, "web_router_enabled", False),
+    "web_tables_enabled": (False, "web_tables_enabled", False),
+    "web_application_options": ({"client_max_size": 1}, "web_application_options", {"client_max_size": 1}),
 }
 
 
@@ -186,7 +192,7 @@ def test_every_honoured_setting_is_shown_somewhere() -> None:
     whose own tests show it (the serializers, autodiscover, credentials, the classes...)."""
     by_feature = {
         "autodiscover", "origin", "env_prefix", "key_serializer", "value_serializer", "broker_credentials",
-        "ssl_context", "Agent", "Stream", "Topic", "reply_create_topic",
+        "ssl_context", "Agent", "Stream", "Topic", "reply_create_topic", "web_ssl_context", "web_cors_options",
     }  # fmt: skip
     honoured = {n for n, e in FAUST_SETTINGS.items() if e.status is Status.HONOURED}
     assert honoured == set(HONOURED_VALUES) | by_feature
