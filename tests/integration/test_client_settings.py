@@ -92,6 +92,10 @@ async def test_a_new_group_with_offset_reset_latest_starts_at_the_end(broker: De
         assert seen and not [v for v in seen if v.startswith("old-")], seen
         # static membership reached the broker: it named the member after its instance id
         assert [m.rsplit("-", 5)[0] for m in await member_ids(broker, app.id)] == [f"pod-{suffix}"]
+        await worker.stop()
+        # ... and a static member does not leave on stop (no LeaveGroup, KIP-345): a restart within
+        # session_timeout takes its place
+        assert [m.rsplit("-", 5)[0] for m in await member_ids(broker, app.id)] == [f"pod-{suffix}"]
     finally:
         await worker.stop()
         await producer.stop()
