@@ -169,6 +169,8 @@ setup(
         "orjson>=3.9",
         "aiohttp>=3.9",
         "click>=8.1",
+        # aiokafka's snappy, lz4 and zstd codecs (producer_compression_type; consumers decompress them too)
+        "cramjam>=2.8",
         # mypyc_attr: which compiled classes stay open to Python subclasses (and which are plain
         # Python classes inside a compiled module); a no-op decorator when running pure Python
         "mypy-extensions>=1.0",

@@ -449,7 +449,7 @@ class App:
         self, cron_format: str, *, timezone: Any = None, on_leader: bool = False, traced: bool | None = None
     ) -> Callable[[F], F]:
         """Run ``async def fun()`` at the times of a 5-field cron expression (``timezone``: name or
-        tzinfo, default UTC); see :mod:`agentstream.crontab`."""
+        tzinfo, default: the app's ``timezone`` setting, UTC unless set); see :mod:`agentstream.crontab`."""
         faust_args.ignored("app.crontab", traced=traced)
         schedule = CronSchedule(cron_format)  # a bad expression fails here, at import, naming the field
 
@@ -643,23 +643,18 @@ class App:
             self._transport = get_transport(self.settings.broker, self.settings)
         return self._transport
 
-    def consumer_settings(self) -> dict[str, Any]:
-        s = self.settings
-        return {
-            "session_timeout_ms": int(s.session_timeout * 1000),
-            "heartbeat_interval_ms": int(s.heartbeat_interval * 1000),
-            "rebalance_timeout_ms": int(s.rebalance_timeout * 1000),
-            "max_poll_interval_ms": max(int(s.rebalance_timeout * 1000), 300_000),
-            "max_poll_records": s.max_poll_records,
-            "fetch_max_wait_ms": int(s.consumer_fetch_max_wait * 1000),
-            "auto_offset_reset": "earliest",
-            # exactly_once: never read records of open or aborted transactions
-            "isolation_level": "read_committed" if s.processing_guarantee == "exactly_once" else "read_uncommitted",
-        }
+    def consumer_settings(self, *, group: bool = False) -> dict[str, Any]:
+        """The consumers' arguments from the app's settings (agentstream.client_settings);
+        ``group=True`` for the worker's group member (offset reset, static membership)."""
+        from .client_settings import consumer_settings
+
+        return consumer_settings(self.settings, group=group)
 
     def producer_settings(self) -> dict[str, Any]:
-        s = self.settings
-        return {"linger_ms": int(s.producer_linger * 1000), "max_batch_size": s.producer_max_batch_size}
+        """The producers' arguments from the app's settings (agentstream.client_settings)."""
+        from .client_settings import producer_settings
+
+        return producer_settings(self.settings)
 
     @property
     def _producer(self) -> Producer | None:

@@ -59,12 +59,13 @@ def crontab_runner(
     name = getattr(fun, "__qualname__", repr(fun))
 
     async def run() -> None:
+        zone = app.settings.timezone if timezone is None else timezone  # Faust: the app's timezone setting
         while True:
             clock = clock_for(app)
             now = datetime.fromtimestamp(clock.time(), UTC)
             # Real sleeps may end a hair early (and so fire twice in one minute): wake 1 ms late.
             # A virtual clock wakes exactly at the minute.
-            await clock.sleep(_cron.seconds_until(schedule, timezone, now) + (0.0 if clock.virtual else 0.001))
+            await clock.sleep(_cron.seconds_until(schedule, zone, now) + (0.0 if clock.virtual else 0.001))
             if on_leader and not _is_leader(app):
                 continue
             try:

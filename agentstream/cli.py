@@ -12,8 +12,6 @@ import asyncio
 import difflib
 import importlib
 import logging
-import re
-import sys
 import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -34,6 +32,8 @@ from .commands import (  # Faust's ``faust.cli.option``/``argument`` (click's) f
     then_stop_clients,
 )
 from .exceptions import AgentStreamError, ConfigError
+from .logging_setup import RebalanceNoise as RebalanceNoise  # re-exported (tests, older imports)
+from .logging_setup import setup_logging as _setup_logging
 from .settings_help import FLAG_ALIASES, setting_fields, setting_help
 
 if TYPE_CHECKING:
@@ -41,42 +41,19 @@ if TYPE_CHECKING:
 
 __all__ = ["main", "load_app", "option", "argument", "cli", "setup_logging", "parse_value"]
 
-LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s"
 
-
-# -- logging ----------------------------------------------------------------------------------------------------------
-REBALANCE_NOISE = re.compile(
-    r"because it is rebalancing|generation id is not\s+current|member_id was not recognized"
-    r"|OffsetCommit failed .*(rebalanc|generation)|Marking the coordinator dead"
-)
-
-
-class RebalanceNoise(logging.Filter):
-    """aiokafka logs every normal rebalance as a WARNING ("Heartbeat failed ... rebalancing"): the
-    worker logs the rebalance itself, so those lines are demoted to DEBUG."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if (
-            record.name.startswith("aiokafka")
-            and record.levelno <= logging.WARNING
-            and REBALANCE_NOISE.search(record.getMessage())
-        ):
-            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
-            return logging.getLogger().isEnabledFor(logging.DEBUG)
-        return True
-
-
-def setup_logging(level: str, logfile: str | None = None) -> None:
-    handler: logging.Handler = logging.FileHandler(logfile) if logfile else logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
-    handler.addFilter(RebalanceNoise())
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    try:
-        root.setLevel(level.upper())
-    except ValueError:
-        raise ConfigError("loglevel", f"unknown level {level!r}", "use debug, info, warning or error") from None
-    logging.getLogger("aiokafka").setLevel(max(root.level, logging.WARNING))
+# -- logging (agentstream.logging_setup) ------------------------------------------------------------------------------
+def setup_logging(level: str, logfile: str | None = None, app: App | None = None, *, worker: bool = False) -> None:
+    """Logging for a command: ``level`` and ``logfile``, the app's ``log_format``, and for a worker
+    the app's ``logging_config`` and ``loghandlers`` too (Faust applies those at worker start)."""
+    s = app.settings if app is not None else None
+    _setup_logging(
+        level,
+        logfile,
+        log_format=s.log_format if s is not None else "text",
+        logging_config=s.logging_config if s is not None and worker else None,
+        loghandlers=s.loghandlers if s is not None and worker else None,
+    )
 
 
 def _run(coro: Any) -> Any:
@@ -115,7 +92,7 @@ def _begin(ctx: click.Context, level: str | None = None, logfile: str | None = N
     state = _state(ctx)
     app = state.app()
     level = level or state.loglevel
-    setup_logging(level or (app.settings.loglevel if worker else "WARNING"), logfile)
+    setup_logging(level or (app.settings.loglevel if worker else "WARNING"), logfile, app, worker=worker)
     if worker:
         faust_args.flush_deferred_logs()
     else:
@@ -239,9 +216,10 @@ def worker(ctx: click.Context, /, without_web: bool, logfile: str | None, **sett
     changes = {name: value for name, value in settings.items() if value is not None}
     if without_web:
         changes["web_enabled"] = False
-    app = _begin(ctx, changes.get("loglevel"), logfile, worker=True)
-    if changes:
+    app = _state(ctx).app()
+    if changes:  # before logging is set up: --log-format and --loglevel are settings too
         app.settings = app.settings.replace(**changes)
+    app = _begin(ctx, changes.get("loglevel"), logfile, worker=True)
 
     async def _go() -> int:
         return await run_worker(Worker(app, install_signal_handlers=True))

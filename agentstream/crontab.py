@@ -137,7 +137,7 @@ def _tz(tz: TZ) -> tzinfo:
     if tz is None:
         return UTC
     if isinstance(tz, str):
-        return ZoneInfo(tz)
+        return UTC if tz.upper() == "UTC" else ZoneInfo(tz)
     return tz
 
 

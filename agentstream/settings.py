@@ -13,9 +13,12 @@ import socket
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
+from ._version import __version__
+from .client_settings import check_client_settings
 from .credentials import SASL_MECHANISMS, Secret, broker_security, reveal
 from .exceptions import ConfigError
 
@@ -31,6 +34,7 @@ _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])
 POLICIES = ("skip", "stop", "dead-letter")
 GUARANTEES = ("at_least_once", "exactly_once")
 TOPIC_NAMINGS = ("agentstream", "faust")
+LOG_FORMATS = ("text", "json")
 
 
 APP_ONLY = (
@@ -44,6 +48,8 @@ APP_ONLY = (
     "web_ssl_context",
     "web_cors_options",
     "web_application_options",
+    "logging_config",
+    "loghandlers",
 )
 """Settings only an App argument can give (objects, not text): no environment variable sets them."""
 
@@ -320,6 +326,107 @@ class Settings:
             )
         },
     )
+    # -- Kafka client settings (Faust's names; agentstream/client_settings.py passes them on) -----------
+    consumer_auto_offset_reset: str = field(
+        default="earliest",
+        metadata={
+            "help": (
+                "where the app's consumer group starts on a partition without a committed offset (or past the "
+                "log's ends): earliest, latest, or none (the worker stops naming the partition)"
+            )
+        },
+    )
+    consumer_group_instance_id: str | None = field(
+        default=None,
+        metadata={
+            "help": (
+                "static group membership (KIP-345): a unique, stable id per worker; a restart within "
+                "session_timeout keeps the worker's partitions without a rebalance"
+            )
+        },
+    )
+    consumer_isolation_level: str | None = field(
+        default=None,
+        metadata={
+            "help": (
+                "read_committed or read_uncommitted; default: read_committed under exactly_once, else read_uncommitted"
+            )
+        },
+    )
+    consumer_max_fetch_size: int = field(
+        default=1024**2, metadata={"help": "bytes the broker returns per partition and fetch at most"}
+    )
+    consumer_metadata_max_age_ms: int = field(
+        default=300_000, metadata={"help": "milliseconds after which consumers refresh cluster metadata"}
+    )
+    consumer_connections_max_idle_ms: int = field(
+        default=540_000, metadata={"help": "milliseconds after which consumers close idle broker connections"}
+    )
+    broker_client_id: str = field(
+        default=f"agentstream-{__version__}",
+        metadata={"help": "client id the producer and consumers send with every request (broker logs and quotas)"},
+    )
+    broker_max_poll_interval: float = field(
+        default=300.0,
+        metadata={
+            "help": (
+                "seconds between polls before the consumer leaves the group (KIP-62); a worker polls "
+                "continuously, so this bounds a stalled fetch loop"
+            )
+        },
+    )
+    broker_request_timeout: float = field(
+        default=90.0,
+        metadata={"help": "seconds a consumer request to the broker may take (not below session_timeout)"},
+    )
+    broker_check_crcs: bool = field(default=True, metadata={"help": "check the CRC32 of fetched record batches"})
+    producer_acks: int | str = field(
+        default=-1,
+        metadata={
+            "help": (
+                "acknowledgements a produce request waits for: -1 or 'all' (every in-sync replica), "
+                "1 (the leader), 0 (none); exactly_once needs all"
+            )
+        },
+    )
+    producer_compression_type: str | None = field(
+        default=None, metadata={"help": "compression of produced batches: gzip, snappy, lz4 or zstd (default none)"}
+    )
+    producer_max_request_size: int = field(
+        default=1_000_000, metadata={"help": "bytes of one produce request at most (and of one record)"}
+    )
+    producer_request_timeout: float = field(
+        default=40.0,
+        metadata={"help": "seconds a produce request may take; a batch not delivered by then fails the flush"},
+    )
+    producer_metadata_max_age_ms: int = field(
+        default=300_000, metadata={"help": "milliseconds after which the producer refreshes cluster metadata"}
+    )
+    producer_connections_max_idle_ms: int = field(
+        default=540_000, metadata={"help": "milliseconds after which the producer closes idle broker connections"}
+    )
+    # -- logging (agentstream/logging_setup.py applies them when a worker starts) ----------------------
+    log_format: str = field(
+        default="text",
+        metadata={"help": "worker log lines: text, or json (one JSON object per line)"},
+    )
+    logging_config: dict[str, Any] | None = field(
+        default=None,
+        metadata={
+            "help": (
+                "a logging.config.dictConfig dictionary applied at worker start, replacing agentstream's "
+                "logging (merged into it with 'merge': True, as in Faust) (App argument only)"
+            )
+        },
+    )
+    loghandlers: list[Any] | None = field(
+        default=None,
+        metadata={"help": "logging.Handler objects added to the root logger at worker start (App argument only)"},
+    )
+    timezone: str | tzinfo = field(
+        default="UTC",
+        metadata={"help": "default timezone of @app.crontab schedules (a zoneinfo name such as Europe/Paris)"},
+    )
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -457,6 +564,8 @@ class Settings:
             )
         self._check_topic_settings()
         self._check_store()
+        check_client_settings(self)
+        self._check_logging()
         broker_security(self)  # builds the TLS context: bad files fail here, naming the setting
 
     def _check_topic_settings(self) -> None:
@@ -501,6 +610,37 @@ class Settings:
                 )
         if not isinstance(self.data_dir, Path):
             raise ConfigError("data_dir", f"must be a path, got {self.data_dir!r}", "set data_dir to a directory path")
+
+    def _check_logging(self) -> None:
+        """log_format, logging_config and timezone: refused here, not when the worker first logs or
+        a crontab first fires."""
+        if self.log_format not in LOG_FORMATS:
+            raise ConfigError(
+                "log_format", f"unknown format {self.log_format!r}", f"use one of {', '.join(LOG_FORMATS)}"
+            )
+        if self.logging_config is not None and not isinstance(self.logging_config, Mapping):
+            raise ConfigError(
+                "logging_config",
+                f"must be a dictConfig dictionary, got {type(self.logging_config).__name__}",
+                "pass a dict as logging.config.dictConfig takes it, e.g. {'version': 1, 'root': {...}}",
+            )
+        if self.loghandlers is not None and not all(isinstance(h, logging.Handler) for h in self.loghandlers):
+            raise ConfigError("loghandlers", "must be a list of logging.Handler objects", "pass [handler, ...]")
+        if isinstance(self.timezone, str):
+            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+            try:
+                ZoneInfo("UTC" if self.timezone.lower() == "utc" else self.timezone)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ConfigError(
+                    "timezone",
+                    f"{self.timezone!r} is not a known timezone",
+                    "use a zoneinfo name such as UTC, Europe/Paris or America/New_York, or pass a tzinfo",
+                ) from None
+        elif not isinstance(self.timezone, tzinfo):
+            raise ConfigError(
+                "timezone", f"must be a timezone name or tzinfo, got {self.timezone!r}", "e.g. timezone='Europe/Paris'"
+            )
 
     def _check_web(self) -> None:
         """web_bind / web_host / canonical_url / web_transport / web_in_thread / TLS / CORS (Faust's names)."""

@@ -244,7 +244,7 @@ class Worker:
         if not self.topology.source_topics:  # channel agents only: no group to join, no consumer to leave open
             await self._start_without_consumer()
             return
-        consumer = transport.consumer(group_id=app.id, assignor=self.assignor, **app.consumer_settings())
+        consumer = transport.consumer(group_id=app.id, assignor=self.assignor, **app.consumer_settings(group=True))
         self.consumer = consumer
         self.fetcher = Fetcher[StreamTask](
             consumer, buffer_max_records=s.buffer_max_records, max_poll_records=s.max_poll_records

@@ -50,6 +50,7 @@ CONSUMER_KEYS = frozenset(
         "connections_max_idle_ms",
         "consumer_timeout_ms",
         "group_instance_id",
+        "check_crcs",
     }
 )
 

@@ -147,6 +147,14 @@ class KafkaConsumer:
             batch: dict[TP, list[Message]] = await self._require().getmany(
                 *partitions, timeout_ms=timeout_ms, max_records=max_records
             )
+        except kafka_errors.NoOffsetForPartitionError as exc:
+            tp: Any = exc.args[0] if exc.args else None
+            where = f"{tp.topic}[{tp.partition}]" if hasattr(tp, "partition") else "a partition"
+            raise TransportError(
+                f"group {self.group_id!r} has no committed offset for {where} and "
+                "consumer_auto_offset_reset='none' says not to guess one. Fix: commit a start offset for it "
+                "(agentstream reset --offsets commits offset 0), or set consumer_auto_offset_reset to earliest or latest"
+            ) from exc
         except kafka_errors.KafkaError as exc:
             raise TransportError(f"fetch failed (group {self.group_id!r}): {describe(exc)}") from exc
         if self._convert:

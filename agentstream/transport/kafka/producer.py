@@ -20,6 +20,9 @@ from typing import Any, Final
 
 from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped,unused-ignore]
 from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unused-ignore]
+from aiokafka.record.default_records import (  # type: ignore[import-untyped,unused-ignore]
+    DefaultRecordBatchBuilder,
+)
 
 from ...exceptions import ProducerError, TransactionsUnsupported, TransportError, caused
 from ..append import Appender
@@ -70,6 +73,7 @@ class KafkaProducer(Appender):
         self._sticky = self._partitioning.sticky
         self._batches = Accumulator()
         self._sender = Sender(float(self._config.get("request_timeout_ms", 40_000)) / 1000.0)
+        self._max_request_size: int = int(self._config.get("max_request_size", 1_048_576))
         # topic -> (partition count, key -> partition memo, open batches): the parts' own objects
         self._routes: dict[str, tuple[int, dict[bytes, int], dict[int, OpenBatch]]] = {}
         self.transactional_id: str | None = self._config.get("transactional_id")
@@ -135,7 +139,15 @@ class KafkaProducer(Appender):
             meta = batch.append(timestamp_ms, key, value, hdrs)
             if meta is not None:
                 return RecordDelivery(batch, meta)
-        # No open batch, or it is full or already taken by the sender: open the next one.
+        # No open batch, or it is full or already taken by the sender: open the next one. Only a
+        # batch's first record can outgrow max_batch_size, and the settings refuse a
+        # max_request_size below it, so this is where aiokafka's max_request_size check belongs.
+        size = DefaultRecordBatchBuilder.estimate_size_in_bytes(key, value, hdrs)
+        if size > self._max_request_size:
+            raise ProducerError(
+                f"could not send to {topic}: the record is {size} bytes, more than producer_max_request_size="
+                f"{self._max_request_size}"
+            )
         batch = self._new_batch(topic, chosen)
         meta = batch.append(timestamp_ms, key, value, hdrs)  # a first record always fits
         await self._hand_over(batch)
