@@ -37,13 +37,13 @@ __all__ = [
     "drop_deferred_logs",
 ]
 
-# Faust setting -> agentstream setting (durations in seconds, like both)
+# Faust setting -> agentstream setting (every Faust setting's status: agentstream/faust_settings.py) (durations in seconds, like both)
 RENAMED = {
     "broker_session_timeout": "session_timeout",
     "broker_heartbeat_interval": "heartbeat_interval",
     "broker_rebalance_timeout": "rebalance_timeout",
     "broker_commit_interval": "commit_interval",
-    "broker_commit_every": None,  # see NOTES
+    "broker_commit_every": None,  # refused unless Faust's default (faust_settings)
     "broker_max_poll_records": "max_poll_records",
     "stream_buffer_maxsize": "buffer_max_records",
     "datadir": "data_dir",
@@ -66,13 +66,6 @@ CONSUMED = {
     "env_prefix",  # the prefix of Faust's environment variables (settings.faust_environment)
 }
 NOTES = {
-    "broker_commit_every": "commits happen every commit_interval seconds (and on rebalance/stop)",
-    "topic_replication_factor": "topics are created with the broker's default replication factor",
-    "topic_allow_declare": "agentstream creates missing topics when the worker starts",
-    "stream_wait_empty": "a stopping worker finishes the current record of each task, then commits",
-    "consumer_auto_offset_reset": "a group without committed offsets starts at the earliest offset",
-    "timezone": "timers and crontabs use their own timezone= argument (default UTC)",
-    "canonical_url": "workers advertise their bound web address (settings.extra web_advertised_host overrides the host)",
     "loop": "the worker runs its own event loop (uvloop)",
 }
 # What agentstream does instead of an ignored declaration argument (``call:argument``).
@@ -80,16 +73,13 @@ ARGUMENT_NOTES = {
     "traced": "agentstream does not trace timers and tasks; use app.sensors or app.monitor",
     "max_drift_correction": "timers sleep their interval after each call",
     "base": "agentstream uses its own base class",
-    "cors_options": "pages answer without CORS headers; put a proxy in front for cross-origin calls",
     "loop": "the worker runs its own event loop (uvloop)",
     "beacon": "services are started and stopped by the worker",
 }
 TABLE_IGNORED = (
     "window",
-    "changelog_topic",
     "recovery_buffer_size",
     "standby_buffer_size",
-    "extra_topic_configs",
     "on_changelog_event",
     "synchronize_all_active_partitions",
     "options",
