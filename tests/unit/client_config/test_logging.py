@@ -28,6 +28,18 @@ def restore_logging() -> Iterator[None]:
     logging.getLogger("agentstream.test").setLevel(logging.NOTSET)  # a logging_config may have set it
 
 
+@pytest.fixture(autouse=True)
+def _process_gc_restored() -> Iterator[None]:
+    """``agentstream worker`` tunes the process's collector (bulk_gc.worker_gc): undone for the
+    tests that follow in this process."""
+    import gc
+
+    threshold = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*threshold)
+
+
 def run_worker(app: App, monkeypatch: pytest.MonkeyPatch, *args: str) -> None:
     """``agentstream worker`` with a stand-in Worker that logs two lines and returns."""
 
