@@ -20,6 +20,12 @@ class JSONRecord:
     :class:`~agentstream.models.Record` derives from it, so this module needs no Record import."""
 
     _options: ClassVar[RecordOptions] = RecordOptions()
+    _wire_out: ClassVar[tuple[tuple[str, str], ...] | None] = None
+    """(field, output key) pairs when a field is renamed or excluded (Faust's output_name/exclude)."""
+    _dump_native: ClassVar[bool] = False
+    """True when orjson may encode the record natively (no tag, no renamed field: see models.wire)."""
+    _faust_tag: ClassVar[dict[str, str] | None] = None
+    """``{"ns": namespace}`` when the class says ``include_metadata`` (read-only: shared by every record)."""
 
 
 def _json_default(obj: Any) -> Any:
@@ -34,9 +40,15 @@ def _json_default(obj: Any) -> Any:
 def _metadata_default(obj: Any) -> Any:
     """``include_metadata=True``: records become their fields plus Faust's ``__faust`` blob."""
     if isinstance(obj, JSONRecord):
-        out = dict(obj.__dict__)
-        if obj._options.include_metadata:
-            out[FAUST_KEY] = {"ns": obj._options.namespace}
+        wire = obj._wire_out
+        if wire is None:
+            out = dict(obj.__dict__)
+        else:
+            values = obj.__dict__
+            out = {key: values[name] for name, key in wire}
+        tag = obj._faust_tag
+        if tag is not None:
+            out[FAUST_KEY] = tag
         return out
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
@@ -53,10 +65,11 @@ def json_dumps(obj: Any) -> bytes:
     """orjson with Record/Decimal/set support; raises :class:`SerializationError` on failure.
 
     Records (top level, nested, in lists and dicts) carry their ``__faust`` tag unless their
-    class says ``include_metadata=False``; a top-level record without it takes orjson's native
+    class says ``include_metadata=False``, and their fields under their output names, excluded
+    fields left out; a top-level record with no tag and no renamed field takes orjson's native
     dataclass path (no Python per field).
     """
-    if isinstance(obj, JSONRecord) and not obj._options.include_metadata:
+    if isinstance(obj, JSONRecord) and obj._dump_native:
         option = 0
     else:
         option = orjson.OPT_PASSTHROUGH_DATACLASS
