@@ -61,26 +61,28 @@ def json_default(obj: Any) -> Any:
     return _metadata_default(obj)
 
 
+_NATIVE = orjson.OPT_UTC_Z  # UTC datetimes end in "Z", as Faust's JSON codec writes them
+_TAGGED = orjson.OPT_UTC_Z | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
 def json_dumps(obj: Any) -> bytes:
     """orjson with Record/Decimal/set support; raises :class:`SerializationError` on failure.
 
     Records (top level, nested, in lists and dicts) carry their ``__faust`` tag unless their
     class says ``include_metadata=False``, and their fields under their output names, excluded
     fields left out; a top-level record with no tag and no renamed field takes orjson's native
-    dataclass path (no Python per field).
+    dataclass path (no Python per field). UTC datetimes are written ``...Z`` (Faust's bytes).
     """
     if isinstance(obj, JSONRecord) and obj._dump_native:
-        option = 0
+        option, default = _NATIVE, _json_default
     else:
-        option = orjson.OPT_PASSTHROUGH_DATACLASS
+        option, default = _TAGGED, _metadata_default
     try:
-        return orjson.dumps(obj, default=_metadata_default if option else _json_default, option=option)
+        return orjson.dumps(obj, default=default, option=option)
     except orjson.JSONEncodeError:
         pass
     try:  # rare: dicts with int (etc.) keys; retried so the common case pays nothing
-        return orjson.dumps(
-            obj, default=_metadata_default if option else _json_default, option=option | orjson.OPT_NON_STR_KEYS
-        )
+        return orjson.dumps(obj, default=default, option=option | orjson.OPT_NON_STR_KEYS)
     except orjson.JSONEncodeError as exc:
         raise SerializationError(
             f"cannot encode {type(obj).__name__} as JSON: {exc}. "
