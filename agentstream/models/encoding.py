@@ -4,6 +4,7 @@ says ``include_metadata=False``), Decimals as text, sets as lists."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, ClassVar
 
@@ -12,7 +13,22 @@ import orjson
 from ..exceptions import SerializationError
 from .options import FAUST_KEY, RecordOptions
 
-__all__ = ["JSONRecord", "json_default", "json_dumps"]
+__all__ = ["JSONRecord", "json_default", "json_dumps", "set_serializer_codecs", "serializer_codec"]
+
+_serializer_codecs: list[Callable[[type, str], Any]] = []
+
+
+def set_serializer_codecs(lookup: Callable[[type, str], Any]) -> None:
+    """Called once by :mod:`agentstream.codecs` (a layer above): ``lookup(model, name)`` gives the codec
+    of a named serializer, for ``Record.dumps(serializer=...)`` / ``loads(..., serializer=...)``."""
+    _serializer_codecs[:] = [lookup]
+
+
+def serializer_codec(model: type, name: str) -> Any:
+    """The codec (``dumps``/``loads``) of serializer ``name`` for ``model``."""
+    if not _serializer_codecs:  # pragma: no cover - agentstream's package import registers it
+        raise SerializationError(f"serializer {name!r} needs agentstream.codecs: import agentstream first")
+    return _serializer_codecs[0](model, name)
 
 
 class JSONRecord:

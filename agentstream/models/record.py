@@ -17,7 +17,7 @@ import orjson
 from ..exceptions import ValidationError
 from .converters import Converter, register_nested
 from .decoders import FieldSpec, compile_decoder
-from .encoding import JSONRecord, json_dumps
+from .encoding import JSONRecord, json_dumps, serializer_codec
 from .errors import FieldError, show
 from .fields import (
     BooleanField,
@@ -315,8 +315,18 @@ class Record(JSONRecord):
             raise ValidationError(cls.__name__, exc.location or _ROOT, exc.problem) from None
 
     @classmethod
-    def loads(cls, data: bytes | bytearray | memoryview | str) -> Self:
-        """Decode JSON bytes into an instance (see :meth:`from_data`)."""
+    def loads(
+        cls,
+        data: bytes | bytearray | memoryview | str,
+        *,
+        serializer: str | None = None,
+        default_serializer: str | None = None,
+    ) -> Self:
+        """Decode JSON bytes into an instance (see :meth:`from_data`); the class's ``serializer`` option,
+        else ``serializer`` (Faust's precedence), names another codec (``"binary"``, ``"json|binary"``...)."""
+        name = cls._options.serializer or serializer or default_serializer
+        if name is not None and name != "json":
+            return typing.cast(Self, serializer_codec(cls, name).loads(data))
         try:
             decoded = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
@@ -329,9 +339,13 @@ class Record(JSONRecord):
 
     # -- encoding -------------------------------------------------------------------------------
 
-    def dumps(self) -> bytes:
-        """Compact JSON bytes: datetimes as ISO 8601, Decimals as strings, enums as values."""
-        return json_dumps(self)
+    def dumps(self, *, serializer: str | None = None) -> bytes:
+        """Compact JSON bytes (datetimes as ISO 8601, Decimals as strings, enums as values, Faust's
+        bytes); ``serializer``, else the class's ``serializer`` option (Faust's precedence), names another codec."""
+        name = serializer or self._options.serializer
+        if name is None or name == "json":
+            return json_dumps(self)
+        return typing.cast(bytes, serializer_codec(type(self), name).dumps(self))
 
     @classmethod
     def from_faust(cls, data: Mapping[str, Any]) -> Record:

@@ -343,3 +343,19 @@ def test_decimals_and_polymorphic_options_are_kept_on_the_class() -> None:
 
     assert not Opts._options.decimals and Opts._options.polymorphic_fields and Opts._options.allow_blessed_key
     assert Opts.loads(b'{"d": "1.5"}').d == "1.5"  # decimals=False: Faust keeps the decoded text
+
+
+def test_dumps_and_loads_take_fausts_serializer_argument() -> None:
+    """Faust's precedence: ``dumps(serializer=)`` before the class option, ``loads`` the class option first
+    (bytes as faust-streaming 0.15.3 wrote them)."""
+
+    class Pb(faust.Record, namespace="fo.Pb"):
+        a: int
+
+    class Qb(faust.Record, namespace="fo.Qb", serializer="json|binary"):
+        a: int
+
+    assert Pb(a=1).dumps(serializer="json|binary") == b"eyJhIjoxLCJfX2ZhdXN0Ijp7Im5zIjoiZm8uUGIifX0="
+    assert Pb.loads(Pb(a=1).dumps(serializer="json|binary"), serializer="json|binary") == Pb(a=1)
+    assert Qb(a=2).dumps(serializer="json") == b'{"a":2,"__faust":{"ns":"fo.Qb"}}'
+    assert Qb.loads(Qb(a=2).dumps(), serializer="json") == Qb(a=2)  # the class's json|binary wins
