@@ -32,6 +32,7 @@ from .encoding import json_default, json_dumps, set_serializer_codecs
 from .errors import FieldError
 from .options import FAUST_KEY, FAUST_ONLY_OPTIONS, RecordOptions
 from .record import FieldDescriptor, Record, lookup_model, registry, type_hints
+from .wire import wire_fields
 
 _type_hints = type_hints  # the exporter's schema inference imports this name
 
@@ -50,4 +51,5 @@ __all__ = [
     "set_serializer_codecs",
     "type_decoder",
     "type_hints",
+    "wire_fields",
 ]

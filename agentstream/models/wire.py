@@ -8,6 +8,7 @@ converts by annotation, and it encodes as orjson does natively (``_wire_out`` is
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import types
 import typing
@@ -23,7 +24,7 @@ from .errors import FieldError, show, type_name
 from .fields import Field, field_for_type
 from .options import RecordOptions
 
-__all__ = ["set_wire_names", "set_native_dumps", "field_coercer", "field_converter"]
+__all__ = ["set_wire_names", "set_native_dumps", "field_coercer", "field_converter", "wire_fields"]
 
 _wire_mapped = [False]  # becomes True once a class renames or excludes a field
 
@@ -43,6 +44,15 @@ def set_wire_names(cls: type[JSONRecord], fields: Mapping[str, Any]) -> None:
     if mapped and not _wire_mapped[0]:
         _wire_mapped[0] = True
         _recheck_native(JSONRecord)
+
+
+def wire_fields(cls: type[JSONRecord]) -> tuple[tuple[str, str], ...]:
+    """(field, key on the wire) for each field a record of ``cls`` writes, in order (exclude``d ones left
+    out): what a reader of the bytes (the exporter's columns) sees."""
+    wire = cls._wire_out
+    if wire is not None:
+        return wire
+    return tuple((f.name, f.name) for f in dataclasses.fields(cls))  # type: ignore[arg-type]
 
 
 def _recheck_native(base: type) -> None:

@@ -18,6 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 import agentstream.faust as faust
@@ -359,3 +360,19 @@ def test_dumps_and_loads_take_fausts_serializer_argument() -> None:
     assert Pb.loads(Pb(a=1).dumps(serializer="json|binary"), serializer="json|binary") == Pb(a=1)
     assert Qb(a=2).dumps(serializer="json") == b'{"a":2,"__faust":{"ns":"fo.Qb"}}'
     assert Qb.loads(Qb(a=2).dumps(), serializer="json") == Qb(a=2)  # the class's json|binary wins
+
+
+def test_the_exporter_names_columns_as_the_bytes_do() -> None:
+    """Columns of a Record are its keys on the wire: renamed as written, excluded fields absent."""
+    from agentstream.exporter.schema import converter, type_spec
+
+    class Row(faust.Record, namespace="fo.Row"):
+        full_name: str = StringField(input_name="fullName")
+        password: str = StringField(exclude=True, required=False, default="")
+        age: int = 0
+
+    spec = type_spec(Row)
+    assert spec == ["struct", [["fullName", "string"], ["age", "long"]]]
+    to_row = converter(spec)
+    assert to_row(orjson.loads(Row(full_name="Ann", password="pw", age=3).dumps())) == {"fullName": "Ann", "age": 3}
+    assert to_row(Row(full_name="Bo", password="pw")) == {"fullName": "Bo", "age": 0}
