@@ -96,6 +96,7 @@ class Record(JSONRecord):
     _definition_locals: ClassVar[dict[str, Any]] = {}
     _has_post_init: ClassVar[bool] = False
     _coercers: ClassVar[tuple[tuple[str, Converter], ...] | None] = None
+    _codec_name: ClassVar[str | None] = None  # the class's serializer when it is not JSON (dumps/loads)
 
     def __init_subclass__(
         cls,
@@ -135,6 +136,12 @@ class Record(JSONRecord):
             allow_blessed_key=parent.allow_blessed_key if allow_blessed_key is None else allow_blessed_key,
         )
         cls._definition_locals = _caller_locals()
+        cls._codec_name = cls._options.serializer if cls._options.serializer != "json" else None
+        if cls._codec_name is not None:  # the plain dumps/loads stay free of the serializer checks
+            if "dumps" not in cls.__dict__:
+                cls.dumps = _codec_dumps  # type: ignore[method-assign]
+            if "loads" not in cls.__dict__:
+                cls.loads = classmethod(_codec_loads)  # type: ignore[method-assign,assignment,arg-type]
         for name in cls.__dict__.get("__annotations__", {}):
             if name not in cls.__dict__ and (
                 isinstance(getattr(cls, name, None), (FieldDescriptor, Field)) or name in vars(Record)
@@ -193,7 +200,7 @@ class Record(JSONRecord):
             rules.append(FieldRule(f.name, checker(tp), field, f.default is None and factory is None))
         cls._field_checks = tuple(rules)
         cls._coercers = tuple(coercers)
-        set_native_dumps(cls, hints.values())
+        set_native_dumps(cls, [hints.get(f.name, Any) for f in dataclasses.fields(cls)])  # type: ignore[arg-type]
         optioned = tuple(r for r in rules if r.field is not None)
         after = _decode_check(cls.__name__, optioned) if cls._options.validation and optioned else None
         cls._decoder = compile_decoder(cls, specs, cls._has_post_init, after)
@@ -318,15 +325,13 @@ class Record(JSONRecord):
     def loads(
         cls,
         data: bytes | bytearray | memoryview | str,
-        *,
-        serializer: str | None = None,
+        serializer: str | None = None,  # not keyword-only (Faust's are): CPython 3.11 parses those slower
         default_serializer: str | None = None,
     ) -> Self:
         """Decode JSON bytes into an instance (see :meth:`from_data`); the class's ``serializer`` option,
         else ``serializer`` (Faust's precedence), names another codec (``"binary"``, ``"json|binary"``...)."""
-        name = cls._options.serializer or serializer or default_serializer
-        if name is not None and name != "json":
-            return typing.cast(Self, serializer_codec(cls, name).loads(data))
+        if serializer is not None or default_serializer is not None:
+            return cls._loads_with(data, serializer or default_serializer)
         try:
             decoded = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
@@ -339,13 +344,27 @@ class Record(JSONRecord):
 
     # -- encoding -------------------------------------------------------------------------------
 
-    def dumps(self, *, serializer: str | None = None) -> bytes:
+    def dumps(self, serializer: str | None = None) -> bytes:
         """Compact JSON bytes (datetimes as ISO 8601, Decimals as strings, enums as values, Faust's
         bytes); ``serializer``, else the class's ``serializer`` option (Faust's precedence), names another codec."""
-        name = serializer or self._options.serializer
+        if serializer is None:
+            return json_dumps(self)
+        return self._dumps_with(serializer)
+
+    def _dumps_with(self, serializer: str | None) -> bytes:
+        """``dumps`` naming a serializer, or for a class whose ``serializer`` option is not JSON."""
+        name = serializer or self._codec_name
         if name is None or name == "json":
             return json_dumps(self)
         return typing.cast(bytes, serializer_codec(type(self), name).dumps(self))
+
+    @classmethod
+    def _loads_with(cls, data: bytes | bytearray | memoryview | str, serializer: str | None) -> Self:
+        """``loads`` naming a serializer, or for a class whose ``serializer`` option is not JSON."""
+        name = cls._codec_name or serializer
+        if name is None or name == "json":
+            return cls.loads(data)
+        return typing.cast(Self, serializer_codec(cls, name).loads(data))
 
     @classmethod
     def from_faust(cls, data: Mapping[str, Any]) -> Record:
@@ -365,6 +384,21 @@ class Record(JSONRecord):
     def to_representation(self) -> dict[str, Any]:
         """Faust name for :meth:`asdict` (Faust's also adds the ``__faust`` blob; :meth:`dumps` does)."""
         return self.asdict()
+
+
+def _codec_dumps(self: Record, serializer: str | None = None) -> bytes:
+    """``dumps`` of a class whose ``serializer`` option is not JSON (Faust: the argument first)."""
+    return self._dumps_with(serializer)
+
+
+def _codec_loads(
+    cls: type[Record],
+    data: bytes | bytearray | memoryview | str,
+    serializer: str | None = None,
+    default_serializer: str | None = None,
+) -> Record:
+    """``loads`` of a class whose ``serializer`` option is not JSON (Faust: the class's option first)."""
+    return cls._loads_with(data, serializer or default_serializer)
 
 
 def _wrap_init(cls: type[Record], coerce: bool, validate: bool) -> None:
