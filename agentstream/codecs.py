@@ -26,7 +26,7 @@ import orjson
 from mypy_extensions import mypyc_attr
 
 from .exceptions import ConfigError, SerializationError, ValidationError, ValueDecodeError, caused
-from .models import FAUST_KEY, FieldError, Record, json_dumps, lookup_model, type_decoder
+from .models import FAUST_KEY, FieldError, Record, json_dumps, lookup_model, set_serializer_codecs, type_decoder
 
 __all__ = [
     "BaseCodec",
@@ -578,3 +578,6 @@ def _typed_json(type_: Any) -> Codec:
     if type_ is Any or type_ is object:
         return get("json")
     return JSONCodec(type_)
+
+
+set_serializer_codecs(codec_for)  # Record.dumps(serializer=...) / loads(..., serializer=...) use the registry

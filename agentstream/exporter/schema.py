@@ -36,7 +36,7 @@ from uuid import UUID
 import orjson
 
 from .. import codecs
-from ..models import Record, _type_hints, lookup_model
+from ..models import Record, _type_hints, lookup_model, wire_fields
 from ..tables.windowed import STREAM_TIME_KEY
 from ..tables.windows import parse_faust_window_key, parse_window_key
 
@@ -97,7 +97,8 @@ def type_spec(tp: Any, _seen: frozenset[type] = frozenset()) -> TypeSpec:
         if tp in _seen:
             return "json"  # self-referencing records: a struct type cannot be infinite
         hints = _type_hints(tp)
-        fields = [[f.name, type_spec(hints.get(f.name, Any), _seen | {tp})] for f in dataclasses.fields(tp)]  # type: ignore[arg-type]
+        # columns named as the bytes name them (Faust's output_name; exclude=True fields are never written)
+        fields = [[key, type_spec(hints.get(name, Any), _seen | {tp})] for name, key in wire_fields(tp)]
         return ["struct", fields]
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return _common_scalar([m.value for m in tp])
@@ -399,7 +400,10 @@ def converter(spec: TypeSpec) -> Callable[[Any], Any]:
             if v is None:
                 return None
             if not isinstance(v, dict):
-                v = dataclasses.asdict(v) if dataclasses.is_dataclass(v) else dict(v)  # type: ignore[arg-type]
+                if isinstance(v, Record):
+                    v = v.asdict()  # under the output names, as the columns are
+                else:
+                    v = dataclasses.asdict(v) if dataclasses.is_dataclass(v) else dict(v)  # type: ignore[arg-type]
             get = v.get
             return {name: conv(get(name)) for name, conv in fields}
 

@@ -9,6 +9,7 @@ One concern per module (imports point down this list):
 
 - :mod:`.record`: the :class:`Record` base class, the namespace registry, nested-record decoding;
 - :mod:`.decoders`: the generated per-class decoder;
+- :mod:`.wire`: Faust's per-field wire options (``input_name``/``output_name``/``exclude``, ``coerce``...);
 - :mod:`.encoding`: JSON encoding (``json_dumps``, Faust's ``__faust`` tag);
 - :mod:`.validation`: strict constructor checks (``validation=True``);
 - :mod:`.converters`: per-type converters (``type_decoder``);
@@ -27,10 +28,11 @@ One concern per module (imports point down this list):
 from __future__ import annotations
 
 from .converters import Converter, type_decoder
-from .encoding import json_default, json_dumps
+from .encoding import json_default, json_dumps, set_serializer_codecs
 from .errors import FieldError
 from .options import FAUST_KEY, FAUST_ONLY_OPTIONS, RecordOptions
 from .record import FieldDescriptor, Record, lookup_model, registry, type_hints
+from .wire import wire_fields
 
 _type_hints = type_hints  # the exporter's schema inference imports this name
 
@@ -46,6 +48,8 @@ __all__ = [
     "json_dumps",
     "lookup_model",
     "registry",
+    "set_serializer_codecs",
     "type_decoder",
     "type_hints",
+    "wire_fields",
 ]

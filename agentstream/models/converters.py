@@ -175,7 +175,7 @@ LIST_ORIGINS: dict[Any, type] = {
 DICT_ORIGINS: set[Any] = {dict, cabc.Mapping, cabc.MutableMapping}
 
 
-def _dict_key_converter(tp: Any) -> Converter:
+def _dict_key_converter(tp: Any, user: Mapping[Any, Callable[[Any], Any]] | None = None) -> Converter:
     """JSON object keys are always strings, so numeric keys are parsed from text."""
     if tp is int:
 
@@ -188,11 +188,26 @@ def _dict_key_converter(tp: Any) -> Converter:
             return _conv_int(k)
 
         return key_int
-    return converter(tp)
+    return converter(tp, user)
 
 
-def converter(tp: Any) -> Converter:
-    """The converter for ``tp`` (:func:`type_decoder` is its public name)."""
+def _user_converter(fn: Callable[[Any], Any]) -> Converter:
+    """A Record's ``coercions={type: fn}`` entry: ``fn``'s refusal becomes a FieldError."""
+
+    def convert(v: Any) -> Any:
+        try:
+            return fn(v)
+        except (TypeError, ValueError) as exc:
+            raise FieldError(f"cannot coerce {show(v)}: {exc}") from None
+
+    return convert
+
+
+def converter(tp: Any, user: Mapping[Any, Callable[[Any], Any]] | None = None) -> Converter:
+    """The converter for ``tp`` (:func:`type_decoder` is its public name); ``user`` maps types to
+    the functions that convert them instead (a Record's ``coercions=``), inside containers too."""
+    if user and _hashable(tp) and tp in user:
+        return _user_converter(user[tp])
     scalar = _SCALARS.get(tp) if _hashable(tp) else None
     if scalar is not None:
         return scalar
@@ -212,22 +227,22 @@ def converter(tp: Any) -> Converter:
         return _unsupported_converter(tp)
 
     if origin is Union or origin is types.UnionType:
-        return _union_converter(args)
+        return _union_converter(args, user)
     if origin is Literal:
         return literal_converter(args)
     if origin is typing.Annotated:
-        return converter(args[0])
+        return converter(args[0], user)
     if origin in LIST_ORIGINS:
-        return _container_converter(LIST_ORIGINS[origin], converter(args[0]) if args else conv_any)
+        return _container_converter(LIST_ORIGINS[origin], converter(args[0], user) if args else conv_any)
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
-            return _container_converter(tuple, converter(args[0]))
+            return _container_converter(tuple, converter(args[0], user))
         if args == ((),):
             return _fixed_tuple_converter(())
-        return _fixed_tuple_converter(tuple(converter(a) for a in args))
+        return _fixed_tuple_converter(tuple(converter(a, user) for a in args))
     if origin in DICT_ORIGINS:
-        key = _dict_key_converter(args[0]) if args else conv_any
-        value = converter(args[1]) if len(args) > 1 else conv_any
+        key = _dict_key_converter(args[0], user) if args else conv_any
+        value = converter(args[1], user) if len(args) > 1 else conv_any
         return _dict_converter(key, value)
     if isinstance(tp, typing.TypeVar) or isinstance(tp, typing.ForwardRef):
         return conv_any
@@ -269,11 +284,11 @@ def _unsupported_converter(tp: Any) -> Converter:
     return convert
 
 
-def _union_converter(args: tuple[Any, ...]) -> Converter:
+def _union_converter(args: tuple[Any, ...], user: Mapping[Any, Callable[[Any], Any]] | None = None) -> Converter:
     optional = type(None) in args
     choices = [a for a in args if a is not type(None)]
     if len(choices) == 1:
-        inner = converter(choices[0])
+        inner = converter(choices[0], user)
         if optional:
 
             def convert_optional(v: Any) -> Any:
@@ -281,7 +296,7 @@ def _union_converter(args: tuple[Any, ...]) -> Converter:
 
             return convert_optional
         return inner
-    convs = [converter(a) for a in choices]
+    convs = [converter(a, user) for a in choices]
     names = " | ".join(type_name(a) for a in args)
 
     def convert_union(v: Any) -> Any:

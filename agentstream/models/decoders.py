@@ -26,6 +26,7 @@ class FieldSpec(typing.NamedTuple):
     convert: Converter
     default: Any  # MISSING when there is none
     factory: Callable[[], Any] | None
+    key: str | None = None  # the key it is read from (Faust's input_name) when not ``name``
 
 
 def _not_an_object(cls: type, data: Any) -> Any:
@@ -68,7 +69,7 @@ def compile_decoder(
         "            return data",
     ]
     for i, spec in enumerate(specs):
-        v, key = f"_v{i}", repr(spec.name)
+        v, key = f"_v{i}", repr(spec.key or spec.name)
         ns[f"_c{i}"] = spec.convert
         if spec.factory is None and spec.default is MISSING:
             lines += [

@@ -4,6 +4,7 @@ says ``include_metadata=False``), Decimals as text, sets as lists."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, ClassVar
 
@@ -12,7 +13,22 @@ import orjson
 from ..exceptions import SerializationError
 from .options import FAUST_KEY, RecordOptions
 
-__all__ = ["JSONRecord", "json_default", "json_dumps"]
+__all__ = ["JSONRecord", "json_default", "json_dumps", "set_serializer_codecs", "serializer_codec"]
+
+_serializer_codecs: list[Callable[[type, str], Any]] = []
+
+
+def set_serializer_codecs(lookup: Callable[[type, str], Any]) -> None:
+    """Called once by :mod:`agentstream.codecs` (a layer above): ``lookup(model, name)`` gives the codec
+    of a named serializer, for ``Record.dumps(serializer=...)`` / ``loads(..., serializer=...)``."""
+    _serializer_codecs[:] = [lookup]
+
+
+def serializer_codec(model: type, name: str) -> Any:
+    """The codec (``dumps``/``loads``) of serializer ``name`` for ``model``."""
+    if not _serializer_codecs:  # pragma: no cover - agentstream's package import registers it
+        raise SerializationError(f"serializer {name!r} needs agentstream.codecs: import agentstream first")
+    return _serializer_codecs[0](model, name)
 
 
 class JSONRecord:
@@ -20,6 +36,12 @@ class JSONRecord:
     :class:`~agentstream.models.Record` derives from it, so this module needs no Record import."""
 
     _options: ClassVar[RecordOptions] = RecordOptions()
+    _wire_out: ClassVar[tuple[tuple[str, str], ...] | None] = None
+    """(field, output key) pairs when a field is renamed or excluded (Faust's output_name/exclude)."""
+    _dump_native: ClassVar[bool] = False
+    """True when orjson may encode the record natively (no tag, no renamed field: see models.wire)."""
+    _faust_tag: ClassVar[dict[str, str] | None] = None
+    """``{"ns": namespace}`` when the class says ``include_metadata`` (read-only: shared by every record)."""
 
 
 def _json_default(obj: Any) -> Any:
@@ -34,9 +56,15 @@ def _json_default(obj: Any) -> Any:
 def _metadata_default(obj: Any) -> Any:
     """``include_metadata=True``: records become their fields plus Faust's ``__faust`` blob."""
     if isinstance(obj, JSONRecord):
-        out = dict(obj.__dict__)
-        if obj._options.include_metadata:
-            out[FAUST_KEY] = {"ns": obj._options.namespace}
+        wire = obj._wire_out
+        if wire is None:
+            out = dict(obj.__dict__)
+        else:
+            values = obj.__dict__
+            out = {key: values[name] for name, key in wire}
+        tag = obj._faust_tag
+        if tag is not None:
+            out[FAUST_KEY] = tag
         return out
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
@@ -49,25 +77,28 @@ def json_default(obj: Any) -> Any:
     return _metadata_default(obj)
 
 
+_NATIVE = orjson.OPT_UTC_Z  # UTC datetimes end in "Z", as Faust's JSON codec writes them
+_TAGGED = orjson.OPT_UTC_Z | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
 def json_dumps(obj: Any) -> bytes:
     """orjson with Record/Decimal/set support; raises :class:`SerializationError` on failure.
 
     Records (top level, nested, in lists and dicts) carry their ``__faust`` tag unless their
-    class says ``include_metadata=False``; a top-level record without it takes orjson's native
-    dataclass path (no Python per field).
+    class says ``include_metadata=False``, and their fields under their output names, excluded
+    fields left out; a top-level record with no tag and no renamed field takes orjson's native
+    dataclass path (no Python per field). UTC datetimes are written ``...Z`` (Faust's bytes).
     """
-    if isinstance(obj, JSONRecord) and not obj._options.include_metadata:
-        option = 0
+    if isinstance(obj, JSONRecord) and obj._dump_native:
+        option, default = _NATIVE, _json_default
     else:
-        option = orjson.OPT_PASSTHROUGH_DATACLASS
+        option, default = _TAGGED, _metadata_default
     try:
-        return orjson.dumps(obj, default=_metadata_default if option else _json_default, option=option)
+        return orjson.dumps(obj, default=default, option=option)
     except orjson.JSONEncodeError:
         pass
     try:  # rare: dicts with int (etc.) keys; retried so the common case pays nothing
-        return orjson.dumps(
-            obj, default=_metadata_default if option else _json_default, option=option | orjson.OPT_NON_STR_KEYS
-        )
+        return orjson.dumps(obj, default=default, option=option | orjson.OPT_NON_STR_KEYS)
     except orjson.JSONEncodeError as exc:
         raise SerializationError(
             f"cannot encode {type(obj).__name__} as JSON: {exc}. "

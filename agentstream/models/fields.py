@@ -12,12 +12,13 @@ finite. Faust's known slips are done right here: ``min_value=0``/``max_value=0``
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
 from ..exceptions import ValidationError
+from .converters import converter
 
 __all__ = [
     "Field",
@@ -40,15 +41,12 @@ T = TypeVar("T")
 _MISSING: Any = dataclasses.MISSING
 
 UNSUPPORTED_OPTIONS = {
-    "input_name": "fields are read under their own name",
-    "output_name": "fields are written under their own name",
-    "exclude": "every field is serialised (records encode natively with orjson)",
-    "tag": "Faust's secret/sensitive tags are not supported",
-    "coerce": "values are converted by annotation when decoded; a constructor keeps what it is given "
-    "(build from raw data with Model.from_data(...) to convert)",
-    "date_parser": "datetimes are parsed as ISO 8601 text or epoch seconds",
+    "tag": "Faust's Secret/Sensitive/Personal tags are not supported (declare the plain type; "
+    "exclude=True keeps a field off the wire)",
 }
 """Faust field options agentstream cannot honour, and why: declaring one raises TypeError naming it."""
+
+_WIRE_OPTIONS = ("input_name", "output_name", "exclude", "coerce", "date_parser")
 
 
 class Field(dataclasses.Field, Generic[T]):  # type: ignore[type-arg]
@@ -73,6 +71,12 @@ class Field(dataclasses.Field, Generic[T]):  # type: ignore[type-arg]
             if options.get(name) not in (None, False):
                 raise TypeError(f"{type(self).__name__}({name}=...) is not supported by agentstream: {why}")
             options.pop(name, None)
+        input_name, output_name, exclude, coerce, date_parser = (options.pop(n, None) for n in _WIRE_OPTIONS)
+        self._input_name: str | None = input_name
+        self._output_name: str | None = output_name
+        self.exclude = bool(exclude)
+        self.coerce: bool | None = coerce  # None: the Record class's ``coerce`` decides
+        self.date_parser: Callable[[Any], datetime] | None = date_parser
         options.pop("type", None)  # Faust's internal arguments (field/type/model/parent) are derived here
         options.pop("parent", None)
         self.model = options.pop("model", None)
@@ -89,6 +93,22 @@ class Field(dataclasses.Field, Generic[T]):  # type: ignore[type-arg]
             setattr(self, slot, getattr(template, slot))
         self.required = default is _MISSING and template.default_factory is _MISSING
         self.options = options
+
+    @property
+    def input_name(self) -> str:
+        """The key this field is read from (Faust's ``input_name``; the field's name by default)."""
+        return self._input_name or self.field
+
+    @property
+    def output_name(self) -> str:
+        """The key this field is written under (Faust's ``output_name``; ``input_name`` by default)."""
+        return self._output_name or self.input_name
+
+    def prepare_value(self, value: Any) -> Any:
+        """Faust's coercion of ``value`` to this field's type (``coerce=True``); the base field keeps it.
+
+        Raises TypeError or ValueError for a value that does not convert."""
+        return value
 
     @property
     def default_value(self) -> Any:
@@ -134,6 +154,9 @@ class Field(dataclasses.Field, Generic[T]):  # type: ignore[type-arg]
 class BooleanField(Field[bool]):
     """``True`` or ``False`` (Faust's ``BooleanField``)."""
 
+    def prepare_value(self, value: Any) -> Any:
+        return bool(value)
+
 
 class NumberField(Field[T]):
     """A number with optional bounds: ``min_value`` <= value <= ``max_value`` (0 is a bound too)."""
@@ -153,9 +176,15 @@ class NumberField(Field[T]):
 class IntegerField(NumberField[int]):
     """An ``int`` with optional bounds."""
 
+    def prepare_value(self, value: Any) -> Any:
+        return int(value)
+
 
 class FloatField(NumberField[float]):
     """A ``float`` with optional bounds."""
+
+    def prepare_value(self, value: Any) -> Any:
+        return float(value)
 
 
 class DecimalField(NumberField[Decimal]):
@@ -166,6 +195,9 @@ class DecimalField(NumberField[Decimal]):
         self.max_digits = max_digits
         self.max_decimal_places = max_decimal_places
         super().__init__(max_digits=max_digits, max_decimal_places=max_decimal_places, **kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        return Decimal(value)
 
     def validate(self, value: Any) -> Iterator[ValidationError | str]:
         if not isinstance(value, Decimal):
@@ -220,12 +252,19 @@ class CharField(Field[T]):
             yield f"must have at most {self.max_length} {_chars(self.max_length)}"
 
 
+_parse_datetime = converter(datetime)
+
+
 def _chars(n: int) -> str:
     return "character" if n == 1 else "characters"
 
 
 class StringField(CharField[str]):
-    """A ``str`` field (see :class:`CharField`)."""
+    """A ``str`` field (see :class:`CharField`); coerced values are trimmed when ``trim_whitespace``."""
+
+    def prepare_value(self, value: Any) -> Any:
+        text = value if isinstance(value, str) else str(value)
+        return text.strip() if self.trim_whitespace else text
 
 
 class BytesField(CharField[bytes]):
@@ -236,9 +275,18 @@ class BytesField(CharField[bytes]):
         self.errors = errors or "strict"
         super().__init__(encoding=self.encoding, errors=self.errors, **kwargs)
 
+    def prepare_value(self, value: Any) -> Any:
+        raw = value if isinstance(value, bytes) else str(value).encode(self.encoding)
+        return raw.strip() if self.trim_whitespace else raw
+
 
 class DatetimeField(Field[datetime]):
-    """A ``datetime`` field (decoded from ISO 8601 text or epoch seconds)."""
+    """A ``datetime`` field (decoded from ISO 8601 text or epoch seconds, or by its ``date_parser``)."""
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, datetime):
+            return value
+        return (self.date_parser or _parse_datetime)(value)
 
 
 TYPE_TO_FIELD: dict[type, type[Field[Any]]] = {

@@ -15,9 +15,9 @@ from typing import Any, ClassVar, Self, dataclass_transform
 import orjson
 
 from ..exceptions import ValidationError
-from .converters import Converter, converter, register_nested
+from .converters import Converter, register_nested
 from .decoders import FieldSpec, compile_decoder
-from .encoding import JSONRecord, json_dumps
+from .encoding import JSONRecord, json_dumps, serializer_codec
 from .errors import FieldError, show
 from .fields import (
     BooleanField,
@@ -32,8 +32,9 @@ from .fields import (
     StringField,
     field_for_type,
 )
-from .options import FAUST_KEY, FAUST_ONLY_OPTIONS, RecordOptions
+from .options import FAUST_KEY, FAUST_ONLY_OPTIONS, REFUSED_CLASS_OPTIONS, RecordOptions
 from .validation import checker
+from .wire import field_coercer, field_converter, set_native_dumps, set_wire_names
 
 __all__ = ["FieldDescriptor", "Record", "registry", "lookup_model", "type_hints"]
 
@@ -94,6 +95,8 @@ class Record(JSONRecord):
     _field_checks: ClassVar[tuple[FieldRule, ...] | None] = None
     _definition_locals: ClassVar[dict[str, Any]] = {}
     _has_post_init: ClassVar[bool] = False
+    _coercers: ClassVar[tuple[tuple[str, Converter], ...] | None] = None
+    _codec_name: ClassVar[str | None] = None  # the class's serializer when it is not JSON (dumps/loads)
 
     def __init_subclass__(
         cls,
@@ -103,11 +106,20 @@ class Record(JSONRecord):
         isodates: bool | None = None,
         validation: bool | None = None,
         namespace: str | None = None,
+        decimals: bool | None = None,
+        coerce: bool | None = None,
+        coercions: Mapping[Any, Callable[[Any], Any]] | None = None,
+        date_parser: Callable[[Any], Any] | None = None,
+        polymorphic_fields: bool | None = None,
+        allow_blessed_key: bool | None = None,
         **kwargs: Any,
     ) -> None:
         abstract = bool(kwargs.pop("abstract", False))
-        for name in FAUST_ONLY_OPTIONS & set(kwargs):  # accepted so Faust models import unchanged
+        for name in FAUST_ONLY_OPTIONS & set(kwargs):  # nothing to do here (see FAUST_ONLY_OPTIONS)
             kwargs.pop(name)
+        for name, why in REFUSED_CLASS_OPTIONS.items():
+            if name in kwargs:
+                raise TypeError(f"class {cls.__qualname__}(Record, {name}=...): not supported by agentstream: {why}")
         super().__init_subclass__(**kwargs)
         parent = cls._options
         cls._options = RecordOptions(
@@ -116,8 +128,20 @@ class Record(JSONRecord):
             isodates=parent.isodates if isodates is None else isodates,
             validation=parent.validation if validation is None else validation,
             namespace=namespace or f"{cls.__module__}.{cls.__qualname__}",
+            decimals=parent.decimals if decimals is None else decimals,
+            coerce=parent.coerce if coerce is None else coerce,
+            coercions={**parent.coercions, **(coercions or {})},
+            date_parser=parent.date_parser if date_parser is None else date_parser,
+            polymorphic_fields=parent.polymorphic_fields if polymorphic_fields is None else polymorphic_fields,
+            allow_blessed_key=parent.allow_blessed_key if allow_blessed_key is None else allow_blessed_key,
         )
         cls._definition_locals = _caller_locals()
+        cls._codec_name = cls._options.serializer if cls._options.serializer != "json" else None
+        if cls._codec_name is not None:  # the plain dumps/loads stay free of the serializer checks
+            if "dumps" not in cls.__dict__:
+                cls.dumps = _codec_dumps  # type: ignore[method-assign]
+            if "loads" not in cls.__dict__:
+                cls.loads = classmethod(_codec_loads)  # type: ignore[method-assign,assignment,arg-type]
         for name in cls.__dict__.get("__annotations__", {}):
             if name not in cls.__dict__ and (
                 isinstance(getattr(cls, name, None), (FieldDescriptor, Field)) or name in vars(Record)
@@ -136,16 +160,13 @@ class Record(JSONRecord):
             registry[cls._options.namespace] = cls  # for __faust.ns (polymorphic) decoding
         cls._decoder = None
         cls._field_checks = None
-        if cls._options.validation:
-            dc_init = cls.__dict__["__init__"]
-
-            def __init__(self: Record, *args: Any, **kw: Any) -> None:
-                dc_init(self, *args, **kw)
-                type(self)._check_types(self)  # Faust's validate_or_raise(): the first problem
-
-            __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-            __init__.__doc__ = dc_init.__doc__
-            cls.__init__ = __init__  # type: ignore[method-assign,assignment]  # validation=True checks after init
+        cls._coercers = None
+        fields = {f.name: cls.__dict__.get(f.name) for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        declared = [d for d in fields.values() if isinstance(d, Field)]
+        set_wire_names(cls, fields)
+        coerces = cls._options.coerce or any(d.coerce for d in declared)
+        if cls._options.validation or coerces:
+            _wrap_init(cls, coerces, cls._options.validation)
         try:
             cls._resolve()
         except NameError:
@@ -162,14 +183,24 @@ class Record(JSONRecord):
         hints = type_hints(cls)
         specs: list[FieldSpec] = []
         rules: list[FieldRule] = []
+        coercers: list[tuple[str, Converter]] = []
+        options = cls._options
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
             tp = hints.get(f.name, Any)
             factory = None if f.default_factory is dataclasses.MISSING else f.default_factory
-            specs.append(FieldSpec(f.name, converter(tp), f.default, factory))
             declared = getattr(cls, f.name, None)
-            field = declared if isinstance(declared, Field) else _implicit_field(tp, f.name, cls)
+            declared = declared if isinstance(declared, Field) else None
+            key = declared.input_name if declared is not None else f.name
+            coerce = field_coercer(tp, declared, options)
+            if coerce is not None:
+                coercers.append((f.name, coerce))
+            convert = coerce or field_converter(tp, declared, options)
+            specs.append(FieldSpec(f.name, convert, f.default, factory, key))
+            field = declared if declared is not None else _implicit_field(tp, f.name, cls)
             rules.append(FieldRule(f.name, checker(tp), field, f.default is None and factory is None))
         cls._field_checks = tuple(rules)
+        cls._coercers = tuple(coercers)
+        set_native_dumps(cls, [hints.get(f.name, Any) for f in dataclasses.fields(cls)])  # type: ignore[arg-type]
         optioned = tuple(r for r in rules if r.field is not None)
         after = _decode_check(cls.__name__, optioned) if cls._options.validation and optioned else None
         cls._decoder = compile_decoder(cls, specs, cls._has_post_init, after)
@@ -185,6 +216,24 @@ class Record(JSONRecord):
             return cls._resolve()
         except NameError as exc:
             raise FieldError(f"cannot resolve the annotations of {cls.__name__}: {exc}") from exc
+
+    @classmethod
+    def _coerce_values(cls, obj: Record) -> None:
+        """``coerce=True``: convert the constructor's values as Faust's field classes do."""
+        coercers = cls.__dict__.get("_coercers")
+        if coercers is None:
+            cls._rules()
+            coercers = cls._coercers or ()
+        values = obj.__dict__
+        for name, coerce in coercers:
+            try:
+                values[name] = coerce(values[name])
+            except FieldError as exc:
+                raise ValidationError(cls.__name__, name, exc.problem) from None
+
+    @classmethod
+    def make_final(cls) -> None:
+        """Faust's ``lazy_creation`` finisher: nothing to do (annotations resolve on first use)."""
 
     @classmethod
     def _check_types(cls, obj: Record) -> None:
@@ -273,8 +322,16 @@ class Record(JSONRecord):
             raise ValidationError(cls.__name__, exc.location or _ROOT, exc.problem) from None
 
     @classmethod
-    def loads(cls, data: bytes | bytearray | memoryview | str) -> Self:
-        """Decode JSON bytes into an instance (see :meth:`from_data`)."""
+    def loads(
+        cls,
+        data: bytes | bytearray | memoryview | str,
+        serializer: str | None = None,  # not keyword-only (Faust's are): CPython 3.11 parses those slower
+        default_serializer: str | None = None,
+    ) -> Self:
+        """Decode JSON bytes into an instance (see :meth:`from_data`); the class's ``serializer`` option,
+        else ``serializer`` (Faust's precedence), names another codec (``"binary"``, ``"json|binary"``...)."""
+        if serializer is not None or default_serializer is not None:
+            return cls._loads_with(data, serializer or default_serializer)
         try:
             decoded = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
@@ -287,9 +344,27 @@ class Record(JSONRecord):
 
     # -- encoding -------------------------------------------------------------------------------
 
-    def dumps(self) -> bytes:
-        """Compact JSON bytes: datetimes as ISO 8601, Decimals as strings, enums as values."""
-        return json_dumps(self)
+    def dumps(self, serializer: str | None = None) -> bytes:
+        """Compact JSON bytes (datetimes as ISO 8601, Decimals as strings, enums as values, Faust's
+        bytes); ``serializer``, else the class's ``serializer`` option (Faust's precedence), names another codec."""
+        if serializer is None:
+            return json_dumps(self)
+        return self._dumps_with(serializer)
+
+    def _dumps_with(self, serializer: str | None) -> bytes:
+        """``dumps`` naming a serializer, or for a class whose ``serializer`` option is not JSON."""
+        name = serializer or self._codec_name
+        if name is None or name == "json":
+            return json_dumps(self)
+        return typing.cast(bytes, serializer_codec(type(self), name).dumps(self))
+
+    @classmethod
+    def _loads_with(cls, data: bytes | bytearray | memoryview | str, serializer: str | None) -> Self:
+        """``loads`` naming a serializer, or for a class whose ``serializer`` option is not JSON."""
+        name = cls._codec_name or serializer
+        if name is None or name == "json":
+            return cls.loads(data)
+        return typing.cast(Self, serializer_codec(cls, name).loads(data))
 
     @classmethod
     def from_faust(cls, data: Mapping[str, Any]) -> Record:
@@ -298,12 +373,61 @@ class Record(JSONRecord):
         return (lookup_model(data, cls) or cls).from_data(data)
 
     def asdict(self) -> dict[str, Any]:
-        """Field values as a dict; nested records (also inside lists/dicts) become dicts too."""
-        return {name: _plain(value) for name, value in self.__dict__.items()}
+        """Field values as a dict under their output names, ``exclude``d fields left out (as Faust's);
+        nested records (also inside lists/dicts) become dicts too."""
+        values = self.__dict__
+        wire = type(self)._wire_out
+        if wire is None:
+            return {name: _plain(value) for name, value in values.items()}
+        return {out: _plain(values[name]) for name, out in wire}
 
     def to_representation(self) -> dict[str, Any]:
-        """Faust name for :meth:`asdict`."""
+        """Faust name for :meth:`asdict` (Faust's also adds the ``__faust`` blob; :meth:`dumps` does)."""
         return self.asdict()
+
+
+def _codec_dumps(self: Record, serializer: str | None = None) -> bytes:
+    """``dumps`` of a class whose ``serializer`` option is not JSON (Faust: the argument first)."""
+    return self._dumps_with(serializer)
+
+
+def _codec_loads(
+    cls: type[Record],
+    data: bytes | bytearray | memoryview | str,
+    serializer: str | None = None,
+    default_serializer: str | None = None,
+) -> Record:
+    """``loads`` of a class whose ``serializer`` option is not JSON (Faust: the class's option first)."""
+    return cls._loads_with(data, serializer or default_serializer)
+
+
+def _wrap_init(cls: type[Record], coerce: bool, validate: bool) -> None:
+    """The dataclass ``__init__``, then Faust's coercion (``coerce=True``) and ``validate_or_raise()``
+    (``validation=True``): classes without these options keep the generated ``__init__`` as it is."""
+    dc_init = cls.__dict__["__init__"]
+
+    if coerce and validate:
+
+        def __init__(self: Record, *args: Any, **kw: Any) -> None:
+            dc_init(self, *args, **kw)
+            type(self)._coerce_values(self)
+            type(self)._check_types(self)
+
+    elif coerce:
+
+        def __init__(self: Record, *args: Any, **kw: Any) -> None:
+            dc_init(self, *args, **kw)
+            type(self)._coerce_values(self)
+
+    else:
+
+        def __init__(self: Record, *args: Any, **kw: Any) -> None:
+            dc_init(self, *args, **kw)
+            type(self)._check_types(self)  # Faust's validate_or_raise(): the first problem
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__doc__ = dc_init.__doc__
+    cls.__init__ = __init__  # type: ignore[method-assign,assignment]
 
 
 def _record_hash(self: Record) -> int:

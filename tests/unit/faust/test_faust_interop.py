@@ -44,7 +44,7 @@ class Order(agentstream.Record):
 FAUST_ORDER = (
     b'{"id": 7, "customer": "alice", "lines": [{"sku": "a", "qty": 2, "__faust": {"ns": "'
     + NS.encode()
-    + b'.Line"}}], "at": "2024-01-02T03:04:05+00:00", "total": "9.99", "tags": ["x"], "__faust": {"ns": "'
+    + b'.Line"}}], "at": "2024-01-02T03:04:05Z", "total": "9.99", "tags": ["x"], "__faust": {"ns": "'
     + NS.encode()
     + b'.Order"}}'
 )
