@@ -69,28 +69,6 @@ SOURCES = {
 }
 
 
-def _c_compiler_works() -> bool:
-    """Whether the C compiler the extensions would be built with compiles a trivial file (``CC``
-    and the interpreter's build settings, as build_ext uses them)."""
-    import tempfile
-
-    try:
-        from setuptools._distutils.ccompiler import new_compiler
-        from setuptools._distutils.sysconfig import customize_compiler
-    except ImportError:  # a setuptools without its vendored distutils: let the build find out
-        return True
-    compiler = new_compiler()
-    customize_compiler(compiler)
-    with tempfile.TemporaryDirectory() as tmp:
-        probe = Path(tmp) / "probe.c"
-        probe.write_text("int agentstream_probe(void) { return 0; }\n")
-        try:
-            compiler.compile([str(probe)], output_dir=tmp)
-        except Exception:
-            return False
-    return True
-
-
 def compiled_extensions() -> list:
     mode = os.environ.get("AGENTSTREAM_COMPILE", "1")
     if mode not in ("0", "1", "require"):
@@ -101,10 +79,6 @@ def compiled_extensions() -> list:
     if mode == "0":
         return []
     required = mode == "require"
-    if not required and not _c_compiler_works():
-        # mypyc's analysis takes a minute before the C compile it cannot do: skip both
-        print("agentstream: no working C compiler; installing the hot path as pure Python", file=sys.stderr)
-        return []
     try:
         from mypyc.build import mypycify
     except ImportError:
