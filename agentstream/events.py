@@ -34,6 +34,16 @@ so an event can reach the stream holding it; :mod:`agentstream.streams` re-expor
 _USE_EXISTING: Final = object()  # Event.send/forward: keep the event's own key, value or headers
 
 
+def _refuse_options(call: str, options: dict[str, Any]) -> None:
+    """Faust's other ``event.send``/``forward`` arguments (serializers, schema, callback, force):
+    named and refused rather than accepted and ignored."""
+    if options:
+        raise TypeError(
+            f"event.{call}() does not take {', '.join(sorted(options))}: the channel's codecs apply. "
+            "Fix: send through app.send(channel, ..., key_serializer=..., value_serializer=...) instead"
+        )
+
+
 class Event:
     """One record handed to an agent (Faust's ``Event``); ``message`` is the raw consumer record."""
 
@@ -113,8 +123,9 @@ class Event:
     ) -> Any:
         """Send this event's key and value (or the given ones) to ``channel`` (a topic, channel,
         agent or topic name), encoded by that channel; the headers are :attr:`headers`.
-        Faust's serializer options (``schema``, ``key_serializer``...) are not taken: the
-        channel's codecs apply."""
+        Faust's serializer options (``schema``, ``key_serializer``...) are refused: the
+        channel's codecs apply (``app.send`` takes serializers)."""
+        _refuse_options("send", kwargs)
         return await self._send(
             channel,
             self.key if key is _USE_EXISTING else key,
@@ -137,6 +148,7 @@ class Event:
     ) -> Any:
         """Send the record as it was read (``message.key``/``message.value``, not re-encoded)
         to ``channel``, with ``message.headers`` (Faust's ``event.forward``)."""
+        _refuse_options("forward", kwargs)
         message = self.message
         return await self._send(
             channel,

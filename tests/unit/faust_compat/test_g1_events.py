@@ -110,3 +110,15 @@ async def test_event_send_reencodes_and_forward_sends_the_record_as_read() -> No
     assert [dict(m.headers) for m in sent_records] == [{"h": b"1", "extra": b"x"}]
     assert [(m.key, m.value, list(m.headers)) for m in fwd_records] == [(b"k", b'{"n":1}', [("h", b"1")])]
     assert sent is app.topics["sent"]
+
+
+@pytest.mark.asyncio
+async def test_event_send_refuses_the_options_it_does_not_honour() -> None:
+    from agentstream.events import Event
+    from agentstream.transport.message import Message
+
+    event = Event("k", "v", Message("t", 0, 0, 0, 0, b"k", b'"v"', None, -1, -1, ()))
+    with pytest.raises(TypeError, match="value_serializer"):
+        await event.send("other", value_serializer="raw")
+    with pytest.raises(TypeError, match="callback"):
+        await event.forward("other", callback=print)
