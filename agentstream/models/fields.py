@@ -32,7 +32,6 @@ __all__ = [
     "BytesField",
     "DatetimeField",
     "TYPE_TO_FIELD",
-    "FIELD_CLASSES",
     "field_for_type",
     "UNSUPPORTED_OPTIONS",
 ]
@@ -298,21 +297,6 @@ TYPE_TO_FIELD: dict[type, type[Field[Any]]] = {
     bytes: BytesField,
     datetime: DatetimeField,
 }
-
-
-FIELD_CLASSES = (
-    Field,
-    BooleanField,
-    NumberField,
-    IntegerField,
-    FloatField,
-    DecimalField,
-    CharField,
-    StringField,
-    BytesField,
-    DatetimeField,
-)
-"""The field classes (type checkers treat a call of one in a Record body as a field declaration)."""
 
 
 def field_for_type(typ: Any) -> tuple[type[Field[Any]], None]:
