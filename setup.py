@@ -16,6 +16,7 @@ from types import ModuleType
 
 from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 
@@ -69,7 +70,37 @@ SOURCES = {
 }
 
 
+def _c_compiler_works() -> bool:
+    """Whether the C compiler build_ext would use (``CC`` and the interpreter's build settings)
+    compiles a trivial file. Asked first because mypyc's analysis takes a minute or more before
+    the C compile it cannot do."""
+    import tempfile
+
+    try:
+        from setuptools._distutils.ccompiler import new_compiler
+        from setuptools._distutils.sysconfig import customize_compiler
+    except ImportError:  # a setuptools without its vendored distutils: let the build find out
+        return True
+    compiler = new_compiler()
+    customize_compiler(compiler)
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "probe.c"
+        source.write_text("int agentstream_probe(void) { return 0; }\n")
+        try:
+            compiler.compile([str(source)], output_dir=tmp)
+        except Exception:
+            return False
+    return True
+
+
+# Why this build is pure, when it is: "chosen" (AGENTSTREAM_COMPILE=0) or "failed" (no mypy, no
+# C compiler, a mypyc error). The manifest then says whether the pure build was asked for, so that
+# only a build that meant to compile warns at import.
+PURE_REASON = ""
+
+
 def compiled_extensions() -> list:
+    global PURE_REASON
     mode = os.environ.get("AGENTSTREAM_COMPILE", "1")
     if mode not in ("0", "1", "require"):
         raise SystemExit(
@@ -77,8 +108,13 @@ def compiled_extensions() -> list:
             "can, the default) or require (fail the build when the compile fails)"
         )
     if mode == "0":
+        PURE_REASON = "chosen"
         return []
     required = mode == "require"
+    PURE_REASON = "failed"
+    if not required and not _c_compiler_works():
+        print("agentstream: no working C compiler; installing the hot path as pure Python", file=sys.stderr)
+        return []
     try:
         from mypyc.build import mypycify
     except ImportError:
@@ -97,11 +133,38 @@ def compiled_extensions() -> list:
             raise
         print(f"agentstream: mypyc failed ({exc!r}); installing the hot path as pure Python", file=sys.stderr)
         return []
+    PURE_REASON = ""
     for extension in extensions:
         # best effort: a module that fails to compile (no C compiler) is left out, and
         # agentstream/compiled.py, seeing a partial build, runs every module as pure Python
         extension.optional = not required
     return extensions
+
+
+def write_manifest(root: Path, extensions: dict, meant_to_compile: bool) -> None:
+    """MANIFEST under ``root``: the modules this build meant to compile (none for a pure build that
+    was asked for), the extension files it made, and the sources it was made from."""
+    manifest = {
+        "compiled": [path[: -len(".py")].replace("/", ".") for path in COMPILED] if meant_to_compile else [],
+        "shared": GROUP + "__mypyc",
+        "suffix": importlib.machinery.EXTENSION_SUFFIXES[0],
+        "extensions": extensions,
+        "sources": SOURCES,
+    }
+    target = root / MANIFEST
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+class BuildPyWithManifest(build_py):
+    """build_py that writes MANIFEST for a pure build (build_ext does not run without extensions),
+    so the installed package knows whether it was meant to be compiled. Not in editable mode: the
+    sources are used in place there, and the checkout's manifest belongs to `make compile`."""
+
+    def run(self) -> None:
+        super().run()
+        if PURE_REASON and not getattr(self, "editable_mode", False):
+            write_manifest(Path(self.build_lib), {}, meant_to_compile=PURE_REASON == "failed")
 
 
 class BuildWithManifest(build_ext):
@@ -137,16 +200,7 @@ class BuildWithManifest(build_ext):
                     path.unlink()
             for path in folder.glob("agentstream__mypyc.*"):  # where older builds put the shared library
                 path.unlink()
-        manifest = {
-            "compiled": [path[: -len(".py")].replace("/", ".") for path in COMPILED],
-            "shared": GROUP + "__mypyc",
-            "suffix": suffix,
-            "extensions": files,
-            "sources": SOURCES,
-        }
-        target = root / MANIFEST
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        write_manifest(root, files, meant_to_compile=True)
 
 
 setup(
@@ -160,7 +214,7 @@ setup(
     # PEP 561: the package ships its type hints (the build writes _compiled.json beside its extensions)
     package_data={"agentstream": ["py.typed"]},
     ext_modules=compiled_extensions(),
-    cmdclass={"build_ext": BuildWithManifest},
+    cmdclass={"build_ext": BuildWithManifest, "build_py": BuildPyWithManifest},
     zip_safe=False,
     install_requires=[
         "aiokafka>=0.14,<0.15",

@@ -113,3 +113,37 @@ def test_a_build_without_a_c_compiler_installs_and_runs_pure_python(tmp_path: Pa
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
     build, path = quiet.stdout.split()
     assert build == "pure" and Path(path).is_relative_to(site)
+
+
+def test_a_build_asked_to_be_pure_imports_without_a_warning(tmp_path: Path) -> None:
+    """AGENTSTREAM_COMPILE=0: the pure build was chosen, so importing it says nothing (only a build
+    that meant to compile and could not warns)."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs the project's git checkout to copy its tracked sources")
+    source = _tracked_copy(tmp_path / "src")
+    env = {k: v for k, v in os.environ.items() if k not in ("AGENTSTREAM_PURE", "PYTHONPATH")}
+    env["AGENTSTREAM_COMPILE"] = "0"
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"), str(source)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    (wheel,) = (tmp_path / "dist").glob("agentstream-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "agentstream/_compiled.json" in names and not [n for n in names if n.endswith((".so", ".pyd"))]
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)  # a wheel of pure files installs as an unpacked copy
+    ran = subprocess.run(
+        [sys.executable, "-c", "import agentstream, agentstream.compiled as c; print(c.BUILD, agentstream.__file__)"],
+        env={**env, "PYTHONPATH": str(site)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0 and ran.stderr == "", ran.stderr
+    build, path = ran.stdout.split()
+    assert build == "pure" and Path(path).is_relative_to(site)
