@@ -1,8 +1,8 @@
 """``pip install`` on a machine without a C compiler: a working pure-Python install.
 
 The package is built as pip builds it (an isolated build environment with mypy, from a copy of
-the tracked sources) with ``CC=false``, so mypyc's C compile fails the way it does where no
-compiler exists. The wheel must then hold no extension module, import as the pure build with one
+the tracked sources) with ``CC=false``, so every C compile fails the way it does where no
+compiler exists (setup.py probes the compiler first and skips mypyc's analysis). The wheel must then hold no extension module, import as the pure build with one
 warning line that says how to silence it (and none with ``AGENTSTREAM_PURE=1``), and run an app.
 """
 
