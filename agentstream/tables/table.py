@@ -64,6 +64,9 @@ class Table(Rows):
     source_topic: Topic | None = None  # set by from_topic(): the table mirrors this topic
     eos = False  # set by the TableManager under processing_guarantee='exactly_once'
     _writer_subtopology: int | None = None  # exactly_once: the one sub-topology allowed to write
+    # The app's sensors while one is registered (the worker sets it; agentstream.worker.hooks):
+    # get/set/del then call Faust's on_table_get/set/del. None: one attribute check, no call.
+    _sensed: Any = None
 
     def __init__(
         self,
@@ -350,6 +353,8 @@ class Table(Rows):
 
     # -- dict API ---------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
+        if self._sensed is not None:
+            self._sensed.on_table_get(self, key)
         kb = self._key_dumps(key)
         found, value = self._partition_for(kb, False).get_bytes(kb)
         if found:
@@ -367,6 +372,8 @@ class Table(Rows):
     def __setitem__(self, key: Any, value: Any) -> None:
         kb = self._key_dumps(key)
         self._partition_for(kb, True).set(kb, value)
+        if self._sensed is not None:
+            self._sensed.on_table_set(self, key, value)
 
     def __delitem__(self, key: Any) -> None:
         kb = self._key_dumps(key)
@@ -375,6 +382,8 @@ class Table(Rows):
         if not found:
             raise KeyError(key)
         part.set(kb, None)
+        if self._sensed is not None:
+            self._sensed.on_table_del(self, key)
 
     def __contains__(self, key: object) -> bool:
         kb = self._key_dumps(key)
@@ -385,6 +394,8 @@ class Table(Rows):
         the key's partition is on another worker (never a silent default for a key held elsewhere)."""
         kb = self._key_dumps(key)
         found, value = self._partition_for(kb, False).get_bytes(kb)
+        if found and self._sensed is not None:
+            self._sensed.on_table_get(self, key)
         return value if found else default
 
     def pop(self, key: Any, *default: Any) -> Any:

@@ -217,7 +217,16 @@ class Web:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        response = await self._answer(request, handler)
+        sensors = self.app.sensors
+        if sensors:  # Faust's on_web_request_start/end around each request (never raised into the response)
+            state = sensors.on_web_request_start(self.app, request, view=None)
+            response: web.StreamResponse | None = None
+            try:
+                response = await self._answer(request, handler)
+            finally:
+                sensors.on_web_request_end(self.app, request, response, state, view=None)
+        else:
+            response = await self._answer(request, handler)
         for name, value in SECURITY_HEADERS.items():
             response.headers.setdefault(name, value)
         return response
@@ -341,8 +350,12 @@ class Web:
         return web.Response(text=render_status_page(self.app.id, self.address), content_type="text/html")
 
     async def metrics(self, request: web.Request) -> web.Response:
-        body = await self.stats.prometheus()
-        return web.Response(body=body.encode(), headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})
+        body = (await self.stats.prometheus()).encode()
+        for sensor in self.app.sensors:  # e.g. faust.sensors.prometheus's monitor: its registry, appended
+            exposition = getattr(sensor, "prometheus_exposition", None)
+            if exposition is not None:
+                body += exposition()
+        return web.Response(body=body, headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})
 
     # -- helpers for function pages (``async def view(web, request)``) -------------------------------------
     def json(self, data: Any, *, status: int = 200) -> web.Response:
