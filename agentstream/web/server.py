@@ -352,7 +352,7 @@ class Web:
     async def metrics(self, request: web.Request) -> web.Response:
         body = (await self.stats.prometheus()).encode()
         for sensor in self.app.sensors:  # e.g. faust.sensors.prometheus's monitor: its registry, appended
-            exposition = getattr(sensor, "prometheus_exposition", None)
+            exposition = getattr(sensor, "metrics_exposition", None)
             if exposition is not None:
                 body += exposition()
         return web.Response(body=body, headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})
