@@ -4,6 +4,7 @@ App stays a declaration: the receivers and sensors are user code the App only li
 
 from __future__ import annotations
 
+import logging
 import weakref
 from typing import Any
 
@@ -21,6 +22,7 @@ __all__ = [
     "before_shutdown",
 ]
 
+log = logging.getLogger(__name__)
 _watchers: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _rebalance_state: weakref.WeakKeyDictionary[Any, dict[int, Any]] = weakref.WeakKeyDictionary()
 _last_offsets: weakref.WeakKeyDictionary[Any, dict[TP, int]] = weakref.WeakKeyDictionary()
@@ -168,9 +170,27 @@ def committed(worker: Any, states: dict[Any, Any] | None = None, done: bool = Tr
     moved_offsets = {tp: offset for tp, offset in seen.items() if before.get(tp) != offset}
     if moved_offsets:
         sensors.on_tp_commit(moved_offsets)
+    _track_end_offsets(worker, sensors)
     if counts:
         sensors.call("on_messages_handled", counts)
     sensors.on_commit_completed(worker.consumer, states)
+
+
+def _track_end_offsets(worker: Any, sensors: Any) -> None:
+    """Each assigned partition's end offset from the last fetch, to the sensors that keep them
+    (Faust's ``Monitor.track_tp_end_offset``: the lag gauges of its client monitors)."""
+    consumer = worker.consumer
+    trackers = [t for t in (getattr(s, "track_tp_end_offset", None) for s in sensors) if t is not None]
+    if consumer is None or not trackers:
+        return
+    for tp in list(consumer.assignment()):
+        end = consumer.highwater(tp)
+        if end is not None:
+            for track in trackers:
+                try:
+                    track(tp, end)
+                except Exception as exc:
+                    log.exception("sensor raised in track_tp_end_offset: %s", exc)
 
 
 async def before_shutdown(worker: Any) -> None:

@@ -203,6 +203,7 @@ async def test_a_sensor_gets_every_hook_on_a_run_with_a_commit_and_a_failed_send
     assert monitor.assignments_completed >= 1 and monitor.rebalances >= 1
     assert sum(monitor.topic_buffer_full.values()) >= 0  # cleared at each rebalance end (Faust's)
     assert monitor.asdict()["send_errors"] == 1
+    assert sum(monitor.tp_end_offsets.values()) >= 7  # the source partitions' end offsets, at the commits
 
 
 async def test_sensors_added_while_running_see_the_next_records_and_removed_ones_nothing() -> None:
