@@ -237,3 +237,15 @@ async def test_a_sensor_that_raises_is_logged_and_the_records_still_go_through(c
         await h.wait_idle()
         assert h.table("totals") == {"a": 2}
     assert "sensor bug" in caplog.text
+
+
+async def test_under_exactly_once_the_transactional_sends_are_reported_too() -> None:
+    app, _ = _shop()
+    monitor = app.monitor
+    async with AppHarness(app, processing_guarantee="exactly_once") as h:
+        for i in range(3):
+            await h.send("orders", i + 1, key=f"k{i}")
+        await h.wait_idle()
+        await _until(lambda: len(monitor.send_latency) == 6, "six sends completed")
+    assert monitor.messages_sent_by_topic["receipts"] == 3 and monitor.send_errors == 0
+    assert monitor.messages_received_total == 3 and monitor.tables["totals"].keys_updated == 3
