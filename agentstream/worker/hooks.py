@@ -24,7 +24,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 _watchers: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-_rebalance_state: weakref.WeakKeyDictionary[Any, dict[int, Any]] = weakref.WeakKeyDictionary()
+_rebalance_state: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
 _last_offsets: weakref.WeakKeyDictionary[Any, dict[TP, int]] = weakref.WeakKeyDictionary()
 # worker -> task id -> (the task, its processed count at the last commit). Keyed by worker (tasks,
 # compiled classes, cannot be weakly referenced); a task object that is not the one seen last
