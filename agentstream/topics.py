@@ -7,7 +7,7 @@ timestamp of the record being handled (event time flows downstream, as in Kafka 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mypy_extensions import mypyc_attr
@@ -196,16 +196,27 @@ class Topic:
         else:
             ts_ms = int(timestamp * 1000)
         app = self.app
+        states: dict[Any, Any] | None = None
         if app.sensors._sensors or app.on_produce_message.receivers:  # Faust's signal and sensor hooks
-            self._observe_send(key, value, partition, ts_ms, headers)
+            states = self._observe_send(key, value, partition, ts_ms, headers)
         task = current_task.get()
+        delivery: Delivery
         if task is not None and task.txn is not None:  # exactly_once: into the task's transaction
-            return await task.txn.send(self.name, key, value, partition=partition, timestamp_ms=ts_ms, headers=headers)
-        producer = self.app.producer if self.app._producer_started else await self.app.start_producer()
-        delivery = producer.send_now(self.name, key, value, partition, ts_ms, headers)
-        if delivery is not None:
-            return delivery
-        return await producer.send(self.name, key, value, partition=partition, timestamp_ms=ts_ms, headers=headers)
+            delivery = await task.txn.send(
+                self.name, key, value, partition=partition, timestamp_ms=ts_ms, headers=headers
+            )
+        else:
+            producer = self.app.producer if self.app._producer_started else await self.app.start_producer()
+            now = producer.send_now(self.name, key, value, partition, ts_ms, headers)
+            if now is not None:
+                delivery = now
+            else:
+                delivery = await producer.send(
+                    self.name, key, value, partition=partition, timestamp_ms=ts_ms, headers=headers
+                )
+        if states:
+            _report_delivery(app, delivery, states)
+        return delivery
 
     def send_soon(
         self,
@@ -267,7 +278,9 @@ class Topic:
         partition: int | None,
         ts_ms: int | None,
         headers: Sequence[tuple[str, bytes]] | None,
-    ) -> None:
+    ) -> dict[Any, Any]:
+        """Faust's ``on_produce_message`` signal, then the sensors' ``on_send_initiated`` (their
+        states, for the delivery's ``on_send_completed``/``on_send_error``)."""
         app = self.app
         app.on_produce_message.send(
             app,
@@ -277,8 +290,10 @@ class Topic:
             timestamp=None if ts_ms is None else ts_ms / 1000.0,
             headers=headers,
         )
-        app.sensors.call(
-            "on_send_initiated", app._producer, self.name, None, len(key) if key else 0, len(value) if value else 0
+        if not app.sensors._sensors:
+            return {}
+        return app.sensors.on_send_initiated(
+            app._producer, self.name, None, len(key) if key else 0, len(value) if value else 0
         )
 
     # -- Faust's decode-error hooks: the worker awaits them with the error and the record --------
@@ -298,6 +313,36 @@ class Topic:
 
     def __repr__(self) -> str:
         return f"<Topic {self.name} partitions={self.partitions}>"
+
+
+def _report_delivery(app: App, delivery: Delivery, states: dict[Any, Any]) -> None:
+    """When the delivery settles: Faust's ``on_send_completed`` (with the record's metadata) or
+    ``on_send_error``, each sensor with the state its ``on_send_initiated`` returned."""
+    sensors, producer = app.sensors, app._producer
+
+    def settled(done: Any) -> None:
+        if done.cancelled():
+            sensors.on_send_error(producer, asyncio.CancelledError("the delivery was cancelled"), states)
+            return
+        exc = done.exception()
+        if exc is not None:
+            sensors.on_send_error(producer, exc, states)
+        else:
+            sensors.on_send_completed(producer, states, done.result())
+
+    add = getattr(delivery, "add_done_callback", None)
+    if add is not None:
+        add(settled)
+    else:  # a delivery without callbacks: wait for it beside the sender
+        asyncio.ensure_future(_settle(delivery, settled))
+
+
+async def _settle(delivery: Delivery, settled: Callable[[Any], None]) -> None:
+    try:
+        await delivery
+    except BaseException:
+        pass
+    settled(delivery)
 
 
 async def _delivered(

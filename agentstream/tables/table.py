@@ -64,6 +64,9 @@ class Table(Rows):
     source_topic: Topic | None = None  # set by from_topic(): the table mirrors this topic
     eos = False  # set by the TableManager under processing_guarantee='exactly_once'
     _writer_subtopology: int | None = None  # exactly_once: the one sub-topology allowed to write
+    # The app's sensors while one is registered (the worker sets it; agentstream.worker.hooks):
+    # get/set/del then call Faust's on_table_get/set/del. None: one attribute check, no call.
+    _sensed: Any = None
 
     def __init__(
         self,
@@ -84,6 +87,7 @@ class Table(Rows):
         extra_topic_configs: Mapping[str, Any] | None = None,
     ) -> None:
         self.app = app
+        self._sensed = None  # an instance attribute: the pure build reads it faster than the class's
         self.on_window_close = on_window_close  # used once windowed (Faust puts it here)
         # Faust's: the producer's partitioner places each key. agentstream places every table key
         # by its own hash anyway; the flag changes what partition_for_key() answers (None), as Faust.
@@ -359,6 +363,8 @@ class Table(Rows):
 
     # -- dict API ---------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
+        if self._sensed is not None:
+            self._sensed.on_table_get(self, key)
         kb = self._key_dumps(key)
         found, value = self._partition_for(kb, False).get_bytes(kb)
         if found:
@@ -376,6 +382,8 @@ class Table(Rows):
     def __setitem__(self, key: Any, value: Any) -> None:
         kb = self._key_dumps(key)
         self._partition_for(kb, True).set(kb, value)
+        if self._sensed is not None:
+            self._sensed.on_table_set(self, key, value)
 
     def __delitem__(self, key: Any) -> None:
         kb = self._key_dumps(key)
@@ -384,6 +392,8 @@ class Table(Rows):
         if not found:
             raise KeyError(key)
         part.set(kb, None)
+        if self._sensed is not None:
+            self._sensed.on_table_del(self, key)
 
     def __contains__(self, key: object) -> bool:
         kb = self._key_dumps(key)
@@ -394,6 +404,8 @@ class Table(Rows):
         the key's partition is on another worker (never a silent default for a key held elsewhere)."""
         kb = self._key_dumps(key)
         found, value = self._partition_for(kb, False).get_bytes(kb)
+        if found and self._sensed is not None:
+            self._sensed.on_table_get(self, key)
         return value if found else default
 
     def pop(self, key: Any, *default: Any) -> Any:

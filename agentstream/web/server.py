@@ -256,7 +256,7 @@ class Web:
         if cors is not None and preflight:
             response: web.StreamResponse = cors.preflight(request)  # before the token: preflights carry none
         else:
-            response = await self._answer(request, handler)
+            response = await self._sensed_answer(request, handler)
         for name, value in SECURITY_HEADERS.items():
             response.headers.setdefault(name, value)
         if cors is not None and not preflight:
@@ -271,6 +271,20 @@ class Web:
             if page is not None:
                 return page
         return self.cors
+
+    async def _sensed_answer(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """The answer, between Faust's on_web_request_start/end when sensors are registered (a
+        sensor's error is never raised into the response)."""
+        sensors = self.app.sensors
+        if not sensors:
+            return await self._answer(request, handler)
+        state = sensors.on_web_request_start(self.app, request, view=None)
+        response: web.StreamResponse | None = None
+        try:
+            response = await self._answer(request, handler)
+        finally:
+            sensors.on_web_request_end(self.app, request, response, state, view=None)
+        return response
 
     async def _answer(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if len(request.raw_path.encode()) > MAX_PATH_BYTES:
@@ -394,8 +408,12 @@ class Web:
         return web.Response(text=render_status_page(self.app.id, self.address), content_type="text/html")
 
     async def metrics(self, request: web.Request) -> web.Response:
-        body = await self.stats.prometheus()
-        return web.Response(body=body.encode(), headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})
+        body = (await self.stats.prometheus()).encode()
+        for sensor in self.app.sensors:  # e.g. faust.sensors.prometheus's monitor: its registry, appended
+            exposition = getattr(sensor, "metrics_exposition", None)
+            if exposition is not None:
+                body += exposition()
+        return web.Response(body=body, headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})
 
     # -- helpers for function pages (``async def view(web, request)``) -------------------------------------
     def json(self, data: Any, *, status: int = 200) -> web.Response:

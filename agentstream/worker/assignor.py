@@ -14,6 +14,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..transport.base import TP, MemberInfo
 
@@ -85,11 +86,29 @@ class PartitionNumberAssignor:
         self.previous: list[int] = []
         self.is_leader = False
         self._assigned_as_leader = False
+        self.sensors: Any = None  # the app's sensors while any is registered (Faust's on_assignment_*)
 
     def member_user_data(self) -> bytes:
         return json.dumps({"host": self.host, "prev": self.previous}).encode()
 
     def assign(
+        self, partitions_per_topic: Mapping[str, int], members: Sequence[MemberInfo]
+    ) -> dict[str, tuple[list[TP], bytes]]:
+        """The group leader's plan, between Faust's ``on_assignment_start`` and
+        ``on_assignment_completed`` (or ``on_assignment_error``) when sensors are registered."""
+        sensors = self.sensors
+        if sensors is None:
+            return self._assign(partitions_per_topic, members)
+        state = sensors.on_assignment_start(self)
+        try:
+            result = self._assign(partitions_per_topic, members)
+        except Exception as exc:
+            sensors.on_assignment_error(self, state, exc)
+            raise
+        sensors.on_assignment_completed(self, state)
+        return result
+
+    def _assign(
         self, partitions_per_topic: Mapping[str, int], members: Sequence[MemberInfo]
     ) -> dict[str, tuple[list[TP], bytes]]:
         info: dict[str, dict[str, object]] = {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
 from ..transport.base import TP, Consumer, Message
@@ -48,6 +49,7 @@ class Fetcher(Generic[T]):
         self.held_back: set[TP] = set()  # full buffers: left out of the poll (not consumer.pause()d)
         self._room = asyncio.Event()
         self.fetched = 0
+        self.on_full: Callable[[TP], None] | None = None  # the sensors' on_topic_buffer_full, while any
 
     def set_routes(self, routes: dict[TP, list[T]]) -> None:
         self.routes = routes
@@ -85,6 +87,8 @@ class Fetcher(Generic[T]):
                     self.held_back.add(tp)
                     for task in tasks:
                         task.queue(tp).held_back = True
+                    if self.on_full is not None:
+                        self.on_full(tp)
 
     def drained(self, tp: TP) -> None:
         """Called by a task whose queue for ``tp`` fell to the low-water mark."""

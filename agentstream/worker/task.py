@@ -37,6 +37,7 @@ from .partition_group import PartitionGroup, RecordQueue, Wait
 
 if TYPE_CHECKING:
     from ..runtime import FaultPoints
+    from ..sensors import SensorDelegate
     from ..topology import SubTopology
     from .eos import CommitGate, TaskTransaction
     from .errors import ErrorPolicy
@@ -149,6 +150,11 @@ class StreamTask(PolledInput):
         self.slots: InstanceSlots | None = None
         self._inner_next: NextEvent = self._gated_next_event
         self._slot_poll = False  # poll_event takes records under the slots (no gate, no fault points)
+        # The app's sensors while one is registered (set by the worker: sense()): records then go
+        # through the async pull, which calls the per-record hooks; None keeps the fast path free
+        # of them. Each record handed out while sensed: id -> (event, stream, sensors, states).
+        self.sensors: SensorDelegate | None = None
+        self._sensed: dict[int, tuple[Event, Any, SensorDelegate, Any]] = {}
 
     # -- fed by the fetcher -------------------------------------------------------------------
     def add(self, tp: TP, messages: list[Message]) -> int:
@@ -162,26 +168,43 @@ class StreamTask(PolledInput):
 
     # -- StreamInput ---------------------------------------------------------------------------
     async def _gated_next_event(self, timeout: float | None = None) -> Event | None:
-        """``next_event`` with a gate or fault points: the next record (see :meth:`_next_event`);
-        under exactly_once the instance leaves the commit gate while it waits and re-enters
-        before it handles what it got."""
+        """``next_event`` with a gate, fault points or sensors: the next record (see
+        :meth:`_next_event`, which tells sensors of it); under exactly_once the instance leaves
+        the commit gate while it waits and re-enters before it handles what it got."""
         gate = self.gate
+        event: Event | None
         if gate is None:
-            if self.faults is None:
-                return await self._next_event(timeout)
-            got = await self._next_event(timeout)
-            self.faults.check("before_record")
-            return got
-        gate.leave()
-        try:
             event = await self._next_event(timeout)
-        except BaseException:
-            gate.enter_nowait()  # leaving the agent: _instance_done does the final leave()
-            raise
-        await gate.enter()
-        if self.faults is not None:
-            self.faults.check("before_record")
+            if self.faults is not None:
+                self.faults.check("before_record")
+        else:
+            gate.leave()
+            try:
+                event = await self._next_event(timeout)
+            except BaseException:
+                gate.enter_nowait()  # leaving the agent: _instance_done does the final leave()
+                raise
+            await gate.enter()
+            if self.faults is not None:
+                self.faults.check("before_record")
         return event
+
+    def _sensed_in(self, event: Event, sensors: SensorDelegate) -> None:
+        """Faust's ``on_message_in`` then ``on_stream_event_in`` (with the agent's stream)."""
+        tp, offset = event.tp, event.message.offset
+        sensors.on_message_in(tp, offset, event.message)
+        hand = streams_in_hand.get(None)
+        stream = hand[0] if hand else None
+        self._sensed[id(event)] = (event, stream, sensors, sensors.on_stream_event_in(tp, offset, stream, event))
+
+    def _sensed_out(self, event: Event) -> None:
+        """Faust's ``on_stream_event_out`` (with its state) then ``on_message_out``, at the ack."""
+        got = self._sensed.pop(id(event), None)
+        if got is not None:
+            _, stream, sensors, states = got
+            tp, offset = event.tp, event.message.offset
+            sensors.on_stream_event_out(tp, offset, stream, event, states)
+            sensors.on_message_out(tp, offset, event.message)
 
     async def _slotted_next_event(self, timeout: float | None = None) -> Event | None:
         """``next_event`` under a shared concurrency cap: asking for a record gives back the slot
@@ -206,6 +229,9 @@ class StreamTask(PolledInput):
         if self._sync_pull:
             return self._take(done)
         if done:
+            if self._sensed:
+                for event in done:
+                    self._sensed_out(event)
             self._ack_done(done)
         if self._slot_poll:
             return self._take_with_slot()
@@ -297,6 +323,9 @@ class StreamTask(PolledInput):
             self._wait = None
             event = self._take()
             if event is not None:
+                sensors = self.sensors
+                if sensors is not None:  # Faust's per-record hooks (sensed tasks take every record here)
+                    self._sensed_in(event, sensors)
                 return event
             if self._decode_pending():  # a method: mypy (so mypyc) would take the attribute as still None
                 continue
@@ -331,6 +360,8 @@ class StreamTask(PolledInput):
         self._ack(tp, message.offset)
 
     def ack(self, event: Event) -> None:
+        if self._sensed:
+            self._sensed_out(event)
         self._ack(event.tp, event.message.offset)
 
     def acks_out_of_order(self) -> None:
@@ -381,19 +412,31 @@ class StreamTask(PolledInput):
         if self.lifecycle.state is TaskState.CREATED:
             self.lifecycle.to(TaskState.RESTORING)
         self.lifecycle.to(TaskState.RUNNING)
-        if self.gate is None and self.faults is None:
-            # The common case needs no wrapper: streams call the inner pull directly.
-            self.next_event = self._next_event
-            self._sync_pull = True
+        self._pick_pull()
+        for i in range(self.agent.concurrency):
+            task = asyncio.ensure_future(self._run_instance(i))
+            task.add_done_callback(self._instance_done)
+            self._instances.append(task)
+
+    def _pick_pull(self) -> None:
+        """Choose how streams pull records: the common case (no gate, fault points or sensors)
+        needs no wrapper, so streams call the inner pull directly (and synchronously)."""
+        fast = self.gate is None and self.faults is None and self.sensors is None
+        self.next_event = self._next_event if fast else self._gated_next_event
+        self._sync_pull = fast
+        self._slot_poll = False
         if self.slots is not None:  # every pull goes through the shared slots
             self._inner_next = self.next_event
             self.next_event = self._slotted_next_event
             self._slot_poll = self._sync_pull
             self._sync_pull = False
-        for i in range(self.agent.concurrency):
-            task = asyncio.ensure_future(self._run_instance(i))
-            task.add_done_callback(self._instance_done)
-            self._instances.append(task)
+
+    def sense(self, sensors: SensorDelegate | None) -> None:
+        """Sensors came (the delegate) or all went (None): pick the record path again. Records
+        handed out before still get their out hooks at their ack."""
+        self.sensors = sensors
+        if self.lifecycle.state is _RUNNING:
+            self._pick_pull()
 
     async def _run_instance(self, index: int) -> None:
         """One agent instance, in its own asyncio task: its context says which task it feeds and
@@ -519,6 +562,7 @@ class StreamTask(PolledInput):
                 )
                 await asyncio.wait(pending)
         self._instances.clear()
+        self._sensed.clear()
         for q in self.group.queues.values():
             q.clear()
 

@@ -435,6 +435,7 @@ class Worker:
         if self.faults is not None:
             self.faults.check("rebalance_assigned")
         tasks = manager.create(assigned)
+        hooks.tasks_created(self, tasks)
         self._starting = asyncio.ensure_future(self._start_assignment(manager, tasks))
 
     async def _start_assignment(self, manager: TaskManager, tasks: list[StreamTask]) -> None:
@@ -464,15 +465,16 @@ class Worker:
         if committer is None:
             return False
         async with self._commit_lock:
+            sensed = hooks.commit_initiated(self)  # Faust's sensor hooks: None when no sensor is registered
             committed = await committer.commit(list(self.tasks.values()), final=final)
             if self.eos is not None and self.app._producer_started:
                 await self.app.producer.flush()  # timers' and replies' sends (not transactional)
             if committed:
                 self.commits += 1
                 self.last_commit = time.monotonic()
-                hooks.committed(self)
                 if self.purge is not None:
                     self.purge.after_commit(committer.committed)
+            hooks.committed(self, sensed, committed)
             return committed
 
     async def _commit_loop(self) -> None:
