@@ -76,7 +76,7 @@ test: $(STAMP) $(COMPILED) $(CHROMIUM) $(FAUST_VENV)
 
 # docs/faust-settings.md: the table of every Faust setting (agentstream/faust_settings.py), rendered.
 faust-settings-doc: $(STAMP)
-	$(PY) -c "from agentstream.faust_settings import render_markdown; print(render_markdown(), end='')" > docs/faust-settings.md
+	$(PY) -c "from agentstream import faust_arguments as a, faust_settings as s; print(s.render_markdown() + a.render_markdown(), end='')" > docs/faust-settings.md
 
 # The documentation site (mkdocs-material): build/site/index.html; `make docs-serve` for a live preview.
 docs: $(STAMP)

@@ -9,7 +9,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
-from . import codecs, faust_args, faust_settings, routes
+from . import codecs, faust_args, faust_arguments, faust_settings, routes
 from .agents.agent import Agent, AgentFun
 from .agents.replies import ReplyConsumer
 from .background import crontab_runner, leader_task, service_runner
@@ -85,11 +85,29 @@ def _check_class_setting(name: str, value: Any, base: type) -> None:
 
 
 class Timer:
-    def __init__(self, fun: Callable[..., Awaitable[None]], interval: float, on_leader: bool) -> None:
+    """An ``@app.timer``: the function, its interval, and how far a late wake-up may shorten the
+    next sleep (Faust's ``max_drift_correction``), so the calls keep to the interval on average."""
+
+    def __init__(
+        self,
+        fun: Callable[..., Awaitable[None]],
+        interval: float,
+        on_leader: bool,
+        max_drift_correction: float = 0.1,
+    ) -> None:
         self.fun = fun
         self.interval = interval
         self.on_leader = on_leader
         self.name = getattr(fun, "__qualname__", repr(fun))
+        # Faust's timers correct only when the interval is longer than the correction
+        self.max_drift_correction = max_drift_correction if interval > max_drift_correction else 0.0
+
+    def next_sleep(self, slept: float) -> float:
+        """The next sleep after one that lasted ``slept`` seconds: the interval, less the lateness
+        (or plus the earliness), within the interval +- max_drift_correction."""
+        correction = self.max_drift_correction
+        wanted = 2 * self.interval - slept
+        return min(max(wanted, self.interval - correction), self.interval + correction)
 
 
 _CALLBACKS: set[asyncio.Future[None]] = set()  # app.send callbacks waiting for their delivery
@@ -165,6 +183,8 @@ class App:
         self.startup_tasks: list[Callable[..., Awaitable[None]]] = []
         self.pages: dict[str, Any] = {}  # path -> view function or agentstream.web.View subclass
         self.page_cors: dict[str, Any] = {}  # path -> Faust's cors_options of that page (over web_cors_options)
+        self.page_bases: dict[str, type] = {}  # path -> Faust's base= of a function page (a View subclass)
+        self.page_names: dict[str, str] = {}  # path -> Faust's name= of the page (its route's name)
         self.commands: dict[str, Any] = {}  # name -> commands.CommandSpec (@app.command)
         self._transport: Transport | None = None
         self._producer_object: Producer | None = None
@@ -298,8 +318,9 @@ class App:
         """Declare a topic (created with ``partitions`` or ``topic_partitions`` when missing); its
         options are :class:`~agentstream.types.TopicOptions`.
 
-        Faust's other arguments (``compacting``, ``retention``, ``schema``, ``replicas``...) are
-        translated or accepted and logged once by :func:`agentstream.faust_args.topic_options`.
+        Faust's other arguments (``compacting``, ``retention``, ``schema``...) are translated by
+        :func:`agentstream.faust_args.topic_options`; the rest are honoured, refused or logged as
+        not applicable as :mod:`agentstream.faust_arguments` says (``acks=False``: TypeError).
         ``app.topic("a", "b")`` stands for several topics and ``app.topic(pattern="^a-.*")`` for the
         existing topics whose names match when the worker starts; an agent over either reads them all."""
         given: dict[str, Any] = dict(options)
@@ -313,6 +334,7 @@ class App:
         faust = {key: given.pop(key) for key in list(given) if key not in TopicOptions.__optional_keys__}
         if faust:
             extra = faust_args.topic_options(name, more, faust)
+            faust_arguments.check("app.topic", **faust)  # what topic_options left: refused, or does not apply
             given.update(
                 {
                     key: extra[key]
@@ -353,10 +375,13 @@ class App:
         ``concurrency=N`` is Faust's: N instances share the worker's partitions, so at most N
         records are in the agent's hands at once in this worker. Without it (or with
         ``isolated_partitions=True``, which needs concurrency=1) each task, so each partition, has
-        its own instance. Faust's other arguments (``supervisor_strategy``, ``help``...) are logged once."""
-        faust_args.ignored(
-            "app.agent", **{k: v for k, v in kwargs.items() if channel is not None or k not in _AGENT_TOPIC_ARGS}
-        )
+        its own instance. ``help`` (default: the docstring) is what ``agentstream agents`` shows, and
+        ``key_type``/``value_type``/``key_serializer``/``value_serializer`` declare the agent's own topic
+        (no channel) or the named one (a topic name), as in Faust. Faust's other arguments are
+        refused as :mod:`agentstream.faust_arguments` says (``supervisor_strategy``: TypeError)."""
+        help = kwargs.pop("help", None)
+        types = {k: kwargs.pop(k) for k in _AGENT_TOPIC_ARGS if k in kwargs}
+        faust_arguments.check("app.agent", **kwargs)
         if isolated_partitions and concurrency not in (None, 1):
             raise TopologyError("agent(isolated_partitions=True) needs concurrency=1 (one instance per partition)")
 
@@ -374,12 +399,14 @@ class App:
                 topics = [
                     self.topic(
                         agent_topic_name(self.settings, fun, agent_name),
-                        key_type=kwargs.get("key_type"),
-                        value_type=kwargs.get("value_type"),
-                        key_serializer=kwargs.get("key_serializer"),
-                        value_serializer=kwargs.get("value_serializer"),
+                        key_type=types.get("key_type"),
+                        value_type=types.get("value_type"),
+                        key_serializer=types.get("key_serializer"),
+                        value_serializer=types.get("value_serializer"),
                     )
                 ]
+            elif isinstance(channel, str) and types:  # Faust: the named topic gets the agent's types
+                topics = [self.topic(channel, **types)]
             elif isinstance(channel, (Topic, str)):
                 topics = self._as_topics(channel)
             else:
@@ -401,6 +428,7 @@ class App:
                 patterns=patterns,
                 isolated_partitions=isolated_partitions,
             )
+            agent.help = help or (fun.__doc__ or "").strip()
             self.agents.append(agent)
             return agent
 
@@ -430,14 +458,18 @@ class App:
     ) -> Callable[[F], F]:
         """Run ``async def fun()`` every ``interval`` seconds (or a timedelta) while a worker runs.
 
-        ``traced``/``max_drift_correction`` are Faust's: accepted and logged once."""
-        faust_args.ignored("app.timer", traced=traced, max_drift_correction=max_drift_correction)
+        ``max_drift_correction`` (Faust's, default 0.1 s): a sleep that ends late shortens the next
+        one by as much, up to this. ``traced`` does not apply (agentstream has no tracer)."""
+        faust_arguments.check("app.timer", traced=traced)
         secs = to_seconds(interval)
         if secs <= 0:
             raise TopologyError(f"timer interval must be > 0 seconds, got {interval}")
+        correction = 0.1 if max_drift_correction is None else float(max_drift_correction)
+        if correction < 0:
+            raise TopologyError(f"timer max_drift_correction must be >= 0 seconds, got {max_drift_correction}")
 
         def _decorate(fun: F) -> F:
-            timer = Timer(fun, secs, on_leader)
+            timer = Timer(fun, secs, on_leader, correction)
             if name:
                 timer.name = name
             self.timers.append(timer)
@@ -450,7 +482,7 @@ class App:
     ) -> Callable[[F], F]:
         """Run ``async def fun()`` at the times of a 5-field cron expression (``timezone``: name or
         tzinfo, default: the app's ``timezone`` setting, UTC unless set); see :mod:`agentstream.crontab`."""
-        faust_args.ignored("app.crontab", traced=traced)
+        faust_arguments.check("app.crontab", traced=traced)
         schedule = CronSchedule(cron_format)  # a bad expression fails here, at import, naming the field
 
         def _decorate(fun: F) -> F:
@@ -462,7 +494,7 @@ class App:
     def task(self, fun: F | None = None, *, on_leader: bool = False, traced: bool | None = None) -> Any:
         """Run ``async def fun()`` (or ``fun(app)``) once when the worker has started
         (``on_leader=True``: once the first assignment made this worker the group leader)."""
-        faust_args.ignored("app.task", traced=traced)
+        faust_arguments.check("app.task", traced=traced)
 
         def _decorate(f: F) -> F:
             if on_leader:
@@ -488,8 +520,8 @@ class App:
         loop: Any = None,
     ) -> Channel:
         """An in-memory channel: ``@app.agent(channel)`` handles what ``channel.send()`` puts in
-        (Faust's ``loop`` is accepted and logged once)."""
-        faust_args.ignored("app.channel", loop=loop)
+        (Faust's ``loop`` does not apply: logged once)."""
+        faust_arguments.check("app.channel", loop=loop)
         if schema is not None:
             key_type = key_type or getattr(schema, "key_type", None)
             value_type = value_type or getattr(schema, "value_type", None)
@@ -499,19 +531,24 @@ class App:
         """Faust's ``app.stream(source)``: a stream over a topic, channel, stream or (async)
         iterable, for code outside agents (a task, a timer). A topic read this way is read whole
         by this process, without a consumer group (see :func:`agentstream.channels.stream_of`)."""
-        faust_args.ignored("app.stream", beacon=beacon, **kwargs)
+        faust_arguments.check("app.stream", beacon=beacon, **kwargs)  # Faust's Stream options: TypeError
         return stream_of(channel)
 
     def command(
         self, *options: Any, base: Any = None, name: str | None = None, help: str | None = None, **kwargs: Any
     ) -> Callable[[F], F]:
         """A CLI command of this app: ``agentstream -A module <name> [options]`` (Faust's ``@app.command``
-        with ``agentstream.cli.option``/``argument``; Faust's ``base`` and other keyword arguments are
-        accepted and logged once). ``base=`` (an ``agentstream.faust.cli.AppCommand`` subclass) makes the
-        command a subclass of it whose ``run`` is the function, as in Faust."""
+        with ``agentstream.cli.option``/``argument``). ``base=`` (an ``agentstream.faust.cli.AppCommand``
+        subclass) makes the command a subclass of it whose ``run`` is the function, with Faust's other
+        keyword arguments as its class attributes, as in Faust; without it they are refused."""
         if hasattr(base, "from_handler"):
             return base.from_handler(*options, name=name, help=help, **kwargs)  # type: ignore[no-any-return,union-attr]
-        faust_args.ignored("app.command", base=base, **kwargs)
+        if base is not None:
+            raise TypeError(
+                f"app.command(base={base!r}): base must be an agentstream.faust.cli.AppCommand subclass "
+                "(import AppCommand from agentstream.faust.cli)"
+            )
+        faust_arguments.check("app.command", **kwargs)
         from .commands import register  # on first use: click is heavy, and only commands need it
 
         return register(self, tuple(options), name, help)
@@ -552,8 +589,9 @@ class App:
         """Serve a view at ``path`` on every worker's web server (Faust's ``@app.page``):
         ``async def view(web, request, **path_params)`` or a :class:`agentstream.web.View` subclass.
         ``cors_options`` (Faust's ``{origin: ResourceOptions}``) override ``web_cors_options`` for
-        this page, origin by origin; Faust's ``base`` and ``name`` are accepted and logged once."""
-        faust_args.ignored("app.page", base=base, name=name)
+        this page, origin by origin. ``base`` (an :class:`agentstream.web.View` subclass) is the class
+        a function view becomes a subclass of, and ``name`` names the route, so that
+        ``web.url_for(name, **params)`` builds its URL (both Faust's)."""
         if not path.startswith("/"):
             raise TopologyError(f"page path {path!r} must start with '/'")
         if cors_options:
@@ -561,10 +599,19 @@ class App:
 
             check_cors_options(cors_options, f"app.page({path!r}, cors_options=...)")
 
+        if name is not None and any(n == name for n in self.page_names.values()):
+            raise TopologyError(f"two pages are named {name!r}; page names must be unique")
+
         def _decorate(view: F) -> F:
             if path in self.pages:
                 raise TopologyError(f"two pages are registered at {path!r}")
             self.pages[path] = view
+            if base is not None:
+                if not isinstance(base, type):
+                    raise TypeError(f"app.page({path!r}, base={base!r}): base must be a View class")
+                self.page_bases[path] = base  # the web server checks it is an agentstream.web.View
+            if name is not None:
+                self.page_names[path] = name
             if cors_options:
                 self.page_cors[path] = cors_options
             return view
@@ -572,28 +619,45 @@ class App:
         return _decorate
 
     def Table(self, name: str, **kwargs: Any) -> Table:
-        """A partitioned, changelog-backed table (``<app>-<name>-changelog``)."""
+        """A partitioned, changelog-backed table (``<app>-<name>-changelog``). Faust's
+        ``is_global=True`` makes it a :meth:`GlobalTable`, and ``on_recover=`` registers a callback
+        as ``@table.on_recover``; its other arguments are as :mod:`agentstream.faust_arguments` says."""
         from .tables.table import Table
 
-        return self._add_table(Table(self, name, **_table_arguments(kwargs)))
+        options, on_recover, is_global = _table_arguments(kwargs)
+        if is_global:
+            return self.GlobalTable(name, **options, on_recover=on_recover)
+        return self._recovering(self._add_table(Table(self, name, **options)), on_recover)
 
     def GlobalTable(self, name: str, **kwargs: Any) -> GlobalTable:
         """A table every worker holds in full."""
         from .tables.kinds import GlobalTable
 
-        return self._add_table(GlobalTable(self, name, **_table_arguments(kwargs)))
+        options, on_recover, _ = _table_arguments(kwargs)
+        return self._recovering(self._add_table(GlobalTable(self, name, **options)), on_recover)
 
     def SetTable(self, name: str, **kwargs: Any) -> SetTable:
-        """A table of sets."""
+        """A table of sets (``is_global=True``: a :meth:`SetGlobalTable`)."""
         from .tables.kinds import SetTable
 
-        return self._add_table(SetTable(self, name, **_table_arguments(kwargs)))
+        options, on_recover, is_global = _table_arguments(kwargs)
+        if is_global:
+            return self.SetGlobalTable(name, **options, on_recover=on_recover)
+        return self._recovering(self._add_table(SetTable(self, name, **options)), on_recover)
 
     def SetGlobalTable(self, name: str, **kwargs: Any) -> SetGlobalTable:
         """A table of sets that every worker holds in full."""
         from .tables.kinds import SetGlobalTable
 
-        return self._add_table(SetGlobalTable(self, name, **_table_arguments(kwargs)))
+        options, on_recover, _ = _table_arguments(kwargs)
+        return self._recovering(self._add_table(SetGlobalTable(self, name, **options)), on_recover)
+
+    @staticmethod
+    def _recovering(table: _TableT, on_recover: Any) -> _TableT:
+        """Faust's ``Table(on_recover=fun)``: the same as ``@table.on_recover`` on ``fun``."""
+        if on_recover is not None:
+            table.on_recover(on_recover)
+        return table
 
     def _add_table(self, table: _TableT) -> _TableT:
         if table.name in self.tables:
@@ -611,7 +675,7 @@ class App:
             return
         if point.topic is not None:  # group_by(topic=...): the user's topic is the repartition topic
             return
-        topic_name = repartition_topic_name(self.settings, src.name, point.name, point.faust_name)
+        topic_name = repartition_topic_name(self.settings, src.name, point.name, point.faust_name, src.has_prefix)
         partitions = point.partitions or max(t.partitions for t in agent.topics)
         topic = self.topics.get(topic_name)
         if topic is None:
@@ -826,11 +890,14 @@ class App:
         return f"<App {self.id} broker={self.settings.broker}>"
 
 
-# Faust's Table arguments the tables honour (the changelog topic they are created with); the
-# others go through faust_args.table_options (logged once where agentstream does not act on them)
-_TABLE_TOPIC_ARGUMENTS = ("changelog_topic", "extra_topic_configs")
+# Faust's Table arguments with no same-named Table option (agentstream/faust_arguments.py): the
+# call site acts on the honoured ones (on_recover, is_global), check() on the rest
+_TABLE_FAUST_ARGUMENTS = tuple(a.name for a in faust_arguments.ARGUMENTS if a.call == "app.Table")
 
 
-def _table_arguments(kwargs: dict[str, Any]) -> dict[str, Any]:
-    honoured = {key: kwargs.pop(key) for key in _TABLE_TOPIC_ARGUMENTS if kwargs.get(key) is not None}
-    return {**faust_args.table_options(kwargs), **honoured}
+def _table_arguments(kwargs: dict[str, Any]) -> tuple[dict[str, Any], Any, bool]:
+    """``(table options, on_recover, is_global)`` of ``app.Table(**kwargs)``."""
+    faust = {key: kwargs.pop(key) for key in _TABLE_FAUST_ARGUMENTS if key in kwargs}
+    on_recover, is_global = faust.pop("on_recover", None), bool(faust.pop("is_global", False))
+    faust_arguments.check("app.Table", **faust)
+    return kwargs, on_recover, is_global

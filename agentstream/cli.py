@@ -344,6 +344,7 @@ def agents(ctx: click.Context, as_json: bool) -> int:
             "topics": [t.name for t in a.topics],
             "concurrency": a.concurrency,
             "sinks": [s.name for s in a.splits],
+            "help": getattr(a, "help", ""),
         }
         for a in app.agents
     ]
@@ -353,7 +354,7 @@ def agents(ctx: click.Context, as_json: bool) -> int:
         as_json,
         lambda r: (
             f"{r['name']}: topics={','.join(r['topics'])} concurrency={r['concurrency']} "
-            f"splits={','.join(r['sinks']) or '-'}"
+            f"splits={','.join(r['sinks']) or '-'}" + (f"  {r['help'].splitlines()[0]}" if r["help"] else "")
         ),
         document={"agents": rows, "topology": topology},
     )

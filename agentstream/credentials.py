@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .exceptions import ConfigError
-from .faust_args import ignored
 
 __all__ = [
     "Secret",
@@ -105,7 +104,12 @@ class SSLCredentials(Credentials):
         password: str | None = None,
         check_hostname: bool = True,
     ) -> None:
-        ignored("SSLCredentials", purpose=purpose)  # Faust's; a client context always verifies the server
+        if purpose is not None and purpose != ssl.Purpose.SERVER_AUTH:
+            # Faust's purpose=: these credentials make a Kafka client's context, which verifies the server
+            raise TypeError(
+                f"SSLCredentials(purpose={purpose!r}): a Kafka client's context has purpose ssl.Purpose.SERVER_AUTH "
+                "(it verifies the broker); CLIENT_AUTH makes a server's context, which cannot connect to a broker"
+            )
         if context is not None and not isinstance(context, ssl.SSLContext):
             raise TypeError(f"SSLCredentials(context) takes an ssl.SSLContext, got {type(context).__name__}")
         self.ssl_context = context

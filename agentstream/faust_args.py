@@ -1,5 +1,6 @@
-"""Faust's arguments as the core accepts them: setting names, ``app.topic``/``app.Table`` options,
-and one INFO line for each Faust argument agentstream does not act on.
+"""Faust's arguments as the core accepts them: setting names, ``app.topic`` options, and one INFO
+line for each Faust setting that does not apply (the status of every Faust setting is in
+:mod:`agentstream.faust_settings`, of every declaration argument in :mod:`agentstream.faust_arguments`).
 
 ``App(...)``, ``app.topic(...)``, ``app.Table(...)``, ``app.timer(...)`` and the other
 declarations take Faust's keyword arguments themselves, so a Faust app runs with ``import
@@ -9,9 +10,8 @@ the web server and the :mod:`agentstream.faust` compat package) must translate w
 constructed; Faust's module names, aliases, its ``Worker`` and its serializers API live in
 :mod:`agentstream.faust`, which nothing in the core imports.
 
-A migrated app says what changed instead of silently behaving differently: every ignored
-argument is logged ONCE per process (logger ``agentstream.faust``), with what agentstream does
-instead where that helps.
+A migrated app says what changed instead of silently behaving differently: a setting or argument
+that does not apply is logged ONCE per process (logger ``agentstream.faust``), with the reason.
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ __all__ = [
     "translate_settings",
     "log_unknown_settings",
     "topic_options",
-    "table_options",
-    "ignored",
     "log_once",
     "flush_deferred_logs",
     "drop_deferred_logs",
@@ -68,27 +66,6 @@ CONSUMED = {
 NOTES = {
     "loop": "the worker runs its own event loop (uvloop)",
 }
-# What agentstream does instead of an ignored declaration argument (``call:argument``).
-ARGUMENT_NOTES = {
-    "traced": "agentstream does not trace timers and tasks; use app.sensors or app.monitor",
-    "max_drift_correction": "timers sleep their interval after each call",
-    "base": "agentstream uses its own base class",
-    "loop": "the worker runs its own event loop (uvloop)",
-    "beacon": "services are started and stopped by the worker",
-}
-TABLE_IGNORED = (
-    "window",
-    "recovery_buffer_size",
-    "standby_buffer_size",
-    "on_changelog_event",
-    "synchronize_all_active_partitions",
-    "options",
-    "beacon",
-    "loop",
-    "is_global",
-    "on_recover",
-)
-
 _logged: set[str] = set()
 _deferred: list[tuple[str, tuple[Any, ...]]] = []
 
@@ -152,19 +129,9 @@ def log_unknown_settings(app_id: str, extra: dict[str, Any]) -> None:
         log_once(f"setting:{name}", "app %s: Faust setting %s=%r is not used: %s", app_id, name, value, note)
 
 
-def ignored(call: str, **arguments: Any) -> None:
-    """Log once per ``call`` and argument each Faust argument that was given (not None) and that
-    agentstream accepts but does not act on, e.g. ``ignored("app.timer", traced=traced)``."""
-    for name, value in arguments.items():
-        if value is None:
-            continue
-        note = ARGUMENT_NOTES.get(name, "agentstream has no such option")
-        log_once(f"{call}:{name}", "%s(%s=...) is accepted for Faust compatibility and ignored: %s", call, name, note)
-
-
 def topic_options(name: str, more: Sequence[str], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Faust-only ``app.topic`` arguments -> agentstream's (``compacting``, ``retention``, ``schema``);
-    the rest are logged once and dropped from ``kwargs``."""
+    """Faust-only ``app.topic`` arguments -> agentstream's (``compacting``, ``retention``, ``schema``),
+    popped from ``kwargs``; the rest stay there for :func:`agentstream.faust_arguments.check`."""
     # several names and pattern= are handled by App.topic (TopicGroup) before this is called
     out: dict[str, Any] = {}
     schema = kwargs.pop("schema", None)
@@ -180,12 +147,4 @@ def topic_options(name: str, more: Sequence[str], kwargs: dict[str, Any]) -> dic
         config["retention.ms"] = str(int(to_seconds(retention) * 1000))
     if config:
         out["config"] = config
-    ignored("app.topic", **kwargs)
-    kwargs.clear()
     return out
-
-
-def table_options(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Drop Faust-only Table arguments (each logged once); the rest go to agentstream's Table."""
-    ignored("app.Table", **{key: kwargs.pop(key) for key in TABLE_IGNORED if key in kwargs})
-    return kwargs

@@ -40,15 +40,18 @@ def agent_topic_name(settings: Any, fun: Callable[..., Any], agent_name: str) ->
     return f"{settings.id}-{agent_name}"
 
 
-def repartition_topic_name(settings: Any, source: str, name: str, faust_name: str | None = None) -> str:
+def repartition_topic_name(
+    settings: Any, source: str, name: str, faust_name: str | None = None, has_prefix: bool = False
+) -> str:
     """The topic of ``stream.group_by(key, name=...)`` over ``source``.
 
     ``faust_name`` is the name Faust gives the split (``Model.field`` for a Record field key).
     Faust derives the topic from the source's name and adds the app id prefix only when the
-    source does not carry it already (an agent's own topic does)."""
+    source does not carry it already (an agent's own topic does, and so does one declared
+    ``has_prefix=True``)."""
     if not faust_naming(settings):
         return f"{settings.id}-{name}-repartition"
-    prefix = "" if source.startswith(f"{settings.id}-") else f"{settings.id}-"
+    prefix = "" if has_prefix or source.startswith(f"{settings.id}-") else f"{settings.id}-"
     return f"{prefix}{source}-{faust_name or name}-repartition"
 
 

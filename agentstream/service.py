@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from .durations import Seconds, to_seconds
-from .faust_args import ignored
+from .faust_arguments import check
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ class Service:
     """Base class of app services: override the ``on_*`` hooks; mark background methods."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        ignored("Service", **kwargs)  # mode's loop=/beacon=: accepted, logged once
+        check("Service", **kwargs)  # mode's loop=/beacon=: do not apply (logged once); anything else: TypeError
         self._dependencies: list[Service] = []
         self._futures: list[asyncio.Future[Any]] = []
         self._stopped: asyncio.Event | None = None

@@ -78,6 +78,9 @@ class Topic:
         self.config = dict(options.get("config") or {})
         self.replicas: int | None = options.get("replicas") or None  # Faust's 0/None: the app's setting
         self.deleting: bool = bool(options.get("deleting"))
+        # None (not given) and True: a record without a value reaches the agent as None
+        self.allow_empty: bool | None = options.get("allow_empty")
+        self.has_prefix: bool = bool(options.get("has_prefix"))
         self.key_serializer = key_serializer
         self.value_serializer = value_serializer
         self.key_codec = codecs.side_codec(key_type, key_serializer, app.key_serializer)

@@ -50,6 +50,8 @@ class TopicOptions(TypedDict, total=False):
     config: dict[str, str] | None
     replicas: int | None  # Faust's: this topic's replication factor (None/0: topic_replication_factor)
     deleting: bool | None  # Faust's: cleanup.policy gets "delete" (with compacted: "compact,delete")
+    allow_empty: bool | None  # Faust's: False makes a tombstone on a Record-typed topic a value decode error
+    has_prefix: bool  # Faust's: the name carries the app id already (group_by's repartition topic adds none)
 
 
 class TopicDeclaration(TopicOptions, total=False):
@@ -64,8 +66,6 @@ class TopicDeclaration(TopicOptions, total=False):
     retention: Any
     acks: bool
     maxsize: int | None
-    allow_empty: bool
-    has_prefix: bool
     loop: Any
 
 

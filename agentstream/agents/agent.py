@@ -62,6 +62,7 @@ class Agent:
         self.app = app
         self.fun = fun
         self.name = name
+        self.help = (getattr(fun, "__doc__", None) or "").strip()  # Faust's help=: `agentstream agents` shows it
         self.topics = list(topics)
         self.sinks = list(sink)
         self.concurrency = 1 if concurrency is None else concurrency

@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 from agentstream.background import service_runner
 from agentstream.cli import main
-from agentstream.faust_args import ignored
+from agentstream.faust_arguments import check
 from agentstream.worker.worker import Worker as _RuntimeWorker
 
 __all__ = ["Worker"]
@@ -26,8 +26,9 @@ class Worker(_RuntimeWorker):
     """``Worker(app, *services, loglevel='info').execute_from_commandline()``, as in Faust.
 
     ``services`` (:class:`agentstream.Service` subclasses or instances) start and stop with the
-    worker; ``web_port``/``web_bind``/``web_host`` change the app's web settings. Faust's other
-    keyword arguments are accepted and logged once.
+    worker; ``web_port``/``web_bind``/``web_host``, ``debug``, ``logging_config`` and ``loghandlers``
+    change the app's settings and ``sensors`` are added to ``app.sensors``. Faust's other keyword
+    arguments are refused or do not apply, as :mod:`agentstream.faust_arguments` lists them.
     """
 
     def __init__(
@@ -42,8 +43,16 @@ class Worker(_RuntimeWorker):
         install_signal_handlers: bool = True,
         **kwargs: Any,
     ) -> None:
-        ignored("Worker", **kwargs)
+        sensors = kwargs.pop("sensors", None) or ()
+        debug, logging_config, loghandlers = (kwargs.pop(k, None) for k in ("debug", "logging_config", "loghandlers"))
+        check("Worker", **kwargs)  # Faust's other Worker options: TypeError naming them (quiet, loop: logged)
         changes: dict[str, Any] = {}
+        if debug:
+            changes["debug"] = True
+        if logging_config is not None:
+            changes["logging_config"] = logging_config
+        if loghandlers is not None:
+            changes["loghandlers"] = loghandlers
         if web_port is not None:
             changes["web_port"] = web_port
         if web_bind:
@@ -52,6 +61,8 @@ class Worker(_RuntimeWorker):
             changes["web_host"] = web_host  # Faust's: the name others reach it by
         if changes:
             app.settings = app.settings.replace(**changes)
+        for sensor in sensors:
+            app.sensors.add(sensor)
         for service in services:
             app.startup_tasks.append(service_runner(service))
         self.loglevel = logging.getLevelName(loglevel) if isinstance(loglevel, int) else loglevel

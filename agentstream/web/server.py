@@ -150,7 +150,7 @@ class Web:
                 "handler_args": handler_args,
             }
         )
-        r = application.router
+        r = self._router = application.router
         r.add_get("/", self.index)
         r.add_get("/livez", self.livez)
         r.add_get("/readyz", self.readyz)
@@ -174,7 +174,8 @@ class Web:
                     f"app page {path!r} collides with a built-in endpoint",
                     f"pick a path outside {', '.join(RESERVED_PATHS)}",
                 )
-            r.add_route("*", path, self._page_handler(view_class(handler)))
+            cls = view_class(handler, self.app.page_bases.get(path))
+            r.add_route("*", path, self._page_handler(cls), name=self.app.page_names.get(path))
         # Faust's built-in table views, after the app's pages (which win where they overlap, as
         # an app's own page would replace Faust's blueprint)
         if s.web_tables_enabled:
@@ -416,6 +417,14 @@ class Web:
         return web.Response(body=body, headers={"Content-Type": PROMETHEUS_CONTENT_TYPE})
 
     # -- helpers for function pages (``async def view(web, request)``) -------------------------------------
+    def url_for(self, name: str, **params: Any) -> str:
+        """The path of the page named ``name`` (``@app.page(path, name=...)``) with its ``{params}``
+        filled in, as Faust's ``web.url_for(view_name, **kwargs)``."""
+        router = getattr(self, "_router", None)
+        if router is None or name not in router:
+            raise KeyError(f"no page is named {name!r}; name one with @app.page(path, name={name!r})")
+        return str(router[name].url_for(**{k: str(v) for k, v in params.items()}))
+
     def json(self, data: Any, *, status: int = 200) -> web.Response:
         return json_response(data, status=status)
 

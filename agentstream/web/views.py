@@ -65,6 +65,16 @@ class View:
             return as_response(await handler(request, **request.match_info))
         return as_response(await routed(self.web, route, request, lambda: handler(request, **request.match_info)))
 
+    # -- URLs of named pages (``@app.page(path, name=...)``), as Faust's View ----------------------
+    def path_for(self, view_name: str, **params: Any) -> str:
+        """The path of the page named ``view_name``, its ``{params}`` filled in."""
+        return self.web.url_for(view_name, **params)
+
+    def url_for(self, view_name: str, _base_url: str | None = None, **params: Any) -> str:
+        """The page's full URL: ``_base_url``, or this worker's advertised URL (``canonical_url``)."""
+        base = self.web.url if _base_url is None else _base_url
+        return f"{str(base).rstrip('/')}/{self.path_for(view_name, **params).lstrip('/')}"
+
     # -- response helpers (Faust's names) --------------------------------------------------------
     def json(self, data: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
         return json_response(data, status=status, headers=headers)
@@ -85,8 +95,11 @@ class View:
         return error_response(404, error, hint)
 
 
-def view_class(handler: Any) -> type[View]:
-    """The View class of a registered page: itself, or a View calling the function for every method."""
+def view_class(handler: Any, base: type | None = None) -> type[View]:
+    """The View class of a registered page: itself, or a subclass of ``base`` (default View) calling
+    the function for every method (Faust's ``@app.page(path, base=...)``)."""
+    if base is not None and not (isinstance(base, type) and issubclass(base, View)):
+        raise TypeError(f"page base {base!r} must be a subclass of agentstream.web.View")
     if isinstance(handler, type) and issubclass(handler, View):
         return handler
     if isinstance(handler, type):
@@ -101,7 +114,7 @@ def view_class(handler: Any) -> type[View]:
     if route is not None:  # @app.table_route on the function: its View's methods are routed alike
         mark(call, route)
     attrs: dict[str, Any] = {m: call for m in METHODS}
-    return type(getattr(handler, "__name__", "PageView"), (View,), attrs)
+    return type(getattr(handler, "__name__", "PageView"), (base or View,), attrs)
 
 
 Handler = Callable[..., Awaitable[Any]]

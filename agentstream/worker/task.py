@@ -28,6 +28,7 @@ from ..exceptions import (
     WorkerStopped,
 )
 from ..lifecycle import TASK_TRANSITIONS, StateMachine, TaskState
+from ..models import Record
 from ..runtime import current_task
 from ..streams import InHand, PolledInput, SplitPoint, Stream, streams_in_hand
 from ..tables.partition import TableNotReady
@@ -116,6 +117,13 @@ class StreamTask(PolledInput):
         }
         for q in self.group.queues.values():
             q.decoders = decoders[q.tp.topic]
+        # Faust's app.topic(allow_empty=False) on a Record-typed topic: a record without a value is a
+        # value decode error there (checked only for such records: nothing on the common path)
+        self._no_empty: frozenset[str] = frozenset(
+            t.name
+            for t in subtopology.source_topic_objects
+            if t.allow_empty is False and isinstance(t.value_type, type) and issubclass(t.value_type, Record)
+        )
         self._wakeup = asyncio.Event()
         self._closed = asyncio.Event()  # set by stop(): ends a restart backoff at once
         self.lifecycle: StateMachine[TaskState] = StateMachine(TaskState.CREATED, TASK_TRANSITIONS, f"task {task_id}")
@@ -295,8 +303,14 @@ class StreamTask(PolledInput):
         except Exception as exc:
             self._undecodable = (message, tp, decode_error(exc, KeyDecodeError))  # the async path handles it
             return None
+        if raw_value is None:
+            if tp.topic in self._no_empty:
+                problem = ValueError("a record without a value on a Record-typed topic declared allow_empty=False")
+                self._undecodable = (message, tp, decode_error(problem, ValueDecodeError))
+                return None
+            return Event(key, None, message, tp)
         try:
-            value = None if raw_value is None else value_codec.loads(raw_value)
+            value = value_codec.loads(raw_value)
         except Exception as exc:
             self._undecodable = (message, tp, decode_error(exc, ValueDecodeError))
             return None

@@ -498,8 +498,11 @@ class Worker:
 
     # -- timers ----------------------------------------------------------------------------------------------
     async def _run_timer(self, timer: Any) -> None:
+        clock, sleep = self.clock, timer.interval
         while True:
-            await self.clock.sleep(timer.interval)
+            began = clock.monotonic()
+            await clock.sleep(sleep)
+            sleep = timer.next_sleep(clock.monotonic() - began)
             if timer.on_leader and not self.assignor.is_leader:
                 continue
             try:

@@ -32,11 +32,14 @@ def test_every_topic_option_reaches_the_topic() -> None:
         "config": {"retention.ms": "1000"},
         "replicas": 3,
         "deleting": True,
+        "allow_empty": False,
+        "has_prefix": True,
     }
     assert set(options) == TopicOptions.__optional_keys__  # a new option gets a line here
     t = app.topic("t", **options)
     assert (t.key_type, t.value_type, t.partitions) == (str, int, 3)
     assert (t.key_serializer, t.value_serializer, t.internal) == ("raw", "json", True)
+    assert (t.allow_empty, t.has_prefix) == (False, True)
     config = {"retention.ms": "1000", "cleanup.policy": "compact,delete"}
     assert t.spec() == TopicSpec("t", 3, True, config, replication_factor=3)
     assert app.topics["t"] is t

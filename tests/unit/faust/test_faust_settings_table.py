@@ -246,4 +246,8 @@ async def test_debug_turns_on_asyncio_debug_mode_in_the_worker() -> None:
 
 def test_the_docs_page_is_the_table() -> None:
     page = (ROOT / "docs" / "faust-settings.md").read_text()
-    assert page == faust_settings.render_markdown(), "regenerate: make faust-settings-doc"
+    from agentstream import faust_arguments
+
+    assert page == faust_settings.render_markdown() + faust_arguments.render_markdown(), (
+        "regenerate: make faust-settings-doc"
+    )
