@@ -85,6 +85,44 @@ class Settings:
     dead_letter_topic: str = ""
     processing_guarantee: str = "at_least_once"
     table_standby_replicas: int = 0
+    # -- scaling out without a restore stall (KIP-441; docs/deployment.md) ---------------------------
+    acceptable_recovery_lag: int = field(
+        default=10_000,
+        metadata={
+            "help": (
+                "changelog records a worker's copy of a table partition may lag by and still take the active "
+                "task (Kafka Streams' acceptable.recovery.lag); further behind, it gets a warm-up replica first"
+            )
+        },
+    )
+    max_warmup_replicas: int = field(
+        default=2,
+        metadata={
+            "help": (
+                "warm-up replicas in the whole group at once: copies restored on a worker that is to take "
+                "the partition over once caught up (Kafka Streams' max.warmup.replicas); 0: move at once"
+            )
+        },
+    )
+    probing_rebalance_interval: float = field(
+        default=10.0,
+        metadata={
+            "help": (
+                "seconds between a worker's checks of its warm-ups; once they are caught up it asks for a "
+                "(probing) rebalance that hands it the active tasks (Kafka Streams' default 10 min is for "
+                "long-lived clusters)"
+            )
+        },
+    )
+    rack_id: str = field(
+        default="",
+        metadata={
+            "help": (
+                "this worker's rack or host for standby placement: standbys go to another rack first "
+                "(Kafka Streams' client.rack); empty: the worker's web address"
+            )
+        },
+    )
     table_cache_size: int = 10_000
     web_enabled: bool = True
     web_port: int = 6066
@@ -525,6 +563,16 @@ class Settings:
             )
         if self.table_standby_replicas < 0:
             raise ConfigError("table_standby_replicas", "must be >= 0", "use 0 for no standby replicas")
+        if self.acceptable_recovery_lag < 0:
+            raise ConfigError(
+                "acceptable_recovery_lag", "must be >= 0", "use 0 to move tasks only to copies fully caught up"
+            )
+        if self.max_warmup_replicas < 0:
+            raise ConfigError("max_warmup_replicas", "must be >= 0", "use 0 to move tasks at once, with a restore")
+        if self.probing_rebalance_interval <= 0:
+            raise ConfigError(
+                "probing_rebalance_interval", "must be > 0 seconds", "use e.g. 10 (seconds between warm-up checks)"
+            )
         if self.table_cache_size < 0:
             raise ConfigError("table_cache_size", "must be >= 0", "use 0 to write every table update through")
         if not (0 <= self.web_port < 65536):

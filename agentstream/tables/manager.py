@@ -91,6 +91,9 @@ class TableManager:
         self._follow_consumer: Consumer | None = None
         self._follower: asyncio.Task[None] | None = None
         self._followed: dict[TP, TablePartition] = {}
+        # (table, partition) -> changelog lag last seen (see lags()); kept across a revoke, when
+        # following stops, so that the join after it reports what this worker's copies hold
+        self._known_lags: dict[tuple[str, int], int | None] = {}
         self.restored_records = 0
         self.restoring = False
         self.eos = settings.processing_guarantee == "exactly_once"
@@ -247,12 +250,14 @@ class TableManager:
         reuse. A standby holds no uncommitted writes: after the revoke's commit the cache and pending
         writes are empty, and after a failed one (``dirty``) what is left is dropped, so a later
         read or promotion sees the changelog's values, never stale ones."""
+        self.lags()  # remembered as of now: the next join reports them (following stops here)
         self._follow({tp: p for tp, p in self._followed.items() if p.table.is_global})
         for table in self.tables:
             if not table.is_global:
                 for part in self._held(table).values():
                     if part.state is not PartitionState.STANDBY:
                         if dirty and part.dirty():
+                            self._known_lags[(table.name, part.partition)] = None  # must restore what it lost
                             log.warning(
                                 "table %s partition %d: dropping writes the failed commit did not "
                                 "deliver; the partition restores from the changelog",
@@ -297,6 +302,30 @@ class TableManager:
             state = table._windowed
             while state is not None and state.callbacks:
                 await asyncio.gather(*list(state.callbacks), return_exceptions=True)
+
+    def lags(self) -> dict[int, int | None]:
+        """Per partition number this worker holds table state for: how many changelog records its
+        copy lags behind, summed over the tables (0 for an active partition; None while the end of a
+        followed changelog is not known yet). What the group leader's lag-aware plan reads."""
+        out: dict[int, int | None] = {}
+        consumer = self._follow_consumer
+        known = self._known_lags
+        for table in self.tables:
+            if table.is_global:
+                continue
+            for p, part in self._held(table).items():
+                lag: int | None
+                tp = TP(table.changelog_topic.name, p)
+                if part.active:
+                    lag = 0
+                elif consumer is not None and tp in self._followed and (end := consumer.highwater(tp)) is not None:
+                    lag = max(0, end - (part.changelog_offset or 0))
+                else:  # not followed now (between a revoke and the next assignment): as last seen
+                    lag = known.get((table.name, p))
+                known[(table.name, p)] = lag
+                before = out.get(p, 0)
+                out[p] = None if before is None or lag is None else before + lag
+        return out
 
     def queue_send(self, part: TablePartition, items: Iterable[tuple[bytes, bytes | None]]) -> None:
         self._sends.append((part, list(items)))

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..transport.base import TP, MemberInfo
+from .placement import place
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,8 @@ class Assignment:
     """What this worker was given in the last rebalance."""
 
     active: list[int] = field(default_factory=list)
-    standby: list[int] = field(default_factory=list)
+    standby: list[int] = field(default_factory=list)  # warm-ups included: both follow their changelogs
+    warmup: list[int] = field(default_factory=list)  # standbys to take over once caught up (probing rebalance)
     owners: dict[int, str] = field(default_factory=dict)  # partition number -> owner's web address
     generation: int = 0
 
@@ -39,38 +41,10 @@ def plan(
     previous: Mapping[str, Sequence[int]],
     standby_replicas: int = 0,
 ) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
-    """Balanced, sticky active assignment of ``range(partitions)`` plus standby numbers."""
-    members = sorted(members)
-    n = len(members)
-    active: dict[str, list[int]] = {m: [] for m in members}
-    if n == 0:
-        return active, {}
-    base, extra = divmod(partitions, n)
-    capacity = {m: base for m in members}
-    # Members that owned the most keep the extra slots, so stickiness decides who is "+1".
-    by_prev = sorted(members, key=lambda m: (-len(previous.get(m, ())), m))
-    for m in by_prev[:extra]:
-        capacity[m] += 1
-    taken: set[int] = set()
-    for m in members:
-        for p in sorted(set(previous.get(m, ()))):
-            if 0 <= p < partitions and p not in taken and len(active[m]) < capacity[m]:
-                active[m].append(p)
-                taken.add(p)
-    for p in range(partitions):
-        if p in taken:
-            continue
-        m = min((x for x in members if len(active[x]) < capacity[x]), key=lambda x: (len(active[x]), x))
-        active[m].append(p)
-        taken.add(p)
-    standby: dict[str, list[int]] = {m: [] for m in members}
-    if standby_replicas > 0 and n > 1:
-        owner = {p: m for m, ps in active.items() for p in ps}
-        for p in range(partitions):
-            start = members.index(owner[p])
-            for i in range(1, min(standby_replicas, n - 1) + 1):
-                standby[members[(start + i) % n]].append(p)
-    return {m: sorted(ps) for m, ps in active.items()}, standby
+    """Balanced, sticky active assignment plus standby numbers, for a stateless app (see
+    :func:`agentstream.worker.placement.place` for the lag-aware plan with warm-ups)."""
+    placed = place(partitions, members, previous, standby_replicas=standby_replicas)
+    return placed.active, placed.standby
 
 
 class PartitionNumberAssignor:
@@ -78,10 +52,25 @@ class PartitionNumberAssignor:
 
     name = "agentstream"
 
-    def __init__(self, host: str = "", standby_replicas: int = 0, name: str = "agentstream") -> None:
+    def __init__(
+        self,
+        host: str = "",
+        standby_replicas: int = 0,
+        name: str = "agentstream",
+        *,
+        acceptable_recovery_lag: int = 10_000,
+        max_warmup_replicas: int = 2,
+        rack: str = "",
+    ) -> None:
         self.name = name  # "faust" under topic_naming='faust' (see naming.group_protocol_name)
         self.host = host
         self.standby_replicas = standby_replicas
+        self.acceptable_recovery_lag = acceptable_recovery_lag
+        self.max_warmup_replicas = max_warmup_replicas
+        self.rack = rack
+        # The worker's report of its local state when the app has tables: partition number ->
+        # changelog lag (None: state of unknown lag). None: a stateless app (no warm-ups).
+        self.lags: Callable[[], Mapping[int, int | None]] | None = None
         self.assignment = Assignment()
         self.previous: list[int] = []
         self.is_leader = False
@@ -89,7 +78,14 @@ class PartitionNumberAssignor:
         self.sensors: Any = None  # the app's sensors while any is registered (Faust's on_assignment_*)
 
     def member_user_data(self) -> bytes:
-        return json.dumps({"host": self.host, "prev": self.previous}).encode()
+        data: dict[str, object] = {"host": self.host, "prev": self.previous, "rack": self.rack or self.host}
+        if self.lags is not None:
+            try:
+                data["lags"] = {str(p): lag for p, lag in self.lags().items()}
+            except Exception as exc:  # never fail a join over the report: the leader then sees no state here
+                log.warning("could not report the local state's changelog lags: %s", exc)
+                data["lags"] = {}
+        return json.dumps(data).encode()
 
     def assign(
         self, partitions_per_topic: Mapping[str, int], members: Sequence[MemberInfo]
@@ -121,14 +117,34 @@ class PartitionNumberAssignor:
         counts = {t: n for t, n in partitions_per_topic.items() if t in subscribed}
         total = max(counts.values(), default=0)
         previous = {mid: list(d.get("prev", []) or []) for mid, d in info.items()}  # type: ignore[call-overload]
-        active, standby = plan(total, [m.member_id for m in members], previous, self.standby_replicas)
+        stateful = self.lags is not None
+        lags = {mid: _lags(d.get("lags")) for mid, d in info.items()} if stateful else None
+        placed = place(
+            total,
+            [m.member_id for m in members],
+            previous,
+            standby_replicas=self.standby_replicas,
+            lags=lags,
+            acceptable_recovery_lag=self.acceptable_recovery_lag,
+            max_warmup_replicas=self.max_warmup_replicas,
+            racks={mid: str(d.get("rack") or d.get("host") or mid) for mid, d in info.items()},
+        )
+        active = placed.active
         owners = {p: str(info[mid].get("host", "")) for mid, ps in active.items() for p in ps}
         result: dict[str, tuple[list[TP], bytes]] = {}
         for m in members:
             tps = [TP(t, p) for t in sorted(m.topics) for p in active[m.member_id] if p < counts.get(t, 0)]
-            data = {"active": active[m.member_id], "standby": standby.get(m.member_id, []), "owners": owners}
+            data = {
+                "active": active[m.member_id],
+                "standby": placed.standby.get(m.member_id, []),
+                "warmup": placed.warmup.get(m.member_id, []),
+                "owners": owners,
+            }
             result[m.member_id] = (tps, json.dumps(data).encode())
-        log.debug("assignment plan: %s", active)
+        if any(placed.warmup.values()):
+            log.info("assignment plan: %s; warm-ups %s", active, {m: w for m, w in placed.warmup.items() if w})
+        else:
+            log.debug("assignment plan: %s", active)
         self._assigned_as_leader = True
         return result
 
@@ -137,11 +153,26 @@ class PartitionNumberAssignor:
             data = json.loads(user_data or b"{}")
         except ValueError:
             data = {}
+        warmup = [int(p) for p in data.get("warmup", [])]
         self.assignment = Assignment(
             active=list(data.get("active", sorted({tp.partition for tp in partitions}))),
-            standby=list(data.get("standby", [])),
+            standby=sorted({*data.get("standby", []), *warmup}),
+            warmup=warmup,
             owners={int(k): v for k, v in data.get("owners", {}).items()},
             generation=self.assignment.generation + 1,
         )
         self.previous = list(self.assignment.active)
         self.is_leader, self._assigned_as_leader = self._assigned_as_leader, False
+
+
+def _lags(reported: object) -> dict[int, int | None]:
+    """A member's reported lags (JSON object: number -> lag or null); anything malformed: no state."""
+    if not isinstance(reported, dict):
+        return {}
+    out: dict[int, int | None] = {}
+    for k, v in reported.items():
+        try:
+            out[int(k)] = None if v is None else int(v)
+        except (TypeError, ValueError):
+            continue
+    return out

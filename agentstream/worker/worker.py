@@ -37,6 +37,7 @@ from .commit import AtLeastOnceCommit, CommitUnit, ExactlyOnceCommit
 from .eos import ExactlyOnce
 from .errors import ErrorPolicy
 from .fetcher import Fetcher
+from .probing import probing_loop
 from .purge import RepartitionPurge, repartition_topics
 from .status import WorkerStatus, snapshot
 from .table_cleanup import table_cleanup_loop, windowed_tables
@@ -97,6 +98,9 @@ class Worker:
             host=f"{self.settings.web_host}:{web_port if web_port is not None else self.settings.web_port}",
             standby_replicas=self.settings.table_standby_replicas,
             name=group_protocol_name(self.settings),
+            acceptable_recovery_lag=self.settings.acceptable_recovery_lag,
+            max_warmup_replicas=self.settings.max_warmup_replicas,
+            rack=self.settings.rack_id,
         )
         self.errors = ErrorPolicy(app, self._crash)
         self.consumer: Consumer | None = None
@@ -241,6 +245,8 @@ class Worker:
                 consumers=lambda **poll: transport.consumer(group_id=None, **{**app.consumer_settings(), **poll}),
             )
             await self.tables.start()  # table writes find it in the runtime from here on
+            if any(not t.is_global for t in app.tables.values()):
+                self.assignor.lags = self.tables.lags  # the lag-aware plan: tasks move to caught-up copies
         if not self.topology.source_topics:  # channel agents only: no group to join, no consumer to leave open
             await self._start_without_consumer()
             return
@@ -276,6 +282,8 @@ class Worker:
         await consumer.start()
         self._fetch_task = asyncio.ensure_future(self._guard(self.fetcher.run(), "fetcher"))
         self._background.append(asyncio.ensure_future(self._guard(self._commit_loop(), "commit loop")))
+        if self.assignor.lags is not None:
+            self._background.append(asyncio.ensure_future(self._guard(probing_loop(self), "probing rebalances")))
         if windowed_tables(self):
             cleanup = table_cleanup_loop(self)
             self._background.append(asyncio.ensure_future(self._guard(cleanup, "table cleanup")))

@@ -192,6 +192,13 @@ class KafkaConsumer:
             raise TransportError(f"no position for {partition}: {describe(exc)}") from exc
         return pos
 
+    def request_rejoin(self) -> None:
+        """aiokafka's coordinator rejoins the group at its next poll (as a metadata change would)."""
+        consumer = self._consumer
+        coordinator = getattr(consumer, "_coordinator", None) if consumer is not None else None
+        if coordinator is not None:
+            coordinator.request_rejoin()
+
     def highwater(self, partition: TP) -> int | None:
         consumer = self._consumer
         if consumer is None:

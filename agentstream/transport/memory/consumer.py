@@ -77,6 +77,11 @@ class MemoryConsumer:
             group.members.append(self)
             group.request_rebalance()
 
+    def request_rejoin(self) -> None:
+        group = self._group()
+        if self._started and not self._stopped and group is not None and self in group.members:
+            group.request_rebalance()
+
     async def stop(self) -> None:
         """Leave the group (like aiokafka: no revoke callback; the caller commits before stopping)."""
         if self._stopped:

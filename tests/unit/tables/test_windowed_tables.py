@@ -288,7 +288,13 @@ async def test_async_on_window_close() -> None:
 def restore_app(broker: str, app_id: str, counted: list[float], **settings: Any) -> tuple[Any, Any]:
     """A fresh app object each call, as a restarted process would build it."""
     app = agentstream.App(
-        app_id, broker=broker, store="memory://", topic_partitions=2, commit_interval=0.05, **settings
+        app_id,
+        broker=broker,
+        store="memory://",
+        topic_partitions=2,
+        commit_interval=0.05,
+        max_warmup_replicas=0,  # a new worker takes its partitions at once: the test is about that move
+        **settings,
     )
     topic = app.topic("events", key_type=str, value_type=dict)
     wt = app.Table("counts", default=int).tumbling(10, expires=1000, grace=5)

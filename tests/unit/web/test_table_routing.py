@@ -85,7 +85,13 @@ async def test_across_workers_a_foreign_key_is_refused_outside_agents_and_the_sp
 
     def build() -> tuple[agentstream.App, Any]:
         app = agentstream.App(
-            app_id, broker=broker, store="memory://", topic_partitions=2, commit_interval=0.05, web_enabled=False
+            app_id,
+            broker=broker,
+            store="memory://",
+            topic_partitions=2,
+            commit_interval=0.05,
+            web_enabled=False,
+            max_warmup_replicas=0,  # the second worker takes its partition at once: the test is about the split
         )
         ticks = app.topic("ticks", value_type=int)
         stats = app.Table("stats", default=int)

@@ -21,7 +21,14 @@ KEYS = [f"k{i}" for i in range(8)]
 
 def build(broker: str, app_id: str, **web: Any) -> agentstream.App:
     app = agentstream.App(
-        app_id, broker=broker, store="memory://", topic_partitions=2, commit_interval=0.05, web_port=0, **web
+        app_id,
+        broker=broker,
+        store="memory://",
+        topic_partitions=2,
+        commit_interval=0.05,
+        web_port=0,
+        max_warmup_replicas=0,  # the second worker takes its partition at once: the tests are about the lookup
+        **web,
     )
     counts = app.Table("counts", default=int)
 

@@ -30,7 +30,10 @@ pytestmark = pytest.mark.asyncio
 
 
 def counting_app(app_id: str, broker: str, **settings: Any) -> agentstream.App:
-    app = agentstream.App(app_id, broker=broker, topic_partitions=2, store="memory://", **settings)
+    # max_warmup_replicas=0: a worker that joins takes its partitions at once (the tests are about the move)
+    app = agentstream.App(
+        app_id, broker=broker, topic_partitions=2, store="memory://", max_warmup_replicas=0, **settings
+    )
     ticks = app.topic("ticks", key_type=str, value_type=int)
     totals = app.Table("totals", default=int)
 

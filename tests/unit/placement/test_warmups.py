@@ -1,0 +1,124 @@
+"""Scaling out without a restore stall, in-process on the memory broker: a worker that joins a
+stateful app first gets warm-up replicas while the caught-up worker keeps processing, and takes
+its active partitions in a probing rebalance once its copies are caught up."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+
+import agentstream
+from agentstream.worker.worker import Worker
+
+pytestmark = pytest.mark.asyncio
+
+
+def counting_app(app_id: str, broker: str, **settings: Any) -> agentstream.App:
+    app = agentstream.App(
+        app_id,
+        broker=broker,
+        topic_partitions=2,
+        store="memory://",
+        commit_interval=0.05,
+        web_enabled=False,
+        probing_rebalance_interval=0.1,
+        **settings,
+    )
+    ticks = app.topic("ticks", key_type=str, value_type=int)
+    totals = app.Table("totals", default=int)
+
+    @app.agent(ticks)
+    async def tally(stream: agentstream.Stream) -> None:
+        async for event in stream.events():
+            totals[event.key] += event.value
+
+    return app
+
+
+async def _until(check: Any, what: str, seconds: float = 20.0) -> None:
+    for _ in range(int(seconds / 0.02)):
+        if await check():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_a_new_worker_warms_up_then_takes_its_share_in_a_probing_rebalance() -> None:
+    broker, app_id = f"memory://warm-{uuid.uuid4().hex[:8]}", f"warm-{uuid.uuid4().hex[:6]}"
+    app_a = counting_app(app_id, broker)
+    wa, wb = Worker(app_a), None
+    await wa.start()
+    try:
+        await asyncio.wait_for(wa.assigned.wait(), 30)
+        producer = app_a.transport.producer()
+        await producer.start()
+        for i in range(400):  # 200 keys per partition: state a newcomer would have to restore
+            await producer.send("ticks", f"k{i}".encode(), b"1", partition=i % 2)
+        await producer.flush()
+
+        async def a_counted(n: int = 400) -> bool:
+            return dict((await wa.status()).agents)["tally"] == n
+
+        await _until(a_counted, "worker a to count the first 400")
+        app_b = counting_app(app_id, broker)
+        wb = Worker(app_b)
+        await wb.start()
+        b = wb
+
+        async def b_has_warmups() -> bool:
+            return bool(b.assignment.warmup)
+
+        await _until(b_has_warmups, "the newcomer's warm-ups")
+        first = b.assignment
+        assert first.active == [] and first.warmup and set(first.warmup) <= set(first.standby)
+        assert sorted(wa.assignment.active) == [0, 1]  # a keeps processing both meanwhile
+        for i in range(400, 410):  # handled by a during the warm-up
+            await producer.send("ticks", f"k{i}".encode(), b"1", partition=i % 2)
+        await producer.flush()
+
+        async def split() -> bool:
+            return len(b.assignment.active) == 1 and len(wa.assignment.active) == 1
+
+        await _until(split, "the probing rebalance to hand the newcomer its share")
+        assert b.assignment.active == first.warmup and not b.assignment.warmup
+        for i in range(410, 420):
+            await producer.send("ticks", f"k{i}".encode(), b"1", partition=i % 2)
+        await producer.flush()
+
+        async def all_counted() -> bool:
+            sa, sb = await wa.status(), await b.status()
+            return dict(sa.agents)["tally"] + dict(sb.agents)["tally"] >= 420
+
+        await _until(all_counted, "every record counted")
+        # nothing lost: every key is held by one of the two; and the newcomer restored at most the
+        # tail a wrote after its warm-up's last read, not the 200 records its warm-up had
+        (table_a,), (table_b,) = (await wa.status()).tables, (await b.status()).tables
+        assert table_a.local_keys + table_b.local_keys == 420
+        assert b.tables is not None and b.tables.restored_records <= 20, b.tables.restored_records
+        await producer.stop()
+    finally:
+        if wb is not None:
+            await wb.stop()
+        await wa.stop()
+
+
+async def test_without_warmups_the_newcomer_takes_its_share_at_once() -> None:
+    broker, app_id = f"memory://cold-{uuid.uuid4().hex[:8]}", f"cold-{uuid.uuid4().hex[:6]}"
+    wa = Worker(counting_app(app_id, broker, max_warmup_replicas=0))
+    await wa.start()
+    wb = Worker(counting_app(app_id, broker, max_warmup_replicas=0))
+    try:
+        await asyncio.wait_for(wa.assigned.wait(), 30)
+        await wb.start()
+
+        async def split() -> bool:
+            return len(wb.assignment.active) == 1 and len(wa.assignment.active) == 1
+
+        await _until(split, "the split")
+        assert not wb.assignment.warmup
+    finally:
+        await wb.stop()
+        await wa.stop()
