@@ -162,6 +162,12 @@ class PartitionNumberAssignor:
             generation=self.assignment.generation + 1,
         )
         self.previous = list(self.assignment.active)
+        if warmup:
+            log.info(
+                "warm-up replicas of partitions %s: following their changelogs while their owners process "
+                "them; taken over in a probing rebalance once caught up",
+                warmup,
+            )
         self.is_leader, self._assigned_as_leader = self._assigned_as_leader, False
 
 

@@ -51,6 +51,9 @@ def worker_env(broker_url: str) -> dict[str, str]:
             # records); it does not lengthen a join (tansu's join wait follows the session timeout)
             "AGENTSTREAM_REBALANCE_TIMEOUT": "20",
             "AGENTSTREAM_COMMIT_INTERVAL": "0.5",
+            # a worker that joins warms its copies up first and takes over in a probing rebalance:
+            # check every second (the default, 10 s, is for production)
+            "AGENTSTREAM_PROBING_REBALANCE_INTERVAL": "1",
             "PYTHONPATH": str(ROOT),
             "PYTHONUNBUFFERED": "1",  # apps that print() must reach the log file at once
         }

@@ -127,8 +127,9 @@ class Follow:
             self._log.close()
 
 
-def _wait_equal(out: Path, web_port: int, follow: Follow, timeout: float = 30.0) -> dict[tuple[str, float], int]:
-    """Poll until DIR holds the live table (one row per key and window); returns it."""
+def _wait_equal(out: Path, web_port: int, follow: Follow, timeout: float = 90.0) -> dict[tuple[str, float], int]:
+    """Poll until DIR holds the live table (one row per key and window); returns it. The bound is generous:
+    with the integration tests on two workers, a micro-batch can wait a while for a core."""
     deadline = time.monotonic() + timeout
     live: dict[tuple[str, float], int] = {}
     rows: list[dict[str, Any]] = []
