@@ -83,6 +83,7 @@ FULL = {
     "export": 1_000_000,
     "latency": 20_000,
     "backlog": 1_000_000,
+    "large-state": 1_200_000,
     "scale-wordcount": 100_000,
     "scale-passthrough": 500_000,
 }
@@ -93,6 +94,7 @@ QUICK = {
     "export": 50_000,
     "latency": 3_000,
     "backlog": 50_000,
+    "large-state": 50_000,
     "scale-wordcount": 5_000,
     "scale-passthrough": 20_000,
 }
@@ -439,6 +441,82 @@ def case_restore(case: Case, n: int) -> dict[str, Any]:
     return out
 
 
+LARGE_KEYS = 1_000_000  # distinct keys of the large-state case (BENCH_LARGE_KEYS)
+
+
+async def _large_setup(bootstrap: str, records: list[tuple[bytes, bytes]]) -> None:
+    await common.create_topics(bootstrap, ["large-in", "raw-large-changelog", "batch-large-changelog"])
+    await common.load_topic(bootstrap, "large-in", records)
+
+
+def case_large_state(case: Case, n: int) -> dict[str, Any]:
+    """N records over min(N, BENCH_LARGE_KEYS) distinct keys, each counted in 3 hopping windows in
+    RocksDB (bench/apps/large_state.py) against bench/raw_large_state.py (the same work by hand)."""
+    b = case.broker
+    keys = min(n, int(os.environ.get("BENCH_LARGE_KEYS", LARGE_KEYS)))
+    records = [(b"u%08d" % (i % keys), b"1") for i in range(n)]
+    t = time.perf_counter()
+    asyncio.run(_large_setup(b.bootstrap, records))
+    log(f"large-state: loaded {n} records over {keys} keys in {time.perf_counter() - t:.1f}s")
+    del records
+    a = case.run(
+        "agentstream",
+        [
+            "bench.as_runner",
+            "worker",
+            "--app",
+            "bench.apps.large_state",
+            "--expect",
+            str(n),
+            "--data-dir",
+            str(case.scratch / "as"),
+            "--logfile",
+            str(case.logs / "worker.log"),
+        ],
+    )
+    log(f"large-state: agentstream {a['records_per_s']:.0f} records/s")
+    sides = {"agentstream": a}
+    for side, extra in (("raw", []), ("batch", ["--batch"])):
+        r = case.run(
+            side,
+            [
+                "bench.raw_large_state",
+                *extra,
+                "--in",
+                "large-in",
+                "--changelog",
+                f"{side}-large-changelog",
+                "--group",
+                f"{side}-large",
+                "--records",
+                str(n),
+                "--data-dir",
+                str(case.scratch / side),
+            ],
+        )
+        log(f"large-state: {side} {r['records_per_s']:.0f} records/s, {r['window_keys']} window keys")
+        sides[side] = r
+    # the same windows on both sides: the raw stores hold every (key, window) once; agentstream's
+    # changelog holds each (key, window) it updated (read back: latest per key)
+    from agentstream.tables.query import STREAM_TIME_KEY  # each partition's stream-time mark: not a window
+
+    seen: set[bytes] = set()
+
+    def on_batch(messages: list[Any]) -> None:
+        seen.update(m.key for m in messages)
+
+    asyncio.run(common.read_topic(b.bootstrap, "bench-large-views-changelog", on_batch=on_batch))
+    seen.discard(STREAM_TIME_KEY)
+    a["window_keys"] = len(seen)
+    for side in sides.values():
+        side["correct"] = side.get("window_keys") == sides["raw"]["window_keys"]
+    return {
+        "keys": keys,
+        "rocksdb": "lz4, 16 MB memtables x4, bloom 10 bits, 8 MB block cache (both sides); table_cache_size 10000",
+        **sides,
+    }
+
+
 CASES = {
     "passthrough": case_passthrough,
     "wordcount": case_wordcount,
@@ -446,6 +524,7 @@ CASES = {
     "export": case_export,
     "latency": case_latency,
     "backlog": case_backlog,
+    "large-state": case_large_state,
     "scale-wordcount": case_scale_wordcount,
     "scale-passthrough": case_scale_passthrough,
 }
@@ -458,6 +537,7 @@ UNITS = {
     "export": "changelog records/s",
     "latency": "records/s (paced)",
     "backlog": "records/s",
+    "large-state": "records/s",
     "scale-wordcount": "sentences/s",
     "scale-passthrough": "records/s",
 }
