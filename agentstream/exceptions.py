@@ -93,6 +93,15 @@ class CommitFailed(TransportError):
     """
 
 
+class GroupFenced(CommitFailed):
+    """The group moved on without this member (its generation is fenced: IllegalGeneration,
+    UnknownMemberId, RebalanceInProgress): its partitions may already belong to another member.
+
+    Kafka Streams' TaskMigratedException: the worker's tasks close dirty (nothing more of theirs
+    is committed or written) and it rejoins the group; their records are handled by the new owner.
+    """
+
+
 class ProducerFenced(ProducerError):
     """A newer producer with the same ``transactional_id`` exists: this one is a zombie.
 

@@ -17,7 +17,10 @@ drop their cache and pending writes when they close, and restore from the change
 are assigned again. One exception, because it is safe and a broker blip must not kill a worker:
 under at_least_once a failed *offset* commit in the periodic commit leaves the tasks clean (steps
 1-2 delivered everything; the next commit commits the same offsets or more). At revoke and stop
-(``final=True``) it is a dirty close like any other failure.
+(``final=True``) it is a dirty close like any other failure. A commit refused because the group
+moved on (:class:`GroupFenced`: this member's generation is fenced) is never retriable: the
+partitions may belong to another member already, so the tasks go dirty at once (Kafka Streams'
+TaskMigratedException) and the worker stops feeding them until it has rejoined.
 
 at_least_once commits all of the worker's tasks together (one producer flush, one offset commit:
 N round trips for N tasks would cost throughput for nothing, since they share the producer);
@@ -33,7 +36,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Protocol
 
-from ..exceptions import CommitFailed
+from ..exceptions import CommitFailed, GroupFenced
 from ..runtime import FaultPoints, TaskSender
 from ..transport.base import TP, Consumer, Producer
 from .eos import CommitGate, TaskTransaction
@@ -126,7 +129,8 @@ class CommitUnit(ABC):
                 step = "offsets"
                 await self.commit_offsets(offsets)
             except CommitFailed as exc:
-                if step == "offsets" and not final and self.offsets_retriable:
+                fenced = isinstance(exc, GroupFenced)
+                if step == "offsets" and not final and self.offsets_retriable and not fenced:
                     raise  # everything is delivered: the next commit covers these offsets
                 self._dirty(tasks, tables, step, exc)
                 raise

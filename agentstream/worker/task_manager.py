@@ -147,6 +147,15 @@ class TaskManager:
         if self.tables is not None:
             await self.tables.on_revoked(dirty=any(t.dirty is not None for t in tasks))
 
+    def fenced(self, exc: BaseException) -> None:
+        """The group moved on without us (a commit raised GroupFenced): every task is dirty (it
+        commits nothing more; its table partitions drop their pending writes when they close) and
+        no more records reach it, so a zombie adds no sink or changelog writes while it rejoins."""
+        for task in self.tasks.values():
+            if task.dirty is None:
+                task.dirty = exc
+        self.unroute()
+
     def unroute(self) -> None:
         """No partition's records reach a task any more."""
         self.fetcher.set_routes({})

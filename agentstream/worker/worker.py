@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .. import runtime
 from ..clock import Clock, clock_for
 from ..compiled import BUILD
-from ..exceptions import CommitFailed, StopProcessing
+from ..exceptions import CommitFailed, GroupFenced, StopProcessing
 from ..lifecycle import WORKER_TRANSITIONS, StateMachine, WorkerState
 from ..naming import group_protocol_name
 from ..topology import Topology, adopt_partition_counts, autodiscover, resolve_patterns
@@ -493,6 +493,11 @@ class Worker:
                 await self.commit()
             except StopProcessing:
                 raise
+            except GroupFenced as exc:
+                if self.task_manager is not None:  # fencing: close the tasks dirty until the rejoin
+                    self.task_manager.fenced(exc)
+                log.warning("offset commit fenced, the tasks close dirty and the worker rejoins: %s", exc)
+                continue
             except CommitFailed as exc:
                 if self.eos is not None:
                     raise  # the transaction aborted: only a restart from the committed offsets is exact

@@ -8,7 +8,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener  # type: ignore[import-untyped,unused-ignore]
 from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unused-ignore]
 
-from ...exceptions import CommitFailed, TransportError
+from ...exceptions import CommitFailed, GroupFenced, TransportError
 from ..base import TP, Assignor, Message, RebalanceListener
 from .assignor import AssignorAdapter
 from .config import CONSUMER_KEYS, describe, pick, started
@@ -217,8 +217,13 @@ class KafkaConsumer:
             return
         try:
             await self._require().commit(dict(offsets))
-        except kafka_errors.CommitFailedError as exc:
-            raise CommitFailed(
+        except (
+            kafka_errors.CommitFailedError,
+            kafka_errors.IllegalGenerationError,
+            kafka_errors.UnknownMemberIdError,
+            kafka_errors.RebalanceInProgressError,
+        ) as exc:
+            raise GroupFenced(
                 f"commit of {len(offsets)} offsets failed because group {self.group_id!r} rebalanced "
                 "(these partitions may now belong to another member); they will be re-processed"
             ) from exc

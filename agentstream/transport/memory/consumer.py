@@ -7,7 +7,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from agentstream.exceptions import CommitFailed, ConfigError, TransportError
+from agentstream.exceptions import CommitFailed, ConfigError, GroupFenced, TransportError
 from agentstream.transport.base import TP, Assignor, RebalanceListener
 
 from .broker import MemoryBroker
@@ -252,7 +252,7 @@ class MemoryConsumer:
         if self._topics:  # a member may only commit what it owns (Kafka: CommitFailedError)
             lost = sorted(tp for tp in offsets if tp not in self._assigned)
             if lost:
-                raise CommitFailed(f"commit failed: {lost} are not assigned to {self.member_id} (moved by a rebalance)")
+                raise GroupFenced(f"commit failed: {lost} are not assigned to {self.member_id} (moved by a rebalance)")
         if offsets and self._broker.faults.take("commit_fail"):
             raise CommitFailed(f"commit of {len(offsets)} offsets failed (injected: coordinator not available)")
         group.committed.update(offsets)
