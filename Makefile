@@ -14,7 +14,7 @@ INTEGRATION_PAR ?= -n 2 --dist worksteal
 # One recipe at a time: several of them install into the same venv (make -j would race on it).
 .NOTPARALLEL:
 
-.PHONY: faust-settings-doc faust-venv install compile demo test lint format docs docs-serve unit unit-pure integration typecheck bench bench-quick bench-micro soak clean
+.PHONY: faust-settings-doc faust-venv install compile demo test lint format docs docs-serve unit unit-pure integration typecheck bench bench-quick bench-micro soak soak-scale clean
 
 # The full install: everything `make test` runs (test, dev broker, Spark with Java 17, docs).
 $(STAMP): setup.py Makefile
@@ -119,6 +119,11 @@ bench-micro: $(STAMP) $(COMPILED)
 # the fault proxy for SOAK_SECONDS (600), 200k sentences; fails if any word is lost.
 soak: $(STAMP) $(COMPILED)
 	$(PY) -m tests.soak.soak
+
+# Scale-out must-show (issue 30, not part of `test`): 1.6M keys, a second worker joins under 200 records/s,
+# then a rolling restart of 3 workers; reports the longest output gap per partition, lost, duplicates.
+soak-scale: $(STAMP) $(COMPILED)
+	$(PY) -m tests.soak.scale_out
 
 clean:
 	rm -rf $(VENV) build *.egg-info artifacts $(COMPILED) agentstream__mypyc.*
