@@ -102,6 +102,16 @@ class GroupFenced(CommitFailed):
     """
 
 
+class MembershipLapsed(GroupFenced):
+    """No request of this member was answered by the group coordinator for about a session
+    timeout: the group may have dropped it and given its partitions to another member.
+
+    Raised by the worker itself (:mod:`agentstream.worker.fencing`) before the broker can tell:
+    its unacknowledged writes are dropped so none lands after the new owner's, its tasks close
+    dirty, and it rejoins.
+    """
+
+
 class ProducerFenced(ProducerError):
     """A newer producer with the same ``transactional_id`` exists: this one is a zombie.
 

@@ -55,6 +55,15 @@ class ConsumerFactory(Protocol):
     def __call__(self, *, max_poll_records: int, **settings: Any) -> Consumer: ...
 
 
+async def _send_changelog(producer: Any, part: TablePartition, chunks: list[list[tuple[bytes, bytes | None]]]) -> None:
+    """Send one partition's changelog records, in order (delivery is awaited by the producer flush)."""
+    topic = part.table.changelog_topic.name
+    partition = part.partition
+    for items in chunks:
+        for key, value in items:
+            part.last_send = await producer.send(topic, key, value, partition=partition)
+
+
 class TableManager:
     """Owns every :class:`TablePartition` of the worker and the table steps of a commit.
 
@@ -355,10 +364,24 @@ class TableManager:
             self._sends = [s for s in self._sends if s[0].writer != writer]
         if producer is None:
             producer = self.producer
+        by_part: dict[int, tuple[TablePartition, list[list[tuple[bytes, bytes | None]]]]] = {}
         for part, items in sends:
-            topic = part.table.changelog_topic.name
-            for key, value in items:
-                part.last_send = await producer.send(topic, key, value, partition=part.partition)
+            by_part.setdefault(id(part), (part, []))[1].append(items)
+        if len(by_part) <= 1:
+            for part, chunks in by_part.values():
+                await _send_changelog(producer, part, chunks)
+            return
+        # One sender per partition, side by side: a partition's next batch waits until the
+        # broker took its previous one, so partition after partition would add those waits up
+        # (a 1M-key table's commit took 6 s). Each partition's records keep their order.
+        senders = [asyncio.ensure_future(_send_changelog(producer, p, c)) for p, c in by_part.values()]
+        try:
+            await asyncio.gather(*senders)
+        except BaseException:
+            for sender in senders:
+                sender.cancel()  # a cancelled hand-over fails its batch: the flush after raises
+            await asyncio.gather(*senders, return_exceptions=True)
+            raise
 
     def checkpoint(self, writer: Any = None) -> None:
         """Commit step 4 (after the producer flush and the offset commit): stores, then checkpoints.

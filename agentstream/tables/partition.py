@@ -159,8 +159,11 @@ class TablePartition:
         items: list[tuple[bytes, bytes | None]] = []
         for key, value in entries:
             raw = None if value is None else dumps(value)
-            if raw is not None and type(raw) is not bytes:
-                raw = bytes(raw)
+            if raw is not None:
+                # A copy of exactly its length, since this value is held until the commit and
+                # orjson (3.12+) returns a buffer of 4 KB or more whatever the length: 1M keys
+                # evicted between commits held 4 GB. Also makes a bytearray from a codec bytes.
+                raw = b"%b" % (raw,)
             pending[key] = raw
             items.append((key, raw))
         if self.changelog is not None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypedDict, Unpack
 
 from aiokafka.structs import RecordMetadata, TopicPartition
 
+from ..exceptions import GroupFenced
 from .message import Message
 
 __all__ = [
@@ -152,6 +153,16 @@ class Producer(Protocol):
 
     async def partitions_for(self, topic: str) -> int: ...
 
+    async def fence(self, error: GroupFenced) -> None:
+        """This member may have been fenced (its group membership lapsed): drop every record not
+        yet acknowledged so none lands after the group moved on; flushes and sends raise ``error``
+        until :meth:`unfence`."""
+        ...
+
+    async def unfence(self) -> None:
+        """Rejoined: take sends again (a new connection and batch generation). No-op when not fenced."""
+        ...
+
     # -- transactions (producers created with ``transport.producer(transactional_id=...)``) ------
     transactional_id: str | None
     """None for a plain producer; the transaction methods below need one."""
@@ -209,6 +220,12 @@ class Consumer(Protocol):
 
     def request_rejoin(self) -> None:
         """Ask the group for a rebalance (a probing rebalance: a warm-up replica caught up)."""
+        ...
+
+    def membership_deadline(self) -> float | None:
+        """``time.monotonic()`` past which the group may have dropped this member: the send time of
+        the last request the group coordinator answered for it (a heartbeat, the join, a commit)
+        plus the session timeout. None when it is in no group (or the transport has no sessions)."""
         ...
 
     async def commit(self, offsets: Mapping[TP, int]) -> None: ...

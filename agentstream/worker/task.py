@@ -50,6 +50,12 @@ __all__ = ["StreamTask", "TaskId", "FATAL_IN_AGENT"]
 
 _RUNNING: Final = TaskState.RUNNING
 MAX_RESTART_DELAY = 30.0
+# A task with records buffered never suspends between them, so with a backlog nothing else on the
+# loop would run: not the commit loop, not the other tasks' fetches, not aiokafka's heartbeats (a
+# 1M-record backlog held the loop for 30 s, past the session timeout). Every YIELD_CHECK records
+# the task looks at its clock and lets the loop run once it held it YIELD_AFTER seconds.
+YIELD_CHECK: Final = 64
+YIELD_AFTER: Final = 0.005
 
 FATAL_IN_AGENT: tuple[type[BaseException], ...] = (
     StopProcessing,
@@ -146,6 +152,9 @@ class StreamTask(PolledInput):
         self.txn: TaskTransaction | None = None
         self.faults: FaultPoints | None = None
         self._wait: float | None = None  # left by _take(): how long to wait for a lagging input
+        self._until_check = YIELD_CHECK  # records until the task next looks at its clock (YIELD_CHECK)
+        self._yielded_at = 0.0  # clock.monotonic() when it last let the loop run
+        self._yield_now = False  # poll_event found a yield due: the async pull makes it
         self._undecodable: tuple[Message, TP, Exception] | None = None  # left by _take() for the policy
         # The stream's async pull (StreamInput.next_event): an attribute, not a method, so start()
         # picks it once, when it knows whether a gate or fault points are in the way, and the
@@ -234,16 +243,30 @@ class StreamTask(PolledInput):
         """The stream's synchronous pull (:class:`PolledInput`): :meth:`_take` when no gate or
         fault points are in the way; with them, only the acknowledgement of ``done``, so the
         stream goes to ``next_event``: the gates need the async path."""
-        if self._sync_pull:
+        if self._sync_pull and not self._yield_due():
             return self._take(done)
         if done:
             if self._sensed:
                 for event in done:
                     self._sensed_out(event)
             self._ack_done(done)
-        if self._slot_poll:
+        if self._slot_poll and not self._yield_now and not self._yield_due():
             return self._take_with_slot()
         return None
+
+    def _yield_due(self) -> bool:
+        """Count a record taken; True (and ``_yield_now`` set) when the task has held the loop for
+        YIELD_AFTER seconds, checked every YIELD_CHECK records (see YIELD_CHECK)."""
+        self._until_check -= 1
+        if self._until_check > 0:
+            return False
+        self._until_check = YIELD_CHECK
+        now = self.clock.monotonic()
+        if now - self._yielded_at < YIELD_AFTER:
+            return False
+        self._yielded_at = now
+        self._yield_now = True
+        return True
 
     def _take_with_slot(self) -> Event | None:
         """The synchronous pull under a shared concurrency cap: give back this instance's slot, and
@@ -334,6 +357,10 @@ class StreamTask(PolledInput):
                 self._undecodable = None
                 await self._decode_failed(*failed)
                 continue
+            if self._yield_now or self._yield_due():
+                self._yield_now = False
+                await asyncio.sleep(0)
+                continue  # the task may have been closed meanwhile
             self._wait = None
             event = self._take()
             if event is not None:

@@ -36,6 +36,7 @@ from .assignor import Assignment, PartitionNumberAssignor
 from .commit import AtLeastOnceCommit, CommitUnit, ExactlyOnceCommit
 from .eos import ExactlyOnce
 from .errors import ErrorPolicy
+from .fencing import lease_loop
 from .fetcher import Fetcher
 from .probing import probing_loop
 from .purge import RepartitionPurge, repartition_topics
@@ -282,6 +283,7 @@ class Worker:
         await consumer.start()
         self._fetch_task = asyncio.ensure_future(self._guard(self.fetcher.run(), "fetcher"))
         self._background.append(asyncio.ensure_future(self._guard(self._commit_loop(), "commit loop")))
+        self._background.append(asyncio.ensure_future(self._guard(lease_loop(self), "membership lease")))
         if self.assignor.lags is not None:
             self._background.append(asyncio.ensure_future(self._guard(probing_loop(self), "probing rebalances")))
         if windowed_tables(self):
@@ -449,6 +451,8 @@ class Worker:
     async def _start_assignment(self, manager: TaskManager, tasks: list[StreamTask]) -> None:
         """Restore and start the assignment's tasks, then run: a failure crashes the worker."""
         try:
+            if self.app._producer_started:
+                await self.app.producer.unfence()  # after a fence (worker/fencing.py): sends again
             await manager.restore_and_start(tasks)
             if self.lifecycle.state is WorkerState.REBALANCING:
                 self.lifecycle.to(WorkerState.RUNNING)

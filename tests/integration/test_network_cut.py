@@ -3,9 +3,10 @@
 partitions to the other after the session timeout; the feed goes on; the link is healed and the cut
 worker, now a zombie of an old generation, comes back. Nothing may be lost, and what the zombie still
 held (uncommitted offsets, unsent changelog and output records) must not overwrite the new owner's
-results: the final output and the final changelog must both hold at least the true count of every word.
-Today they do not always (a known defect under at_least_once: see the xfail below and docs/guarantees.md).
-The figures (sent at the cut, time until the partitions moved, duplicates, lost) are printed."""
+results: the final output and the final changelog must both hold at least the true count of every word,
+and no changelog value may go back (a write of an older lineage landing after the new owner's). The cut
+worker fences itself before its session can expire (agentstream/worker/fencing.py). The figures (sent
+at the cut, time until the partitions moved, duplicates, lost) are printed."""
 
 from __future__ import annotations
 
@@ -108,17 +109,12 @@ def test_a_worker_cut_off_the_broker_loses_nothing_and_its_zombie_writes_do_not_
             }
             print(f"network-cut figures: {figures}")
             (logs / "network_cut_figures.json").write_text(json.dumps(figures))
-            if went_back or lost or stale:
-                # KNOWN DEFECT (docs/guarantees.md, "A network partition"): under at_least_once the
-                # cut worker's in-flight changelog and output writes are delivered when its link
-                # comes back, after the new owner's. When those keys are not updated again, or the
-                # partition moves back and restores the changelog, the stale values stay: lost
-                # updates. Reported, not hidden: the test fails the day the writes are fenced and
-                # this branch is no longer taken (strict xfail below is for that day's cleanup).
-                pytest.xfail(
-                    f"zombie writes landed late: {went_back} changelog writes went back, {len(lost)} words "
-                    f"below the truth in the output, {len(stale)} in the changelog"
-                )
+            # The cut worker fenced itself before its session could expire (worker/fencing.py): its
+            # unacknowledged changelog and output records were dropped, not delivered on the heal.
+            assert "fencing this worker" in w2.log(), "the cut worker did not fence itself"
+            assert went_back == 0, f"{went_back} zombie changelog writes landed after the new owner's"
+            assert not lost, f"words below the truth in the output: {sorted(lost.items())[:10]}"
+            assert not stale, f"words below the truth in the changelog: {sorted(stale.items())[:10]}"
         finally:
             stop_all(workers)
             broker.terminate()

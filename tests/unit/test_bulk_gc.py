@@ -17,7 +17,7 @@ def test_bulk_gc_holds_only_while_restores_run_nested_or_failing() -> None:
         assert frozen > 0 and gc.get_threshold()[0] == BULK_GEN0_THRESHOLD
         with bulk_gc():  # an overlapping restore
             pass
-        assert gc.get_freeze_count() >= frozen  # the first one still runs: still frozen
+        assert gc.get_freeze_count() > 0  # the first one still runs: still frozen (frozen objects may die meanwhile)
         assert gc.get_threshold()[0] == BULK_GEN0_THRESHOLD
     assert gc.get_freeze_count() == 0 and gc.get_threshold() == threshold
     with pytest.raises(RuntimeError):
@@ -36,7 +36,7 @@ def test_a_bulk_read_leaves_the_workers_frozen_start_up_heap_frozen() -> None:
         assert frozen > 0 and gc.get_threshold() == WORKER_THRESHOLDS
         with bulk_gc():
             assert gc.get_threshold()[0] == max(BULK_GEN0_THRESHOLD, WORKER_THRESHOLDS[0])
-        assert gc.get_freeze_count() >= frozen  # still frozen after the read
+        assert gc.get_freeze_count() > 0  # still frozen after the read (not thawed: frozen objects may die)
         assert gc.get_threshold() == WORKER_THRESHOLDS
     finally:
         gc.unfreeze()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ...exceptions import ProducerError
+from ...exceptions import GroupFenced, ProducerError
 from .batches import OpenBatch
 from .config import describe
 
@@ -74,4 +74,6 @@ class Accumulator:
         """Raise ProducerError if a batch of this generation failed."""
         if self.failure is not None:
             message, cause = self.failure
+            if isinstance(cause, GroupFenced):
+                raise cause  # a fence is not a delivery failure: the worker rejoins rather than stops
             raise ProducerError(message) from cause

@@ -149,7 +149,9 @@ class OpenBatch:
         aiokafka_future.add_done_callback(self._settle)
 
     def _settle(self, fut: asyncio.Future[Any]) -> None:
-        if self.delivered.done():
+        if self.delivered.done():  # failed first (a fence): aiokafka's outcome is only marked seen
+            if not fut.cancelled():
+                fut.exception()
             return
         if fut.cancelled():
             self.delivered.cancel()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener  # type: ignore[import-untyped,unused-ignore]
@@ -22,13 +23,15 @@ __all__ = ["KafkaConsumer"]
 class _ListenerAdapter(ConsumerRebalanceListener):  # type: ignore[misc]
     """aiokafka awaits these; note it logs and swallows exceptions raised by the listener."""
 
-    def __init__(self, listener: RebalanceListener) -> None:
+    def __init__(self, listener: RebalanceListener, joined: Callable[[], None]) -> None:
         self.listener = listener
+        self.joined = joined
 
     async def on_partitions_revoked(self, revoked: Iterable[TP]) -> None:
         await self.listener.on_partitions_revoked(set(revoked))
 
     async def on_partitions_assigned(self, assigned: Iterable[TP]) -> None:
+        self.joined()
         await self.listener.on_partitions_assigned(set(assigned))
 
 
@@ -51,6 +54,27 @@ def _leave_group_at_generation_zero(consumer: Any) -> None:
         await original()
 
     coordinator._maybe_leave_group = maybe_leave_group
+
+
+def _track_heartbeats(consumer: Any, confirmed: Callable[[float], None]) -> None:
+    """Report the send time of every heartbeat the coordinator accepted.
+
+    aiokafka keeps this to itself (a local of its heartbeat loop); the membership deadline needs
+    it. The *send* time: the coordinator restarted the member's session no earlier than that.
+    """
+    coordinator = getattr(consumer, "_coordinator", None)
+    original = getattr(coordinator, "_do_heartbeat", None)
+    if coordinator is None or original is None:
+        return
+
+    async def do_heartbeat() -> bool:
+        sent = time.monotonic()
+        ok: bool = await original()
+        if ok:
+            confirmed(sent)
+        return ok
+
+    coordinator._do_heartbeat = do_heartbeat
 
 
 class KafkaConsumer:
@@ -80,6 +104,8 @@ class KafkaConsumer:
         self._convert = False  # aiokafka's records converted to Messages here (fetch hook not installed)
         self._subscription: tuple[list[str], _ListenerAdapter] | None = None
         self._manual: list[TP] | None = None
+        self._session_s = float(self._config.get("session_timeout_ms", 10_000)) / 1000.0
+        self._confirmed: float | None = None  # send time of the last request the coordinator answered
 
     async def start(self) -> None:
         if self._consumer is not None:
@@ -113,9 +139,25 @@ class KafkaConsumer:
                 f"{describe(exc)}. Fix: check the broker URL and that the broker is running"
             ) from exc
         _leave_group_at_generation_zero(consumer)
+        _track_heartbeats(consumer, self._confirm)
+
+    def _confirm(self, sent: float) -> None:
+        if self._confirmed is None or sent > self._confirmed:
+            self._confirmed = sent
+
+    def _joined(self) -> None:
+        # The SyncGroup answer just came: its send time was a round trip ago, which the
+        # deadline's user allows for with its margin.
+        self._confirm(time.monotonic())
+
+    def membership_deadline(self) -> float | None:
+        if self._consumer is None or self._subscription is None or self._confirmed is None:
+            return None
+        return self._confirmed + self._session_s
 
     async def stop(self) -> None:
         consumer, self._consumer = self._consumer, None
+        self._confirmed = None
         if consumer is not None:
             await consumer.stop()
 
@@ -125,7 +167,7 @@ class KafkaConsumer:
     def subscribe(self, topics: Sequence[str], listener: RebalanceListener) -> None:
         if self.group_id is None:
             raise TransportError("subscribe() needs a consumer group; create the consumer with group_id=...")
-        adapter = _ListenerAdapter(listener)
+        adapter = _ListenerAdapter(listener, self._joined)
         self._subscription, self._manual = (list(topics), adapter), None
         if self._consumer is not None:
             self._consumer.subscribe(list(topics), listener=adapter)
@@ -215,8 +257,10 @@ class KafkaConsumer:
     async def commit(self, offsets: Mapping[TP, int]) -> None:
         if not offsets:
             return
+        sent = time.monotonic()
         try:
             await self._require().commit(dict(offsets))
+            self._confirm(sent)  # the coordinator accepted this member's generation
         except (
             kafka_errors.CommitFailedError,
             kafka_errors.IllegalGenerationError,

@@ -5,7 +5,8 @@ accumulator, sender and transaction manager.
 - :mod:`.accumulator` and :mod:`.batches`: the open batch per partition, deliveries, and the
   sticky failure every later flush raises;
 - :mod:`.sender`: hand-over of batches to aiokafka's accumulator, in order, with back-pressure;
-- :mod:`.transactions`: the transaction calls and their errors.
+- :mod:`.transactions`: the transaction calls and their errors;
+- :mod:`.abort`: closing aiokafka's producer so nothing it holds is delivered later (a fence).
 
 The facade keeps one route table (topic -> partition count, key memo, open batches) whose
 entries are the parts' own dicts, so a record's way through :meth:`KafkaProducer.send_now` is a
@@ -24,9 +25,10 @@ from aiokafka.record.default_records import (  # type: ignore[import-untyped,unu
     DefaultRecordBatchBuilder,
 )
 
-from ...exceptions import ProducerError, TransactionsUnsupported, TransportError, caused
+from ...exceptions import GroupFenced, ProducerError, TransactionsUnsupported, TransportError, caused
 from ..append import Appender
 from ..base import TP, Delivery, Headers
+from .abort import abort_producer
 from .accumulator import Accumulator
 from .batches import OpenBatch, RecordDelivery
 from .config import PRODUCER_KEYS, describe, pick, started
@@ -77,9 +79,10 @@ class KafkaProducer(Appender):
         # topic -> (partition count, key -> partition memo, open batches): the parts' own objects
         self._routes: dict[str, tuple[int, dict[bytes, int], dict[int, OpenBatch]]] = {}
         self.transactional_id: str | None = self._config.get("transactional_id")
+        self._fenced: GroupFenced | None = None  # set by fence(), cleared by unfence()
 
     async def start(self) -> None:
-        if self._producer is not None:
+        if self._producer is not None or self._fenced is not None:
             return
         producer = self._client_factory(bootstrap_servers=self._bootstrap, **self._config, **self._security)
         try:
@@ -112,7 +115,42 @@ class KafkaProducer(Appender):
             await producer.stop()
 
     def _require(self) -> Any:
+        if self._fenced is not None:
+            raise self._fenced
         return started(self._producer, "producer")
+
+    # -- fencing ---------------------------------------------------------------------------------
+    async def fence(self, error: GroupFenced) -> None:
+        """This member may have been fenced: drop every record not yet acknowledged, so none of
+        them can land after the group moved on (a zombie's late writes).
+
+        Our open and handed-over batches fail with ``error`` (every flush raises it, so no commit
+        passes them), and aiokafka's producer is closed without delivering anything more, its
+        connections reset (:mod:`.abort`). Sends raise ``error`` until :meth:`unfence`.
+        """
+        if self._fenced is not None:
+            return
+        self._fenced = error
+        batches = self._batches
+        for open_batches in list(batches.open.values()):
+            for batch in list(open_batches.values()):
+                batch.fail(error)
+        for batch in batches.sent:
+            batch.fail(error)
+        if batches.failure is None:  # every batch had been delivered: flush raises the fence anyway
+            batches.failure = (str(error), error)
+        client, self._producer = self._producer, None
+        if client is not None:
+            await abort_producer(client, error)
+
+    async def unfence(self) -> None:
+        """After the rejoin: a new aiokafka producer, and a new generation of batches (the fence's
+        failure no longer fails flushes). No-op when not fenced."""
+        if self._fenced is None:
+            return
+        self._fenced = None
+        self._batches.reset()
+        await self.start()
 
     async def send(
         self,
@@ -221,6 +259,8 @@ class KafkaProducer(Appender):
         The failure is raised by *every* flush until :meth:`stop` (or an aborted transaction):
         handing it over once would let the next commit pass the lost records.
         """
+        if self._fenced is not None:
+            raise self._fenced
         producer = self._require()
         waiting = self._batches.take_sent()
         try:

@@ -77,6 +77,10 @@ class MemoryConsumer:
             group.members.append(self)
             group.request_rebalance()
 
+    def membership_deadline(self) -> float | None:
+        """None: the memory broker's members have no sessions (a member leaves only by stopping)."""
+        return None
+
     def request_rejoin(self) -> None:
         group = self._group()
         if self._started and not self._stopped and group is not None and self in group.members:

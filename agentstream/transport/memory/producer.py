@@ -40,6 +40,13 @@ class MemoryProducer(Appender):
         self._txn: Transaction | None = None
         self._failure: str | None = None  # raised by every flush until stop() / abort_transaction()
 
+    async def fence(self, error: BaseException) -> None:
+        """Nothing to drop: every send was appended at once. Flushes raise ``error`` until :meth:`unfence`."""
+        self._failure = self._failure or str(error)
+
+    async def unfence(self) -> None:
+        self._failure = None
+
     async def start(self) -> None:
         if self.transactional_id is not None and not self._started:
             self._epoch = self._broker.init_producer(self.transactional_id)

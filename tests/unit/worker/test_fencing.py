@@ -8,15 +8,20 @@ them any more (a zombie's late writes would land after the new owner's), and rej
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
+from aiokafka.producer.message_accumulator import BatchBuilder
 
 import agentstream
-from agentstream.exceptions import GroupFenced
+from agentstream.exceptions import GroupFenced, MembershipLapsed
 from agentstream.testing_faults import FailingCall
 from agentstream.transport.base import TP
+from agentstream.transport.kafka import KafkaProducer
+from agentstream.transport.kafka.abort import reset_connections
 from agentstream.transport.memory import MemoryConsumer, MemoryTransport
+from agentstream.worker.fencing import fence_margin
 from agentstream.worker.worker import Worker
 
 pytestmark = pytest.mark.asyncio
@@ -129,3 +134,172 @@ async def test_fenced_commit_at_revoke_commits_nothing_and_drops_pending_writes(
     finally:
         await worker.stop()
     assert committed(app, tp) == 5, "stop committed offsets of a task fenced at revoke"
+
+
+# -- the membership lease (worker/fencing.py) ------------------------------------------------------
+
+
+class ScriptedAccumulator:
+    def __init__(self, client: ScriptedClient) -> None:
+        self.client = client
+        self.failed: BaseException | None = None
+
+    def fail_all(self, error: BaseException) -> None:
+        self.failed = error
+        for fut in self.client.futures:
+            if not fut.done():
+                fut.set_exception(error)
+
+
+class ScriptedClient:
+    """aiokafka's producer as KafkaProducer and abort_producer use it: batches are queued until
+    ``flush()`` acknowledges them all; ``stop()`` after ``fail_all`` is an abort."""
+
+    def __init__(self) -> None:
+        self.futures: list[asyncio.Future[Any]] = []
+        self._message_accumulator = ScriptedAccumulator(self)
+        self.started = self.aborted = False
+
+    def create_batch(self) -> BatchBuilder:
+        return BatchBuilder(16384, 0)
+
+    async def partitions_for(self, topic: str) -> set[int]:
+        return {0}
+
+    async def send_batch(self, builder: BatchBuilder, topic: str, *, partition: int) -> asyncio.Future[Any]:
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.futures.append(fut)
+        return fut
+
+    async def flush(self) -> None:
+        for fut in self.futures:
+            if not fut.done():
+                fut.set_result(None)
+
+    async def start(self) -> None:
+        self.started = True
+
+    async def stop(self) -> None:
+        self.aborted = self._message_accumulator.failed is not None
+
+
+@pytest.mark.filterwarnings("ignore:The test <Function:pytest.PytestWarning")
+def test_the_fence_comes_before_the_deadline_but_after_the_next_heartbeat() -> None:
+    assert fence_margin(10.0, 2.0) == 2.5  # a quarter of the session timeout
+    assert fence_margin(4.0, 2.0) == 1.0  # 4 - 1.5 * 2: the fence point waits for the next heartbeat
+    assert fence_margin(10.0, 9.0) == 0.0  # a heartbeat interval near the session timeout: at the deadline
+
+
+async def test_a_lapsed_membership_fences_the_worker_which_rejoins_and_loses_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The lease loop fences once the coordinator has answered nothing for the session timeout
+    (less the margin): the producer's flushes and sends raise MembershipLapsed, the tasks go dirty
+    and get no records, and the worker asks to rejoin; the rejoin's assignment takes sends again
+    and the table ends exact (at least once: counted again from the committed offsets)."""
+    app, table, handled = counting_app("fence-lease", commit_interval=1000.0)
+    tp = TP("src", 0)
+    lapsed = [False]
+    rejoins = [0]
+
+    def deadline(self: MemoryConsumer) -> float | None:
+        return time.monotonic() - 1.0 if lapsed[0] else None
+
+    request_rejoin = MemoryConsumer.request_rejoin
+
+    def counted_rejoin(self: MemoryConsumer) -> None:
+        rejoins[0] += 1
+        request_rejoin(self)
+
+    monkeypatch.setattr(MemoryConsumer, "membership_deadline", deadline)
+    monkeypatch.setattr(MemoryConsumer, "request_rejoin", counted_rejoin)
+    worker = Worker(app)
+    await worker.start()
+    try:
+        await until(worker.assigned.is_set)
+        await feed(app, 5)
+        await until(lambda: handled[0] == 5)
+        assert await worker.commit()
+        await feed(app, 2)
+        await until(lambda: handled[0] == 7)
+        tasks = list(worker.tasks.values())
+        before = set(map(id, tasks))
+        lapsed[0] = True
+        await until(lambda: rejoins[0] == 1)
+        lapsed[0] = False
+        assert all(isinstance(t.dirty, MembershipLapsed) for t in tasks), "the tasks were not closed dirty"
+        # the rejoin: new tasks restore the table (5, the committed state) and count 5..6 again
+        await until(lambda: bool(worker.tasks) and not before & set(map(id, worker.tasks.values())))
+        await feed(app, 3)
+        await until(lambda: table["a"] == 10)
+        assert await worker.commit(), "the producer did not take sends again after the rejoin"
+        assert committed(app, tp) == 10
+    finally:
+        await worker.stop()
+
+
+async def test_a_fenced_kafka_producer_fails_its_unacknowledged_records_and_resets_its_connections() -> None:
+    """``KafkaProducer.fence``: the open batches fail with the fence (every flush raises it, a
+    GroupFenced, so the worker rejoins rather than stops), aiokafka's producer is closed without
+    delivering (its sender cancelled, its batches failed, its connections reset), and sends raise
+    until ``unfence`` starts a new one."""
+    clients: list[ScriptedClient] = []
+
+    def factory(**config: Any) -> ScriptedClient:
+        clients.append(ScriptedClient())
+        return clients[-1]
+
+    producer = KafkaProducer(["fake:9092"], {}, client_factory=factory)
+    await producer.start()
+    delivery = await producer.send("t", b"k", b"v", partition=0)
+    error = MembershipLapsed("no heartbeat answered")
+    await producer.fence(error)
+    assert clients[0].aborted, "aiokafka's producer was not aborted"
+    assert clients[0]._message_accumulator.failed is error
+    with pytest.raises(MembershipLapsed):
+        await delivery
+    with pytest.raises(MembershipLapsed):
+        await producer.flush()
+    with pytest.raises(MembershipLapsed):
+        await producer.send("t", b"k", b"v2", partition=0)
+    await producer.unfence()
+    assert len(clients) == 2 and clients[1].started
+    await producer.send("t", b"k", b"v3", partition=0)
+    await producer.flush()
+    await producer.stop()
+
+
+async def test_reset_connections_drops_what_the_kernel_has_not_sent() -> None:
+    """SO_LINGER 0 then abort: the peer sees a reset, not the bytes still queued on our side."""
+    received = bytearray()
+    reset = asyncio.Event()
+    go_read = asyncio.Event()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await go_read.wait()  # a broker that stopped reading (a cut link)
+        try:
+            while chunk := await reader.read(1 << 16):
+                received.extend(chunk)
+        except ConnectionResetError:
+            reset.set()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    sent = 64 << 20  # far more than the socket buffers hold: most of it is still ours
+    writer.write(b"x" * sent)
+    await asyncio.sleep(0.2)
+
+    class Conn:
+        _writer = writer
+
+    class Client:
+        _conns = {0: Conn()}
+
+    assert reset_connections(Client()) == 1
+    go_read.set()
+    await asyncio.wait_for(reset.wait(), 10)
+    assert len(received) < sent, "the whole write reached the peer"
+    server.close()
+    await server.wait_closed()
