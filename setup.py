@@ -35,6 +35,8 @@ COMPILED = [
     "agentstream/tables/cache.py",
     "agentstream/tables/partition.py",
     "agentstream/tables/table.py",
+    "agentstream/tables/windows.py",
+    "agentstream/tables/windowed.py",
     "agentstream/transport/kafka/batches.py",
     "agentstream/transport/kafka/producer.py",
     "agentstream/transport/kafka/reader.py",

@@ -59,9 +59,14 @@ async def _send_changelog(producer: Any, part: TablePartition, chunks: list[list
     """Send one partition's changelog records, in order (delivery is awaited by the producer flush)."""
     topic = part.table.changelog_topic.name
     partition = part.partition
+    send_now = getattr(producer, "send_now", None)  # a transaction's sender has only send()
+    last = part.last_send
     for items in chunks:
         for key, value in items:
-            part.last_send = await producer.send(topic, key, value, partition=partition)
+            # the producer's synchronous append while its open batch has room: no coroutine per record
+            delivery = None if send_now is None else send_now(topic, key, value, partition, None, None)
+            last = await producer.send(topic, key, value, partition=partition) if delivery is None else delivery
+    part.last_send = last
 
 
 class TableManager:
@@ -336,8 +341,9 @@ class TableManager:
                 out[p] = None if before is None or lag is None else before + lag
         return out
 
-    def queue_send(self, part: TablePartition, items: Iterable[tuple[bytes, bytes | None]]) -> None:
-        self._sends.append((part, list(items)))
+    def queue_send(self, part: TablePartition, items: list[tuple[bytes, bytes | None]]) -> None:
+        """A partition's ChangelogSink: ``items`` is the partition's own new list (kept, not copied)."""
+        self._sends.append((part, items))
 
     def dirty(self, writer: Any = None) -> bool:
         """Writes waiting for a commit (exactly_once: task ``writer``'s)."""

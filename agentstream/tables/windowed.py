@@ -49,6 +49,8 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from mypy_extensions import mypyc_attr
+
 from ..clock import clock_for
 from ..codecs import Codec
 from ..durations import Seconds
@@ -320,8 +322,9 @@ class _WindowState:
         return self.part_for(kb, False).get_bytes(self.window_key(kb, start))
 
     # -- writes ----------------------------------------------------------------------------------
-    def write(self, key: Any, ts: float, values: Mapping[WindowRange, Any]) -> bool:
+    def write(self, key: Any, ts: float, values: Mapping[WindowRange, Any], wkeys: list[bytes] | None = None) -> bool:
         """Advance stream time to ``ts`` and write ``values`` to the windows that are still open.
+        ``wkeys``: the windows' store keys in ``values``' order, when the caller has them.
 
         Returns False (and counts the record as late) when none was open.
         """
@@ -337,11 +340,15 @@ class _WindowState:
                 part.set(STREAM_TIME_KEY, _StreamTimeMark(ts_ms))
         st = pw.stream_ms
         wrote = False
+        if wkeys is not None and len(wkeys) != len(values):
+            wkeys = None
+        i = -1
         for (start, end), value in values.items():
+            i += 1
             end_ms = _ms(end)
             if end_ms + self._grace_ms <= st or end_ms <= pw.closed_ms:
                 continue  # this window is closed (by stream time, or expired by the wall clock)
-            wk = self.window_key(kb, start)
+            wk = self.window_key(kb, start) if wkeys is None else wkeys[i]
             part.set(wk, value)
             wrote = True
             if wk not in pw.known:
@@ -544,6 +551,7 @@ def _exists(part: TablePartition, key: bytes) -> bool:
 _MISSING: Any = object()
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a public class: apps subclass it
 class WindowSet:
     """The windows of one key (what ``windowed_table[key]`` returns, Faust's WindowSet).
 
@@ -552,7 +560,7 @@ class WindowSet:
     hands the results to :meth:`WindowedTable.__setitem__`, which writes the open ones.
     """
 
-    __slots__ = ("table", "key", "event", "_ts", "_updates")
+    __slots__ = ("table", "key", "event", "_ts", "_updates", "_wkeys")
 
     def __init__(
         self,
@@ -561,12 +569,16 @@ class WindowSet:
         event: Event | None,
         ts: float | None = None,
         updates: dict[WindowRange, Any] | None = None,
+        wkeys: list[bytes] | None = None,
     ) -> None:
         self.table = table
         self.key = key
         self.event = event
         self._ts = ts
         self._updates = updates
+        # The store keys of ``updates``' windows, in its order, when ``apply`` made them: the
+        # write that follows a read-modify-write does not build them again.
+        self._wkeys = wkeys
 
     # -- reads -----------------------------------------------------------------------------------
     def _at(self, timestamp: float) -> Any:
@@ -628,9 +640,19 @@ class WindowSet:
     # -- arithmetic: Faust's ``table[key] += 1`` ---------------------------------------------------
     def apply(self, op: Callable[[Any, Any], Any], other: Any) -> WindowSet:
         """``op(window value, other)`` for every window of the record's time, to be assigned back."""
-        ts = self.table.time_of(self.event)
-        updates = {r: op(self.table._get(self.key, r[0]), other) for r in self.table.window.ranges(ts)}
-        return WindowSet(self.table, self.key, self.event, ts, updates)
+        table = self.table
+        ts = table.time_of(self.event)
+        state = table._state
+        kb = state.table._key_dumps(self.key)
+        part = state.part_for(kb, False)
+        updates: dict[WindowRange, Any] = {}
+        wkeys: list[bytes] = []
+        for r in table.window.ranges(ts):
+            wk = state.window_key(kb, r[0])
+            found, value = part.get_bytes(wk)
+            updates[r] = op(value if found else table._missing(self.key, r), other)
+            wkeys.append(wk)
+        return WindowSet(table, self.key, self.event, ts, updates, wkeys)
 
     def __iadd__(self, other: Any) -> WindowSet:
         return self.apply(operator.add, other)
@@ -672,6 +694,7 @@ class WindowSet:
         return f"<WindowSet {self.table.name}[{self.key!r}]>"
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a public class: apps subclass it
 class WindowedTable:
     """A table of ``(key, window)`` -> value (Faust's WindowWrapper); see the module docstring.
 
@@ -769,7 +792,7 @@ class WindowedTable:
             if value._updates is None or value._ts is None:
                 return  # ``wt[k] = wt[k]``: nothing changed
             self._index(key)
-            self._state.write(key, value._ts, value._updates)
+            self._state.write(key, value._ts, value._updates, value._wkeys)
             return
         self._index(key)
         ts = self.time_of()
@@ -835,6 +858,7 @@ class WindowedTable:
         return f"<WindowedTable {self.name} {self.window!r} grace={self.grace} relative_to={self.relative_mode}>"
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a public class: apps subclass it
 class WindowedView:
     """What ``wt.items()``/``keys()``/``values()`` return: iterating gives every window held here;
     ``now()``, ``current()`` and ``delta(d)`` pick one window per key (Faust's windowed views)."""
@@ -876,9 +900,7 @@ class WindowedView:
         return self._per_key(lambda ws: ws.delta(d, event))
 
 
-def windowed(
-    table: Table, window: HoppingWindow, grace: Seconds, on_window_close: WindowCloseCallback | None
-) -> WindowedTable:
+def windowed(table: Table, window: Any, grace: Seconds, on_window_close: WindowCloseCallback | None) -> WindowedTable:
     """Make ``table`` windowed (once): the implementation of ``tumbling()``/``hopping()``."""
     existing: _WindowState | None = getattr(table, "_windowed", None)
     if existing is not None:

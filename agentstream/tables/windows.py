@@ -19,6 +19,7 @@ import json
 import struct
 
 import orjson
+from mypy_extensions import mypyc_attr
 
 __all__ = [
     "HoppingWindow",
@@ -40,6 +41,7 @@ def _ms(seconds: float) -> int:
     return round(seconds * 1000)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a public class: apps subclass it
 class HoppingWindow:
     """Windows of ``size`` seconds starting every ``step`` seconds (``0 < step <= size``)."""
 
@@ -112,6 +114,7 @@ class HoppingWindow:
         return f"{type(self).__name__}(size={self.size}, step={self.step}, expires={self.expires})"
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a public class: apps subclass it
 class TumblingWindow(HoppingWindow):
     """Non-overlapping windows: each timestamp is in exactly one."""
 
@@ -122,6 +125,7 @@ class TumblingWindow(HoppingWindow):
         return f"TumblingWindow(size={self.size}, expires={self.expires})"
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a public class: apps subclass it
 class SlidingWindow(HoppingWindow):
     """Faust's ``SlidingWindow(before, after, expires)``: each record has its own window
     ``[t - before, t + after)`` around its time ``t`` (a window per record, not per step).
