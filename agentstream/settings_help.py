@@ -27,7 +27,10 @@ HELP: dict[str, str] = {
     "max_task_idle": "seconds a task waits for an empty input that still has lag before it processes the others",
     "buffer_max_records": "records buffered per partition before the fetcher stops fetching it",
     "max_poll_records": "records one poll of the consumer returns at most",
-    "session_timeout": "seconds without a heartbeat before the group coordinator drops a worker",
+    "session_timeout": (
+        "seconds without a heartbeat before the group coordinator drops a worker; a worker that had no "
+        "answer for about this long fences itself first (drops its unacknowledged writes, rejoins)"
+    ),
     "heartbeat_interval": "seconds between heartbeats to the group coordinator (about a third of session_timeout)",
     "rebalance_timeout": "seconds the coordinator waits for every member to rejoin during a rebalance",
     "shutdown_timeout": "seconds a stopping worker waits for its agents and the final commit",

@@ -11,10 +11,11 @@ session timeout passed since the coordinator last heard from it; the worker know
 of the last request the coordinator answered (``Consumer.membership_deadline``). A margin before
 that deadline, if it still holds tasks, it:
 
-1. drops every record its producer has not had acknowledged, resetting the connections so the
+1. closes its tasks dirty (they commit nothing more; their table partitions drop uncommitted
+   writes and restore from the changelog when assigned again) and stops feeding them; an agent
+   whose send the fence refuses ends quietly;
+2. drops every record its producer has not had acknowledged, resetting the connections so the
    kernel does not deliver them later either (``Producer.fence``);
-2. closes its tasks dirty (they commit nothing more; their table partitions drop uncommitted
-   writes and restore from the changelog when assigned again) and stops feeding them;
 3. asks to rejoin. The producer takes sends again once the next assignment starts
    (``Worker._start_assignment``).
 
@@ -78,10 +79,10 @@ async def fence(worker: Worker, deadline: float) -> None:
         "(their records are handled again from the committed offsets) and it rejoins",
         exc,
     )
+    if worker.task_manager is not None:
+        worker.task_manager.fenced(exc)  # first: a send the fence refuses then ends a dirty task's agent quietly
     app = worker.app
     if app._producer_started:
         await app.producer.fence(exc)
-    if worker.task_manager is not None:
-        worker.task_manager.fenced(exc)
     if worker.consumer is not None:
         worker.consumer.request_rejoin()

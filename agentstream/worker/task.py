@@ -19,6 +19,7 @@ from ..clock import Clock, clock_for
 from ..events import Event, set_current_event
 from ..exceptions import (
     AgentError,
+    GroupFenced,
     KeyDecodeError,
     StopProcessing,
     StoreError,
@@ -512,6 +513,13 @@ class StreamTask(PolledInput):
                 return
             except WorkerStopped:
                 return
+            except GroupFenced:
+                if self.dirty is not None:
+                    # Fenced (worker/fencing.py): the task closes at the rejoin and its records go
+                    # to the partition's next owner; a send refused meanwhile ends the instance.
+                    log.info("task %s: agent %s stopped by the fence", self.id, self.agent.name)
+                    return
+                raise
             except _NOT_HANDLED:
                 raise  # a record whose output cannot be produced or stored is never skipped: stop uncommitted
             except Exception as exc:

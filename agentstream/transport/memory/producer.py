@@ -39,13 +39,15 @@ class MemoryProducer(Appender):
         self._epoch = -1
         self._txn: Transaction | None = None
         self._failure: str | None = None  # raised by every flush until stop() / abort_transaction()
+        self._fenced: BaseException | None = None  # fence() .. unfence(): sends and flushes raise it
 
     async def fence(self, error: BaseException) -> None:
-        """Nothing to drop: every send was appended at once. Flushes raise ``error`` until :meth:`unfence`."""
-        self._failure = self._failure or str(error)
+        """Nothing to drop (every send was appended at once); sends and flushes raise ``error``
+        until :meth:`unfence`, as the kafka:// producer's do."""
+        self._fenced = error
 
     async def unfence(self) -> None:
-        self._failure = None
+        self._fenced = None
 
     async def start(self) -> None:
         if self.transactional_id is not None and not self._started:
@@ -143,6 +145,8 @@ class MemoryProducer(Appender):
     ) -> asyncio.Future[RecordMetadata]:
         """The memory broker appends at once: every send is a synchronous one."""
         self._check_running("before send()")
+        if self._fenced is not None:
+            raise self._fenced
         txn = self._open_txn() if self.transactional_id is not None else None
         if txn is not None:
             self._check_not_failed(txn, "send")
@@ -180,6 +184,8 @@ class MemoryProducer(Appender):
         return fut
 
     async def flush(self) -> None:
+        if self._fenced is not None:
+            raise self._fenced
         if self._failure is not None:
             raise ProducerError(self._failure)
 

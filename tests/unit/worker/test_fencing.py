@@ -8,6 +8,7 @@ them any more (a zombie's late writes would land after the new owner's), and rej
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any
 
@@ -303,3 +304,65 @@ async def test_reset_connections_drops_what_the_kernel_has_not_sent() -> None:
     assert len(received) < sent, "the whole write reached the peer"
     server.close()
     await server.wait_closed()
+
+
+async def test_an_agent_whose_send_the_fence_refuses_ends_quietly_and_the_worker_goes_on(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An agent in the middle of a record when the worker fences itself: its next send raises the
+    fence (MembershipLapsed). That ends the dirty task's agent quietly (no error policy, no worker
+    stop); the record is handled again after the rejoin and nothing is lost."""
+    app = agentstream.App(
+        "fence-agent",
+        broker="memory://fence-agent",
+        topic_partitions=1,
+        store="memory://",
+        web_enabled=False,
+        commit_interval=1000.0,
+        shutdown_timeout=5.0,
+    )
+    source = app.topic("src", key_type=str, value_type=int)
+    out = app.topic("out", key_type=str, value_type=int)
+    release = asyncio.Event()
+    refused: list[BaseException] = []
+
+    @app.agent(source)
+    async def relay(stream: agentstream.Stream) -> None:
+        async for key, value in stream.items():
+            if value == 1 and not release.is_set():
+                await release.wait()  # the fence comes while this record is in hand
+            try:
+                await out.send(key=key, value=value)
+            except MembershipLapsed as exc:
+                refused.append(exc)
+                raise
+
+    lapsed = [False]
+    monkeypatch.setattr(
+        MemoryConsumer, "membership_deadline", lambda self: time.monotonic() - 1.0 if lapsed[0] else None
+    )
+    monkeypatch.setattr(MemoryConsumer, "request_rejoin", lambda self: None)  # the broker is out of reach
+    worker = Worker(app)
+    await worker.start()
+    try:
+        await until(worker.assigned.is_set)
+        tasks = list(worker.tasks.values())
+        await source.send(key="a", value=1, partition=0)
+        await asyncio.sleep(0.05)
+        lapsed[0] = True
+        await until(lambda: all(t.dirty is not None for t in tasks))
+        lapsed[0] = False
+        release.set()
+        await until(lambda: bool(refused))
+        await asyncio.sleep(0.1)
+        stopped = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+        assert not stopped, f"a send refused by the fence went to the error policy: {stopped}"
+        assert worker.lifecycle.state.value == "running", "a send refused by the fence stopped the worker"
+        memory(app)._broker.groups[app.id].request_rebalance()  # the broker back: the rejoin
+        memory(app)._broker.wake()
+        await until(lambda: len(memory(app).read_topic("out")) >= 1)  # handled again after the rejoin
+        await source.send(key="a", value=2, partition=0)
+        await until(lambda: len(memory(app).read_topic("out")) >= 2)
+        assert worker.lifecycle.state.value in ("running", "rebalancing"), "the worker stopped"
+    finally:
+        await worker.stop()
