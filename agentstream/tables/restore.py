@@ -43,7 +43,6 @@ PROGRESS_EVERY = 3.0  # seconds between progress lines
 # caught-up changelog comes back after the reader's short fetch wait), and the poll does not
 # return before its timeout when a fetch brings no records.
 POLL_MS = 50
-HOLDS_POLLS = 40  # _holds(): polls (of up to POLL_MS) for the record before the checkpoint
 DEFAULT_TIMEOUT = 300.0
 
 # Changelog records skipped (null key or undecodable value), per changelog topic, since the
@@ -226,36 +225,11 @@ class Restorer:
         if hw is None:
             return False  # no fetch answered yet: wait
         if pos > hw:
-            if await self._holds(tp, pos, hw):
-                return True  # at the end: the broker's high watermark was low
             # The checkpoint is beyond the changelog's end (it was recreated shorter).
             self._wipe(tp, part, starts, 0, f"it is beyond the changelog's end {hw}")
             consumer.seek(tp, 0)
             return False
         return pos >= hw
-
-    async def _holds(self, tp: TP, pos: int, hw: int) -> bool:
-        """Does the changelog hold offset ``pos - 1`` though a fetch said it ends at ``hw < pos``?
-
-        The dev broker (tansu) answers a fetch at a partition's very end with the base offset of
-        its last batch + 1 as the high watermark, so a checkpoint taken at the end looks beyond it
-        and would wipe a caught-up store. Reading from ``hw - 1`` tells: the batch there runs on to
-        ``pos - 1``, or the changelog really is shorter (recreated). The reader ends back at ``pos``.
-        """
-        if hw <= 0:
-            return False
-        consumer = self.consumer
-        consumer.seek(tp, hw - 1)
-        last = -1
-        for _ in range(HOLDS_POLLS):
-            if last >= 0:
-                break
-            batches = await consumer.getmany(tp, timeout_ms=POLL_MS)
-            messages = batches.get(tp)
-            if messages:
-                last = messages[-1].offset
-        consumer.seek(tp, pos)
-        return last >= pos - 1
 
     def _wipe(self, tp: TP, part: TablePartition, starts: dict[TP, int], new_start: int, why: str) -> None:
         log.warning(

@@ -127,33 +127,6 @@ async def test_a_checkpoint_beyond_the_end_wipes_and_restores_from_zero(
     assert b"stale" not in dict(part.store.items()) and len(part.store) == 10
 
 
-class LowHighwaterConsumer(SlowConsumer):
-    """The dev broker's (tansu's) answer to a fetch at a partition's very end: the base offset of
-    its last batch + 1 as the high watermark, below the real end."""
-
-    def __init__(self, inner: MemoryConsumer, reported: int) -> None:
-        super().__init__(inner, 0)
-        self.reported = reported
-
-    def highwater(self, tp: TP) -> int | None:
-        hw = self.inner.highwater(tp)
-        return None if hw is None else min(hw, self.reported)
-
-
-async def test_a_checkpoint_at_the_end_survives_a_high_watermark_reported_low(
-    transport: MemoryTransport, tmp_path: Path
-) -> None:
-    """A caught-up copy (a warm-up taking over) keeps its store: the record before the checkpoint
-    is read back to tell a low high watermark from a changelog recreated shorter (which wipes)."""
-    await fill(transport, [(b"k%d" % i, b"%d" % i) for i in range(10)])
-    part = partition(tmp_path, offset=10)
-    part.store.put(b"kept", b"1")
-    reader = LowHighwaterConsumer(await consumer(transport), reported=6)
-    n = await asyncio.wait_for(Restorer(reader, "test").run({TP0: part}), 10)  # type: ignore[arg-type]
-    assert n == 0 and part.changelog_offset == 10
-    assert dict(part.store.items()) == {b"kept": b"1"}, "a caught-up store was wiped"
-
-
 async def test_restore_passes_aborted_transaction_records(transport: MemoryTransport, tmp_path: Path) -> None:
     p = transport.producer(transactional_id="rs-0_0")
     await p.start()
