@@ -840,7 +840,7 @@ class WindowedTable:
         keys = self._index_keys()
         if keys is not None:
             return iter(keys)
-        return (k for k, _ in self._state.items())
+        return iter([k for k, _ in self._state.items()])  # a list: mypyc builds one for a generator anyway
 
     def __len__(self) -> int:
         """The windows held here; with a key index, the keys (Faust's ``len()``)."""
@@ -874,15 +874,15 @@ class WindowedView:
             return self._per_key(lambda ws: ws.value(event))
         pairs = self._table._state.items()
         if self._kind == "keys":
-            return (k for k, _ in pairs)
+            return iter([k for k, _ in pairs])
         if self._kind == "values":
-            return (v for _, v in pairs)
+            return iter([v for _, v in pairs])
         return pairs
 
     def _per_key(self, read: Callable[[WindowSet], Any]) -> Iterator[Any]:
         event = self._event if self._event is not None else current_event()
         indexed = self._table._index_keys()
-        keys = indexed if indexed is not None else dict.fromkeys(k for (k, _), _ in self._table._state.items())
+        keys = indexed if indexed is not None else dict.fromkeys([k for (k, _), _ in self._table._state.items()])
         for key in keys:
             try:
                 value = read(WindowSet(self._table, key, event))
