@@ -51,10 +51,11 @@ __all__ = ["StreamTask", "TaskId", "FATAL_IN_AGENT"]
 
 _RUNNING: Final = TaskState.RUNNING
 MAX_RESTART_DELAY = 30.0
-# A task with records buffered never suspends between them, so with a backlog nothing else on the
-# loop would run: not the commit loop, not the other tasks' fetches, not aiokafka's heartbeats (a
-# 1M-record backlog held the loop for 30 s, past the session timeout). Every YIELD_CHECK records
-# the task looks at its clock and lets the loop run once it held it YIELD_AFTER seconds.
+# A task with records buffered never suspends between them (the stream's synchronous pull), so
+# while it has a backlog the commit loop, the producer's sender and aiokafka's heartbeats run only
+# when its buffers run dry. Every YIELD_CHECK records the task looks at its clock and lets the loop
+# run once it held it YIELD_AFTER seconds: a heavy record (a large-state update costs 30 us) cannot
+# hold the loop for a whole buffer (1,000 records a partition).
 YIELD_CHECK: Final = 64
 YIELD_AFTER: Final = 0.005
 

@@ -110,6 +110,7 @@ class KafkaProducer(Appender):
 
     async def stop(self) -> None:
         producer, self._producer = self._producer, None
+        self._fenced = None  # a stopped producer starts afresh
         self._batches.reset()
         if producer is not None:
             await producer.stop()
