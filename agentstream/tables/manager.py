@@ -370,17 +370,13 @@ class TableManager:
             self._sends = [s for s in self._sends if s[0].writer != writer]
         if producer is None:
             producer = self.producer
-        by_part: dict[int, tuple[TablePartition, list[list[tuple[bytes, bytes | None]]]]] = {}
+        by_part: dict[TablePartition, list[list[tuple[bytes, bytes | None]]]] = {}
         for part, items in sends:
-            by_part.setdefault(id(part), (part, []))[1].append(items)
-        if len(by_part) <= 1:
-            for part, chunks in by_part.values():
-                await _send_changelog(producer, part, chunks)
-            return
+            by_part.setdefault(part, []).append(items)
         # One sender per partition, side by side: a partition's next batch waits until the
         # broker took its previous one, so partition after partition would add those waits up
         # (a 1M-key table's commit took 6 s). Each partition's records keep their order.
-        senders = [asyncio.ensure_future(_send_changelog(producer, p, c)) for p, c in by_part.values()]
+        senders = [asyncio.ensure_future(_send_changelog(producer, p, c)) for p, c in by_part.items()]
         try:
             await asyncio.gather(*senders)
         except BaseException:

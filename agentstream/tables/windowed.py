@@ -340,15 +340,12 @@ class _WindowState:
                 part.set(STREAM_TIME_KEY, _StreamTimeMark(ts_ms))
         st = pw.stream_ms
         wrote = False
-        if wkeys is not None and len(wkeys) != len(values):
-            wkeys = None
-        i = -1
-        for (start, end), value in values.items():
-            i += 1
+        if wkeys is None or len(wkeys) != len(values):
+            wkeys = [self.window_key(kb, start) for start, _ in values]
+        for ((_, end), value), wk in zip(values.items(), wkeys):
             end_ms = _ms(end)
             if end_ms + self._grace_ms <= st or end_ms <= pw.closed_ms:
                 continue  # this window is closed (by stream time, or expired by the wall clock)
-            wk = self.window_key(kb, start) if wkeys is None else wkeys[i]
             part.set(wk, value)
             wrote = True
             if wk not in pw.known:

@@ -48,6 +48,17 @@ class Accumulator:
         self.sent = []
         self.failure = None
 
+    def fail_all(self, error: BaseException) -> None:
+        """Fail every open and handed-over batch with ``error`` (a fence), which every later flush
+        raises; also when every batch had already been delivered."""
+        for batches in list(self.open.values()):
+            for batch in list(batches.values()):
+                batch.fail(error)
+        for batch in self.sent:
+            batch.fail(error)
+        if self.failure is None:
+            self.failure = (str(error), error)
+
     def take_sent(self) -> list[OpenBatch]:
         """The batches handed over since the last call (a flush waits for exactly these)."""
         sent, self.sent = self.sent, []

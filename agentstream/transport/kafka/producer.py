@@ -132,14 +132,7 @@ class KafkaProducer(Appender):
         if self._fenced is not None:
             return
         self._fenced = error
-        batches = self._batches
-        for open_batches in list(batches.open.values()):
-            for batch in list(open_batches.values()):
-                batch.fail(error)
-        for batch in batches.sent:
-            batch.fail(error)
-        if batches.failure is None:  # every batch had been delivered: flush raises the fence anyway
-            batches.failure = (str(error), error)
+        self._batches.fail_all(error)
         client, self._producer = self._producer, None
         if client is not None:
             await abort_producer(client, error)

@@ -77,6 +77,16 @@ async def feed(app: agentstream.App, n: int) -> None:
         await app.topics["src"].send(key="a", value=1, partition=0)
 
 
+async def five_committed_then_two_more(app: agentstream.App, worker: Worker, handled: list[int]) -> None:
+    """Once assigned: 5 records handled and committed, then 2 more handled, not committed."""
+    await until(worker.assigned.is_set)
+    await feed(app, 5)
+    await until(lambda: handled[0] == 5)
+    assert await worker.commit()
+    await feed(app, 2)
+    await until(lambda: handled[0] == 7)
+
+
 async def test_fenced_periodic_commit_closes_the_tasks_dirty_and_the_zombie_writes_nothing_more() -> None:
     app, table, handled = counting_app("fence-periodic", commit_interval=0.05)
     tp = TP("src", 0)
@@ -120,12 +130,7 @@ async def test_fenced_commit_at_revoke_commits_nothing_and_drops_pending_writes(
     worker = Worker(app)
     await worker.start()
     try:
-        await until(worker.assigned.is_set)
-        await feed(app, 5)
-        await until(lambda: handled[0] == 5)
-        assert await worker.commit()
-        await feed(app, 2)
-        await until(lambda: handled[0] == 7)
+        await five_committed_then_two_more(app, worker, handled)
         assert worker.consumer is not None
         assignment = set(worker.consumer.assignment())
         with FailingCall(MemoryConsumer, "commit", GroupFenced) as fence:
@@ -217,12 +222,7 @@ async def test_a_lapsed_membership_fences_the_worker_which_rejoins_and_loses_not
     worker = Worker(app)
     await worker.start()
     try:
-        await until(worker.assigned.is_set)
-        await feed(app, 5)
-        await until(lambda: handled[0] == 5)
-        assert await worker.commit()
-        await feed(app, 2)
-        await until(lambda: handled[0] == 7)
+        await five_committed_then_two_more(app, worker, handled)
         tasks = list(worker.tasks.values())
         before = set(map(id, tasks))
         lapsed[0] = True
