@@ -352,9 +352,16 @@ class Worker:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.shutdown_timeout
         log.info("worker for %s stopping", self.app.id)
-        for t in self._background:
-            t.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        # A periodic commit in flight finishes first: cancelled mid-way it would close every task
+        # dirty, and the next start would restore what this stop could have checkpointed.
+        held = await self._hold_commit_lock(deadline)
+        try:
+            for t in self._background:
+                t.cancel()
+            await asyncio.gather(*self._background, return_exceptions=True)
+        finally:
+            if held:
+                self._commit_lock.release()
         self._background.clear()
         if self._starting is not None:
             self._starting.cancel()
@@ -393,6 +400,18 @@ class Worker:
         runtime.unbind(self.app, self)
         self.lifecycle.to(WorkerState.DEAD)
         log.info("worker for %s stopped", self.app.id)
+
+    async def _hold_commit_lock(self, deadline: float) -> bool:
+        """Wait, until ``deadline`` at most, for a commit in flight; True when the lock is now held."""
+        if not self._commit_lock.locked():
+            await self._commit_lock.acquire()  # free: taken at once, whatever the deadline
+            return True
+        try:
+            await asyncio.wait_for(self._commit_lock.acquire(), max(deadline - asyncio.get_running_loop().time(), 0))
+        except TimeoutError:
+            log.warning("the commit in flight did not finish within shutdown_timeout; it is cut short")
+            return False
+        return True
 
     async def _bounded(self, coro: Awaitable[object], what: str, deadline: float) -> None:
         try:

@@ -46,9 +46,9 @@ async def _run(app: agentstream.App, send: int = 0) -> tuple[int, int]:
         if send:
             producer = app.transport.producer()
             await producer.start()
-            for i in range(send):  # key k<j> always on partition j % 2: the table key's own partition
+            for i in range(send):  # no partition given: the key's own, as the table partitions it
                 j = i % 50
-                await producer.send("ticks", f"k{j}".encode(), b"1", partition=j % 2)
+                await producer.send("ticks", f"k{j}".encode(), b"1")
             await producer.flush()
             await producer.stop()
             for _ in range(500):
@@ -74,3 +74,36 @@ async def test_without_its_data_dir_a_worker_restores_the_whole_changelog(tmp_pa
     restored, keys = await _run(counting_app(app_id, broker, tmp_path / "b"))  # a new host: no state
     # every changelog record: at least one per key (the table cache writes a key once per commit)
     assert keys == 50 and restored >= 50
+
+
+async def test_a_stop_during_a_periodic_commit_lets_it_finish(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stop waits for the commit in flight instead of cancelling it (which closes every task
+    dirty), so the restart still restores nothing."""
+    from agentstream.transport.memory import MemoryProducer
+
+    broker, app_id = f"memory://ck-{uuid.uuid4().hex[:8]}", f"ck-{uuid.uuid4().hex[:6]}"
+    app = counting_app(app_id, broker, tmp_path)
+    worker = Worker(app)
+    in_flush = asyncio.Event()
+    real_flush = MemoryProducer.flush
+
+    async def slow_flush(self: MemoryProducer) -> None:  # a broker slow to take the commit's records
+        in_flush.set()
+        await asyncio.sleep(0.3)
+        await real_flush(self)
+
+    await worker.start()
+    try:
+        await asyncio.wait_for(worker.assigned.wait(), 10)
+        producer = app.transport.producer()
+        await producer.start()
+        for i in range(100):
+            await producer.send("ticks", f"k{i % 50}".encode(), b"1")
+        await producer.flush()
+        await producer.stop()
+        monkeypatch.setattr(MemoryProducer, "flush", slow_flush)
+        await asyncio.wait_for(in_flush.wait(), 10)  # the periodic commit is delivering
+    finally:
+        await worker.stop()
+    monkeypatch.setattr(MemoryProducer, "flush", real_flush)
+    assert await _run(counting_app(app_id, broker, tmp_path)) == (0, 50)
