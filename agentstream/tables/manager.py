@@ -20,7 +20,7 @@ from ..exceptions import StoreCorrupt, StoreError, StoreUnavailable
 from ..lifecycle import PartitionState
 from ..transport.base import TP, Consumer
 from .partition import TablePartition
-from .restore import Restorer, changelog_entries
+from .restore import RESET, Restorer, changelog_entries, restart_from
 from .store import destroy_store, store_for
 from .table import Table
 
@@ -300,13 +300,41 @@ class TableManager:
             batches = await consumer.getmany(timeout_ms=500, max_records=10_000)
             for tp, messages in batches.items():
                 part = parts[tp]
+                if messages[0].offset < (part.changelog_offset or 0) and not part.active:
+                    self._refollow(tp, part, messages[0].offset, RESET)  # reset, and these came from there
                 part.store.write_batch(changelog_entries(part, messages))  # skips null-key/undecodable records
                 part.changelog_offset = messages[-1].offset + 1
+            for tp, part in parts.items():
+                if part.active:
+                    continue  # a global table's: restored (and checked) before it became active
+                pos = await consumer.position(tp)
+                restart = restart_from(pos, part.changelog_offset or 0, consumer.highwater(tp))
+                if restart is not None:
+                    self._refollow(tp, part, *restart)
+                    if restart[0] != pos:
+                        consumer.seek(tp, restart[0])
+                elif pos > (part.changelog_offset or 0):
+                    part.changelog_offset = pos  # transaction markers hold offsets no record comes for
             if time.monotonic() - last_checkpoint > self.settings.commit_interval:
                 for part in parts.values():
                     if not part.active:
                         part.checkpoint()
                 last_checkpoint = time.monotonic()
+
+    def _refollow(self, tp: TP, part: TablePartition, offset: int, why: str) -> None:
+        """A standby or warm-up copy whose changelog was deleted or recreated: start it over empty."""
+        log.warning(
+            "table %s partition %d: the standby copy at changelog offset %d of %s is unusable (%s); "
+            "wiping it and following from offset %d",
+            part.table.name,
+            part.partition,
+            part.changelog_offset or 0,
+            tp,
+            why,
+            offset,
+        )
+        part.store.wipe()
+        part.changelog_offset = offset
 
     # -- commit steps -----------------------------------------------------------------------------------
     async def settle_callbacks(self) -> None:
@@ -333,7 +361,9 @@ class TableManager:
                 if part.active:
                     lag = 0
                 elif consumer is not None and tp in self._followed and (end := consumer.highwater(tp)) is not None:
-                    lag = max(0, end - (part.changelog_offset or 0))
+                    # A copy beyond the end belongs to an older changelog: all of it is to read.
+                    offset = part.changelog_offset or 0
+                    lag = end - offset if offset <= end else end
                 else:  # not followed now (between a revoke and the next assignment): as last seen
                     lag = known.get((table.name, p))
                 known[(table.name, p)] = lag

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentstream.tables")
 
-__all__ = ["Restorer", "PROGRESS_EVERY", "SKIPPED", "changelog_columns", "changelog_entries"]
+__all__ = ["Restorer", "PROGRESS_EVERY", "SKIPPED", "changelog_columns", "changelog_entries", "restart_from"]
 
 PROGRESS_EVERY = 3.0  # seconds between progress lines
 # One poll's wait; an empty answer just means "wait", never "done". Short: the end of a partition
@@ -127,6 +127,30 @@ def _skip(part: TablePartition, m: Message, problem: str) -> None:
     )
 
 
+RESET = "the reader was reset to the changelog's start"
+
+
+def restart_from(position: int, start: int, end: int | None) -> tuple[int, str] | None:
+    """Where a changelog reader must start over, and why, when the store it fills cannot be kept.
+
+    ``start``: the offset the store holds everything below (its checkpoint, or what its reader
+    has written so far); ``end``: the high watermark of the reader's latest fetch. The store is
+    wiped when the changelog was deleted or recreated under it, which a reader sees as either
+
+    - a position below ``start``: the broker reset it (out of range: Kafka resets to the start);
+    - a position beyond ``end``: a broker that answers a fetch past the end without an error (the
+      dev broker) leaves it there, so it starts over from offset 0.
+
+    Both readers ask it: the restore, and the follower of standby and warm-up copies (a host whose
+    data dir outlived its changelog must not count its old checkpoint as caught up).
+    """
+    if position < start:
+        return position, RESET
+    if end is not None and position > end:
+        return 0, f"it is beyond the changelog's end {end}"
+    return None
+
+
 class Restorer:
     """Replays changelog partitions into their stores until each reaches its fetch high watermark."""
 
@@ -186,7 +210,7 @@ class Restorer:
                 if messages[0].offset < starts[tp]:
                     # The reader was reset below the checkpoint: the changelog was deleted or
                     # recreated under it. Start over from an empty store.
-                    self._wipe(tp, found, starts, messages[0].offset, "the reader was reset to the changelog's start")
+                    self._wipe(tp, found, starts, messages[0].offset, RESET)
                 keys, values = changelog_columns(found, messages)
                 self.skipped += len(messages) - len(keys)
                 if keys:
@@ -215,20 +239,19 @@ class Restorer:
         """Has this partition's reader reached the high watermark of its latest fetch?"""
         consumer = self.consumer
         pos = await consumer.position(tp)
-        if pos < starts[tp]:
-            self._wipe(tp, part, starts, pos, "the reader was reset to the changelog's start")
-        elif pos > (part.changelog_offset or 0):
+        hw = consumer.highwater(tp)
+        restart = restart_from(pos, starts[tp], hw)
+        if restart is not None:
+            self._wipe(tp, part, starts, *restart)
+            if restart[0] != pos:
+                consumer.seek(tp, restart[0])
+            return False
+        if pos > (part.changelog_offset or 0):
             # Aborted transactions (and Kafka's commit markers) occupy offsets no record is
             # returned for: the reader's position, not the last record, says how far it got.
             part.changelog_offset = pos
-        hw = consumer.highwater(tp)
         if hw is None:
             return False  # no fetch answered yet: wait
-        if pos > hw:
-            # The checkpoint is beyond the changelog's end (it was recreated shorter).
-            self._wipe(tp, part, starts, 0, f"it is beyond the changelog's end {hw}")
-            consumer.seek(tp, 0)
-            return False
         return pos >= hw
 
     def _wipe(self, tp: TP, part: TablePartition, starts: dict[TP, int], new_start: int, why: str) -> None:

@@ -77,6 +77,9 @@ class Worker:
         web_port: int | None = None,
     ) -> None:
         self.name = name
+        xdist = os.environ.get("PYTEST_XDIST_WORKER")
+        if xdist:  # a module's fixture may run in each xdist process: one log file each, never shared
+            log_dir = log_dir / xdist  # (a worker's URL and readiness are read from its log)
         self.log_path = log_dir / f"{name}.log"
         self.data_dir = data_dir
         full_env = worker_env(broker_url)

@@ -76,7 +76,8 @@ class CompatWorker:
         self.framework = framework
         self.prefix = prefix
         self.port = free_port()
-        self.log_path = ARTIFACTS / f"{framework}-worker.log"
+        xdist = os.environ.get("PYTEST_XDIST_WORKER", "")  # the module fixture may run in each xdist process
+        self.log_path = ARTIFACTS / f"{framework}-worker{'-' + xdist if xdist else ''}.log"
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         env = worker_env(broker.url)
         env.update({"COMPAT_PREFIX": prefix, "COMPAT_BROKER": broker.url})

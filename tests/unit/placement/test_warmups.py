@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,12 +17,12 @@ from agentstream.worker.worker import Worker
 pytestmark = pytest.mark.asyncio
 
 
-def counting_app(app_id: str, broker: str, **settings: Any) -> agentstream.App:
+def counting_app(app_id: str, broker: str, store: str = "memory://", **settings: Any) -> agentstream.App:
     app = agentstream.App(
         app_id,
         broker=broker,
         topic_partitions=2,
-        store="memory://",
+        store=store,
         commit_interval=0.05,
         web_enabled=False,
         probing_rebalance_interval=0.1,
@@ -121,4 +122,62 @@ async def test_without_warmups_the_newcomer_takes_its_share_at_once() -> None:
         assert not wb.assignment.warmup
     finally:
         await wb.stop()
+        await wa.stop()
+
+
+async def _send(app: agentstream.App, keys: list[str]) -> None:
+    producer = app.transport.producer()
+    await producer.start()
+    for key in keys:  # no partition given: the key's own, as the table partitions it
+        await producer.send("ticks", key.encode(), b"1")
+    await producer.flush()
+    await producer.stop()
+
+
+async def _counted(workers: list[Worker], expect: int) -> None:
+    async def done() -> bool:
+        return sum([dict((await w.status()).agents).get("tally", 0) for w in workers]) >= expect
+
+    await _until(done, f"{expect} records counted")
+
+
+async def test_a_newcomer_whose_data_dir_outlived_its_changelog_warms_up_from_nothing(tmp_path: Path) -> None:
+    """The newcomer's data dir holds a copy of an older changelog (the app was reset, or the
+    broker's data lost), whose checkpoints lie beyond the new changelog's end. Its warm-up must
+    not count them as caught up: it wipes the copy and follows the changelog from its start, so
+    it takes its share without a restore and without the old keys."""
+    app_id = f"stale-{uuid.uuid4().hex[:6]}"
+    old_broker, broker = f"memory://stale-{uuid.uuid4().hex[:8]}", f"memory://fresh-{uuid.uuid4().hex[:8]}"
+    old = Worker(counting_app(app_id, old_broker, "rocksdb://", data_dir=str(tmp_path / "b")))
+    await old.start()
+    try:
+        await asyncio.wait_for(old.assigned.wait(), 30)
+        await _send(old.app, [f"old{i}" for i in range(1000)])  # about 500 changelog records a partition
+        await _counted([old], 1000)
+    finally:
+        await old.stop()
+
+    app_a = counting_app(app_id, broker, "rocksdb://", data_dir=str(tmp_path / "a"))
+    wa, wb = Worker(app_a), None
+    await wa.start()
+    try:
+        await asyncio.wait_for(wa.assigned.wait(), 30)
+        await _send(app_a, [f"k{i}" for i in range(400)])  # about 200 a partition: below the old ends
+        await _counted([wa], 400)
+        wb = Worker(counting_app(app_id, broker, "rocksdb://", data_dir=str(tmp_path / "b")))
+        await wb.start()
+        b = wb
+
+        async def split() -> bool:
+            return len(b.assignment.active) == 1 and len(wa.assignment.active) == 1
+
+        await _until(split, "the probing rebalance to hand the newcomer its share")
+        await _send(app_a, [f"k{i}" for i in range(400, 420)])
+        await _counted([wa, b], 420)
+        (table_a,), (table_b,) = (await wa.status()).tables, (await b.status()).tables
+        assert table_a.local_keys + table_b.local_keys == 420  # none of the 1000 old keys
+        assert b.tables is not None and b.tables.restored_records <= 20, b.tables.restored_records
+    finally:
+        if wb is not None:
+            await wb.stop()
         await wa.stop()
