@@ -17,7 +17,7 @@ from .channels import Channel, ChannelAgent, stream_of
 from .clock import clock_for
 from .crontab import CronSchedule
 from .durations import Seconds, to_seconds
-from .exceptions import ConfigError, TopologyError
+from .exceptions import ConfigError, GroupFenced, TopologyError
 from .naming import agent_topic_name, repartition_topic_name
 from .runtime import runtime_for
 from .settings import Settings
@@ -781,16 +781,20 @@ class App:
         if self._replies is not None:
             await self._replies.stop()
             self._replies = None
-        if self._producer is not None and self._producer_started:
-            try:
-                await self._producer.flush()
-            finally:
-                await self._producer.stop()
-        self._producer = None
-        self._producer_started = False
-        if self._transport is not None:
-            await self._transport.close()
-            self._transport = None
+        try:
+            if self._producer is not None and self._producer_started:
+                try:
+                    await self._producer.flush()
+                except GroupFenced as exc:  # its unsent records were dropped on purpose (worker/fencing.py)
+                    log.info("the producer is fenced, so nothing is left to flush: %s", exc)
+                finally:
+                    await self._producer.stop()
+        finally:
+            self._producer = None
+            self._producer_started = False
+            if self._transport is not None:
+                await self._transport.close()
+                self._transport = None
 
     # -- Faust's app-level API: finalize, flow control, send, leadership, client-only mode ----------
     finalized: bool = False

@@ -366,3 +366,24 @@ async def test_an_agent_whose_send_the_fence_refuses_ends_quietly_and_the_worker
         assert worker.lifecycle.state.value in ("running", "rebalancing"), "the worker stopped"
     finally:
         await worker.stop()
+
+
+async def test_a_fenced_producer_stops_quietly_and_the_clients_close(caplog: pytest.LogCaptureFixture) -> None:
+    """A worker stopping while fenced: the producer's flush would raise the fence, whose records
+    were dropped on purpose. Closing the clients says so at INFO and still closes the transport."""
+    app = agentstream.App("fence-stop", broker=f"memory://fence-stop-{time.monotonic_ns()}", web_enabled=False)
+    producer = await app.start_producer()
+    await producer.fence(MembershipLapsed("no answered heartbeat for the session timeout"))
+    transport = app.transport
+    closed: list[bool] = []
+    real_close = transport.close
+
+    async def close() -> None:
+        closed.append(True)
+        await real_close()
+
+    transport.close = close  # type: ignore[method-assign]
+    with caplog.at_level(logging.INFO, logger="agentstream.app"):
+        await app.stop_clients()  # no exception
+    assert closed, "the transport was not closed"
+    assert [r.levelno for r in caplog.records if "fenced" in r.getMessage()] == [logging.INFO]
