@@ -83,7 +83,9 @@ class SparkCluster:
                     )
             try:
                 status = self.master_status()
-            except OSError:
+            except (OSError, ValueError):
+                # not up yet; ValueError: the master's Jetty serves its HTML pages for a moment
+                # before the /json/ handler is attached (a JSONDecodeError, seen on a fresh clone)
                 status = {}
             alive = [w for w in status.get("workers", []) if w.get("state") == "ALIVE"]
             if alive:
