@@ -35,7 +35,8 @@ from .cluster import ROOT, worker_env
 ARTIFACTS = ROOT / "artifacts" / "faust_compat"
 SCENARIO_DIR = ROOT / "tests" / "faust_compat" / "scenarios"
 WORKER_APP = "tests.faust_compat.worker_app"
-SOURCE_TOPICS = ("concurrency", "words", "clicks", "set-ops", "echo", "points")  # worker_app's (it imports faust)
+# worker_app's (it imports faust)
+SOURCE_TOPICS = ("concurrency", "words", "clicks", "set-ops", "set-manager", "echo", "points")
 FRAMEWORKS = ("faust", "agentstream")
 
 
