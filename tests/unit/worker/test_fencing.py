@@ -231,7 +231,9 @@ async def test_a_lapsed_membership_fences_the_worker_which_rejoins_and_loses_not
         assert all(isinstance(t.dirty, MembershipLapsed) for t in tasks), "the tasks were not closed dirty"
         # the rejoin: new tasks restore the table (5, the committed state) and count 5..6 again
         # started, not only created: the producer takes sends again once the assignment starts
-        await until(lambda: worker.assigned.is_set() and not before & set(map(id, worker.tasks.values())))
+        await until(
+            lambda: worker.assigned.is_set() and bool(worker.tasks) and not before & set(map(id, worker.tasks.values()))
+        )
         await feed(app, 3)
         await until(lambda: table["a"] == 10)
         assert await worker.commit(), "the producer did not take sends again after the rejoin"
