@@ -218,22 +218,22 @@ def main() -> int:
         report["lost"] = len(all_sent - set(seen))
         report["duplicates"] = sum(n - 1 for n in seen.values() if n > 1)
 
+        def intervals(p: int, start: float, end: float) -> list[tuple[float, float]]:
+            """Partition ``p``'s consecutive outputs sent between ``start`` and ``end``, as pairs."""
+            return list(pairwise(sorted(t for q, _s, t in got if q == p and start <= t <= end)))
+
         def gaps(start: float, end: float, name: str) -> dict[int, float]:
             result, when = {}, {}
             for p in range(partitions):
-                times = sorted(t for q, _s, t in got if q == p and start - 1 <= t <= end + 1)
-                a, b = max(zip(times, times[1:]), key=lambda ab: ab[1] - ab[0], default=(0.0, float("inf")))
+                pairs = intervals(p, start - 1, end + 1)
+                a, b = max(pairs, key=lambda ab: ab[1] - ab[0], default=(0.0, float("inf")))
                 result[p] = round(b - a, 2)
                 when[p] = time.strftime("%H:%M:%S", time.localtime(a)) + f"{a % 1:.3f}"[1:]  # to match the logs
             report[f"{name}_gap_from"] = when
             return result
 
         # the steady state before phase 1: the gaps a partition shows with nothing changing
-        steady = sorted(
-            b - a
-            for p in range(partitions)
-            for a, b in pairwise(sorted(t for q, _s, t in got if q == p and t < phase1_start))
-        )
+        steady = sorted(b - a for p in range(partitions) for a, b in intervals(p, 0.0, phase1_start))
         report["steady_gap_p99_s"] = round(steady[int(len(steady) * 0.99)], 3) if steady else None
         report["steady_gap_max_s"] = round(steady[-1], 3) if steady else None
         (root / "outputs.json").write_text(json.dumps(got))  # (partition, seq, sent at) for a closer look

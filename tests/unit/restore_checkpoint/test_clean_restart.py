@@ -36,6 +36,16 @@ def counting_app(app_id: str, broker: str, data_dir: Path) -> agentstream.App:
     return app
 
 
+async def _send(app: agentstream.App, n: int) -> None:
+    """``n`` records over keys k0..k49 (no partition given: the key's own, as the table partitions it)."""
+    producer = app.transport.producer()
+    await producer.start()
+    for i in range(n):
+        await producer.send("ticks", f"k{i % 50}".encode(), b"1")
+    await producer.flush()
+    await producer.stop()
+
+
 async def _run(app: agentstream.App, send: int = 0) -> tuple[int, int]:
     """Start a worker, send ``send`` records, wait until handled, stop cleanly: (restored, keys held)."""
     worker = Worker(app)
@@ -44,13 +54,7 @@ async def _run(app: agentstream.App, send: int = 0) -> tuple[int, int]:
         await asyncio.wait_for(worker.assigned.wait(), 10)
         restored = worker.tables.restored_records if worker.tables else -1
         if send:
-            producer = app.transport.producer()
-            await producer.start()
-            for i in range(send):  # no partition given: the key's own, as the table partitions it
-                j = i % 50
-                await producer.send("ticks", f"k{j}".encode(), b"1")
-            await producer.flush()
-            await producer.stop()
+            await _send(app, send)
             for _ in range(500):
                 if dict((await worker.status()).agents).get("tally", 0) >= send:
                     break
@@ -95,12 +99,7 @@ async def test_a_stop_during_a_periodic_commit_lets_it_finish(tmp_path: Path, mo
     await worker.start()
     try:
         await asyncio.wait_for(worker.assigned.wait(), 10)
-        producer = app.transport.producer()
-        await producer.start()
-        for i in range(100):
-            await producer.send("ticks", f"k{i % 50}".encode(), b"1")
-        await producer.flush()
-        await producer.stop()
+        await _send(app, 100)
         monkeypatch.setattr(MemoryProducer, "flush", slow_flush)
         await asyncio.wait_for(in_flush.wait(), 10)  # the periodic commit is delivering
     finally:
