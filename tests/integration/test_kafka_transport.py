@@ -156,6 +156,67 @@ async def test_fetched_records_are_messages_and_other_aiokafka_consumers_keep_th
         await t.close()
 
 
+class _Assigned:
+    """A rebalance listener that only notes its assignments."""
+
+    def __init__(self) -> None:
+        self.assigned: set[TP] = set()
+
+    async def on_partitions_revoked(self, revoked: set[TP]) -> None:
+        self.assigned = set()
+
+    async def on_partitions_assigned(self, assigned: set[TP]) -> None:
+        self.assigned = set(assigned)
+
+
+async def test_a_joining_follower_sends_its_sync_group_after_the_leaders(
+    broker: DevBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The member that starts a rebalance joins first and, as a follower, would send SyncGroup before
+    the leader; tansu answers such a request only at its next one-second poll. Our follower waits for
+    the leader's plan (transport/kafka/follower_sync.py): every request that reaches the wire is
+    recorded, and the follower's SyncGroup goes out only after the leader's was answered."""
+    from aiokafka.client import AIOKafkaClient  # type: ignore[import-untyped,unused-ignore]
+    from aiokafka.protocol.group import SyncGroupRequest  # type: ignore[import-untyped,unused-ignore]
+
+    wire: list[tuple[str, int, str]] = []  # (event, client id, request)
+    send = AIOKafkaClient.send
+
+    async def recorded(self: Any, node_id: Any, request: Any, **kw: Any) -> Any:
+        what = type(request).__name__
+        if isinstance(request, SyncGroupRequest):
+            what += " (leader)" if request._group_assignment else " (follower)"
+        wire.append(("sent", id(self), what))
+        answer = await send(self, node_id, request, **kw)
+        wire.append(("answered", id(self), what))
+        return answer
+
+    monkeypatch.setattr(AIOKafkaClient, "send", recorded)
+    t = KafkaTransport(broker.url)
+    topic, group = name("follower-sync"), name("follower-sync-group")
+    await t.ensure_topics([TopicSpec(topic, 2)])
+    settings = {"session_timeout_ms": 2000, "heartbeat_interval_ms": 500}
+    leader, follower = (t.consumer(group_id=group, **settings) for _ in range(2))
+    noted = _Assigned(), _Assigned()
+    try:
+        leader.subscribe([topic], noted[0])
+        await leader.start()  # alone in the group: its leader
+        follower.subscribe([topic], noted[1])
+        await follower.start()  # returns once its first assignment came
+        clients = {who: id(c._consumer._client) for who, c in (("leader", leader), ("follower", follower))}
+        events = [(event, who, what) for event, cid, what in wire for who in clients if clients[who] == cid]
+        synced = events.index(
+            ("answered", "leader", "SyncGroupRequest (leader)"), events.index(("sent", "follower", "JoinGroupRequest"))
+        )
+        assert ("sent", "follower", "SyncGroupRequest (follower)") in events[synced:]
+        assert ("sent", "follower", "SyncGroupRequest (follower)") not in events[:synced]
+        assert len(noted[1].assigned) == 1
+    finally:
+        await follower.stop()
+        await leader.stop()
+        await t.close()
+
+
 # -- behind the fault proxy ----------------------------------------------------------------------
 
 

@@ -15,6 +15,8 @@ from .assignor import AssignorAdapter
 from .config import CONSUMER_KEYS, describe, pick, started
 from .fetch import as_message, raw_bytes
 from .fetch import install as install_fetch_hook
+from .follower_sync import MAX_WAIT_S as SYNC_WAIT_MAX_S
+from .follower_sync import install as sync_after_leader
 from .security import start_client
 
 __all__ = ["KafkaConsumer"]
@@ -123,6 +125,8 @@ class KafkaConsumer:
             **config,
             **self._security,
         )
+        if self.group_id is not None:
+            sync_after_leader(consumer, min(self._session_s, SYNC_WAIT_MAX_S))  # before start: the first join too
         if self._subscription is not None:
             topics, listener = self._subscription
             consumer.subscribe(topics, listener=listener)
