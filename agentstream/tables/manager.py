@@ -228,7 +228,11 @@ class TableManager:
         return n
 
     async def on_assigned(self, assignment: Assignment) -> None:
-        """Open active and standby partitions, restore the active ones; then tasks may start."""
+        """Open active and standby partitions, restore the active ones; then tasks may start.
+
+        Standbys (and global tables) are followed only from the restore's end: a new standby may
+        have a whole changelog to read, which on the one event loop would slow the restore the
+        tasks wait for (Kafka Streams restores active tasks before it updates standbys too)."""
         active, standby = set(assignment.active), set(assignment.standby) - set(assignment.active)
         to_restore: dict[TP, TablePartition] = {}
         followed: dict[TP, TablePartition] = {}
@@ -251,9 +255,9 @@ class TableManager:
                     if part.state is not PartitionState.STANDBY:
                         part.standby()
                     followed[TP(table.changelog_topic.name, p)] = part
-        self._follow(followed)
-        if to_restore:
+        if to_restore:  # first: the tasks wait for it, and standbys read on the same event loop
             await self._restore(to_restore, f"tables for partitions {sorted(active)}")
+        self._follow(followed)
         for part in to_restore.values():
             part.activate()
         for table in self.tables:  # Faust's @table.on_recover: after every recovery, before agents resume

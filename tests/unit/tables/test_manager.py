@@ -8,6 +8,7 @@ optional fault points.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
 from functools import partial
@@ -179,6 +180,44 @@ async def test_a_standby_follows_the_changelog(env: Env) -> None:
     await env.write_changelog(2, [(a, 41), (a, 42)])
     await until(lambda: env.table.get(a) == 42, "the standby caught up with the changelog")
     assert env.state(2) is PartitionState.STANDBY
+
+
+class YieldingConsumer:
+    """A memory consumer whose fetches yield to the event loop, as a network fetch does (the memory
+    one answers without awaiting when records are there)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def getmany(self, *partitions: TP, **kw: Any) -> Any:
+        await asyncio.sleep(0)
+        return await self.inner.getmany(*partitions, **kw)
+
+
+async def test_standbys_catch_up_only_once_the_active_partitions_are_restored(env: Env) -> None:
+    """The tasks wait for the active restore; a standby (say a new one, with a whole changelog to
+    read) does not. On the worker's one event loop, its catch-up would slow the restore: the
+    standbys are followed from the restore's end on."""
+    a, b = key_in(0), key_in(2)
+    await env.write_changelog(0, [(a, i) for i in range(25_000)])  # three restore batches
+    await env.write_changelog(2, [(b, i) for i in range(25_000)])
+    seen: list[int | None] = []
+    manager = TableManager(
+        env.app.tables.values(),
+        settings=env.app.settings,
+        runtime=runtime_for(env.app),
+        consumers=lambda **kw: YieldingConsumer(env.transport.consumer(group_id=None, **kw)),
+        producer=await env.app.start_producer(),
+        faults=MidRestore(lambda: seen.append(env.table.parts[2].changelog_offset)),
+    )
+    await manager.start()
+    env.managers.append(manager)
+    await manager.on_assigned(Assignment(active=[0], standby=[2]))
+    assert len(seen) == 3 and all(offset in (None, 0) for offset in seen)  # no standby read during the restore
+    await until(lambda: env.table.get(b) == 24_999, "the standby caught up after the restore")
 
 
 # -- revoke -------------------------------------------------------------------------------------------
