@@ -19,12 +19,15 @@ to ``outputs.json``); each run starts with empty data dirs (the broker is new). 
 SCALE_KEYS, SCALE_RATE, SCALE_SESSION_TIMEOUT (2), SCALE_STATIC (0).
 
 The floor on the dev broker: its coordinator answers a JoinGroup after 1 s, and a follower's
-SyncGroup sent before the leader's a further 1 s later. The newcomer asks for the probing rebalance,
-so it joins first and gets the moved partitions about 2 s after it asked; the old owner stops
-processing them when its next heartbeat tells it of the rebalance, a little after that ask. See
-docs/deployment.md, "Scaling out without a restore stall". Its fetches poll as well: with the
-default ``consumer_fetch_max_wait`` (0.5 s) a partition's outputs come about 250 ms apart even in the
-steady state before phase 1 (``steady_gap_p99_s``).
+SyncGroup sent before the leader's a further 1 s later; the newcomer asking for the probing
+rebalance joins first, so our followers sync once the leader's plan is in
+(``transport/kafka/follower_sync.py``) and the moved partitions are back about 1 s after the ask.
+The old owner stops processing them when its next heartbeat tells it of the rebalance, a little
+after that ask. A restarted worker's own partitions wait for its start (about 0.35 s to its
+JoinGroup on an idle machine, from bytecode) and its 1 s JoinGroup. See docs/deployment.md, "Scaling
+out without a restore stall". Its fetches poll as well: with the default ``consumer_fetch_max_wait``
+(0.5 s) a partition's outputs come about 250 ms apart even in the steady state before phase 1
+(``steady_gap_p99_s``).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ async def update(stream: agentstream.Stream) -> None:
 
 def main() -> int:
     import asyncio
+    import compileall
     import json
     import shutil
     import threading
@@ -75,6 +79,12 @@ def main() -> int:
 
     def say(message: str) -> None:
         print(f"[soak-scale {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+    # Workers start from bytecode, as an installed package does. Where PYTHONDONTWRITEBYTECODE is set
+    # (as on these machines), every start of an editable install compiles agentstream's sources
+    # again: about 0.2 s of each restart, before the worker joins.
+    for tree in (Path(agentstream.__file__).parent, Path(__file__).resolve().parents[1]):
+        compileall.compile_dir(tree, quiet=1)
 
     def key_bytes(i: int) -> bytes:
         raw = state.key_codec.dumps(f"k{i}")
