@@ -21,7 +21,7 @@ from ..lifecycle import PartitionState
 from ..transport.base import TP, Consumer
 from .partition import TablePartition
 from .restore import RESET, Restorer, changelog_entries, restart_from
-from .store import destroy_store, store_for
+from .store import destroy_store, persistent_store, read_checkpoint, store_for
 from .table import Table
 
 if TYPE_CHECKING:
@@ -40,6 +40,8 @@ RESTORE_MAX_POLL_RECORDS = 10_000  # restore and standby reads want big batches,
 # waits for it (tasks wait for the restore), so its reader asks with at most this wait; the
 # standby reader, which runs idle most of the time, keeps the worker's consumer_fetch_max_wait.
 RESTORE_FETCH_MAX_WAIT_MS = 20
+# How long a starting worker tries to learn the changelog ends of the copies in its data dir.
+ENDS_TIMEOUT_S = 2.0
 
 
 def restore_fetch_max_wait_ms(settings: Settings) -> int:
@@ -108,6 +110,9 @@ class TableManager:
         # (table, partition) -> changelog lag last seen (see lags()); kept across a revoke, when
         # following stops, so that the join after it reports what this worker's copies hold
         self._known_lags: dict[tuple[str, int], int | None] = {}
+        # (table, partition) copies found in the data dir at start and not opened: reported at the
+        # first join only (see _find_copies_on_disk)
+        self._on_disk: set[tuple[str, int]] = set()
         self.restored_records = 0
         self.restoring = False
         self.eos = settings.processing_guarantee == "exactly_once"
@@ -186,6 +191,69 @@ class TableManager:
         for part in global_parts.values():
             part.activate()
         self._follow(global_parts)
+        await self._find_copies_on_disk()
+
+    async def _find_copies_on_disk(self) -> None:
+        """A worker (re)started on a data dir reports the copies it finds there at its first join,
+        as Kafka Streams reports the task offsets in its state directory: the plan then leaves a
+        restarted worker's partitions with it (restoring the tail written while it was down)
+        instead of moving them to a member that must restore them whole. A copy's lag is its
+        changelog's end, learnt from one short fetch, less its checkpoint; a partition number
+        where one table has a copy and another none counts the missing one's whole changelog."""
+        tables = [t for t in self.tables if not t.is_global and persistent_store(t.store_url or self.store_url)]
+        numbers = {
+            p
+            for t in tables
+            for p in range(t.partitions)
+            if read_checkpoint(self.root / t.name / str(p) / CHECKPOINT_FILE) is not None
+        }
+        if not numbers:
+            return
+        offsets: dict[TP, tuple[str, int, int]] = {}
+        for table in tables:
+            for p in sorted(numbers):
+                if p < table.partitions:
+                    offset = read_checkpoint(self.root / table.name / str(p) / CHECKPOINT_FILE) or 0
+                    offsets[TP(table.changelog_topic.name, p)] = (table.name, p, offset)
+        ends = await self._changelog_ends({tp: offset for tp, (_, _, offset) in offsets.items()})
+        for tp, (name, p, offset) in offsets.items():
+            end = ends.get(tp)
+            # a copy beyond the end belongs to an older changelog: all of it is to read
+            self._known_lags[(name, p)] = None if end is None else (end - offset if offset <= end else end)
+            self._on_disk.add((name, p))
+        log.info(
+            "copies in the data dir for partitions %s: lags %s (reported at the first join)",
+            sorted(numbers),
+            {p: self._on_disk_lag(p) for p in sorted(numbers)},
+        )
+
+    async def _changelog_ends(self, starts: dict[TP, int]) -> dict[TP, int]:
+        """Each changelog partition's end: a fetch's high watermark (the restore reader's short
+        fetch wait); the records fetched are dropped. Bounded: an end not learnt in time is
+        left out (that copy's lag is unknown, so not caught up)."""
+        consumer = self._restore_consumer
+        assert consumer is not None
+        consumer.assign(list(starts))
+        consumer.resume(*starts)
+        for tp, offset in starts.items():
+            consumer.seek(tp, offset)
+        ends: dict[TP, int] = {}
+        monotonic = clock_for(self.runtime.app).monotonic
+        deadline = monotonic() + ENDS_TIMEOUT_S
+        try:
+            while len(ends) < len(starts) and monotonic() < deadline:
+                await consumer.getmany(*[tp for tp in starts if tp not in ends], timeout_ms=50, max_records=1)
+                for tp in starts:
+                    hw = consumer.highwater(tp)
+                    if hw is not None:
+                        ends[tp] = hw
+        finally:
+            consumer.assign([])
+        return ends
+
+    def _on_disk_lag(self, p: int) -> int | None:
+        lags = [self._known_lags.get((name, q)) for name, q in self._on_disk if q == p]
+        return None if any(lag is None for lag in lags) else sum(lag for lag in lags if lag is not None)
 
     async def stop(self) -> None:
         if self._follower is not None:
@@ -234,6 +302,7 @@ class TableManager:
         have a whole changelog to read, which on the one event loop would slow the restore the
         tasks wait for (Kafka Streams restores active tasks before it updates standbys too)."""
         active, standby = set(assignment.active), set(assignment.standby) - set(assignment.active)
+        self._on_disk.clear()  # the first assignment decided on them: from now on, what is held
         to_restore: dict[TP, TablePartition] = {}
         followed: dict[TP, TablePartition] = {}
         for table in self.tables:
@@ -373,6 +442,8 @@ class TableManager:
                 known[(table.name, p)] = lag
                 before = out.get(p, 0)
                 out[p] = None if before is None or lag is None else before + lag
+        for p in {q for _, q in self._on_disk} - set(out):  # copies in the data dir, until the first assignment
+            out[p] = self._on_disk_lag(p)
         return out
 
     def queue_send(self, part: TablePartition, items: list[tuple[bytes, bytes | None]]) -> None:

@@ -24,6 +24,7 @@ __all__ = [
     "delete_checkpoint",
     "destroy_store",
     "remove_destroy_leftovers",
+    "persistent_store",
     "read_checkpoint",
     "store_for",
     "write_checkpoint",
@@ -136,6 +137,12 @@ class MemoryStore:
 
     def close(self) -> None:
         self._data = {}
+
+
+def persistent_store(url: str) -> bool:
+    """Whether the ``store`` setting names a store that outlives the worker (its data dir)."""
+    scheme, sep, _ = url.partition("://")
+    return bool(sep) and scheme.lower() == "rocksdb"
 
 
 def store_for(url: str, path: Path) -> Store:

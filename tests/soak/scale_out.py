@@ -83,8 +83,10 @@ def main() -> int:
     # Workers start from bytecode, as an installed package does. Where PYTHONDONTWRITEBYTECODE is set
     # (as on these machines), every start of an editable install compiles agentstream's sources
     # again: about 0.2 s of each restart, before the worker joins.
-    for tree in (Path(agentstream.__file__).parent, Path(__file__).resolve().parents[1]):
+    here = Path(__file__).resolve()
+    for tree in (Path(agentstream.__file__).parent, here.parent):  # the package, and this app's
         compileall.compile_dir(tree, quiet=1)
+    compileall.compile_file(here.parents[1] / "__init__.py", quiet=1)
 
     def key_bytes(i: int) -> bytes:
         raw = state.key_codec.dumps(f"k{i}")

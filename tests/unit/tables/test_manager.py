@@ -220,6 +220,24 @@ async def test_standbys_catch_up_only_once_the_active_partitions_are_restored(en
     await until(lambda: env.table.get(b) == 24_999, "the standby caught up after the restore")
 
 
+async def test_a_manager_started_on_a_data_dir_reports_its_copies_until_the_first_assignment(env: Env) -> None:
+    """What a restarted worker tells the group at its first join: the copies in its data dir, each
+    behind by what the changelog gained since its checkpoint."""
+    first = await env.manager()
+    await first.on_assigned(Assignment(active=[0, 1]))
+    env.table[key_in(0)] = 1
+    env.table[key_in(1)] = 1
+    await commit(env, first)
+    await env.stop(first)
+    await env.write_changelog(1, [(key_in(1), 2), (key_in(1), 3)])  # written while it was down
+
+    restarted = await env.manager()
+    assert restarted.lags() == {0: 0, 1: 2}
+    await restarted.on_assigned(Assignment(active=[1]))
+    assert restarted.lags() == {1: 0}  # partition 0's copy is no longer reported
+    assert env.table[key_in(1)] == 3  # it restored the tail
+
+
 # -- revoke -------------------------------------------------------------------------------------------
 
 
