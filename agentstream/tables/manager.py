@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..clock import clock_for
-from ..exceptions import StoreCorrupt, StoreError, StoreUnavailable
+from ..exceptions import StoreCorrupt, StoreError, StoreUnavailable, TransportError
 from ..lifecycle import PartitionState
 from ..transport.base import TP, Consumer
 from .partition import TablePartition
@@ -247,6 +247,8 @@ class TableManager:
                     hw = consumer.highwater(tp)
                     if hw is not None:
                         ends[tp] = hw
+        except TransportError as exc:  # the copies' lags stay unknown: not caught up, which is safe
+            log.warning("could not learn the changelog ends of the copies in the data dir: %s", exc)
         finally:
             consumer.assign([])
         return ends

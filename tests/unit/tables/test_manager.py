@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import agentstream
+from agentstream.exceptions import TransportError
 from agentstream.lifecycle import PartitionState
 from agentstream.runtime import runtime_for
 from agentstream.tables.manager import CHECKPOINT_FILE, TableManager
@@ -236,6 +237,32 @@ async def test_a_manager_started_on_a_data_dir_reports_its_copies_until_the_firs
     await restarted.on_assigned(Assignment(active=[1]))
     assert restarted.lags() == {1: 0}  # partition 0's copy is no longer reported
     assert env.table[key_in(1)] == 3  # it restored the tail
+
+
+class FailingFetches(YieldingConsumer):
+    """A consumer whose fetches fail, as against a broker that went away."""
+
+    async def getmany(self, *partitions: TP, **kw: Any) -> Any:
+        raise TransportError("fetch failed: the broker went away")
+
+
+async def test_copies_whose_changelog_end_cannot_be_learnt_report_an_unknown_lag(env: Env) -> None:
+    """Unknown is not caught up: the plan then treats them as warm-up material, never as ready."""
+    first = await env.manager()
+    await first.on_assigned(Assignment(active=[0]))
+    env.table[key_in(0)] = 1
+    await commit(env, first)
+    await env.stop(first)
+    restarted = TableManager(
+        env.app.tables.values(),
+        settings=env.app.settings,
+        runtime=runtime_for(env.app),
+        consumers=lambda **kw: FailingFetches(env.transport.consumer(group_id=None, **kw)),
+        producer=await env.app.start_producer(),
+    )
+    await restarted.start()  # the failed fetch does not stop the worker
+    env.managers.append(restarted)
+    assert restarted.lags() == {0: None}
 
 
 # -- revoke -------------------------------------------------------------------------------------------
