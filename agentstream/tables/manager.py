@@ -49,6 +49,18 @@ def restore_fetch_max_wait_ms(settings: Settings) -> int:
     return min(RESTORE_FETCH_MAX_WAIT_MS, int(settings.consumer_fetch_max_wait * 1000))
 
 
+def _copy_lag(offset: int, end: int) -> int:
+    """How far a copy at changelog ``offset`` lags the changelog's ``end``. A copy beyond the end
+    belongs to an older changelog: all of it is to read."""
+    return end - offset if offset <= end else end
+
+
+def _add_lag(out: dict[int, int | None], p: int, lag: int | None) -> None:
+    """Add one table's lag to partition number ``p``'s sum; unknown (None) makes the sum unknown."""
+    before = out.get(p, 0)
+    out[p] = None if before is None or lag is None else before + lag
+
+
 class ConsumerFactory(Protocol):
     """Makes a consumer outside the group (restore and standby reads): the app's consumer settings,
     with the manager's poll size (and, for restores, fetch wait); e.g.
@@ -201,31 +213,25 @@ class TableManager:
         changelog's end, learnt from one short fetch, less its checkpoint; a partition number
         where one table has a copy and another none counts the missing one's whole changelog."""
         tables = [t for t in self.tables if not t.is_global and persistent_store(t.store_url or self.store_url)]
-        numbers = {
-            p
+        checkpoints = {
+            (t, p): read_checkpoint(self.root / t.name / str(p) / CHECKPOINT_FILE)
             for t in tables
             for p in range(t.partitions)
-            if read_checkpoint(self.root / t.name / str(p) / CHECKPOINT_FILE) is not None
         }
+        numbers = {p for (_, p), offset in checkpoints.items() if offset is not None}
         if not numbers:
             return
-        offsets: dict[TP, tuple[str, int, int]] = {}
-        for table in tables:
-            for p in sorted(numbers):
-                if p < table.partitions:
-                    offset = read_checkpoint(self.root / table.name / str(p) / CHECKPOINT_FILE) or 0
-                    offsets[TP(table.changelog_topic.name, p)] = (table.name, p, offset)
+        offsets = {
+            TP(t.changelog_topic.name, p): (t.name, p, offset or 0)
+            for (t, p), offset in checkpoints.items()
+            if p in numbers
+        }
         ends = await self._changelog_ends({tp: offset for tp, (_, _, offset) in offsets.items()})
         for tp, (name, p, offset) in offsets.items():
             end = ends.get(tp)
-            # a copy beyond the end belongs to an older changelog: all of it is to read
-            self._known_lags[(name, p)] = None if end is None else (end - offset if offset <= end else end)
+            self._known_lags[(name, p)] = None if end is None else _copy_lag(offset, end)
             self._on_disk.add((name, p))
-        log.info(
-            "copies in the data dir for partitions %s: lags %s (reported at the first join)",
-            sorted(numbers),
-            {p: self._on_disk_lag(p) for p in sorted(numbers)},
-        )
+        log.info("copies in the data dir: lags %s (reported at the first join)", dict(sorted(self.lags().items())))
 
     async def _changelog_ends(self, starts: dict[TP, int]) -> dict[TP, int]:
         """Each changelog partition's end: a fetch's high watermark (the restore reader's short
@@ -252,10 +258,6 @@ class TableManager:
         finally:
             consumer.assign([])
         return ends
-
-    def _on_disk_lag(self, p: int) -> int | None:
-        lags = [self._known_lags.get((name, q)) for name, q in self._on_disk if q == p]
-        return None if any(lag is None for lag in lags) else sum(lag for lag in lags if lag is not None)
 
     async def stop(self) -> None:
         if self._follower is not None:
@@ -436,16 +438,15 @@ class TableManager:
                 if part.active:
                     lag = 0
                 elif consumer is not None and tp in self._followed and (end := consumer.highwater(tp)) is not None:
-                    # A copy beyond the end belongs to an older changelog: all of it is to read.
-                    offset = part.changelog_offset or 0
-                    lag = end - offset if offset <= end else end
+                    lag = _copy_lag(part.changelog_offset or 0, end)
                 else:  # not followed now (between a revoke and the next assignment): as last seen
                     lag = known.get((table.name, p))
                 known[(table.name, p)] = lag
-                before = out.get(p, 0)
-                out[p] = None if before is None or lag is None else before + lag
-        for p in {q for _, q in self._on_disk} - set(out):  # copies in the data dir, until the first assignment
-            out[p] = self._on_disk_lag(p)
+                _add_lag(out, p, lag)
+        held = set(out)
+        for name, p in self._on_disk:  # copies in the data dir, until the first assignment
+            if p not in held:
+                _add_lag(out, p, known.get((name, p)))
         return out
 
     def queue_send(self, part: TablePartition, items: list[tuple[bytes, bytes | None]]) -> None:

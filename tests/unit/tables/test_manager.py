@@ -69,13 +69,15 @@ class Env:
         self.changelog = self.table.changelog_topic.name
         self.managers: list[TableManager] = []
 
-    async def manager(self, faults: MidRestore | None = None) -> TableManager:
-        """A started manager (as the worker makes it, after the producer)."""
+    async def manager(self, faults: MidRestore | None = None, wrap: Callable[[Any], Any] | None = None) -> TableManager:
+        """A started manager (as the worker makes it, after the producer); ``wrap``, if given, wraps
+        each of its consumers (a test double over the memory one)."""
+        consumers = partial(self.transport.consumer, group_id=None)
         manager = TableManager(
             self.app.tables.values(),
             settings=self.app.settings,
             runtime=runtime_for(self.app),
-            consumers=partial(self.transport.consumer, group_id=None),
+            consumers=consumers if wrap is None else lambda **kw: wrap(consumers(**kw)),
             producer=await self.app.start_producer(),
             faults=faults,
         )
@@ -206,16 +208,7 @@ async def test_standbys_catch_up_only_once_the_active_partitions_are_restored(en
     await env.write_changelog(0, [(a, i) for i in range(25_000)])  # three restore batches
     await env.write_changelog(2, [(b, i) for i in range(25_000)])
     seen: list[int | None] = []
-    manager = TableManager(
-        env.app.tables.values(),
-        settings=env.app.settings,
-        runtime=runtime_for(env.app),
-        consumers=lambda **kw: YieldingConsumer(env.transport.consumer(group_id=None, **kw)),
-        producer=await env.app.start_producer(),
-        faults=MidRestore(lambda: seen.append(env.table.parts[2].changelog_offset)),
-    )
-    await manager.start()
-    env.managers.append(manager)
+    manager = await env.manager(MidRestore(lambda: seen.append(env.table.parts[2].changelog_offset)), YieldingConsumer)
     await manager.on_assigned(Assignment(active=[0], standby=[2]))
     assert len(seen) == 3 and all(offset in (None, 0) for offset in seen)  # no standby read during the restore
     await until(lambda: env.table.get(b) == 24_999, "the standby caught up after the restore")
@@ -253,15 +246,7 @@ async def test_copies_whose_changelog_end_cannot_be_learnt_report_an_unknown_lag
     env.table[key_in(0)] = 1
     await commit(env, first)
     await env.stop(first)
-    restarted = TableManager(
-        env.app.tables.values(),
-        settings=env.app.settings,
-        runtime=runtime_for(env.app),
-        consumers=lambda **kw: FailingFetches(env.transport.consumer(group_id=None, **kw)),
-        producer=await env.app.start_producer(),
-    )
-    await restarted.start()  # the failed fetch does not stop the worker
-    env.managers.append(restarted)
+    restarted = await env.manager(wrap=FailingFetches)  # started: the failed fetch does not stop the worker
     assert restarted.lags() == {0: None}
 
 
