@@ -14,12 +14,13 @@ INTEGRATION_PAR ?= -n 2 --dist worksteal
 # One recipe at a time: several of them install into the same venv (make -j would race on it).
 .NOTPARALLEL:
 
-.PHONY: faust-settings-doc faust-venv install compile demo test lint format docs docs-serve unit unit-pure integration typecheck bench bench-quick bench-micro soak soak-scale clean
+.PHONY: kafka kafka-jars faust-settings-doc faust-venv install compile demo test lint format docs docs-serve unit unit-pure integration typecheck bench bench-quick bench-micro soak soak-scale clean
 
 # The full install: everything `make test` runs (test, dev broker, Spark with Java 17, docs).
 $(STAMP): setup.py Makefile
 	@echo "== installing agentstream with the test, dev-broker, spark and docs extras into $(VENV) (pip shows its progress)"
 	command -v java >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q openjdk-17-jre-headless; }  # PySpark (the spark extra)
+	command -v mvn >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q maven; }  # Apache Kafka for the tests (tests/kafka_cluster/pom.xml)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --progress-bar on --upgrade pip
 	AGENTSTREAM_COMPILE=0 $(PY) -m pip install --progress-bar on -e '.[test,dev-broker,spark,docs]'
@@ -49,6 +50,19 @@ install: $(STAMP) $(COMPILED)
 
 compile: $(COMPILED)
 
+# Apache Kafka's broker jars from Maven Central (a test dependency only), resolved once per pom into Maven's
+# cache; the tests and `make kafka` run kafka.Kafka from the classpath this prints.
+KAFKA_JARS := $(VENV)/.kafka-jars
+$(KAFKA_JARS): $(STAMP) tests/kafka_cluster/pom.xml
+	$(PY) -c "from tests.kafka_cluster.cluster import classpath; classpath()" || echo "== no Kafka jars: the Kafka cluster tests will skip and say why"
+	touch $(KAFKA_JARS)
+
+kafka-jars: $(KAFKA_JARS)
+
+# A 3-broker Kafka cluster (KRaft) on loopback until Ctrl-C; prints its bootstrap list and listeners.
+kafka: $(KAFKA_JARS)
+	$(PY) -m tests.kafka_cluster $(KAFKA_ARGS)
+
 # Headless Chromium renders the web status page in tests/integration/test_web.py (Debian package).
 $(CHROMIUM):
 	command -v chromium >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q --no-install-recommends chromium; }
@@ -65,7 +79,7 @@ faust-venv: $(FAUST_VENV)
 demo: $(DEMO_STAMP) $(COMPILED)
 	@$(PY) scripts/demo.py $(DEMO_ARGS)
 
-test: $(STAMP) $(COMPILED) $(CHROMIUM) $(FAUST_VENV)
+test: $(STAMP) $(COMPILED) $(CHROMIUM) $(FAUST_VENV) $(KAFKA_JARS)
 	$(VENV)/bin/ruff check .  # lint (pyproject.toml [tool.ruff])
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m mypy agentstream
@@ -92,7 +106,7 @@ unit: $(STAMP) $(COMPILED)
 unit-pure: $(STAMP)
 	AGENTSTREAM_PURE=1 $(PY) -m pytest -q -p no:cacheprovider tests/unit
 
-integration: $(STAMP) $(COMPILED) $(CHROMIUM) $(FAUST_VENV)
+integration: $(STAMP) $(COMPILED) $(CHROMIUM) $(FAUST_VENV) $(KAFKA_JARS)
 	$(PY) -m pytest -q $(INTEGRATION_PAR) tests/integration
 
 lint: $(STAMP)

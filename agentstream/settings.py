@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ._version import __version__
+from .broker_urls import normalize_broker
 from .client_settings import check_client_settings
 from .credentials import SASL_MECHANISMS, Secret, broker_security, reveal
 from .exceptions import ConfigError
@@ -472,6 +473,8 @@ class Settings:
             self.topic_replication_factor = -1
         if isinstance(self.data_dir, (str, os.PathLike)):
             self.data_dir = Path(self.data_dir)
+        # Faust's broker forms (a list, ';'/','-separated, kafka:// on each part or none) -> one URL
+        self.broker = normalize_broker(self.broker)
         for name in ("canonical_url", "web_transport"):  # Faust takes yarl URLs too
             if type(getattr(self, name)).__name__ == "URL":
                 setattr(self, name, str(getattr(self, name)))
@@ -491,8 +494,6 @@ class Settings:
         if not self.id or not isinstance(self.id, str):
             raise ConfigError("id", f"app id must be a non-empty string, got {self.id!r}", 'App("myapp", ...)')
         self._check_types()
-        if "://" not in self.broker:
-            raise ConfigError("broker", f"{self.broker!r} has no scheme", "use kafka://host:port or memory://")
         for name in ("topic_partitions", "buffer_max_records", "max_poll_records", "producer_max_batch_size"):
             if int(getattr(self, name)) < 1:
                 raise ConfigError(
@@ -961,8 +962,7 @@ def faust_environment(env: Mapping[str, str], options: Mapping[str, Any], fields
     for faust_name, (variable, raw) in given.items():
         value: Any = raw
         if faust_name == "broker":  # Faust's broker list: ';' or ',' separated, kafka:// when no scheme is given
-            urls = [u.strip() for u in raw.replace(",", ";").split(";") if u.strip()]
-            value = ";".join(u if "://" in u else f"kafka://{u}" for u in urls)
+            value = normalize_broker(raw)
         elif faust_name == "producer_linger_ms":
             value = _coerce("producer_linger", raw, "float", variable)
         ((name, value),) = translate_settings({faust_name: value}).items()

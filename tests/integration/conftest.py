@@ -1,14 +1,18 @@
-"""Integration tests run against a real Kafka-protocol broker: one tansu dev broker per session."""
+"""Integration tests run against real brokers: a tansu dev broker per session (``broker``), and Apache Kafka's
+3-broker cluster shared by the run (``kafka``) or a test's own (``own_kafka``)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agentstream.devbroker import DevBroker, free_port
+from tests.kafka_cluster.cluster import KafkaCluster
+from tests.kafka_cluster.shared import ClusterInfo, shared_cluster, unavailable_reason
 
 _HERE = Path(__file__).resolve().parent
 ARTIFACTS = Path(os.environ.get("AGENTSTREAM_ARTIFACTS", _HERE.parent.parent / "artifacts"))
@@ -44,3 +48,35 @@ def fresh_broker(request: pytest.FixtureRequest) -> Iterator[DevBroker]:
     log_dir.mkdir(parents=True, exist_ok=True)
     with DevBroker(log_path=log_dir / "broker.log") as b:
         yield b
+
+
+@pytest.fixture(scope="session")
+def kafka() -> ClusterInfo:
+    """The run's 3-broker Apache Kafka cluster (KRaft, RF 3, min.insync.replicas 2), shared by the xdist
+    processes (tests/kafka_cluster/shared.py); skips saying why where Java or Maven is missing. Tests sharing it
+    name their topics and groups uniquely; tests that kill brokers start a ``KafkaCluster`` of their own."""
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(f"no Kafka cluster: {reason}")
+    return shared_cluster()
+
+
+@pytest.fixture
+def own_kafka(request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
+    """A Kafka cluster of the test's own, for tests that kill, pause or restart brokers (~20 s to start)."""
+    if os.environ.get("AGENTSTREAM_TEST_KAFKA"):
+        pytest.skip("kills brokers: needs a cluster the tests start (AGENTSTREAM_TEST_KAFKA names a user's cluster)")
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(f"no Kafka cluster: {reason}")
+    log_dir = ARTIFACTS / request.node.name
+    log_dir.mkdir(parents=True, exist_ok=True)
+    cluster = KafkaCluster(work_dir=log_dir / "kafka")
+    shutil.rmtree(cluster.work_dir, ignore_errors=True)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop(remove=False)
+        for node in cluster.nodes:  # keep the brokers' logs in artifacts/, drop their data
+            shutil.rmtree(node.directory / "data", ignore_errors=True)

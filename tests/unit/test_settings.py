@@ -23,7 +23,7 @@ def test_cli_replace_overrides_everything_and_validates() -> None:
 @pytest.mark.parametrize(
     "options,setting",
     [
-        ({"broker": "localhost:9092"}, "broker"),
+        ({"broker": ["kafka://h:1", "memory://"]}, "broker"),  # bare host:port is Faust's form, accepted
         ({"on_agent_error": "explode"}, "on_agent_error"),
         ({"heartbeat_interval": 20.0, "session_timeout": 10.0}, "heartbeat_interval"),
         ({"topic_partitions": 0}, "topic_partitions"),

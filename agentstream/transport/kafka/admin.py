@@ -91,6 +91,23 @@ class TopicAdmin:
                 found[topic["topic"]] = (len(partitions), replication)
         return found
 
+    async def _until_described(self, names: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """The just-created topics, once the broker answering the describe knows them all.
+
+        On a cluster, CreateTopics returns when the controller has the topic; each broker learns it from the
+        metadata log a moment later, and the describe may reach one that has not yet (Kafka Streams' internal
+        topic manager waits the same way). Bounded by the request timeout; what is still missing then is
+        reported by the caller.
+        """
+        deadline = asyncio.get_running_loop().time() + self._request_timeout_ms / 1000
+        delay = 0.02
+        while True:
+            found = await self._describe_topics(names)
+            if len(found) == len(names) or asyncio.get_running_loop().time() + delay > deadline:
+                return found
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
     async def ensure_topics(self, specs: Sequence[TopicSpec]) -> dict[str, int]:
         if not specs:
             return {}
@@ -100,7 +117,7 @@ class TopicAdmin:
         await self._warn_differences([wanted[name] for name in existing], existing)
         if missing:
             await self._create(missing)
-            existing.update(await self._describe_topics([s.name for s in missing]))
+            existing.update(await self._until_described([s.name for s in missing]))
         for name, spec in wanted.items():
             if name not in existing:
                 raise TransportError(

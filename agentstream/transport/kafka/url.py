@@ -19,14 +19,16 @@ def parse_kafka_url(url: str) -> list[str]:
     scheme, _, rest = url.partition("://")
     if scheme.lower() != "kafka":
         raise ConfigError("broker", f"{url!r} does not use the kafka:// scheme", _URL_FIX)
-    rest = rest.rstrip("/")
-    if not rest or "/" in rest or "?" in rest or "#" in rest or "@" in rest:
-        raise ConfigError("broker", f"{url!r} must list only host:port pairs", _URL_FIX)
     hosts: list[str] = []
     for part in rest.replace(",", ";").split(";"):
         part = part.strip()
+        if part.lower().startswith("kafka://"):  # Faust's kafka://h1:p1;kafka://h2:p2: each part may carry it
+            part = part[len("kafka://") :]
+        part = part.rstrip("/")
         if not part:
             continue
+        if any(c in part for c in "/?#@") or "://" in part:
+            raise ConfigError("broker", f"{part!r} in {url!r} is not a host:port pair", _URL_FIX)
         try:
             split = urlsplit(f"//{part}")
             host, port = split.hostname, split.port
