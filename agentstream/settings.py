@@ -71,9 +71,11 @@ class Settings:
     table_cleanup_interval: float = 30.0  # Faust's: windows with expires= close by the wall clock this often
     buffer_max_records: int = 1000
     max_poll_records: int = 1000
-    session_timeout: float = 10.0
-    heartbeat_interval: float = 2.0
-    rebalance_timeout: float = 10.0
+    # production defaults (docs/configuration.md, "Production defaults"): Kafka's 45 s session and 3 s heartbeat
+    # (an agent blocking the loop for 10 s must not cost a rebalance), Faust's 60 s rebalance timeout
+    session_timeout: float = 45.0
+    heartbeat_interval: float = 3.0
+    rebalance_timeout: float = 60.0
     shutdown_timeout: float = 10.0
     restore_timeout: float = 300.0  # a table restore without progress for this long fails (RestoreTimeout)
     producer_linger: float = 0.005
@@ -85,7 +87,7 @@ class Settings:
     agent_restart_backoff: float = 0.1  # first restart delay (doubles each time, at most 30 s)
     dead_letter_topic: str = ""
     processing_guarantee: str = "at_least_once"
-    table_standby_replicas: int = 0
+    table_standby_replicas: int = 1  # Faust's default: a warm copy on another worker (no effect on a lone worker)
     # -- scaling out without a restore stall (KIP-441; docs/deployment.md) ---------------------------
     acceptable_recovery_lag: int = field(
         default=10_000,
