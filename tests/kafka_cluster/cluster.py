@@ -113,9 +113,14 @@ class Node:
 class KafkaCluster:
     """Three (or ``size``) KRaft nodes on loopback; ``start()`` returns once every broker serves metadata."""
 
-    def __init__(self, size: int = 3, work_dir: Path | None = None, *, heap_mb: int = 512) -> None:
+    def __init__(
+        self, size: int = 3, work_dir: Path | None = None, *, heap_mb: int = 512, for_tests: bool = True
+    ) -> None:
         self.size = size
         self.heap_mb = heap_mb
+        # tests: a JVM and thread pools sized for start-up and a light load on two shared cores (C1 only, serial
+        # GC, two I/O and network threads); for_tests=False keeps Kafka's own (benchmarks measure those)
+        self.for_tests = for_tests
         self._own_dir = work_dir is None
         self.work_dir = Path(work_dir or tempfile.mkdtemp(prefix="agentstream-kafka-"))
         self.cluster_id = _kraft_cluster_id()
@@ -143,7 +148,7 @@ class KafkaCluster:
         for node in self.nodes:
             node.directory.mkdir(parents=True, exist_ok=True)
             node.config.write_text(self._properties(node))
-            self._format(cp, node)
+        self._format(cp, self.nodes)
         for node in self.nodes:
             self._spawn(cp, node)
         try:
@@ -269,6 +274,16 @@ class KafkaCluster:
             "offsets.topic.num.partitions": "6",
             "transaction.state.log.num.partitions": "6",
             "group.initial.rebalance.delay.ms": "0",
+            **(
+                {
+                    "num.io.threads": "2",
+                    "num.network.threads": "2",
+                    "background.threads": "2",
+                    "log.cleaner.threads": "1",
+                }
+                if self.for_tests
+                else {}
+            ),
             # SSL: the test CA; clients are not asked for certificates unless a test's listener says so
             "ssl.keystore.type": "PEM",
             "ssl.keystore.location": str(self.certs["broker_keystore"]),
@@ -287,11 +302,12 @@ class KafkaCluster:
         return "".join(f"{k}={v}\n" for k, v in lines.items())
 
     def _java(self, cp: str, main: str, *args: str, heap_mb: int = 256) -> list[str]:
+        vm = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"] if self.for_tests else ["-XX:+UseG1GC"]
         return [
             "java",
             f"-Xmx{heap_mb}m",
             f"-Xms{min(heap_mb, 128)}m",
-            "-XX:+UseG1GC",
+            *vm,
             "-Djava.awt.headless=true",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
@@ -301,13 +317,23 @@ class KafkaCluster:
             *args,
         ]
 
-    def _format(self, cp: str, node: Node) -> None:
-        cmd = self._java(
-            cp, "kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(node.config), heap_mb=128
-        )
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0:
-            raise KafkaClusterError(f"formatting node {node.node_id} failed: {(proc.stdout + proc.stderr)[-2000:]}")
+    def _format(self, cp: str, nodes: list[Node]) -> None:
+        """``StorageTool format`` of every node's log dir, side by side (a JVM start each)."""
+        procs = {
+            node.node_id: subprocess.Popen(
+                self._java(
+                    cp, "kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(node.config), heap_mb=128
+                ),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for node in nodes
+        }
+        for node_id, proc in procs.items():
+            out, _ = proc.communicate(timeout=120)
+            if proc.returncode != 0:
+                raise KafkaClusterError(f"formatting node {node_id} failed: {out[-2000:]}")
 
     def _spawn(self, cp: str, node: Node) -> None:
         node.log = open(node.log_path, "ab")  # closed in stop()
