@@ -320,7 +320,9 @@ class Settings:
         metadata={
             "help": (
                 "seconds a record's timestamp may lie ahead of the wall clock and still advance a windowed "
-                "table's stream time (Kafka's max.message.time.difference); 0 disables the bound"
+                "table's or a stream-stream join's stream time (Kafka's max.message.time.difference); "
+                "a windowed table refuses such a record (error policy), a join drops and counts it; "
+                "0 disables the bound"
             )
         },
     )
