@@ -16,6 +16,7 @@ import errno
 import hmac
 import ipaddress
 import logging
+import math
 import socket
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -468,7 +469,20 @@ class Web:
 
     async def status_json(self, request: web.Request) -> web.Response:
         history = request.query.get("history", "0") not in ("0", "", "false", "no")
-        return json_response(await self.stats.status(history=history))
+        raw_since = request.query.get("since")
+        since: float | None = None
+        if raw_since is not None:
+            try:
+                since = float(raw_since)
+            except ValueError:
+                since = math.nan
+            if not math.isfinite(since):
+                return error_response(
+                    400,
+                    f"since={raw_since[:40]!r} is not a time",
+                    "pass the epoch seconds of the last sample you have (history.t[-1])",
+                )
+        return json_response(await self.stats.status(history=history, since=since))
 
     async def status_html(self, request: web.Request) -> web.Response:
         return web.Response(text=render_status_page(self.app.id, self.address), content_type="text/html")
