@@ -43,11 +43,11 @@ def test_a_rogue_member_with_malformed_user_data_never_stops_the_workers(
         assert wait_counts(fresh_broker.bootstrap, true_counts(texts[:1000])) == true_counts(texts[:1000])
         # w1 leaves: the rogue leads, and hands the next worker malformed assignment data
         assert w1.terminate() == 0
+        assert rogue.assignor.led.wait(60), "the rogue, alone in the group, did not lead it"
         w2 = Worker("w2", fresh_broker.url, tmp_path / "w2", logs)
         workers.append(w2)
         w2.wait_log(r"the group leader's assignment data is malformed")
         w2.wait_log(r"assigned: .*sentences\[0, 1, 2, 3\]")
-        assert rogue.assignor.led.is_set()
         feed(fresh_broker.bootstrap, texts[1000:])
         expected = true_counts(texts)
         assert wait_counts(fresh_broker.bootstrap, expected) == expected
