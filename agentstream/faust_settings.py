@@ -145,7 +145,7 @@ _TABLE: Final = [
     _s("web", "aiohttp://", R, "the web server is aiohttp's; no other driver"),
     _s("web_bind", "0.0.0.0", H, "web_bind: the address the web server listens on (default web_host, else 127.0.0.1: docs/deployment.md)"),
     _s("web_application_options", None, H, "web_application_options: passed to the aiohttp Application"),
-    _s("web_cors_options", None, H, "web_cors_options: CORS headers for those origins (pages' own cors_options override)"),
+    _s("web_cors_options", None, H, "web_cors_options: CORS headers for those origins (pages' own cors_options override); '*' with allow_credentials is refused"),
     _s("web_enabled", True, H, "web_enabled"),
     _s("web_stats_enabled", None, H, "web_stats_enabled: False turns off /status"),
     _s("web_graph_enabled", None, R, "agentstream serves no /graph page (the topology is in /status)"),

@@ -294,6 +294,27 @@ class Settings:
             "secret": True,
         },
     )
+    web_forward_credentials: bool = field(
+        default=False,
+        metadata={
+            "help": (
+                "pass the client's Cookie and Authorization headers on when a request is forwarded to the owner "
+                "of a key (routed pages that check users themselves); off: the owner, whose address any member "
+                "of the consumer group can advertise, gets neither. The web_token is never forwarded: owners "
+                "get a signature bound to their address instead"
+            )
+        },
+    )
+    web_allowed_hosts: str = field(
+        default="",
+        metadata={
+            "help": (
+                "comma-separated Host header names (without port) the web server answers; empty: on a loopback "
+                "bind without web_token, only localhost, loopback addresses, web_host and canonical_url's host "
+                "(against DNS rebinding), any host otherwise; '*': any host; a list is enforced on every bind"
+            )
+        },
+    )
     web_max_connections: int = field(
         default=512, metadata={"help": ("open HTTP connections served at once; more are closed at accept")}
     )
@@ -306,7 +327,13 @@ class Settings:
         },
     )
     web_body_timeout: float = field(
-        default=30.0, metadata={"help": ("seconds a request may take to send its body and be answered")}
+        default=30.0,
+        metadata={
+            "help": (
+                "seconds a request may take to send its body; also how long a client may leave an answer "
+                "unread (its connection is then dropped)"
+            )
+        },
     )
     web_idle_timeout: float = field(default=30.0, metadata={"help": "seconds an idle keep-alive connection is kept"})
     reply_topics: str = field(
@@ -323,7 +350,9 @@ class Settings:
         metadata={
             "help": (
                 "seconds a record's timestamp may lie ahead of the wall clock and still advance a windowed "
-                "table's stream time (Kafka's max.message.time.difference); 0 disables the bound"
+                "table's or a stream-stream join's stream time (Kafka's max.message.time.difference); "
+                "a windowed table refuses such a record (error policy), a join drops and counts it; "
+                "0 disables the bound"
             )
         },
     )
@@ -738,6 +767,9 @@ class Settings:
             )
         if self.web_cors_options is not None:
             check_cors_options(self.web_cors_options)
+        for host in allowed_hosts(self.web_allowed_hosts):
+            if host != "*":
+                _check_host("web_allowed_hosts", host)
 
     def web_bind_address(self) -> str:
         """The address the web server listens on: ``web_bind``, else ``web_host`` (listen exactly
@@ -985,6 +1017,11 @@ def faust_environment(env: Mapping[str, str], options: Mapping[str, Any], fields
     return out
 
 
+def allowed_hosts(raw: str) -> list[str]:
+    """``web_allowed_hosts`` as a list of lower-case names (empty: the default policy)."""
+    return [h.strip().lower() for h in str(raw).split(",") if h.strip()]
+
+
 def _check_host(name: str, host: str) -> None:
     """A host name or an IP address (IPv6 with or without brackets), nothing else."""
     ok = host == "" or bool(_HOSTNAME.match(host))
@@ -1051,6 +1088,14 @@ def check_cors_options(options: Any, setting: str = "web_cors_options") -> None:
         max_age = values.get("max_age")
         if max_age is not None and (isinstance(max_age, bool) or not isinstance(max_age, int) or max_age < 0):
             raise ConfigError(setting, f"max_age for {origin!r} must be seconds >= 0", fix)
+        if origin == "*" and values.get("allow_credentials"):
+            raise ConfigError(
+                setting,
+                "origin '*' with allow_credentials=True would let any web page read answers with its "
+                "visitors' cookies (the server reflects the page's origin)",
+                "list the origins that may send credentials, e.g. {'https://app.example.com': "
+                "ResourceOptions(allow_credentials=True, ...)}, and keep '*' without credentials",
+            )
 
 
 # faust-streaming 0.15.3's setting names (``faust.types.settings.Settings.SETTINGS``) and the older

@@ -25,6 +25,8 @@ CORRELATION_ID = "Faust-Ag-CorrelationId"
 __all__ = ["REPLY_TO", "CORRELATION_ID", "ReplyConsumer", "allowed_reply_to", "reply_topic_allowed"]
 
 _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+MAX_CORRELATION_ID = 256
+"""Longest correlation id a reply may carry (ours are 32 hex characters)."""
 _REFUSAL_LOG_INTERVAL = 10.0
 _last_refusal: dict[str, float] = {}
 
@@ -75,6 +77,25 @@ def allowed_reply_to(app: App, event: Any) -> bytes | None:
     return None
 
 
+def correlation_id(headers: Any) -> str | None:
+    """The reply's correlation id: the first ``Faust-Ag-CorrelationId`` header when it is
+    non-empty UTF-8 of at most :data:`MAX_CORRELATION_ID` bytes, else None."""
+    for item in headers or ():
+        try:
+            name, value = item
+        except (TypeError, ValueError):
+            continue
+        if name != CORRELATION_ID:
+            continue
+        if not isinstance(value, (bytes, bytearray)) or not 0 < len(value) <= MAX_CORRELATION_ID:
+            return None
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return None
+
+
 class ReplyConsumer:
     """Owns this process's reply topic and the futures of outstanding asks."""
 
@@ -82,6 +103,8 @@ class ReplyConsumer:
         self.app = app
         self.topic_name = f"{app.settings.id}-replies-{new_id(app)[:12]}"  # seeded in the harness: see ids.py
         self._futures: dict[str, asyncio.Future[Any]] = {}
+        self.bad_replies = 0  # replies skipped: no usable correlation id (counted, warned rate-limited)
+        self._last_bad_warning = float("-inf")
         self._consumer: Consumer | None = None
         self._reader: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
@@ -113,20 +136,44 @@ class ReplyConsumer:
         self._futures.pop(correlation_id, None)
 
     async def _read(self) -> None:
+        """Resolve the futures the replies answer. Replies come from whoever can produce to an
+        agent's input (agents copy the request's correlation header), so one that cannot be read
+        is skipped and counted; the reader itself never stops on a reply."""
         assert self._consumer is not None
-        codec = self.app.reply_codec
         while True:
             batches = await self._consumer.getmany(timeout_ms=500)
             for messages in batches.values():
                 for message in messages:
-                    cid = next((v.decode() for k, v in message.headers or () if k == CORRELATION_ID), None)
-                    fut = self._futures.pop(cid, None) if cid else None
-                    if fut is None or fut.done():
-                        continue
-                    try:
-                        fut.set_result(None if message.value is None else codec.loads(message.value))
-                    except Exception as exc:  # a reply we cannot decode fails that ask, not the reader
-                        fut.set_exception(exc)
+                    self._resolve(message)
+
+    def _resolve(self, message: Any) -> None:
+        cid = correlation_id(message.headers)
+        if cid is None:
+            self._bad_reply(message)
+            return
+        fut = self._futures.pop(cid, None)
+        if fut is None or fut.done():
+            return
+        try:
+            fut.set_result(None if message.value is None else self.app.reply_codec.loads(message.value))
+        except Exception as exc:  # a reply we cannot decode fails that ask, not the reader
+            fut.set_exception(exc)
+
+    def _bad_reply(self, message: Any) -> None:
+        self.bad_replies += 1
+        now = time.monotonic()
+        if now - self._last_bad_warning >= _REFUSAL_LOG_INTERVAL:
+            self._last_bad_warning = now
+            log.warning(
+                "skipped reply %s[%s]@%s: its %s header is missing, empty, longer than %d bytes or not "
+                "UTF-8 (%d such replies skipped so far)",
+                getattr(message, "topic", "?"),
+                getattr(message, "partition", "?"),
+                getattr(message, "offset", "?"),
+                CORRELATION_ID,
+                MAX_CORRELATION_ID,
+                self.bad_replies,
+            )
 
     async def stop(self) -> None:
         if self._reader is not None:

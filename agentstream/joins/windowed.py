@@ -23,6 +23,11 @@ input is waited for):
   never both. Expiry runs when stream time advances, before the advancing record is joined; an
   input that ends leaves its last records' unmatched results unemitted until time moves on.
 * A record with a ``None`` key or value cannot join: left/outer emit it unmatched at once.
+* A record stamped more than ``max_message_time_difference`` ahead of the wall clock (default a
+  day; 0 disables the bound, as for windowed tables) is dropped, counted in ``future_dropped`` and
+  logged (rate-limited): taken as stream time it would close every window and make every later
+  record late, and restarts would not help (the stream time is stored). A stored stream time
+  beyond that bound (written before the bound existed) is clamped when the buffer is loaded.
 
 Consequently the results are exactly a nested-loop join over the non-late records, plus the
 unmatched records whose ``t + 2W + G`` is below the final stream time: deterministic for
@@ -46,6 +51,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from ..clock import clock_for
 from ..events import Event
 from ..tables.partition import TableNotReady, TablePartition
 from ..tables.query import live_entries
@@ -161,8 +167,11 @@ class StreamStreamJoin:
         self.grace = grace_ms
         self.emits = (kind in ("left", "outer"), kind == "outer")
         self.late_dropped = 0
+        self.future_dropped = 0  # records too far ahead of the wall clock (max_message_time_difference)
         self._late_since_warning = 0
         self._last_warning = float("-inf")
+        self._future_since_warning = 0
+        self._last_future_warning = float("-inf")
         self._bufs: dict[int, _Buffers] = {}
 
     # -- state ----------------------------------------------------------------------------------
@@ -184,18 +193,58 @@ class StreamStreamJoin:
         if b is not None and b.part is part and b.epoch == part.epoch:
             return b
         b = _Buffers(part)
+        stored: bytes | None = None
+        ahead: list[bytes] = []
+        bound = self._future_bound()
         for k, v in _raw_entries(part):
             if k == STREAM_TIME_KEY:
-                b.stream_ms = int(v)
+                stored = v
                 continue
             try:
                 side, kb, ts, uid = parse_buffer_key(k)
             except ValueError:
                 continue
+            if bound is not None and ts > bound:  # buffered before the bound existed
+                ahead.append(k)
+                continue
             matched, topic, raw = _parse_value(v)
             b.add(_Entry(side, kb, ts, uid, topic, raw, matched, k))
+        for k in ahead:
+            part.set(k, None)
+        self.future_dropped += len(ahead)
+        b.stream_ms = self._loaded_stream_time(partition, stored, b, bound, len(ahead))
         self._bufs[partition] = b
         return b
+
+    def _future_bound(self) -> int | None:
+        """The latest acceptable record time (ms): the wall clock plus ``max_message_time_difference``."""
+        limit = float(getattr(self.app.settings, "max_message_time_difference", 0.0) or 0.0)
+        return None if limit <= 0 else int((clock_for(self.app).time() + limit) * 1000)
+
+    def _loaded_stream_time(
+        self, partition: int, raw: bytes | None, b: _Buffers, bound: int | None, ahead: int
+    ) -> int | None:
+        """The stored stream time, unless it is missing, not a number or beyond ``bound`` (stored
+        before the bound existed): then the latest buffered record's time (None: none buffered), a
+        lower bound of the true stream time that makes no acceptable record late."""
+        try:
+            stored = None if raw is None else int(raw)
+        except ValueError:
+            stored = None
+        if stored is not None and (bound is None or stored <= bound):
+            return stored
+        fallback = max((e.ts for e in b.entries.values()), default=None)
+        if raw is not None:
+            log.warning(
+                "join %s partition %d: stored stream time %r is %s; using %s (the latest buffered record's time)%s",
+                self.table.name,
+                partition,
+                raw[:40],
+                "not a number" if stored is None else "beyond the wall clock + max_message_time_difference",
+                "none" if fallback is None else f"{fallback / 1000:.3f}",
+                f"; dropped {ahead} buffered record(s) as far ahead" if ahead else "",
+            )
+        return fallback
 
     def _decode(self, e: _Entry) -> Any:
         if not e.decoded:
@@ -219,6 +268,10 @@ class StreamStreamJoin:
         kb, raw, t = m.key, m.value, m.timestamp_ms
         if kb is None or raw is None:
             return [result_event(event.key, self._pair(side, event.value, None), event)] if self.emits[side] else []
+        bound = self._future_bound()
+        if bound is not None and t > bound:
+            self._too_far_ahead(event, bound)
+            return []
         b = self.buffers(m.partition)
         st = b.stream_ms
         if st is not None and t + self.within + self.grace < st:
@@ -299,3 +352,22 @@ class StreamStreamJoin:
             )
             self._late_since_warning = 0
             self._last_warning = now
+
+    def _too_far_ahead(self, event: Event, bound: int) -> None:
+        self.future_dropped += 1
+        self._future_since_warning += 1
+        now = time.monotonic()
+        if now - self._last_future_warning >= LATE_WARNING_EVERY:
+            log.warning(
+                "join %s: dropped record %s at %.3f: more than max_message_time_difference=%ss ahead of the "
+                "wall clock (%d such record(s) since the last warning, %d in total); as stream time it would "
+                "make every later record late",
+                self.table.name,
+                event.where(),
+                event.message.timestamp_ms / 1000,
+                self.app.settings.max_message_time_difference,
+                self._future_since_warning,
+                self.future_dropped,
+            )
+            self._future_since_warning = 0
+            self._last_future_warning = now

@@ -3,12 +3,14 @@ table endpoints and ``@app.table_route`` pages.
 
 The owner's address comes from another member's group metadata, so it is checked to be exactly a
 ``host:port`` first (anything else could make this worker fetch an arbitrary URL for a client).
-The forwarded request carries the client's end-to-end headers (not the hop-by-hop ones),
-:data:`FORWARDED_HEADER` (the owner never forwards it again: during a rebalance two workers could
-otherwise bounce it between them; the older ``X-Agentstream-Routed-By`` counts too, so a rolling
-upgrade cannot bounce a request) and, when one is set, the app's web token in place of the
-client's Authorization; the answer (read to its end, at most 4 MiB) is passed back with
-``X-Agentstream-Served-By``. An unreachable owner is a 503 with ``Retry-After``, never a hang: the
+The forwarded request carries the client's end-to-end headers (not the hop-by-hop ones) except
+its credentials (``Cookie``, ``Authorization``: the owner's address is whatever a group member
+advertised, so they go only when the operator opts in with ``web_forward_credentials``, and the
+app's web token never), :data:`FORWARDED_HEADER` (the owner never forwards it again: during a
+rebalance two workers could otherwise bounce it between them; the older ``X-Agentstream-Routed-By``
+counts too, so a rolling upgrade cannot bounce a request) and, when a web token is set, a
+signature bound to the owner's address in its place (:mod:`.forward_auth`); the answer (read to its
+end, at most 4 MiB) is passed back with ``X-Agentstream-Served-By``. An unreachable owner is a 503 with ``Retry-After``, never a hang: the
 call is bounded by ``web_forward_timeout``.
 """
 
@@ -25,6 +27,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 from yarl import URL
 
+from .forward_auth import FORWARD_AUTH_HEADER, sign
 from .responses import error_response
 
 log = logging.getLogger("agentstream.web")
@@ -80,10 +83,15 @@ def forwarded_by(request: web.Request) -> str | None:
     return request.headers.get(FORWARDED_HEADER) or request.headers.get(_OLD_FORWARDED_HEADER)
 
 
-def _end_to_end(request: web.Request) -> CIMultiDict[str]:
-    """The client's headers minus the hop-by-hop ones (also those its Connection header names)."""
+_CREDENTIALS = frozenset(("cookie", "authorization"))
+_NEVER = frozenset((FORWARD_AUTH_HEADER.lower(),))  # a client's signature is never passed on
+
+
+def _end_to_end(request: web.Request, *, credentials: bool) -> CIMultiDict[str]:
+    """The client's headers minus the hop-by-hop ones (also those its Connection header names)
+    and, unless ``credentials``, minus its Cookie and Authorization."""
     named = {h.strip().lower() for v in request.headers.getall("Connection", ()) for h in v.split(",")}
-    drop = _HOP_BY_HOP | named
+    drop = _HOP_BY_HOP | _NEVER | named | (frozenset() if credentials else _CREDENTIALS)
     headers: CIMultiDict[str] = CIMultiDict()
     for name, value in request.headers.items():
         if name.lower() not in drop and not name.lower().startswith("proxy-"):
@@ -107,6 +115,7 @@ class _Sender(Protocol):
     """What the forwarder needs of its web server."""
 
     forward_timeout: float
+    forward_credentials: bool
     token: bytes | None
     scheme: str
 
@@ -150,17 +159,28 @@ class Forwarder:
                 timeout=aiohttp.ClientTimeout(total=server.forward_timeout),
                 cookie_jar=aiohttp.DummyCookieJar(),  # shared by all clients: never keep one's cookies
             )
-        headers = _end_to_end(request)
+        headers = _end_to_end(request, credentials=server.forward_credentials)
         headers[FORWARDED_HEADER] = server.address
         if json_only:
             headers["Accept"] = "application/json"
-        if server.token is not None:  # the owner is a worker of the same app: same token
-            headers["Authorization"] = "Bearer " + server.token.decode()
+        method = method or request.method
+        try:
+            full = URL(f"{server.scheme}://{owner}{target.raw_path_qs}")
+        except ValueError:
+            full = None
+        if server.token is not None:
+            # the owner is a worker of the same app (same token) at an address a group member chose:
+            # it gets a signature for this request to that address, never the token itself
+            headers.pop("Authorization", None)
+            if full is not None:
+                headers[FORWARD_AUTH_HEADER] = sign(server.token, method, owner, full.raw_path_qs)
         body = await request.read() if request.can_read_body else b""
         try:
+            if full is None:
+                raise ValueError(f"not a URL: {server.scheme}://{owner}{target.raw_path_qs}")
             async with self._session.request(
-                method or request.method,
-                f"{server.scheme}://{owner}{target.raw_path_qs}",
+                method,
+                full,
                 data=body or None,
                 headers=headers,
                 allow_redirects=False,

@@ -11,7 +11,10 @@ through :class:`GuardedProtocol`, which wraps aiohttp's own protocol:
 * a request head must be complete within ``header_timeout`` of its first byte (of the
   connection, for the first request), and a request's body within ``body_timeout``; otherwise
   the connection is dropped. Idle keep-alive connections are closed by aiohttp's
-  ``keepalive_timeout`` (``web_idle_timeout``).
+  ``keepalive_timeout`` (``web_idle_timeout``);
+* a client that stops reading an answer (the socket's send buffer stays full, so writing is
+  paused) for ``body_timeout`` is dropped too: otherwise its connection, and the handler writing
+  to it, would wait forever.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class Limits:
         self.open = 0
         self.refused = 0
         self.timed_out = 0
+        self.stalled_readers = 0  # connections dropped because the client stopped reading an answer
         self._last_refusal_log = 0.0
 
     def note_refused(self) -> None:
@@ -65,6 +69,7 @@ class GuardedProtocol(asyncio.Protocol):
         self._transport: Any = None
         self._counted = False
         self._timer: asyncio.TimerHandle | None = None
+        self._write_timer: asyncio.TimerHandle | None = None
         self._buf = b""
         self._body_left = 0  # >0: Content-Length bytes to come; -1: chunked body
 
@@ -83,6 +88,17 @@ class GuardedProtocol(asyncio.Protocol):
         self._limits.timed_out += 1
         if self._transport is not None:
             self._transport.abort()
+
+    def _stalled(self) -> None:
+        self._write_timer = None
+        self._limits.stalled_readers += 1
+        if self._transport is not None:
+            self._transport.abort()
+
+    def _disarm_write(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
 
     # -- asyncio.Protocol ---------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -153,6 +169,7 @@ class GuardedProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._disarm_write()
         if self._counted:
             self._counted = False
             self._limits.open -= 1
@@ -161,10 +178,13 @@ class GuardedProtocol(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         if self._counted:
+            if self._write_timer is None:  # the client has this long to read on
+                self._write_timer = asyncio.get_running_loop().call_later(self._limits.body_timeout, self._stalled)
             self._inner.pause_writing()
 
     def resume_writing(self) -> None:
         if self._counted:
+            self._disarm_write()
             self._inner.resume_writing()
 
 

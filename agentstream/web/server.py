@@ -14,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import errno
 import hmac
+import ipaddress
 import logging
+import math
 import socket
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -24,9 +26,11 @@ from aiohttp import web
 
 from ..credentials import reveal
 from ..exceptions import ConfigError
+from ..settings import allowed_hosts
 from ..worker.assignor import Assignment
 from .cors import CorsPolicy
 from .forward import Forwarder
+from .forward_auth import FORWARD_AUTH_HEADER, verify
 from .limits import GuardedSite, Limits, install_log_filter
 from .responses import error_response, json_response
 from .stats import Stats
@@ -61,6 +65,25 @@ PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+def is_loopback(host: str) -> bool:
+    """``localhost`` (or a name under it, RFC 6761) or a loopback IP address."""
+    host = host.strip("[]").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def host_name(header: str) -> str:
+    """The name in a Host header, without its port, lower-case (``[::1]:6066`` -> ``::1``)."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1 : header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
 def _wants_html(request: web.Request) -> bool:
     fmt = request.query.get("format")
     if fmt:
@@ -83,6 +106,7 @@ class Web:
         self.redirect = bool(extra.get("web_redirect", False) if redirect is None else redirect)
         self.forward_timeout = float(extra.get("web_forward_timeout", 5.0))
         s = app.settings
+        self.forward_credentials = bool(s.web_forward_credentials)
         # Faust's model: listen on ``host`` (web_bind), be reached at web_host / canonical_url
         self.advertised_host = str(extra.get("web_advertised_host") or self._advertised(s.web_host or host))
         self.ssl_context = s.web_ssl_context
@@ -105,8 +129,30 @@ class Web:
             max_connections=s.web_max_connections, header_timeout=s.web_header_timeout, body_timeout=s.web_body_timeout
         )
         self.token: bytes | None = (reveal(s.web_token) or "").encode() or None
+        self._allowed_hosts = self._host_policy(allowed_hosts(s.web_allowed_hosts))
+        self.misdirected = 0  # requests refused for their Host header
         self._runner: web.AppRunner | None = None
         self._sampler: asyncio.Task[None] | None = None
+
+    def _host_policy(self, names: list[str]) -> frozenset[str] | None:
+        """The Host names answered (None: any). Without a list, only a loopback bind without a token
+        checks them: a web page on another site whose name an attacker points at 127.0.0.1 (DNS
+        rebinding) would otherwise read every table through the visitor's browser."""
+        if "*" in names or (not names and (self.token is not None or not is_loopback(self.host))):
+            return None
+        own = {host_name(self.advertised_host)}
+        if self._canonical is not None:
+            own.add(host_name(self._canonical[0]))
+        return frozenset({*names, *own})
+
+    def host_allowed(self, request: web.Request) -> bool:
+        """Whether the request's Host header names this server (see :meth:`_host_policy`)."""
+        allowed = self._allowed_hosts
+        header = request.headers.get("Host")
+        if allowed is None or header is None:  # HTTP/1.0 without Host: not a browser's request
+            return True
+        name = host_name(header).rstrip(".")
+        return name in allowed or is_loopback(name)
 
     @staticmethod
     def _advertised(host: str) -> str:
@@ -219,6 +265,14 @@ class Web:
                     "pass another --web-port (0 picks a free one) or --without-web",
                 ) from exc
         self.port = int(self._runner.addresses[0][1])
+        if self.token is None and not is_loopback(self.host):
+            log.warning(
+                "web server listens on %s, beyond this machine, without web_token: anyone who can reach "
+                "port %d can read every table and the worker's status. Set web_token (AGENTSTREAM_WEB_TOKEN) "
+                "or listen on 127.0.0.1 (web_bind)",
+                self.host or "every interface",
+                self.port,
+            )
         self._sampler = asyncio.ensure_future(self.stats.run())
         log.info(
             "web server for %s listening on %s://%s:%d (advertised as %s)",
@@ -242,8 +296,12 @@ class Web:
 
     # -- the guard -------------------------------------------------------------------------------------
     def authorized(self, request: web.Request) -> bool:
-        """No token configured, or ``Authorization: Bearer <token>`` matches (constant time)."""
+        """No token configured, ``Authorization: Bearer <token>`` matches (constant time), or the
+        request was forwarded by a worker of the app, signed for this server's address."""
         if self.token is None:
+            return True
+        signed = request.headers.get(FORWARD_AUTH_HEADER)
+        if signed is not None and verify(self.token, signed, request.method, self.address, request.raw_path):
             return True
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer":
@@ -293,6 +351,14 @@ class Web:
                 414,
                 f"request path is longer than {MAX_PATH_BYTES} bytes",
                 "shorten the key or path; table keys in URLs are limited to 1 KiB",
+            )
+        if request.path not in OPEN_PATHS and not self.host_allowed(request):
+            self.misdirected += 1
+            return error_response(
+                421,
+                f"this server does not answer for host {request.headers.get('Host', '')[:100]!r}",
+                "reach it by localhost, a loopback address or its web_host; list other names in "
+                "web_allowed_hosts (a web page elsewhere must not reach a loopback server without a token)",
             )
         if request.path not in OPEN_PATHS and not self.authorized(request):
             return error_response(
@@ -403,7 +469,20 @@ class Web:
 
     async def status_json(self, request: web.Request) -> web.Response:
         history = request.query.get("history", "0") not in ("0", "", "false", "no")
-        return json_response(await self.stats.status(history=history))
+        raw_since = request.query.get("since")
+        since: float | None = None
+        if raw_since is not None:
+            try:
+                since = float(raw_since)
+            except ValueError:
+                since = math.nan
+            if not math.isfinite(since):
+                return error_response(
+                    400,
+                    f"since={raw_since[:40]!r} is not a time",
+                    "pass the epoch seconds of the last sample you have (history.t[-1])",
+                )
+        return json_response(await self.stats.status(history=history, since=since))
 
     async def status_html(self, request: web.Request) -> web.Response:
         return web.Response(text=render_status_page(self.app.id, self.address), content_type="text/html")

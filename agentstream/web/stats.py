@@ -3,6 +3,10 @@
 Everything here is read from the worker's published status snapshot
 (:class:`agentstream.worker.status.WorkerStatus`), never from its internals. The history is a
 fixed-size ring buffer of samples, enough for the status page's plots without any storage.
+
+The history's columns grow with partitions x samples (3,000 lag series x 300 samples at 1,000
+partitions), so they are built in one linear pass, at most once per sample whoever asks, and the
+status page asks only for the samples it has not seen (``since``) after its first load.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ class Stats:
         self.clock: Clock = clock_for(app)  # the harness's virtual time samples on virtual seconds
         self.started = self.clock.time()
         self._last: tuple[float, dict[str, int]] | None = None
+        self._taken = 0  # samples taken so far: the full history is built once per sample
+        self._full: tuple[int, dict[str, Any]] | None = None
 
     async def _count_keys(self) -> None:
         """Exact key counts of persistent partitions, in slices, only after they changed."""
@@ -76,6 +82,7 @@ class Stats:
             "tables": {t.name: t.local_keys for t in status.tables},
         }
         self.samples.append(sample)
+        self._taken += 1
         return sample
 
     async def run(self) -> None:
@@ -89,29 +96,24 @@ class Stats:
                 log.warning("status sample failed: %r", exc)
             await self.clock.sleep(self.interval)
 
-    def history(self) -> dict[str, Any]:
-        """The samples as columns (one list per series, None where a series had no value)."""
-        samples = list(self.samples)
-
-        def columns(field: str) -> dict[str, list[Any]]:
-            names: list[str] = []
-            for s in samples:
-                names.extend(n for n in s[field] if n not in names)
-            return {n: [s[field].get(n) for s in samples] for n in sorted(names)}
-
-        return {
-            "t": [s["t"] for s in samples],
-            "records_per_s": columns("rates"),
-            "lag": columns("lag"),
-            "restore": {
-                "restored_records": [s["restored_records"] for s in samples],
-                "ready_pct": [s["ready_pct"] for s in samples],
-            },
-            "table_keys": columns("tables"),
-        }
+    def history(self, since: float | None = None) -> dict[str, Any]:
+        """The samples (those taken after ``since``, when given) as columns: one list per series,
+        None where a series had no value; ``size`` is how many samples the history keeps."""
+        if since is None:
+            cached = self._full
+            if cached is None or cached[0] != self._taken:
+                cached = self._full = (self._taken, _columns(list(self.samples), self.samples.maxlen))
+            return cached[1]
+        newer: list[dict[str, Any]] = []
+        for s in reversed(self.samples):  # the newest first: a poll needs the last one or two
+            if s["t"] <= since:
+                break
+            newer.append(s)
+        newer.reverse()
+        return _columns(newer, self.samples.maxlen)
 
     # -- views ---------------------------------------------------------------------------------------------
-    async def status(self, *, history: bool) -> dict[str, Any]:
+    async def status(self, *, history: bool, since: float | None = None) -> dict[str, Any]:
         st = await self.worker.status()
         a = st.assignment
         rates = self.samples[-1]["rates"] if self.samples else {}
@@ -154,7 +156,7 @@ class Stats:
             "samples": len(self.samples),
         }
         if history:
-            out["history"] = self.history()
+            out["history"] = self.history(since)
         return out
 
     async def prometheus(self) -> str:
@@ -215,6 +217,29 @@ class Stats:
         m.family("agentstream_rebalances_total", "counter", "Assignments received.")
         m.sample("agentstream_rebalances_total", a.generation)
         return m.render()
+
+
+def _columns(samples: list[dict[str, Any]], size: int | None) -> dict[str, Any]:
+    """``samples`` as columns, in one pass per field (series names kept in a dict, not a list:
+    a list's membership test made this quadratic in the number of series)."""
+
+    def columns(field: str) -> dict[str, list[Any]]:
+        names: dict[str, None] = {}
+        for s in samples:
+            names.update(dict.fromkeys(s[field]))
+        return {n: [s[field].get(n) for s in samples] for n in sorted(names)}
+
+    return {
+        "t": [s["t"] for s in samples],
+        "size": size,
+        "records_per_s": columns("rates"),
+        "lag": columns("lag"),
+        "restore": {
+            "restored_records": [s["restored_records"] for s in samples],
+            "ready_pct": [s["ready_pct"] for s in samples],
+        },
+        "table_keys": columns("tables"),
+    }
 
 
 def tables_json(st: WorkerStatus) -> dict[str, dict[str, Any]]:

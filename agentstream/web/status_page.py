@@ -1,5 +1,6 @@
 """The live status page: one self-contained HTML document (inline CSS/JS, ``<canvas>`` plots; no
-CDN, so it works offline) polling ``/status?history=1`` every second.
+CDN, so it works offline) polling ``/status?history=1`` every second: the whole history once, then
+only the samples after the last one it has (``&since=<t>``), which it appends to its own copy.
 
 Each plot writes how many data points it drew into ``<span id="points-...">`` and its y-axis ticks
 into a hidden ``<span id="ticks-...">``, so a headless browser test can check from the DOM that
@@ -91,6 +92,41 @@ function niceAxis(maxv, intervals) {
 const tickFmt = (v) => Math.abs(v) >= 1e6 ? Number((v / 1e6).toPrecision(6)) + "M" :
                        Math.abs(v) >= 1e4 ? Number((v / 1e3).toPrecision(6)) + "k" : String(Number(v.toPrecision(6)));
 
+// The history the page keeps: the first poll brings it whole, later ones only the samples after
+// its last time (?since=), appended here (a sample the page already has is skipped), the oldest
+// dropped beyond the server's history size. Columns are {name: [value per sample]}.
+// BEGIN mergeHistory
+function mergeHistory(kept, add) {
+  if (!kept || !kept.t) return add;
+  const last = kept.t.length ? kept.t[kept.t.length - 1] : -Infinity;
+  let from = 0;
+  while (from < add.t.length && add.t[from] <= last) from++;
+  const n0 = kept.t.length, k = add.t.length - from;
+  const pad = (m) => new Array(m).fill(null);
+  const out = {t: kept.t.concat(add.t.slice(from)), size: add.size || kept.size || 300};
+  for (const f of ["records_per_s", "lag", "restore", "table_keys"]) {
+    const a = kept[f] || {}, b = add[f] || {}, cols = {};
+    for (const name of new Set(Object.keys(a).concat(Object.keys(b)))) {
+      const mine = a[name] || pad(n0), theirs = b[name] ? b[name].slice(from) : pad(k);
+      cols[name] = mine.concat(theirs.length === k ? theirs : pad(k));
+    }
+    out[f] = cols;
+  }
+  const drop = Math.max(0, out.t.length - out.size);
+  if (drop) {
+    out.t = out.t.slice(drop);
+    for (const f of ["records_per_s", "lag", "restore", "table_keys"]) {
+      for (const name of Object.keys(out[f])) {
+        const col = out[f][name].slice(drop);
+        if (f !== "restore" && col.every((v) => v == null)) delete out[f][name];
+        else out[f][name] = col;
+      }
+    }
+  }
+  return out;
+}
+// END mergeHistory
+
 // Series of partitions the worker no longer has (given away in a rebalance) leave plot and legend.
 function following(series, current) {
   const out = {};
@@ -163,11 +199,17 @@ function render(s) {
   draw("tables", h.t, h.table_keys, {});
 }
 
+let history = null;
+
 async function tick() {
   try {
-    const r = await fetch("/status?history=1", {headers: {Accept: "application/json"}, cache: "no-store"});
+    const have = history && history.t.length ? "&since=" + history.t[history.t.length - 1] : "";
+    const r = await fetch("/status?history=1" + have, {headers: {Accept: "application/json"}, cache: "no-store"});
     if (!r.ok) throw new Error("HTTP " + r.status);
-    render(await r.json());
+    const s = await r.json();
+    history = mergeHistory(history, s.history);
+    s.history = history;
+    render(s);
     $("conn").textContent = "live"; $("conn").className = "";
   } catch (e) {
     $("conn").textContent = "disconnected: " + e.message; $("conn").className = "down";

@@ -5,7 +5,8 @@ A worker owns *partition numbers*, not topic partitions: whoever owns number ``p
 ``p`` of every topic the app reads, so co-partitioned inputs (and the table partitions they
 update) always meet in the same worker. Assignment is balanced and sticky (a number stays with
 its previous owner when that keeps the balance), and hands out standby partition numbers for
-warm table replicas. Members exchange JSON in the group protocol's user data.
+warm table replicas. Members exchange JSON in the group protocol's user data, decoded with bounds
+(:mod:`.member_data`): a member whose data is malformed is planned as holding nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..transport.base import TP, MemberInfo
+from .member_data import MemberDataError, Subscription, decode_assignment, decode_subscription
 from .placement import place
 
 log = logging.getLogger(__name__)
@@ -76,12 +78,15 @@ class PartitionNumberAssignor:
         self.is_leader = False
         self._assigned_as_leader = False
         self.sensors: Any = None  # the app's sensors while any is registered (Faust's on_assignment_*)
+        self.malformed_members = 0  # members' join data refused by this worker as leader (counted per join)
+        self.malformed_assignments = 0  # leader's data for this worker refused (the assigned partitions used)
 
     def member_user_data(self) -> bytes:
         data: dict[str, object] = {"host": self.host, "prev": self.previous, "rack": self.rack or self.host}
         if self.lags is not None:
             try:
-                data["lags"] = {str(p): lag for p, lag in self.lags().items()}
+                # a negative lag (a bug) is reported as unknown: the leader refuses negative lags
+                data["lags"] = {str(p): None if lag is None or lag < 0 else lag for p, lag in self.lags().items()}
             except Exception as exc:  # never fail a join over the report: the leader then sees no state here
                 log.warning("could not report the local state's changelog lags: %s", exc)
                 data["lags"] = {}
@@ -107,18 +112,13 @@ class PartitionNumberAssignor:
     def _assign(
         self, partitions_per_topic: Mapping[str, int], members: Sequence[MemberInfo]
     ) -> dict[str, tuple[list[TP], bytes]]:
-        info: dict[str, dict[str, object]] = {}
-        for m in members:
-            try:
-                info[m.member_id] = json.loads(m.user_data or b"{}")
-            except ValueError:
-                info[m.member_id] = {}
+        info = {m.member_id: self._subscription(m) for m in members}
         subscribed = {t for m in members for t in m.topics}
         counts = {t: n for t, n in partitions_per_topic.items() if t in subscribed}
         total = max(counts.values(), default=0)
-        previous = {mid: list(d.get("prev", []) or []) for mid, d in info.items()}  # type: ignore[call-overload]
+        previous = {mid: list(d.prev) for mid, d in info.items()}
         stateful = self.lags is not None
-        lags = {mid: _lags(d.get("lags")) for mid, d in info.items()} if stateful else None
+        lags = {mid: d.lags for mid, d in info.items()} if stateful else None
         placed = place(
             total,
             [m.member_id for m in members],
@@ -127,10 +127,10 @@ class PartitionNumberAssignor:
             lags=lags,
             acceptable_recovery_lag=self.acceptable_recovery_lag,
             max_warmup_replicas=self.max_warmup_replicas,
-            racks={mid: str(d.get("rack") or d.get("host") or mid) for mid, d in info.items()},
+            racks={mid: d.rack or d.host or mid for mid, d in info.items()},
         )
         active = placed.active
-        owners = {p: str(info[mid].get("host", "")) for mid, ps in active.items() for p in ps}
+        owners = {p: info[mid].host for mid, ps in active.items() for p in ps}
         result: dict[str, tuple[list[TP], bytes]] = {}
         for m in members:
             tps = [TP(t, p) for t in sorted(m.topics) for p in active[m.member_id] if p < counts.get(t, 0)]
@@ -148,17 +148,41 @@ class PartitionNumberAssignor:
         self._assigned_as_leader = True
         return result
 
-    def on_assignment(self, partitions: list[TP], user_data: bytes) -> None:
+    def _subscription(self, member: MemberInfo) -> Subscription:
+        """The member's join data; malformed: a member holding nothing (no previous numbers, no state)."""
         try:
-            data = json.loads(user_data or b"{}")
-        except ValueError:
-            data = {}
-        warmup = [int(p) for p in data.get("warmup", [])]
+            return decode_subscription(member.user_data)
+        except MemberDataError as exc:
+            self.malformed_members += 1
+            log.warning(
+                "group member %s sent malformed subscription data (%s); planned as holding no partitions "
+                "and no state. A worker of another version, or a client that is not an agentstream worker "
+                "using the group's protocol name %r?",
+                member.member_id,
+                exc,
+                self.name,
+            )
+            return Subscription()
+
+    def on_assignment(self, partitions: list[TP], user_data: bytes) -> None:
+        given = sorted({tp.partition for tp in partitions})
+        try:
+            data = decode_assignment(user_data)
+        except MemberDataError as exc:
+            self.malformed_assignments += 1
+            log.warning(
+                "the group leader's assignment data is malformed (%s); taking the assigned partitions %s "
+                "as active, with no standbys and no owner map",
+                exc,
+                given,
+            )
+            data = decode_assignment(b"")
+        warmup = list(data.warmup)
         self.assignment = Assignment(
-            active=list(data.get("active", sorted({tp.partition for tp in partitions}))),
-            standby=sorted({*data.get("standby", []), *warmup}),
+            active=given if data.active is None else list(data.active),
+            standby=sorted({*data.standby, *warmup}),
             warmup=warmup,
-            owners={int(k): v for k, v in data.get("owners", {}).items()},
+            owners=dict(data.owners),
             generation=self.assignment.generation + 1,
         )
         self.previous = list(self.assignment.active)
@@ -169,16 +193,3 @@ class PartitionNumberAssignor:
                 warmup,
             )
         self.is_leader, self._assigned_as_leader = self._assigned_as_leader, False
-
-
-def _lags(reported: object) -> dict[int, int | None]:
-    """A member's reported lags (JSON object: number -> lag or null); anything malformed: no state."""
-    if not isinstance(reported, dict):
-        return {}
-    out: dict[int, int | None] = {}
-    for k, v in reported.items():
-        try:
-            out[int(k)] = None if v is None else int(v)
-        except (TypeError, ValueError):
-            continue
-    return out

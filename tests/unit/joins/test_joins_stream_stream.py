@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import random
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -283,3 +285,66 @@ async def test_bad_joins_fail_at_discovery_with_the_fix(make: Any) -> None:
 
     with pytest.raises(TopologyError):
         await app.discover()
+
+
+# -- issue 45 finding 2: one record stamped years ahead does not stop the join --------------------------
+
+YEARS_AHEAD = 10 * 365 * 86400.0
+
+
+async def test_a_record_years_ahead_is_dropped_and_counted_and_later_records_still_join(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    app, out = join_app("inner", partitions=1)
+    now = time.time()
+    records: list[Send] = [
+        ("left", "k", {"id": "L1"}, now - 60),
+        ("right", "k", {"id": "R1"}, now - 59),
+        ("left", "k", {"id": "FUTURE"}, now + YEARS_AHEAD),  # anyone who can produce can stamp this
+        ("right", "k", {"id": "R2"}, now - 30),
+        ("left", "k", {"id": "L2"}, now - 29),
+    ]
+    with caplog.at_level(logging.WARNING, logger="agentstream.joins.windowed"):
+        async with Preloaded(app, records) as h:
+            await h.wait_idle()
+    assert sorted(out, key=str) == [("L1", "R1"), ("L2", "R2")]  # nothing after it was taken as late
+    assert "ahead of the wall clock (1 such record(s)" in caplog.text and "max_message_time_difference" in caplog.text
+
+
+async def test_a_far_future_stream_time_stored_before_the_bound_is_clamped_at_load(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from agentstream.joins.windowed import LEFT, STREAM_TIME_KEY, _buffer_value, buffer_key
+
+    app, out = join_app("inner", partitions=1)
+    now = time.time()
+    async with Preloaded(app, [("left", "k", {"id": "L0"}, now - 120)]) as h:
+        await h.wait_idle()
+        # what a worker without the bound stored after a record ten years ahead
+        producer = h.app.transport.producer()
+        await producer.start()
+        changelog = app.tables["joiner-join-right"].changelog_topic.name
+        future_ms = int((now + YEARS_AHEAD) * 1000)
+        await producer.send(changelog, STREAM_TIME_KEY, b"%d" % future_ms, partition=0)
+        poison = buffer_key(LEFT, b"k", future_ms, 99)
+        await producer.send(changelog, poison, _buffer_value(False, "left", b'{"id": "FUTURE"}'), partition=0)
+        await producer.stop()
+        with caplog.at_level(logging.WARNING, logger="agentstream.joins.windowed"):
+            await h.restart_worker()  # memory stores are lost: the buffer is restored from its changelog
+            await h.send("right", {"id": "R1"}, key="k", timestamp=now - 100)
+            await h.send("left", {"id": "L1"}, key="k", timestamp=now - 99)
+            await h.wait_idle()
+    assert out == [("L1", "R1")]
+    assert "stored stream time" in caplog.text and "dropped 1 buffered record(s) as far ahead" in caplog.text
+
+
+async def test_the_join_bound_can_be_switched_off() -> None:
+    app, out = join_app("inner", partitions=1)
+    now = time.time()
+    records: list[Send] = [
+        ("left", "k", {"id": "L1"}, now + YEARS_AHEAD),
+        ("right", "k", {"id": "R1"}, now + YEARS_AHEAD + 1),
+    ]
+    async with Preloaded(app, records, max_message_time_difference=0) as h:
+        await h.wait_idle()
+    assert out == [("L1", "R1")]

@@ -4,6 +4,7 @@ request forwarded by an older worker is never forwarded again."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -15,6 +16,7 @@ from aiohttp import web
 from agentstream.testing import AppHarness
 from agentstream.transport.partitioner import default_partition
 from agentstream.web.forward import MAX_FORWARDED_BYTES
+from agentstream.web.forward_auth import FORWARD_AUTH_HEADER, sign, verify
 
 from .test_web import hand_partition_to, url
 from .test_web_hardening import _harness
@@ -98,7 +100,7 @@ async def test_head_of_a_key_owned_by_another_worker_is_200() -> None:
 
 def echo_headers(seen: list[dict[str, str]]) -> Handler:
     async def handle(request: web.Request) -> web.Response:
-        seen.append({k.lower(): v for k, v in request.headers.items()})
+        seen.append({k.lower(): v for k, v in request.headers.items()} | {":path": request.raw_path})
         return web.json_response({"ok": True})
 
     return handle
@@ -121,12 +123,12 @@ CLIENT_HEADERS = {
 async def test_a_routed_page_gets_the_clients_end_to_end_headers_not_the_hop_by_hop_ones() -> None:
     seen: list[dict[str, str]] = []
     app, counts, _ = build()
-    async with owner(echo_headers(seen)) as address, AppHarness(app) as h:
+    async with owner(echo_headers(seen)) as address, AppHarness(app, web_forward_credentials=True) as h:
         hand_partition_to(h, partition_of(counts, "pear"), address)
         async with aiohttp.ClientSession() as s, s.get(f"{h.web.url}/count/pear", headers=CLIENT_HEADERS) as r:
             assert r.status == 200, await r.text()
     (got,) = seen
-    assert got["cookie"] == "session=abc"
+    assert got["cookie"] == "session=abc"  # the operator opted in: web_forward_credentials
     assert got["x-request-id"] == "r-1"
     assert got["authorization"] == "Basic dXNlcjpwdw=="  # no web token: the client's own
     assert got["accept-language"] == "fr"
@@ -137,16 +139,58 @@ async def test_a_routed_page_gets_the_clients_end_to_end_headers_not_the_hop_by_
     assert got["host"] == address
 
 
-async def test_with_a_web_token_the_owner_gets_the_workers_token() -> None:
+# -- issue 45 finding 4: the owner's address is a group member's word: no credentials go there ---------
+
+
+async def test_by_default_the_owner_gets_neither_the_clients_cookies_nor_its_authorization() -> None:
     seen: list[dict[str, str]] = []
     app, counts, _ = build()
-    async with owner(echo_headers(seen)) as address, AppHarness(app, web_token="s3cret") as h:
+    async with owner(echo_headers(seen)) as address, AppHarness(app) as h:
         hand_partition_to(h, partition_of(counts, "pear"), address)
-        headers = {"authorization": "Bearer s3cret", "Cookie": "c=1"}
+        headers = {**CLIENT_HEADERS, FORWARD_AUTH_HEADER: "v1:1:" + "0" * 64}
         async with aiohttp.ClientSession() as s, s.get(f"{h.web.url}/count/pear", headers=headers) as r:
             assert r.status == 200, await r.text()
     (got,) = seen
-    assert got["authorization"] == "Bearer s3cret" and got["cookie"] == "c=1"
+    for credential in ("cookie", "authorization", FORWARD_AUTH_HEADER.lower()):
+        assert credential not in got, credential
+    assert got["x-request-id"] == "r-1" and got["accept-language"] == "fr"  # the rest still goes
+
+
+@pytest.mark.parametrize("opt_in", [False, True])
+async def test_with_a_web_token_the_owner_gets_a_signature_for_its_address_never_the_token(opt_in: bool) -> None:
+    seen: list[dict[str, str]] = []
+    app, counts, _ = build()
+    async with owner(echo_headers(seen)) as address:
+        async with AppHarness(app, web_token="s3cret", web_forward_credentials=opt_in) as h:
+            hand_partition_to(h, partition_of(counts, "pear"), address)
+            headers = {"authorization": "Bearer s3cret", "Cookie": "c=1"}
+            async with aiohttp.ClientSession() as s, s.get(f"{h.web.url}/count/pear?x=%2F1", headers=headers) as r:
+                assert r.status == 200, await r.text()
+    (got,) = seen
+    assert "s3cret" not in str(got)
+    assert "authorization" not in got
+    assert ("cookie" in got) is opt_in
+    signature = got[FORWARD_AUTH_HEADER.lower()]
+    # valid for the owner it was sent to, and nowhere else
+    path = got[":path"]
+    assert path.startswith("/count/pear?x=")  # as sent (yarl may normalise the escaping)
+    assert verify(b"s3cret", signature, "GET", address, path)
+    assert not verify(b"s3cret", signature, "GET", "127.0.0.1:1", path)
+    assert not verify(b"s3cret", signature, "GET", address, "/tables/counts")
+    assert not verify(b"other", signature, "GET", address, path)
+
+
+async def test_a_worker_accepts_a_signature_for_its_own_address_only() -> None:
+    app, _, _ = build()
+    async with AppHarness(app, web_token="s3cret") as h, aiohttp.ClientSession() as s:
+        path = "/tables/counts"
+        for address, expected in ((h.web.address, 200), ("127.0.0.1:1", 401)):
+            signature = sign(b"s3cret", "GET", address, path)
+            async with s.get(f"{h.web.url}{path}", headers={FORWARD_AUTH_HEADER: signature}) as r:
+                assert r.status == expected, (address, await r.text())
+        stale = sign(b"s3cret", "GET", h.web.address, path, now=time.time() - 3600)
+        async with s.get(f"{h.web.url}{path}", headers={FORWARD_AUTH_HEADER: stale}) as r:
+            assert r.status == 401
 
 
 @pytest.mark.parametrize("header", ["X-Agentstream-Forwarded-By", "X-Agentstream-Routed-By"])

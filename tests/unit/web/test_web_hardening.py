@@ -10,6 +10,7 @@ import asyncio
 import gc
 import logging
 import random
+import socket
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -240,11 +241,14 @@ async def test_owner_answering_html_is_not_served_from_our_origin(guarded: AppHa
         assert status == 502 and "not JSON" in body["error"]
 
 
-async def test_forwarding_carries_the_token() -> None:
+async def test_forwarding_carries_a_signature_not_the_token() -> None:
+    """Issue 45 finding 4: the owner's address is what a group member advertised; it gets a
+    signature bound to that address (see test_forward.py), never the token."""
     seen: list[str | None] = []
 
     async def handle(request: web.Request) -> web.Response:
         seen.append(request.headers.get("Authorization"))
+        seen.append(request.headers.get("X-Agentstream-Forward-Auth", "")[:3])
         return web.json_response({"value": 1})
 
     app = web.Application()
@@ -259,7 +263,7 @@ async def test_forwarding_carries_the_token() -> None:
             status, _, _ = await get(
                 url(h, f"/tables/word_counts/hello?partition={p}"), headers={"Authorization": "Bearer tok"}
             )
-            assert status == 200 and seen == ["Bearer tok"]
+            assert status == 200 and seen == [None, "v1:"]
     finally:
         await runner.cleanup()
 
@@ -510,3 +514,93 @@ def test_guarded_server_on_uvloop() -> None:
 
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         runner.run(asyncio.wait_for(main(), 60))  # bounded: a broken protocol hangs the request
+
+
+# -- issue 45 finding 9: Host header, open binds, slow readers --------------------------------------------
+
+EVIL_HOST = "rebind.attacker.example:6066"
+
+
+async def _status_for_host(h: AppHarness, host: str, path: str = "/tables", **headers: str) -> int:
+    status, _, _ = await get(url(h, path), headers={"Host": host, **headers})
+    return status
+
+
+async def test_a_loopback_server_without_a_token_answers_only_its_own_host_names() -> None:
+    """DNS rebinding: a page on attacker.example, its name pointed at 127.0.0.1, would otherwise read
+    every table of a worker on the default bind through the visitor's browser."""
+    async with await _harness() as h:
+        assert await _status_for_host(h, EVIL_HOST) == 421
+        assert await _status_for_host(h, "rebind.attacker.example") == 421
+        assert await _status_for_host(h, EVIL_HOST, "/status") == 421
+        for own in (f"127.0.0.1:{h.web.port}", "localhost", "LOCALHOST.:1", "[::1]:6066", "127.0.0.2", "a.localhost"):
+            assert await _status_for_host(h, own) == 200, own
+        assert await _status_for_host(h, EVIL_HOST, "/livez") == 200  # probes
+        assert h.web.misdirected == 3
+
+
+async def test_web_allowed_hosts_names_more_hosts_or_turns_the_check_off() -> None:
+    async with await _harness(web_allowed_hosts="dash.example.com, Other.example") as h:
+        assert await _status_for_host(h, "dash.example.com:80") == 200
+        assert await _status_for_host(h, "other.example") == 200
+        assert await _status_for_host(h, EVIL_HOST) == 421
+    async with await _harness(web_allowed_hosts="*") as h:
+        assert await _status_for_host(h, EVIL_HOST) == 200
+    bearer = {"Authorization": "Bearer tok"}
+    async with await _harness(web_token="tok") as h:  # the token is the defence: no Host check by default
+        assert await _status_for_host(h, EVIL_HOST, **bearer) == 200
+    async with await _harness(web_token="tok", web_allowed_hosts="dash.example.com") as h:  # a list always applies
+        assert await _status_for_host(h, EVIL_HOST, **bearer) == 421
+        assert await _status_for_host(h, "dash.example.com", **bearer) == 200
+
+
+def test_a_bad_allowed_host_is_refused_naming_the_setting() -> None:
+    from agentstream.exceptions import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        agentstream.App("hosts", broker="memory://", web_allowed_hosts="ok.example, http://bad/")
+    assert info.value.setting == "web_allowed_hosts"
+
+
+async def test_listening_beyond_loopback_without_a_token_is_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="agentstream.web"):
+        async with await _harness(web_bind="0.0.0.0"):
+            pass
+        assert "without web_token" in caplog.text and "0.0.0.0" in caplog.text
+        caplog.clear()
+        async with await _harness(web_bind="0.0.0.0", web_token="tok"), await _harness(web_bind="127.0.0.1"):
+            pass
+        assert "without web_token" not in caplog.text
+
+
+async def test_a_client_that_never_reads_a_large_answer_is_dropped() -> None:
+    app = agentstream.App(f"slow-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
+    app.topic("src")
+    big = b"x" * (32 * 1024 * 1024)
+
+    @app.page("/big")
+    async def page(web_: Any, request: web.Request) -> web.Response:
+        return web.Response(body=big, content_type="application/octet-stream")
+
+    async with AppHarness(app, web_body_timeout=0.5) as h:
+        limits = h.web.limits
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.setblocking(False)
+        loop = asyncio.get_running_loop()
+        await loop.sock_connect(sock, ("127.0.0.1", h.web.port))
+        await loop.sock_sendall(sock, b"GET /big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        try:
+            for _ in range(400):  # bounded waits: the server takes the connection...
+                if limits.open == 1:
+                    break
+                await asyncio.sleep(0.01)
+            for _ in range(400):  # ...and lets go of it, its answer never read
+                if limits.open == 0:
+                    break
+                await asyncio.sleep(0.05)
+            assert limits.open == 0 and limits.stalled_readers == 1
+            status, _, _ = await get(url(h, "/livez"))  # and goes on serving
+            assert status == 200
+        finally:
+            sock.close()

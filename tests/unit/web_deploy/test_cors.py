@@ -133,6 +133,20 @@ def test_cors_options_that_cannot_apply_are_refused(options: Any) -> None:
     assert info.value.setting == "web_cors_options"
 
 
+@pytest.mark.parametrize("options", [ResourceOptions(allow_credentials=True), {"allow_credentials": True}])
+def test_any_origin_with_credentials_is_refused(options: Any) -> None:
+    """Issue 45 finding 9: '*' with credentials reflected every origin with
+    Access-Control-Allow-Credentials, so any web page could read answers with its visitors' cookies."""
+    with pytest.raises(ConfigError) as info:
+        agentstream.App("cors", broker="memory://", web_cors_options={"*": options})
+    assert info.value.setting == "web_cors_options" and "any web page" in str(info.value)
+    app = agentstream.App("cors", broker="memory://")
+    with pytest.raises(ConfigError):
+        app.page("/p", cors_options={"*": options})
+    agentstream.App("cors", broker="memory://", web_cors_options={"*": ResourceOptions(allow_methods="*")})
+    agentstream.App("cors", broker="memory://", web_cors_options={ALLOWED: options})  # a named origin may
+
+
 async def test_a_pages_own_cors_options_override_the_apps_origin_by_origin() -> None:
     from aiohttp import web
 

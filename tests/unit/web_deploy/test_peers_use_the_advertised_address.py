@@ -40,8 +40,11 @@ def build(broker: str, app_id: str, **web: Any) -> agentstream.App:
     return app
 
 
-async def lookup(port: int, key: str) -> tuple[int, Any, Any]:
-    async with aiohttp.ClientSession() as s, s.get(f"http://127.0.0.1:{port}/tables/counts/{key}") as r:
+async def lookup(port: int, key: str, **headers: str) -> tuple[int, Any, Any]:
+    async with (
+        aiohttp.ClientSession() as s,
+        s.get(f"http://127.0.0.1:{port}/tables/counts/{key}", headers=headers) as r,
+    ):
         return r.status, await r.json(), r.headers
 
 
@@ -49,7 +52,9 @@ async def lookup(port: int, key: str) -> tuple[int, Any, Any]:
 async def pair(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Worker, Worker, str]]:
     """(owner-side worker a started with the given web settings, worker b, a key a owns)."""
     broker, app_id = f"memory://peers-{uuid.uuid4().hex[:8]}", f"peers-{uuid.uuid4().hex[:6]}"
-    wa, wb = Worker(build(broker, app_id, **request.param)), Worker(build(broker, app_id))
+    own = dict(request.param)
+    both = own.pop("both", {})  # settings of both workers (e.g. the app's web_token)
+    wa, wb = Worker(build(broker, app_id, **own, **both)), Worker(build(broker, app_id, **both))
     serve(wa), serve(wb)
     await wa.start()
     await asyncio.wait_for(wa.assigned.wait(), 30)
@@ -96,3 +101,23 @@ async def test_a_lookup_goes_to_the_owners_canonical_url(pair: tuple[Worker, Wor
     b_port = wb.servers[0].port  # type: ignore[attr-defined]
     status, body, _ = await lookup(b_port, key)
     assert status == 503 and body["owner"] == "127.0.0.1:1"
+
+
+@pytest.mark.parametrize("pair", [{"both": {"web_token": "s3cret"}}], indirect=True)
+async def test_with_a_web_token_a_forwarded_lookup_is_answered_on_the_signature(
+    pair: tuple[Worker, Worker, str],
+) -> None:
+    """Issue 45 finding 4: the forwarder sends the owner a signature, not the token; the owner accepts it."""
+    wa, wb, key = pair
+    a_port = wa.servers[0].port  # type: ignore[attr-defined]
+    b_port = wb.servers[0].port  # type: ignore[attr-defined]
+    escaped = "".join(f"%{b:02X}" for b in key.encode())  # the path as the client escaped it
+    for _ in range(200):  # the owner has counted it
+        status, body, headers = await lookup(b_port, escaped, Authorization="Bearer s3cret")
+        if status == 200:
+            break
+        await asyncio.sleep(0.02)
+    assert status == 200 and body["value"] == 1, body
+    assert headers["X-Agentstream-Served-By"] == f"127.0.0.1:{a_port}"
+    status, _, _ = await lookup(b_port, key)  # the client itself still needs the token
+    assert status == 401

@@ -105,3 +105,23 @@ async def test_the_bound_can_be_switched_off() -> None:
         await h.send("events", {}, key="k", timestamp=time.time() + 10 * 365 * 86400)
         await h.wait_idle()
         assert h.worker.errors.agent_errors == 0 and len(list(wt.items())) == 1
+
+
+# -- issue 45 finding 3: a bad correlation header does not kill the process's reply reader ----------------
+
+
+async def test_a_reply_with_a_bad_correlation_header_is_skipped_and_later_asks_work(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    app, square, _ = _app()
+    async with AppHarness(app) as h:
+        replies = await app.replies()
+        reply_to = replies.topic_name.encode()
+        bad: list[bytes | None] = [b"\xff\xfe", None, b"", b"x" * 10_000]
+        with caplog.at_level(logging.WARNING, logger="agentstream.agents.replies"):
+            for cid in bad:  # anyone who can produce to the agent's input can send these
+                await square.send(value=2, headers=[(REPLY_TO, reply_to), (CORRELATION_ID, cid)])
+            await h.wait_idle()
+            assert await square.ask(value=7) == 49  # the reader read past them and still answers
+        assert replies.bad_replies == len(bad)
+        assert "skipped reply" in caplog.text and CORRELATION_ID in caplog.text
