@@ -378,7 +378,8 @@ class App:
         ``isolated_partitions=True``, which needs concurrency=1) each task, so each partition, has
         its own instance. ``help`` (default: the docstring) is what ``agentstream agents`` shows, and
         ``key_type``/``value_type``/``key_serializer``/``value_serializer`` declare the agent's own topic
-        (no channel) or the named one (a topic name), as in Faust. Faust's other arguments are
+        (no channel: Faust's ``<id>-<module>.<function>``, or ``<id>-<name>`` with ``name=``) or the
+        named one (a topic name), as in Faust. Faust's other arguments are
         refused as :mod:`agentstream.faust_arguments` says (``supervisor_strategy``: TypeError)."""
         help = kwargs.pop("help", None)
         types = {k: kwargs.pop(k) for k in _AGENT_TOPIC_ARGS if k in kwargs}

@@ -206,8 +206,10 @@ class Web:
         trailing slash (``/status/`` takes ``/status``). Pages at the probes or under the built-ins'
         own prefix are refused: those paths are what orchestrators and the docs rely on."""
         for page in pages:
-            if page.rstrip("/") in RESERVED_PATHS or page.rstrip("/") == BUILTIN_PREFIX or page.startswith(
-                BUILTIN_PREFIX + "/"
+            if (
+                page.rstrip("/") in RESERVED_PATHS
+                or page.rstrip("/") == BUILTIN_PREFIX
+                or page.startswith(BUILTIN_PREFIX + "/")
             ):
                 raise ConfigError(
                     "page",

@@ -13,6 +13,7 @@ its own ``$PATTERN_PREFIX``; observations are printed as ``PATTERN-OUT <name> <j
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from datetime import timedelta
@@ -87,9 +88,13 @@ async def times_twenty(stream: Any) -> Any:
         yield value * 20
 
 
+rpc_client_started = asyncio.Event()
+
+
 @app.task
 async def start_rpc_client() -> None:
     await rpc_app.start_client()
+    rpc_client_started.set()
 
 
 questions_topic = app.topic(f"pattern-{PREFIX}-questions", value_type=int)
@@ -98,4 +103,7 @@ questions_topic = app.topic(f"pattern-{PREFIX}-questions", value_type=int)
 @app.agent(questions_topic)
 async def questions(stream: Any) -> None:
     async for value in stream:
+        # Faust: an ask racing start_client() leaves the client's consumer with nothing to
+        # subscribe to (its conductor crashes), so the app waits for the client first
+        await rpc_client_started.wait()
         out("rpc", [value, await times_ten.ask(value=value)])

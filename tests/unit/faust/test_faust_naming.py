@@ -13,6 +13,8 @@ import pytest
 import agentstream
 from agentstream.exceptions import ConfigError
 from agentstream.testing import AppHarness
+from agentstream.topology import warn_legacy_agent_topics
+from agentstream.transport.base import TopicSpec
 from agentstream.transport.memory import MemoryTransport
 from agentstream.transport.partitioner import default_partition
 
@@ -154,10 +156,6 @@ async def test_a_starting_worker_warns_when_the_agents_pre_faust_topic_exists(ca
 
     transport = app.transport
     assert isinstance(transport, MemoryTransport)
-    from agentstream.transport.base import TopicSpec
-
-    from agentstream.topology import warn_legacy_agent_topics
-
     with caplog.at_level("WARNING", logger="agentstream.topology"):
         await warn_legacy_agent_topics(app, transport)  # (what a starting worker calls)
         assert not caplog.records  # no such topic: nothing to say
