@@ -172,6 +172,15 @@ class Web:
                 BUILTIN_PREFIX,
                 path,
             )
+        if s.web_tables_enabled:
+            for path, _ in pages:
+                if path.startswith("/tables/") and path not in shadowed.values():
+                    log.info(
+                        "app page %r is served before the built-in table endpoints under /tables/ (which "
+                        "stay at %s/tables/...)",
+                        path,
+                        BUILTIN_PREFIX,
+                    )
         # Faust's built-in table views, after the app's pages (which win where they overlap, as
         # an app's own page would replace Faust's blueprint)
         if s.web_tables_enabled:

@@ -380,12 +380,18 @@ async def test_app_pages_take_built_in_paths_which_stay_under_the_builtin_prefix
     async def metrics(web_: Any, request: web.Request) -> Any:
         return {"metrics": "mine"}
 
+    @app.page("/tables/mine")
+    async def under_tables(web_: Any, request: web.Request) -> Any:
+        return {"tables": "mine"}
+
     with caplog.at_level("INFO", logger="agentstream.web"):
         async with AppHarness(app) as h:
             assert (await get(url(h, "/")))[:2] == (200, "<h1>mine</h1>")
             assert (await get(url(h, "/status/")))[:2] == (200, {"mine": True})
             assert (await get(url(h, "/status")))[0] == 404  # taken by /status/ (as Faust: no such route)
             assert (await get(url(h, "/metrics")))[:2] == (200, {"metrics": "mine"})
+            assert (await get(url(h, "/tables/mine")))[:2] == (200, {"tables": "mine"})
+            assert (await get(url(h, "/tables")))[0] == 200  # the built-in table list is not taken
             status, body, _ = await get(url(h, "/agentstream/status"))
             assert status == 200 and body["app"] == app.id
             status, body, headers = await get(url(h, "/agentstream/metrics"))
@@ -399,6 +405,10 @@ async def test_app_pages_take_built_in_paths_which_stay_under_the_builtin_prefix
             status, page, _ = await get(url(h, "/status.html"))  # not taken: still at its path
             assert status == 200 and 'fetch("/agentstream/status?history=1"' in page
             assert (await get(url(h, "/livez")))[0] == 200
+    assert any(
+        "app page '/tables/mine' is served before the built-in table endpoints" in r.getMessage()
+        for r in caplog.records
+    )
     shadowing = [r.getMessage() for r in caplog.records if "takes the path of the built-in" in r.getMessage()]
     assert sorted(shadowing) == [
         "app page '/' takes the path of the built-in / endpoint; the built-in stays at /agentstream/",
