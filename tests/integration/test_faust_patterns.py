@@ -4,7 +4,10 @@ test-only virtualenv of tests/faust_takeover/faust_env.py), whose output is the 
 
 Per framework, two workers start together: ``app`` (patterns 1-3, and the asking side of 4) and
 ``rpc_app`` (the agents ``app`` asks through its client-mode second App). Faust's side is skipped,
-saying why, only when faust-streaming cannot be installed; agentstream's always runs."""
+saying why, only when faust-streaming cannot be installed; agentstream's always runs.
+``PATTERN_PARTS=3 pytest tests/integration/test_faust_patterns.py -k without_topic`` declares only
+pattern 3 (and the rpc pair): one pattern's failure, on a build without its fix, is then seen
+without another pattern stopping the worker at start first."""
 
 from __future__ import annotations
 
@@ -49,6 +52,7 @@ class PatternWorker:
         self.log_path = ARTIFACTS / f"{framework}-{attr}{'-' + xdist if xdist else ''}.log"
         data.mkdir(parents=True, exist_ok=True)  # Faust's data dir must exist
         env = worker_env(broker.url)
+        env.pop("AGENTSTREAM_FAUST_VENV", None)  # the test's, not a worker setting (the worker would warn)
         env.update(PATTERN_PREFIX=prefix, PATTERN_BROKER=broker.url)
         spec = f"{MODULE}:{attr}"
         web = ["--web-port", str(self.port), "--web-host", "127.0.0.1"]
