@@ -90,11 +90,17 @@ class PatternWorker:
             time.sleep(0.25)
         return self.outputs(name)
 
-    def stop(self) -> None:
+    def terminate(self) -> None:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
+
+    def stop(self, deadline: float | None = None) -> None:
+        """SIGTERM, then SIGKILL at ``deadline`` (monotonic; default: 10 s from now)."""
+        self.terminate()
+        if self.proc.poll() is None:
+            left = 10.0 if deadline is None else max(0.1, deadline - time.monotonic())
             try:
-                self.proc.wait(timeout=15)
+                self.proc.wait(timeout=left)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
@@ -168,9 +174,8 @@ class Side:
         self.rpc = PatternWorker(framework, python, broker, data / "rpc", self.prefix, "rpc_app")
         self.broker = broker
 
-    def stop(self) -> None:
-        self.app.stop()
-        self.rpc.stop()
+    def workers(self) -> list[PatternWorker]:
+        return [self.app, self.rpc]
 
 
 @pytest.fixture(scope="module")
@@ -192,9 +197,13 @@ def sides(broker: DevBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterat
             produce(broker.bootstrap, f"pattern-{side.prefix}-rides", [(v, {"vendor": v, "fare": f}) for v, f in RIDES])
             produce(broker.bootstrap, f"pattern-{side.prefix}-questions", [(None, 5)])
         yield started
-    finally:
-        for side in started.values():
-            side.stop()
+    finally:  # every worker stops at once (Faust's stop takes seconds)
+        workers = [w for side in started.values() for w in side.workers()]
+        for w in workers:
+            w.terminate()
+        deadline = time.monotonic() + 8.0  # what the test reads is read: no need to wait for a slow stop
+        for w in workers:
+            w.stop(deadline)
 
 
 def _faust(sides: dict[str, Side]) -> Side | None:
