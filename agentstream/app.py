@@ -18,7 +18,7 @@ from .clock import clock_for
 from .crontab import CronSchedule
 from .durations import Seconds, to_seconds
 from .exceptions import ConfigError, GroupFenced, TopologyError
-from .naming import agent_topic_name, repartition_topic_name
+from .naming import agent_topic_name, legacy_agent_topic_name, repartition_topic_name
 from .runtime import runtime_for
 from .settings import Settings
 from .streams import SplitPoint, Stream
@@ -182,6 +182,7 @@ class App:
         self.timers: list[Timer] = []
         self.startup_tasks: list[Callable[..., Awaitable[None]]] = []
         self.pages: dict[str, Any] = {}  # path -> view function or agentstream.web.View subclass
+        self.legacy_agent_topics: dict[str, str] = {}  # topic of an agent without one -> its pre-Faust name
         self.page_cors: dict[str, Any] = {}  # path -> Faust's cors_options of that page (over web_cors_options)
         self.page_bases: dict[str, type] = {}  # path -> Faust's base= of a function page (a View subclass)
         self.page_names: dict[str, str] = {}  # path -> Faust's name= of the page (its route's name)
@@ -377,7 +378,8 @@ class App:
         ``isolated_partitions=True``, which needs concurrency=1) each task, so each partition, has
         its own instance. ``help`` (default: the docstring) is what ``agentstream agents`` shows, and
         ``key_type``/``value_type``/``key_serializer``/``value_serializer`` declare the agent's own topic
-        (no channel) or the named one (a topic name), as in Faust. Faust's other arguments are
+        (no channel: Faust's ``<id>-<module>.<function>``, or ``<id>-<name>`` with ``name=``) or the
+        named one (a topic name), as in Faust. Faust's other arguments are
         refused as :mod:`agentstream.faust_arguments` says (``supervisor_strategy``: TypeError)."""
         help = kwargs.pop("help", None)
         types = {k: kwargs.pop(k) for k in _AGENT_TOPIC_ARGS if k in kwargs}
@@ -395,10 +397,13 @@ class App:
                 )
                 self.startup_tasks.append(local.run_instances)
                 return local
-            if channel is None:  # Faust: @app.agent(key_type=..., value_type=...) makes <app>-<name>
+            if channel is None:  # Faust: @app.agent(key_type=..., value_type=...) makes its own topic
+                own = agent_topic_name(self.settings, fun, name)
+                if not name:  # what agentstream called it before following Faust: a worker warns if it exists
+                    self.legacy_agent_topics[own] = legacy_agent_topic_name(self.settings, fun)
                 topics = [
                     self.topic(
-                        agent_topic_name(self.settings, fun, agent_name),
+                        own,
                         key_type=types.get("key_type"),
                         value_type=types.get("value_type"),
                         key_serializer=types.get("key_serializer"),

@@ -7,7 +7,8 @@ it already has (its changelogs, agent and repartition topics, consumer group):
 topic            agentstream                                 faust (id = ``<id>[-v<version>]``)
 ===============  ==========================================  ===========================================
 changelog        ``<id>-<table>-changelog``                  the same
-agent topic      ``<id>-<agent function name>``              ``<id>-<module>.<qualname>``
+agent topic      ``<id>-<module>.<function>``,               the same (Faust's name in both: producers
+                 ``<id>-<name>`` with ``agent(name=)``       follow it; see agent_topic_name)
 repartition      ``<id>-<name>-repartition``                 ``<id>-<source>-<name>-repartition``, the
                                                              ``<id>-`` left out when the source is an
                                                              agent topic; ``name`` of a Record field:
@@ -17,10 +18,19 @@ repartition      ``<id>-<name>-repartition``                 ``<id>-<source>-<na
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-__all__ = ["faust_naming", "group_protocol_name", "changelog_topic_name", "agent_topic_name", "repartition_topic_name"]
+__all__ = [
+    "faust_naming",
+    "group_protocol_name",
+    "changelog_topic_name",
+    "agent_topic_name",
+    "legacy_agent_topic_name",
+    "repartition_topic_name",
+]
 
 
 def faust_naming(settings: Any) -> bool:
@@ -31,13 +41,43 @@ def changelog_topic_name(app_id: str, table: str) -> str:
     return f"{app_id}-{table}-changelog"
 
 
-def agent_topic_name(settings: Any, fun: Callable[..., Any], agent_name: str) -> str:
-    """The topic of ``@app.agent()`` without a channel."""
-    if faust_naming(settings):
-        module = getattr(fun, "__module__", None) or "__main__"
-        qualname = getattr(fun, "__qualname__", None) or agent_name
-        return f"{settings.id}-{module}.{qualname}"
-    return f"{settings.id}-{agent_name}"
+def agent_topic_name(settings: Any, fun: Callable[..., Any], name: str | None = None) -> str:
+    """The topic of ``@app.agent()`` without a channel: Faust's ``<id>-<module>.<function>``, or
+    ``<id>-<name>`` when the agent is given ``name=`` (Faust's agent name is its topic's suffix).
+
+    The same in either ``topic_naming``: this topic is not internal, producers outside the app
+    (Faust services, scripts, a Faust app being taken over) send to it by that name. A function
+    defined in the script run as ``__main__`` is named after its file's module path, as Faust does."""
+    if name:
+        return f"{settings.id}-{name}"
+    module = getattr(fun, "__module__", None) or "__main__"
+    if module == "__main__":
+        module = main_module_name()
+    return f"{settings.id}-{module}.{getattr(fun, '__name__', 'agent')}"
+
+
+def legacy_agent_topic_name(settings: Any, fun: Callable[..., Any]) -> str:
+    """What agentstream named that topic before it followed Faust (``<id>-<function>``): a worker
+    finding it on the broker warns that its records are not read."""
+    return f"{settings.id}-{getattr(fun, '__name__', 'agent')}"
+
+
+def main_module_name() -> str:
+    """The module name Faust gives the script run as ``__main__``: its file's stem after the names
+    of the packages it sits in, innermost first (Faust's order: ``pkg/sub/app.py`` gives
+    ``sub.pkg.app``; kept so the topics Faust made are the ones read), or ``__main__`` when there
+    is no file (a REPL)."""
+    main = sys.modules.get("__main__")
+    filename = getattr(main, "__file__", None)
+    if not filename:
+        return "__main__"
+    path = Path(filename).absolute()
+    packages = []
+    folder = path.parent
+    while (folder / "__init__.py").exists() and folder != folder.parent:
+        packages.append(folder.name)
+        folder = folder.parent
+    return ".".join([*packages, path.stem])
 
 
 def repartition_topic_name(

@@ -361,7 +361,7 @@ class Settings:
         metadata={
             "help": (
                 "'agentstream' or 'faust': with 'faust' the app uses Faust's internal topic names and table "
-                "record formats (group and topic prefix <id>[-v<version>], agent topics <id>-<module>.<agent>, "
+                "record formats (group and topic prefix <id>[-v<version>], "
                 "repartition topics <id>-<topic>-<Model.field>-repartition, JSON table keys) so it can take over "
                 "a running Faust app (docs/migrating-from-faust.md)"
             )

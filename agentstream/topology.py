@@ -200,28 +200,50 @@ async def discover_splits(app: App, agent: Agent, timeout: float = 2.0) -> list[
 
 async def adopt_partition_counts(app: App, transport: Any) -> None:
     """Faust's rule for topics that already exist: a source topic is read with the partition count
-    it has (the declared count is only used to create it). Co-partitioning is insisted on only where
-    it matters: when the app has partitioned tables, the topics its agents read must have the tables'
-    count, as task ``p`` writes table partition ``p``. Internal topics (changelogs, repartition
-    topics) stay strict: the transport refuses a mismatch (:class:`PartitionCountMismatch`)."""
+    it has (the declared count is only used to create it), and so is a ``group_by`` repartition
+    topic whose count the app does not pin (``group_by(partitions=)``). Internal topics otherwise
+    (changelogs, pinned repartition topics) stay strict: the transport refuses a mismatch
+    (:class:`PartitionCountMismatch`).
 
-    sources = {t.name for agent in app.agents for t in agent.topics}
+    Co-partitioning with the tables is insisted on where it matters: per sub-topology, after the
+    split points. The stage that runs an agent's body (its last; the one after its last
+    ``group_by``/``through``) writes table partition ``p`` from input partition ``p``, so an
+    existing input of such a stage must have the tables' count; a topic read only before a split
+    point is just forwarded to the repartition topic, whatever its count. Run after
+    :meth:`App.discover` (the split points); undiscovered agents count as one stage."""
+
+    body_inputs = {t.name: agent.name for agent in app.agents for t in agent.stage_topics(agent.stages - 1)}
+    unpinned = {
+        point.topic.name
+        for agent in app.agents
+        for point in agent.splits
+        if point.kind == "group_by" and point.partitions is None and point.topic is not None and point.topic.internal
+    }
     table_counts = {name: table.partitions for name, table in app.tables.items() if not table.is_global}
     for topic in list(app.topics.values()):
-        if topic.internal or getattr(topic, "pattern", None) is not None:
+        if (topic.internal and topic.name not in unpinned) or getattr(topic, "pattern", None) is not None:
             continue
         existing = await transport.partition_count(topic.name)
         if existing is None or existing == topic.partitions:
             continue
         clash = sorted(n for n, c in table_counts.items() if c != existing)
-        if topic.name in sources and clash:
+        if topic.name in body_inputs and clash:
+            tables = f"{', '.join(repr(n) for n in clash)} have {table_counts[clash[0]]}"
+            if topic.name in unpinned:
+                raise TopologyError(
+                    f"repartition topic {topic.name!r} exists with {existing} partitions, but the app's table(s) "
+                    f"{tables}: agent {body_inputs[topic.name]!r} writes table partition p from its partition p, "
+                    f"so they must be co-partitioned. Fix: pin the count with group_by(..., partitions="
+                    f"{table_counts[clash[0]]}) (a new count needs a new repartition topic: delete this one "
+                    "once it is consumed), or declare the tables with partitions="
+                    f"{existing}"
+                )
             raise TopologyError(
-                f"topic {topic.name!r} exists with {existing} partitions, but the app's table(s) "
-                f"{', '.join(repr(n) for n in clash)} have {table_counts[clash[0]]}: an agent reading the topic "
-                f"writes table partition p from topic partition p, so they must be co-partitioned. Fix: declare "
-                f"the tables with partitions={existing} (app.Table(..., partitions={existing}), or set "
-                f"topic_partitions={existing}), or repartition the stream with group_by(..., partitions="
-                f"{table_counts[clash[0]]}) before it touches the table"
+                f"topic {topic.name!r} exists with {existing} partitions, but the app's table(s) {tables}: "
+                f"agent {body_inputs[topic.name]!r} reads the topic and writes table partition p from topic "
+                f"partition p, so they must be co-partitioned. Fix: declare the tables with partitions={existing} "
+                f"(app.Table(..., partitions={existing}), or set topic_partitions={existing}), or repartition the "
+                f"stream with group_by(..., partitions={table_counts[clash[0]]}) before it touches the table"
             )
         if topic._partitions is not None:
             log.warning(
@@ -232,6 +254,29 @@ async def adopt_partition_counts(app: App, transport: Any) -> None:
                 existing,
             )
         topic.partitions = existing
+
+
+async def warn_legacy_agent_topics(app: App, transport: Any) -> None:
+    """An agent declared without a topic reads Faust's ``<id>-<module>.<function>``; agentstream
+    named it ``<id>-<function>`` before. When that older topic exists, its records are not read
+    by this app any more: say so, once per agent, with the way to read it."""
+    legacy: dict[str, str] = getattr(app, "legacy_agent_topics", {})
+    for agent in app.agents:
+        for topic in agent.topics:
+            old = legacy.get(topic.name)
+            if old is None or old == topic.name or old in app.topics:
+                continue
+            if await transport.partition_count(old) is not None:
+                log.warning(
+                    "agent %s reads %s (Faust's name for an agent declared without a topic); the topic %s "
+                    "(agentstream's name for it before) exists and is not read: to drain it, declare the agent "
+                    "on both, @app.agent(app.topic(%r, %r))",
+                    agent.name,
+                    topic.name,
+                    old,
+                    topic.name,
+                    old,
+                )
 
 
 async def autodiscover(app: App) -> None:

@@ -44,22 +44,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentstream.web")
 
-__all__ = ["Web", "MAX_PATH_BYTES", "RESERVED_PATHS"]
+__all__ = ["Web", "MAX_PATH_BYTES", "RESERVED_PATHS", "BUILTIN_PREFIX"]
 
 MAX_PATH_BYTES = 4096
 DEFAULT_PORT = 6066  # Settings.web_port's default: taken by another local worker, fall back to a free port
-RESERVED_PATHS = (
-    "/",
-    "/tables",
-    "/metadata",
-    "/status",
-    "/status.html",
-    "/status.json",
-    "/metrics",
-    "/livez",
-    "/readyz",
-)
-OPEN_PATHS = frozenset({"/livez"})  # answered without the web token (liveness probes carry none)
+# The probes: Faust serves no page there, so an app page may not take them. An app page at any other
+# built-in path (/, /status, /tables/..., /metadata, /metrics) takes it (Faust apps serve their own
+# "/" and "/status"); every built-in is also served under BUILTIN_PREFIX, where no page can take it.
+RESERVED_PATHS = ("/livez", "/readyz")
+BUILTIN_PREFIX = "/agentstream"
+OPEN_PATHS = frozenset({"/livez", BUILTIN_PREFIX + "/livez"})  # no web token (liveness probes carry none)
 SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -131,6 +125,7 @@ class Web:
         self.token: bytes | None = (reveal(s.web_token) or "").encode() or None
         self._allowed_hosts = self._host_policy(allowed_hosts(s.web_allowed_hosts))
         self.misdirected = 0  # requests refused for their Host header
+        self.shadowed: dict[str, str] = {}  # built-in path -> the app page that takes it (set by build)
         self._runner: web.AppRunner | None = None
         self._sampler: asyncio.Task[None] | None = None
 
@@ -197,31 +192,41 @@ class Web:
             }
         )
         r = self._router = application.router
-        r.add_get("/", self.index)
+        builtins = self._builtin_routes()
+        pages = list(self.app.pages.items())
+        shadowed = self.shadowed = self._shadowed(builtins, [path for path, _ in pages])
+        # the probes first (Faust has no page there, so they stay reserved), then every built-in under
+        # /agentstream/ (where it stays reachable whatever the app's pages take), then the app's pages,
+        # then the built-ins at their usual paths that no app page takes: a page wins where it
+        # overlaps a built-in, as it does over Faust's own blueprints
         r.add_get("/livez", self.livez)
         r.add_get("/readyz", self.readyz)
-        if s.web_tables_enabled:
-            r.add_get("/tables", self.tables.list_tables)
-            r.add_get("/tables/", self.tables.list_tables)
-            r.add_get("/tables/{table}", self.tables.list_keys)
-            r.add_get("/tables/{table}/", self.tables.list_keys)
-            r.add_get("/tables/{table}/{key:.+}", self.tables.get_value)
-        if s.web_router_enabled:
-            r.add_get("/metadata", self.metadata)
-        if s.web_stats_enabled:
-            r.add_get("/status", self.status)
-            r.add_get("/status.json", self.status_json)
-            r.add_get("/status.html", self.status_html)
-        r.add_get("/metrics", self.metrics)
-        for path, handler in self.app.pages.items():
-            if path.rstrip("/") in RESERVED_PATHS or path.startswith("/tables/"):
-                raise ConfigError(
-                    "page",
-                    f"app page {path!r} collides with a built-in endpoint",
-                    f"pick a path outside {', '.join(RESERVED_PATHS)}",
-                )
+        for path, handler in builtins:
+            r.add_get(BUILTIN_PREFIX + path, handler)
+        r.add_get(BUILTIN_PREFIX, self.index)
+        for path, handler in pages:
             cls = view_class(handler, self.app.page_bases.get(path))
             r.add_route("*", path, self._page_handler(cls), name=self.app.page_names.get(path))
+        for path, handler in builtins:
+            if path not in shadowed:
+                r.add_get(path, handler)
+        for path, page in shadowed.items():
+            log.info(
+                "app page %r takes the path of the built-in %s endpoint; the built-in stays at %s%s",
+                page,
+                path,
+                BUILTIN_PREFIX,
+                path,
+            )
+        if s.web_tables_enabled:
+            for path, _ in pages:
+                if path.startswith("/tables/") and path not in shadowed.values():
+                    log.info(
+                        "app page %r is served before the built-in table endpoints under /tables/ (which "
+                        "stay at %s/tables/...)",
+                        path,
+                        BUILTIN_PREFIX,
+                    )
         # Faust's built-in table views, after the app's pages (which win where they overlap, as
         # an app's own page would replace Faust's blueprint)
         if s.web_tables_enabled:
@@ -230,6 +235,44 @@ class Web:
             r.add_get("/table/{name}/", faust_tables.detail)
             r.add_get("/table/{name}/{key}/", faust_tables.key_detail)
         return application
+
+    def _builtin_routes(self) -> list[tuple[str, Handler]]:
+        """agentstream's built-in GET endpoints an app page may take (not the probes)."""
+        s = self.app.settings
+        routes: list[tuple[str, Handler]] = [("/", self.index)]
+        if s.web_tables_enabled:
+            routes += [
+                ("/tables", self.tables.list_tables),
+                ("/tables/", self.tables.list_tables),
+                ("/tables/{table}", self.tables.list_keys),
+                ("/tables/{table}/", self.tables.list_keys),
+                ("/tables/{table}/{key:.+}", self.tables.get_value),
+            ]
+        if s.web_router_enabled:
+            routes.append(("/metadata", self.metadata))
+        if s.web_stats_enabled:
+            routes += [("/status", self.status), ("/status.json", self.status_json), ("/status.html", self.status_html)]
+        routes.append(("/metrics", self.metrics))
+        return routes
+
+    @staticmethod
+    def _shadowed(builtins: list[tuple[str, Handler]], pages: list[str]) -> dict[str, str]:
+        """``{built-in path: the app page taking it}``: a page at the same path, with or without a
+        trailing slash (``/status/`` takes ``/status``). Pages at the probes or under the built-ins'
+        own prefix are refused: those paths are what orchestrators and the docs rely on."""
+        for page in pages:
+            if (
+                page.rstrip("/") in RESERVED_PATHS
+                or page.rstrip("/") == BUILTIN_PREFIX
+                or page.startswith(BUILTIN_PREFIX + "/")
+            ):
+                raise ConfigError(
+                    "page",
+                    f"app page {page!r} collides with a built-in endpoint that cannot move",
+                    f"pick a path outside {', '.join(RESERVED_PATHS)} and {BUILTIN_PREFIX}/",
+                )
+        taken = {page.rstrip("/") or "/": page for page in pages}
+        return {path: taken[path.rstrip("/") or "/"] for path, _ in builtins if (path.rstrip("/") or "/") in taken}
 
     async def start(self) -> None:
         """Bind and serve; afterwards :attr:`port` is the real port (also when 0 was asked)."""
@@ -402,13 +445,18 @@ class Web:
             "/tables/<table>/<key>[?window=current|now|<epoch s>]",
             "/table/, /table/<table>/, /table/<table>/<key>/ (Faust's table views)",
         ]
-        return [
-            "/livez",
-            "/readyz",
+        builtins = [
             *(tables if s.web_tables_enabled else ()),
             *(["/metadata"] if s.web_router_enabled else ()),
             *(["/status", "/status.html"] if s.web_stats_enabled else ()),
             "/metrics",
+        ]
+        # a built-in whose path an app page takes is listed where it stays (BUILTIN_PREFIX)
+        taken = {p.split("/{")[0].rstrip("/") or "/" for p in self.shadowed}
+        return [
+            "/livez",
+            "/readyz",
+            *(BUILTIN_PREFIX + e if e.split("?")[0].split("/<")[0] in taken else e for e in builtins),
             *sorted(self.app.pages),
         ]
 
@@ -485,7 +533,8 @@ class Web:
         return json_response(await self.stats.status(history=history, since=since))
 
     async def status_html(self, request: web.Request) -> web.Response:
-        return web.Response(text=render_status_page(self.app.id, self.address), content_type="text/html")
+        status = BUILTIN_PREFIX + "/status" if "/status" in self.shadowed else "/status"
+        return web.Response(text=render_status_page(self.app.id, self.address, status), content_type="text/html")
 
     async def metrics(self, request: web.Request) -> web.Response:
         body = (await self.stats.prometheus()).encode()

@@ -11,6 +11,7 @@ follow the assignment (partitions given away in a rebalance are dropped).
 from __future__ import annotations
 
 import html
+import json
 
 __all__ = ["render_status_page"]
 
@@ -224,5 +225,8 @@ tick();
 """
 
 
-def render_status_page(app_id: str, address: str) -> str:
-    return _PAGE.replace("__APP__", html.escape(app_id)).replace("__ADDRESS__", html.escape(address))
+def render_status_page(app_id: str, address: str, status_path: str = "/status") -> str:
+    """The page; ``status_path``: where it polls the JSON status (``/agentstream/status`` when an
+    app page takes ``/status``)."""
+    page = _PAGE.replace("__APP__", html.escape(app_id)).replace("__ADDRESS__", html.escape(address))
+    return page.replace('fetch("/status?history=1"', f"fetch({json.dumps(status_path + '?history=1')}")

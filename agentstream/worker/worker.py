@@ -29,7 +29,7 @@ from ..compiled import BUILD
 from ..exceptions import CommitFailed, GroupFenced, StopProcessing
 from ..lifecycle import WORKER_TRANSITIONS, StateMachine, WorkerState
 from ..naming import group_protocol_name
-from ..topology import Topology, adopt_partition_counts, autodiscover, resolve_patterns
+from ..topology import Topology, adopt_partition_counts, autodiscover, resolve_patterns, warn_legacy_agent_topics
 from ..transport.base import TP, Consumer, TopicSpec
 from . import hooks
 from .assignor import Assignment, PartitionNumberAssignor
@@ -208,12 +208,15 @@ class Worker:
         hooks.worker_init(self)  # Faust's signals and sensors (agentstream.worker.hooks)
         await autodiscover(app)  # Faust's autodiscover setting: import the modules declaring agents
         await resolve_patterns(app, app.transport)  # app.topic(pattern=...): the matching topics, now
+        # the split points first: a repartition topic is declared with its source's declared count,
+        # and co-partitioning with the tables is checked per sub-topology, after the split points
+        await app.discover()
         await adopt_partition_counts(app, app.transport)  # existing source topics keep their count
+        await warn_legacy_agent_topics(app, app.transport)
         if self.install_signal_handlers:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self._on_signal, sig)
-        await app.discover()
         self.topology = app.topology()
         transport = app.transport
         counts = await transport.ensure_topics(self._topic_specs())

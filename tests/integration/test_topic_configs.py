@@ -92,7 +92,7 @@ async def test_created_topics_have_the_replication_and_configs_asked_and_reparti
         changelog, windowed, agent_topic = (
             f"{app_id}-totals-changelog",
             f"{app_id}-per_minute-changelog",
-            f"{app_id}-count",
+            f"{app_id}-{__name__}.count",  # the agent's own topic: Faust's <id>-<module>.<function>
         )
         names = [changelog, windowed, repartition, agent_topic, single.name]
         replicas, configs = await described(admin, names)

@@ -203,6 +203,74 @@ async def test_an_existing_source_topic_not_copartitioned_with_the_tables_is_ref
     assert "Fix:" in message and "partitions=3" in message and "topic_partitions=3" in message
 
 
+class Ride(agentstream.Record):
+    vendor: str
+
+
+async def test_a_table_written_after_group_by_is_copartitioned_with_the_repartition_topic_not_the_source() -> None:
+    """Issue 44: a 2-partition source, group_by into a table of 4: the table is written from the
+    repartition topic (the source's declared count, 4), so the source's count does not matter."""
+    app = new_app(topic_partitions=4)
+    fares = app.Table("fares", default=int)
+    rides = app.topic("rides", value_type=Ride)
+
+    @app.agent(rides)
+    async def ride(stream: agentstream.Stream) -> None:
+        async for r in stream.group_by(Ride.vendor):
+            fares[r.vendor] += 1
+
+    transport = app.transport
+    await transport.ensure_topics([TopicSpec("rides", 2)])
+    await app.discover()
+    await adopt_partition_counts(app, transport)
+    topology = app.topology()
+    assert rides.partitions == 2
+    repartition = app.topics[topology.subtopologies[1].source_topics[0]]
+    assert repartition.internal and repartition.partitions == 4
+
+
+async def test_an_existing_unpinned_repartition_topic_keeps_its_count_and_is_checked_against_the_tables() -> None:
+    app = new_app(topic_partitions=4)
+    app.Table("fares", default=int)
+
+    @app.agent(app.topic("rides", value_type=Ride))
+    async def ride(stream: agentstream.Stream) -> None:
+        async for _ in stream.group_by(Ride.vendor, name="by_vendor"):
+            pass
+
+    transport = app.transport
+    await transport.ensure_topics([TopicSpec(f"{app.id}-by_vendor-repartition", 2)])
+    await app.discover()
+    with pytest.raises(TopologyError) as info:
+        await adopt_partition_counts(app, transport)
+    message = str(info.value)
+    assert f"repartition topic '{app.id}-by_vendor-repartition' exists with 2 partitions" in message
+    assert "agent 'ride'" in message and "group_by(..., partitions=4)" in message
+
+
+async def test_a_topic_read_before_and_after_a_split_point_is_checked_where_an_agent_body_reads_it() -> None:
+    """One agent repartitions the topic (fine), another reads it in its body (refused)."""
+    app = new_app(topic_partitions=4)
+    app.Table("fares", default=int)
+    rides = app.topic("rides", value_type=Ride)
+
+    @app.agent(rides)
+    async def ride(stream: agentstream.Stream) -> None:
+        async for _ in stream.group_by(Ride.vendor):
+            pass
+
+    @app.agent(rides)
+    async def audit(stream: agentstream.Stream) -> None:
+        async for _ in stream:
+            pass
+
+    transport = app.transport
+    await transport.ensure_topics([TopicSpec("rides", 2)])
+    await app.discover()
+    with pytest.raises(TopologyError, match="agent 'audit' reads the topic"):
+        await adopt_partition_counts(app, transport)
+
+
 @pytest.mark.parametrize("kind", ["GlobalTable", "SetGlobalTable"])
 async def test_global_tables_do_not_ask_an_existing_source_topic_for_their_partition_count(kind: str) -> None:
     """Every worker holds all of a global table: it is not co-partitioned with anything."""

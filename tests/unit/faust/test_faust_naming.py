@@ -13,6 +13,8 @@ import pytest
 import agentstream
 from agentstream.exceptions import ConfigError
 from agentstream.testing import AppHarness
+from agentstream.topology import warn_legacy_agent_topics
+from agentstream.transport.base import TopicSpec
 from agentstream.transport.memory import MemoryTransport
 from agentstream.transport.partitioner import default_partition
 
@@ -58,9 +60,9 @@ async def test_faust_names_of_changelog_agent_and_repartition_topics() -> None:
     assert gid.endswith("-v2")
     names = set(app.topics)
     assert f"{gid}-counts-changelog" in names
-    assert f"{gid}-{__name__}.{count.fun.__qualname__}" in names  # <id>-<module>.<qualname>
+    assert f"{gid}-{__name__}.count" in names  # <id>-<module>.<function name> (Faust's shortname)
     # derived from an agent topic (already prefixed): no second prefix; the field's Faust name
-    assert f"{gid}-{__name__}.{count.fun.__qualname__}-Word.word-repartition" in names
+    assert f"{gid}-{__name__}.count-Word.word-repartition" in names
     assert f"{gid}-src-w-repartition" in names  # from a plain topic: <id>-<topic>-<name>-repartition
 
 
@@ -93,3 +95,72 @@ async def test_faust_table_records_json_keys_and_faust_window_keys_routed_by_raw
         window_keys = {m.key for m in transport.read_topic(f"{app.id}-daily-changelog")}
         assert window_keys == {b'["hello",[120.0,179.9]]', b'["na\\u00efve",[120.0,179.9]]'}  # end = start + size - 0.1
         assert all(orjson.loads(k) for k in window_keys)  # nothing but Faust-readable keys (no stream-time entry)
+
+
+@pytest.mark.parametrize("naming", ["agentstream", "faust"])
+def test_an_agent_without_a_topic_reads_fausts_implicit_topic_in_either_naming(naming: str) -> None:
+    """Issue 44: ``@app.agent(value_type=...)`` reads ``<id>-<module>.<function>`` (Faust's
+    name, which producers follow), ``<id>-<name>`` when given ``name=``, as Faust."""
+    app = agentstream.App(f"im{uuid.uuid4().hex[:6]}", broker="memory://", topic_naming=naming)
+
+    @app.agent(value_type=Word)
+    async def order(stream: agentstream.Stream) -> None:
+        async for _ in stream:
+            pass
+
+    @app.agent(value_type=Word, name="named")
+    async def other(stream: agentstream.Stream) -> None:
+        async for _ in stream:
+            pass
+
+    assert [t.name for t in order.topics] == [f"{app.id}-{__name__}.order"]
+    assert [t.name for t in other.topics] == [f"{app.id}-named"]
+
+
+def test_the_script_run_as_main_is_named_after_its_file_as_faust_does(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+    import types
+
+    from agentstream.naming import main_module_name
+
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "__init__.py").write_text("")
+    main = types.ModuleType("__main__")
+    main.__file__ = str(tmp_path / "pkg" / "sub" / "shop.py")
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    assert main_module_name() == "sub.pkg.shop"  # Faust's order (innermost package first)
+    main.__file__ = str(tmp_path / "shop.py")
+    assert main_module_name() == "shop"
+
+    app = agentstream.App(f"mm{uuid.uuid4().hex[:6]}", broker="memory://")
+
+    async def order(stream: agentstream.Stream) -> None:
+        async for _ in stream:
+            pass
+
+    order.__module__ = "__main__"
+    assert [t.name for t in app.agent(value_type=Word)(order).topics] == [f"{app.id}-shop.order"]
+
+
+@pytest.mark.asyncio
+async def test_a_starting_worker_warns_when_the_agents_pre_faust_topic_exists(caplog: pytest.LogCaptureFixture) -> None:
+    app = agentstream.App(f"lg{uuid.uuid4().hex[:6]}", broker=f"memory://lg-{uuid.uuid4().hex[:6]}")
+
+    @app.agent(value_type=Word)
+    async def order(stream: agentstream.Stream) -> None:
+        async for _ in stream:
+            pass
+
+    transport = app.transport
+    assert isinstance(transport, MemoryTransport)
+    with caplog.at_level("WARNING", logger="agentstream.topology"):
+        await warn_legacy_agent_topics(app, transport)  # (what a starting worker calls)
+        assert not caplog.records  # no such topic: nothing to say
+        await transport.ensure_topics([TopicSpec(f"{app.id}-order", 1)])
+        await warn_legacy_agent_topics(app, transport)
+    warned = [r.getMessage() for r in caplog.records if "is not read" in r.getMessage()]
+    assert len(warned) == 1 and f"the topic {app.id}-order " in warned[0]
+    assert f"app.topic('{app.id}-{__name__}.order', '{app.id}-order')" in warned[0]

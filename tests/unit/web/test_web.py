@@ -361,10 +361,69 @@ async def test_app_pages_function_and_view_class() -> None:
         assert (status, body["value"]) == (200, 5)
 
 
-async def test_page_on_a_builtin_path_is_rejected() -> None:
-    app = agentstream.App(f"clash-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
+async def test_app_pages_take_built_in_paths_which_stay_under_the_builtin_prefix(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 44: Faust apps serve their own ``/`` and ``/status``; the app's page wins there, the
+    built-in stays at ``/agentstream/<path>``, and the worker logs once which built-in it shadows."""
+    app = agentstream.App(f"pages-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
+
+    @app.page("/")
+    async def home(web_: Any, request: web.Request) -> Any:
+        return web_.html("<h1>mine</h1>")
+
+    @app.page("/status/")
+    async def status(web_: Any, request: web.Request) -> Any:
+        return {"mine": True}
 
     @app.page("/metrics")
+    async def metrics(web_: Any, request: web.Request) -> Any:
+        return {"metrics": "mine"}
+
+    @app.page("/tables/mine")
+    async def under_tables(web_: Any, request: web.Request) -> Any:
+        return {"tables": "mine"}
+
+    with caplog.at_level("INFO", logger="agentstream.web"):
+        async with AppHarness(app) as h:
+            assert (await get(url(h, "/")))[:2] == (200, "<h1>mine</h1>")
+            assert (await get(url(h, "/status/")))[:2] == (200, {"mine": True})
+            assert (await get(url(h, "/status")))[0] == 404  # taken by /status/ (as Faust: no such route)
+            assert (await get(url(h, "/metrics")))[:2] == (200, {"metrics": "mine"})
+            assert (await get(url(h, "/tables/mine")))[:2] == (200, {"tables": "mine"})
+            assert (await get(url(h, "/tables")))[0] == 200  # the built-in table list is not taken
+            status, body, _ = await get(url(h, "/agentstream/status"))
+            assert status == 200 and body["app"] == app.id
+            status, body, headers = await get(url(h, "/agentstream/metrics"))
+            assert status == 200 and headers["Content-Type"].startswith("text/plain")
+            status, body, _ = await get(url(h, "/agentstream/"))
+            assert status == 200 and {"/agentstream/status", "/agentstream/metrics", "/status.html"} <= set(
+                body["endpoints"]
+            )
+            status, page, _ = await get(url(h, "/agentstream/status.html"))
+            assert status == 200 and 'fetch("/agentstream/status?history=1"' in page
+            status, page, _ = await get(url(h, "/status.html"))  # not taken: still at its path
+            assert status == 200 and 'fetch("/agentstream/status?history=1"' in page
+            assert (await get(url(h, "/livez")))[0] == 200
+    assert any(
+        "app page '/tables/mine' is served before the built-in table endpoints" in r.getMessage()
+        for r in caplog.records
+    )
+    shadowing = [r.getMessage() for r in caplog.records if "takes the path of the built-in" in r.getMessage()]
+    assert sorted(shadowing) == [
+        "app page '/' takes the path of the built-in / endpoint; the built-in stays at /agentstream/",
+        "app page '/metrics' takes the path of the built-in /metrics endpoint; the built-in stays at "
+        "/agentstream/metrics",
+        "app page '/status/' takes the path of the built-in /status endpoint; the built-in stays at "
+        "/agentstream/status",
+    ]
+
+
+@pytest.mark.parametrize("path", ["/livez", "/readyz/", "/agentstream/status"])
+async def test_a_page_at_a_probe_or_under_the_builtin_prefix_is_refused(path: str) -> None:
+    app = agentstream.App(f"clash-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
+
+    @app.page(path)
     async def mine(web_: Any, request: web.Request) -> Any:
         return {}
 
