@@ -13,6 +13,7 @@ from . import codecs, faust_args, faust_arguments, faust_settings, routes
 from .agents.agent import Agent, AgentFun
 from .agents.replies import ReplyConsumer
 from .background import crontab_runner, leader_task, service_runner
+from .cache import CacheBackend, backend_for
 from .channels import Channel, ChannelAgent, stream_of
 from .clock import clock_for
 from .crontab import CronSchedule
@@ -791,6 +792,20 @@ class App:
         if not self.settings.id:
             raise ConfigError("id", "the app has no id", 'name the app: App("myapp", ...)')
         self.finalized = True
+
+    @property
+    def cache(self) -> CacheBackend:
+        """Faust's ``app.cache``: the backend ``@cache.view()`` web views keep their answers in when
+        their Cache names none; ``memory://`` (this process) unless the app's ``cache`` setting names
+        another (``redis://`` needs the redis package). Assign a backend to replace it."""
+        backend: CacheBackend | None = self.__dict__.get("_cache")
+        if backend is None:
+            backend = self.__dict__["_cache"] = backend_for(getattr(self.settings, "cache", None) or "memory://")
+        return backend
+
+    @cache.setter
+    def cache(self, backend: CacheBackend) -> None:
+        self.__dict__["_cache"] = backend
 
     @property
     def flow_control(self) -> FlowControl:
