@@ -2,7 +2,8 @@
 and the client gets its status with ``{"error": detail, **extra}``, as Faust answers.
 
 ``detail`` replaces the class's message; ``code=`` its status; other keyword arguments go into the
-body. Faust has no ``BadRequest``: its 400s are :class:`ValidationError` and :class:`ParseError`."""
+body. Faust has no ``BadRequest``: its 400s are ``ValidationError`` (:class:`WebValidationError`
+here) and :class:`ParseError`."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from ..exceptions import AgentStreamError
 __all__ = [
     "WebError",
     "ServerError",
-    "ValidationError",
+    "WebValidationError",
     "ParseError",
     "AuthenticationFailed",
     "NotAuthenticated",
@@ -51,8 +52,9 @@ class ServerError(WebError):
     detail = "Internal server error."
 
 
-class ValidationError(WebError):
-    """400: invalid input in the request."""
+class WebValidationError(WebError):
+    """400: invalid input in the request (Faust's ``faust.web.exceptions.ValidationError``, named apart
+    from the Record :class:`~agentstream.exceptions.ValidationError`; ``View.ValidationError`` is this)."""
 
     code = http.HTTPStatus.BAD_REQUEST
     detail = "Invalid input."

@@ -51,7 +51,7 @@ class View:
     """
 
     ServerError = exceptions.ServerError
-    ValidationError = exceptions.ValidationError
+    ValidationError = exceptions.WebValidationError
     ParseError = exceptions.ParseError
     NotAuthenticated = exceptions.NotAuthenticated
     PermissionDenied = exceptions.PermissionDenied
