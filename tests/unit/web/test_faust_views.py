@@ -92,7 +92,10 @@ async def test_raised_web_errors_head_options_and_helper_keywords() -> None:
         status, body, headers = await call(h, "OPTIONS", "/thing/ok")
         assert (status, body, headers["Content-Type"]) == (200, "GET, OPTIONS", "text/csv; charset=utf-8")
         assert (await call(h, "GET", "/helpers/error"))[:2] == (418, {"error": "a teapot", "brewing": True})
-        assert (await call(h, "GET", "/helpers/old-error"))[:2] == (409, {"error": "taken", "hint": "pick another name"})
+        assert (await call(h, "GET", "/helpers/old-error"))[:2] == (
+            409,
+            {"error": "taken", "hint": "pick another name"},
+        )
         assert (await call(h, "GET", "/helpers/nf"))[:2] == (404, {"error": "Not Found"})
         assert h.worker.crashed is None
 
