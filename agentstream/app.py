@@ -13,6 +13,7 @@ from . import codecs, faust_args, faust_arguments, faust_settings, routes
 from .agents.agent import Agent, AgentFun
 from .agents.replies import ReplyConsumer
 from .background import crontab_runner, leader_task, service_runner
+from .cache import CacheBackend, backend_for
 from .channels import Channel, ChannelAgent, stream_of
 from .clock import clock_for
 from .crontab import CronSchedule
@@ -108,21 +109,6 @@ class Timer:
         correction = self.max_drift_correction
         wanted = 2 * self.interval - slept
         return min(max(wanted, self.interval - correction), self.interval + correction)
-
-
-_CALLBACKS: set[asyncio.Future[None]] = set()  # app.send callbacks waiting for their delivery
-
-
-async def _call_when_delivered(delivery: Any, callback: Callable[[Any], Any]) -> None:
-    await delivery
-    result = callback(delivery)
-    if asyncio.iscoroutine(result):
-        await result
-
-
-def _codec(serializer: Any) -> Any:
-    """A codec name (Faust's ``'json'``, ``'raw'``...) or a codec object."""
-    return codecs.get(serializer) if isinstance(serializer, str) else serializer
 
 
 class FlowControl:
@@ -813,6 +799,20 @@ class App:
         self.finalized = True
 
     @property
+    def cache(self) -> CacheBackend:
+        """Faust's ``app.cache``: the backend ``@cache.view()`` web views keep their answers in when
+        their Cache names none; ``memory://`` (this process) unless the app's ``cache`` setting names
+        another (``redis://`` needs the redis package). Assign a backend to replace it."""
+        backend: CacheBackend | None = self.__dict__.get("_cache")
+        if backend is None:
+            backend = self.__dict__["_cache"] = backend_for(getattr(self.settings, "cache", None) or "memory://")
+        return backend
+
+    @cache.setter
+    def cache(self, backend: CacheBackend) -> None:
+        self.__dict__["_cache"] = backend
+
+    @property
     def flow_control(self) -> FlowControl:
         """Faust's ``app.flow_control`` (see :class:`FlowControl`)."""
         flow: FlowControl | None = self.__dict__.get("_flow_control")
@@ -827,45 +827,40 @@ class App:
         value: Any = None,
         partition: int | None = None,
         timestamp: float | None = None,
-        headers: Sequence[tuple[str, bytes]] | None = None,
+        headers: Any = None,
         schema: Any = None,
         key_serializer: Any = None,
         value_serializer: Any = None,
         callback: Any = None,
     ) -> Any:
         """Faust's ``app.send``: send to a topic (by name or object), channel or agent; returns the
-        record's delivery (await it for the metadata). ``key_serializer``/``value_serializer`` (a
-        codec name) replace the topic's codecs for this record; ``callback(delivery)`` is called
-        once the record is delivered. ``schema`` (Faust's Schema) gives the serializers not given."""
-        if schema is not None:
-            key_serializer = key_serializer or getattr(schema, "key_serializer", None)
-            value_serializer = value_serializer or getattr(schema, "value_serializer", None)
+        record's delivery (await it for the metadata). ``headers`` a mapping or ``(name, value)``
+        pairs; ``key_serializer``/``value_serializer`` (a codec name) replace the topic's codecs for
+        this record; ``callback(delivery)`` is called once the record is delivered. ``schema``
+        (Faust's Schema) gives the serializers not given."""
         target = channel
         if isinstance(channel, str):
             known = channel in self.topics
             target = self.topic(channel)
             if not known:  # a name first used here: created as a declared topic would be (Faust
                 await target.maybe_declare()  # leaves it to the broker's auto-creation, often off)
-        if key_serializer is not None or value_serializer is not None:
-            if not isinstance(target, Topic):
-                raise TypeError(f"app.send: key_serializer/value_serializer need a topic, got {target!r}")
-            kb, vb = target.encode(  # the topic's codecs for the part not overridden
-                key if key_serializer is None else None, value if value_serializer is None else None
+        if isinstance(target, (Topic, Agent)):
+            return await target.send(
+                key=key,
+                value=value,
+                partition=partition,
+                timestamp=timestamp,
+                headers=headers,
+                schema=schema,
+                key_serializer=key_serializer,
+                value_serializer=value_serializer,
+                callback=callback,
             )
-            if key_serializer is not None:
-                kb = None if key is None else _codec(key_serializer).dumps(key)
-            if value_serializer is not None:
-                vb = None if value is None else _codec(value_serializer).dumps(value)
-            delivery = await target.send_raw(kb, vb, partition=partition, timestamp=timestamp, headers=headers)
-        else:
-            delivery = await target.send(
-                key=key, value=value, partition=partition, timestamp=timestamp, headers=headers
+        if schema is not None or key_serializer is not None or value_serializer is not None or callback is not None:
+            raise TypeError(
+                f"app.send: schema/key_serializer/value_serializer/callback need a topic or an agent, got {target!r}"
             )
-        if callback is not None:
-            task = asyncio.ensure_future(_call_when_delivered(delivery, callback))
-            _CALLBACKS.add(task)
-            task.add_done_callback(_CALLBACKS.discard)
-        return delivery
+        return await target.send(key=key, value=value, partition=partition, timestamp=timestamp, headers=headers)
 
     def is_leader(self) -> bool:
         """Faust's ``app.is_leader()``: True in the worker the last rebalance made the group

@@ -12,7 +12,7 @@ import asyncio
 import itertools
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .agents.agent import Agent, AgentFun
@@ -21,7 +21,7 @@ from .events import Event
 from .exceptions import TopologyError
 from .runtime import current_clock
 from .streams import InProcessStream, SplitPoint, Stream
-from .topics import Topic
+from .topics import Topic, prepare_headers
 from .transport.base import TP, Consumer
 from .transport.message import Message
 
@@ -71,11 +71,12 @@ class Channel:
         value: Any = None,
         partition: int | None = None,
         timestamp: float | None = None,
-        headers: Sequence[tuple[str, bytes]] | None = None,
+        headers: Any = None,
         **kwargs: Any,
     ) -> Event:
-        """Put a value in the channel (waits while a ``maxsize`` channel is full)."""
-        event = self._event(key, value, timestamp, headers)
+        """Put a value in the channel (waits while a ``maxsize`` channel is full); ``headers`` a
+        mapping or ``(name, value)`` pairs."""
+        event = self._event(key, value, timestamp, prepare_headers(headers))
         await self.queue.put(event)
         return event
 
@@ -165,16 +166,45 @@ class ChannelAgent(Agent):
         key: Any = None,
         value: Any = None,
         partition: int | None = None,
-        headers: Sequence[tuple[str, bytes]] | None = None,
         timestamp: float | None = None,
+        headers: Any = None,
+        schema: Any = None,
+        key_serializer: Any = None,
+        value_serializer: Any = None,
+        callback: Callable[[Any], Any] | None = None,
+        reply_to: Any = None,
+        correlation_id: str | None = None,
+        force: bool = False,
     ) -> Any:
-        return await self._channel.send(key=key, value=value, headers=headers, timestamp=timestamp)
+        """Put a value in the agent's channel. A channel holds values, not bytes (as Faust's): the
+        serializers have nothing to encode; ``callback(event)`` runs once the value is in; ``reply_to``
+        is refused (a channel agent answers :meth:`ask` only)."""
+        if reply_to is not None:
+            raise TypeError(f"agent {self.name!r} reads a channel: reply_to= is not taken; use ask()")
+        event = await self._channel.send(key=key, value=value, headers=prepare_headers(headers), timestamp=timestamp)
+        if callback is not None:
+            result = callback(event)
+            if asyncio.iscoroutine(result):
+                await result
+        return event
 
     async def ask(
-        self, value: Any = None, *, key: Any = None, partition: int | None = None, timeout: float | None = 30.0
+        self,
+        value: Any = None,
+        *,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp: float | None = None,
+        headers: Any = None,
+        reply_to: Any = None,
+        correlation_id: str | None = None,
+        timeout: float | None = None,
     ) -> Any:
+        """What the agent yields for ``value`` (waits as Faust does unless ``timeout`` is given)."""
+        if reply_to is not None:
+            raise TypeError(f"agent {self.name!r} reads a channel: its replies come back in process, not to reply_to=")
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        event = self._channel._event(key, value, None, None)
+        event = self._channel._event(key, value, timestamp, prepare_headers(headers))
         self._asks[event.message.offset] = fut
         try:
             await self._channel.queue.put(event)

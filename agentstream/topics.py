@@ -24,7 +24,53 @@ if TYPE_CHECKING:
     from .types import AppT as App  # the App's interface: app.py imports this module
     from .types import TopicOptions
 
-__all__ = ["Topic", "TopicGroup", "topic_configs"]
+__all__ = ["Topic", "TopicGroup", "prepare_headers", "topic_configs"]
+
+_CALLBACKS: set[asyncio.Future[None]] = set()  # send(callback=) tasks waiting for their delivery
+
+
+def prepare_headers(headers: Any) -> list[tuple[str, bytes]] | None:
+    """Headers as the producer takes them: Faust accepts a mapping (``{"k": b"v"}``, what
+    ``event.headers`` is) or ``(key, value)`` pairs; a ``str`` value is sent as its UTF-8 bytes,
+    None as a header without a value. Anything else is refused here, naming the header, instead of
+    failing inside the producer."""
+    if headers is None:
+        return None
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    out: list[tuple[str, Any]] = []  # a None value is Kafka's null header value (as read, forwarded as is)
+    for item in items:
+        try:
+            name, raw = item
+        except (TypeError, ValueError):
+            raise TypeError(f"headers: expected a mapping or (name, value) pairs, got the item {item!r}") from None
+        if isinstance(raw, str):
+            raw = raw.encode()
+        elif raw is not None and not isinstance(raw, bytes):
+            if not isinstance(raw, (bytearray, memoryview)):
+                raise TypeError(f"header {name!r}: a value must be bytes or str, got {type(raw).__name__}")
+            raw = bytes(raw)
+        out.append((name.decode() if isinstance(name, bytes) else str(name), raw))
+    return out or None
+
+
+def _serializer_codec(serializer: Any) -> codecs.Codec:
+    """A per-send ``key_serializer``/``value_serializer``: a codec name (``'json'``, ``'raw'``...) or a codec."""
+    return codecs.get(serializer) if isinstance(serializer, str) else serializer  # type: ignore[no-any-return]
+
+
+async def _call_when_delivered(delivery: Any, callback: Callable[[Any], Any]) -> None:
+    """Faust's send ``callback``: called with the delivery once the record is delivered (not when
+    the send fails, as in Faust); a coroutine it returns is awaited."""
+    await delivery
+    result = callback(delivery)
+    if asyncio.iscoroutine(result):
+        await result
+
+
+def _after_delivery(delivery: Any, callback: Callable[[Any], Any]) -> None:
+    task = asyncio.ensure_future(_call_when_delivered(delivery, callback))
+    _CALLBACKS.add(task)
+    task.add_done_callback(_CALLBACKS.discard)
 
 
 def _as_bytes(data: Any) -> bytes | None:
@@ -161,15 +207,38 @@ class Topic:
         *,
         partition: int | None = None,
         timestamp: float | None = None,
-        headers: Sequence[tuple[str, bytes]] | None = None,
+        headers: Any = None,
+        schema: Any = None,
+        key_serializer: Any = None,
+        value_serializer: Any = None,
+        callback: Callable[[Any], Any] | None = None,
+        force: bool = False,
     ) -> Delivery:
         """Encode and append to the producer's buffer; await the returned future for delivery.
 
         The worker flushes the producer before it commits, so agents need not wait for delivery.
+        Faust's arguments: ``headers`` a mapping or ``(name, value)`` pairs; ``key_serializer`` /
+        ``value_serializer`` (a codec name or codec; ``schema``'s when not given) replace the topic's
+        codecs for this record; ``callback(delivery)`` once it is delivered; ``force`` sends at once,
+        which every send here does (records are never held back until the commit).
         """
+        if schema is not None:
+            key_serializer = key_serializer or getattr(schema, "key_serializer", None)
+            value_serializer = value_serializer or getattr(schema, "value_serializer", None)
+        if key_serializer is None and value_serializer is None:
+            kb, vb = self.encode(key, value)
+        else:
+            kb, vb = self.encode(key if key_serializer is None else None, value if value_serializer is None else None)
+            if key_serializer is not None and key is not None:
+                kb = _as_bytes(_serializer_codec(key_serializer).dumps(key))
+            if value_serializer is not None and value is not None:
+                vb = _as_bytes(_serializer_codec(value_serializer).dumps(value))
+        if callback is not None:
+            sent = await self.send_raw(kb, vb, partition=partition, timestamp=timestamp, headers=headers)
+            _after_delivery(sent, callback)
+            return sent
         # The common case appends without a coroutine below this one (the producer's synchronous
         # append, with the current event's timestamp); send_raw() is the general path.
-        kb, vb = self.encode(key, value)
         if timestamp is None and headers is None:
             producer = self.plain_producer
             if producer is not None:
@@ -189,8 +258,10 @@ class Topic:
         *,
         partition: int | None = None,
         timestamp: float | None = None,
-        headers: Sequence[tuple[str, bytes]] | None = None,
+        headers: Any = None,
     ) -> Delivery:
+        if headers is not None:
+            headers = prepare_headers(headers)
         if timestamp is None:
             event = current_event()
             ts_ms = event.message.timestamp_ms if event is not None else None
@@ -228,16 +299,27 @@ class Topic:
         value: Any = None,
         partition: int | None = None,
         timestamp: float | None = None,
-        headers: Sequence[tuple[str, bytes]] | Mapping[str, bytes] | None = None,
-        **kwargs: Any,
+        headers: Any = None,
+        schema: Any = None,
+        key_serializer: Any = None,
+        value_serializer: Any = None,
+        callback: Callable[[Any], Any] | None = None,
+        force: bool = False,
+        eager_partitioning: bool = False,
     ) -> asyncio.Future[Any]:
         """Faust's ``topic.send_soon(...)``: send from code that cannot await. The record is
         queued for the producer in call order; the returned future gives its RecordMetadata.
-        Needs a running event loop (the worker's). Faust's serializer options are not taken:
-        the topic's codecs apply."""
-        if isinstance(headers, Mapping):
-            headers = list(headers.items())
-        return asyncio.ensure_future(_delivered(self, key, value, partition, timestamp, headers))
+        Needs a running event loop (the worker's). The arguments are :meth:`send`'s; the partition
+        is chosen when the record is appended, at once (``eager_partitioning`` changes nothing)."""
+        options = {
+            "schema": schema,
+            "key_serializer": key_serializer,
+            "value_serializer": value_serializer,
+            "callback": callback,
+        }
+        return asyncio.ensure_future(
+            _delivered(self, key, value, partition, timestamp, prepare_headers(headers), options)
+        )
 
     def derive(self, **kwargs: Any) -> Topic:
         """Faust's ``topic.derive(...)``: a topic with this one's types, serializers, partitions
@@ -354,11 +436,22 @@ async def _delivered(
     value: Any,
     partition: int | None,
     timestamp: float | None,
-    headers: Sequence[tuple[str, bytes]] | None,
+    headers: list[tuple[str, bytes]] | None,
+    options: dict[str, Any],
 ) -> Any:
     """:meth:`Topic.send_soon`'s task: the send (appended at the task's first step, so in call
     order), then its delivery."""
-    delivery = await topic.send(key, value, partition=partition, timestamp=timestamp, headers=headers)
+    delivery = await topic.send(
+        key,
+        value,
+        partition=partition,
+        timestamp=timestamp,
+        headers=headers,
+        schema=options["schema"],
+        key_serializer=options["key_serializer"],
+        value_serializer=options["value_serializer"],
+        callback=options["callback"],
+    )
     return await delivery
 
 
@@ -407,7 +500,12 @@ class TopicGroup(Topic):
         *,
         partition: int | None = None,
         timestamp: float | None = None,
-        headers: Sequence[tuple[str, bytes]] | None = None,
+        headers: Any = None,
+        schema: Any = None,
+        key_serializer: Any = None,
+        value_serializer: Any = None,
+        callback: Callable[[Any], Any] | None = None,
+        force: bool = False,
     ) -> Delivery:
         from .exceptions import TopologyError
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Union
 from ..events import Event, current_event
 from ..exceptions import TopologyError
 from ..streams import SplitPoint, Stream
+from ..topics import prepare_headers
 from .replies import CORRELATION_ID, REPLY_TO, allowed_reply_to, reply_topic_allowed
 
 if TYPE_CHECKING:
@@ -137,11 +138,55 @@ class Agent:
         key: Any = None,
         value: Any = None,
         partition: int | None = None,
-        headers: Sequence[tuple[str, bytes]] | None = None,
         timestamp: float | None = None,
+        headers: Any = None,
+        schema: Any = None,
+        key_serializer: Any = None,
+        value_serializer: Any = None,
+        callback: Callable[[Any], Any] | None = None,
+        reply_to: Any = None,
+        correlation_id: str | None = None,
+        force: bool = False,
     ) -> Any:
-        """Send to the agent's (first) topic; Faust's ``agent.send``. Returns the record's delivery."""
-        return await self.channel.send(key=key, value=value, partition=partition, headers=headers, timestamp=timestamp)
+        """Send to the agent's (first) topic; Faust's ``agent.send``. Returns the record's delivery.
+
+        ``headers`` a mapping or ``(name, value)`` pairs; ``reply_to`` (an agent, a topic or a topic
+        name) asks the agent to send what it yields for this record there, with ``correlation_id``
+        (a new one when not given) in the reply's ``Faust-Ag-CorrelationId`` header; the other
+        arguments are :meth:`Topic.send`'s (``callback`` is called here too: Faust drops it)."""
+        if reply_to is not None:
+            headers = self._request_headers(headers, reply_to, correlation_id or uuid.uuid4().hex)
+        return await self.channel.send(
+            key=key,
+            value=value,
+            partition=partition,
+            timestamp=timestamp,
+            headers=headers,
+            schema=schema,
+            key_serializer=key_serializer,
+            value_serializer=value_serializer,
+            callback=callback,
+            force=force,
+        )
+
+    def _request_headers(self, headers: Any, reply_to: Any, correlation_id: str) -> list[tuple[str, bytes]]:
+        """``headers`` with Faust's request headers added (reply_to's topic, the correlation id);
+        warns when this app's agents would not answer on that topic."""
+        topic_name = _topic_name(reply_to)
+        if not reply_topic_allowed(self.app, topic_name):
+            log.warning(
+                "agent %r: reply_to=%r is not a reply topic of app %r, so this app's agents will not answer "
+                "there; allow it with the reply_topics setting (reply_topics=%r), or use agent.ask()",
+                self.name,
+                topic_name,
+                self.app.settings.id,
+                topic_name,
+            )
+        return [
+            *(prepare_headers(headers) or ()),
+            (REPLY_TO, topic_name.encode()),
+            (CORRELATION_ID, correlation_id.encode()),
+        ]
 
     async def cast(
         self,
@@ -149,20 +194,45 @@ class Agent:
         *,
         key: Any = None,
         partition: int | None = None,
-        headers: Sequence[tuple[str, bytes]] | None = None,
+        timestamp: float | None = None,
+        headers: Any = None,
     ) -> None:
         """Send without waiting for a reply (Faust's ``agent.cast``)."""
-        await self.send(key=key, value=value, partition=partition, headers=headers)
+        await self.send(key=key, value=value, partition=partition, timestamp=timestamp, headers=headers)
 
     async def ask(
-        self, value: Any = None, *, key: Any = None, partition: int | None = None, timeout: float | None = 30.0
+        self,
+        value: Any = None,
+        *,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp: float | None = None,
+        headers: Any = None,
+        reply_to: Any = None,
+        correlation_id: str | None = None,
+        timeout: float | None = None,
     ) -> Any:
-        """Send and wait for the value the agent yields for this request."""
+        """Send and wait for the value the agent yields for this request; as Faust's, it waits as
+        long as that takes unless ``timeout`` (seconds) is given (then ``asyncio.TimeoutError``).
+
+        The reply comes back on this process's reply topic: ``reply_to`` may name it (Faust's
+        ``app.conf.reply_to`` role); another topic is refused (TypeError, saying to use
+        :meth:`ask_nowait` and read the reply there)."""
         replies = await self.app.replies()
-        correlation_id, fut = replies.expect()
-        headers = [(REPLY_TO, replies.topic_name.encode()), (CORRELATION_ID, correlation_id.encode())]
+        if reply_to is not None and _topic_name(reply_to) != replies.topic_name:
+            raise TypeError(
+                f"agent {self.name!r}: ask(reply_to={_topic_name(reply_to)!r}) waits for the reply on this "
+                f"process's reply topic {replies.topic_name!r}; to have the reply sent elsewhere use "
+                "ask_nowait(reply_to=...) and read it there"
+            )
+        if correlation_id is None:
+            correlation_id, fut = replies.expect()
+        else:
+            fut = asyncio.get_running_loop().create_future()
+            replies.expect_promise(correlation_id, fut)
+        request = self._request_headers(headers, replies.topic_name, correlation_id)
         try:
-            await self.send(key=key, value=value, partition=partition, headers=headers)
+            await self.channel.send(key=key, value=value, partition=partition, timestamp=timestamp, headers=request)
             return await asyncio.wait_for(fut, timeout)
         finally:
             replies.forget(correlation_id)
@@ -174,7 +244,7 @@ class Agent:
         key: Any = None,
         partition: int | None = None,
         timestamp: float | None = None,
-        headers: Sequence[tuple[str, bytes]] | None = None,
+        headers: Any = None,
         reply_to: Any = None,
         correlation_id: str | None = None,
         force: bool = False,
@@ -203,11 +273,13 @@ class Agent:
         if replies is not None and replies.topic_name == topic_name:
             replies.expect_promise(promise.correlation_id, promise)
         request_headers = [
-            *(headers or ()),
+            *(prepare_headers(headers) or ()),
             (REPLY_TO, topic_name.encode()),
             (CORRELATION_ID, promise.correlation_id.encode()),
         ]
-        await self.send(key=key, value=value, partition=partition, headers=request_headers, timestamp=timestamp)
+        await self.send(
+            key=key, value=value, partition=partition, headers=request_headers, timestamp=timestamp, force=force
+        )
         return promise
 
     def add_sink(self, sink: Sink) -> None:
@@ -229,29 +301,31 @@ class Agent:
         return stream
 
     async def map(
-        self, values: Any, key: Any = None, reply_to: Any = None, timeout: float | None = 30.0
+        self, values: Any, key: Any = None, reply_to: Any = None, timeout: float | None = None
     ) -> AsyncIterator[Any]:
         """Faust's ``agent.map``: ask the agent about every value, yield the replies as they arrive."""
-        async for reply in self._ask_all([(key, v) for v in await _collect(values)], timeout):
+        async for reply in self._ask_all([(key, v) for v in await _collect(values)], timeout, reply_to):
             yield reply
 
-    async def kvmap(self, items: Any, reply_to: Any = None, timeout: float | None = 30.0) -> AsyncIterator[Any]:
+    async def kvmap(self, items: Any, reply_to: Any = None, timeout: float | None = None) -> AsyncIterator[Any]:
         """Faust's ``agent.kvmap``: like :meth:`map` over ``(key, value)`` pairs (a mapping or pairs)."""
         pairs = list(items.items()) if hasattr(items, "items") else await _collect(items)
-        async for reply in self._ask_all([(k, v) for k, v in pairs], timeout):
+        async for reply in self._ask_all([(k, v) for k, v in pairs], timeout, reply_to):
             yield reply
 
-    async def join(self, values: Any, key: Any = None, reply_to: Any = None, timeout: float | None = 30.0) -> list[Any]:
+    async def join(self, values: Any, key: Any = None, reply_to: Any = None, timeout: float | None = None) -> list[Any]:
         """Faust's ``agent.join``: ask about every value, return the replies in the values' order."""
-        asks = [self.ask(v, key=key, timeout=timeout) for v in await _collect(values)]
+        asks = [self.ask(v, key=key, reply_to=reply_to, timeout=timeout) for v in await _collect(values)]
         return list(await asyncio.gather(*asks))
 
-    async def kvjoin(self, items: Any, reply_to: Any = None, timeout: float | None = 30.0) -> list[Any]:
+    async def kvjoin(self, items: Any, reply_to: Any = None, timeout: float | None = None) -> list[Any]:
         pairs = list(items.items()) if hasattr(items, "items") else await _collect(items)
-        return list(await asyncio.gather(*(self.ask(v, key=k, timeout=timeout) for k, v in pairs)))
+        return list(await asyncio.gather(*(self.ask(v, key=k, reply_to=reply_to, timeout=timeout) for k, v in pairs)))
 
-    async def _ask_all(self, pairs: list[tuple[Any, Any]], timeout: float | None) -> AsyncIterator[Any]:
-        futures = [asyncio.ensure_future(self.ask(v, key=k, timeout=timeout)) for k, v in pairs]
+    async def _ask_all(
+        self, pairs: list[tuple[Any, Any]], timeout: float | None, reply_to: Any = None
+    ) -> AsyncIterator[Any]:
+        futures = [asyncio.ensure_future(self.ask(v, key=k, reply_to=reply_to, timeout=timeout)) for k, v in pairs]
         try:
             for fut in asyncio.as_completed(futures):
                 yield await fut

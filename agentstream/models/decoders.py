@@ -2,6 +2,12 @@
 ``__init__``: the field names are constants and the common exact-type case is checked inline, so
 decoding a record runs no loops, builds no intermediate dicts and calls nothing for scalars that
 already have the right type.
+
+Decoding is Faust's: a value that does not convert to its field's type is kept as it was read
+(``"42"`` in an ``int`` field stays ``"42"``), a ``null`` or missing field with a default takes the
+default, and only a missing required field, a failed ``coerce=True`` conversion or a broken
+``validation=True`` rule refuses the record. The leniency costs nothing on the clean path: it is the
+``except`` branch of a conversion that already failed.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ class FieldSpec(typing.NamedTuple):
     default: Any  # MISSING when there is none
     factory: Callable[[], Any] | None
     key: str | None = None  # the key it is read from (Faust's input_name) when not ``name``
+    strict: bool = False  # a conversion failure refuses the record (coerce=True); else the value is kept
 
 
 def _not_an_object(cls: type, data: Any) -> Any:
@@ -79,13 +86,13 @@ def compile_decoder(
                 f"        raise _missing({key}) from None",
             ]
             indent = "    "
-        else:
+        else:  # missing or null: the default (Faust's `x if x is not None else default`)
             ns[f"_d{i}"] = spec.default
             ns[f"_f{i}"] = spec.factory
             fallback = f"_f{i}()" if spec.factory is not None else f"_d{i}"
             lines += [
-                f"    {v} = data.get({key}, _MISSING)",
-                f"    if {v} is _MISSING:",
+                f"    {v} = data.get({key})",
+                f"    if {v} is None:",
                 f"        {v} = {fallback}",
                 "    else:",
             ]
@@ -93,21 +100,16 @@ def compile_decoder(
         if spec.convert is conv_any:
             lines.append(f"{indent}pass")
             continue
-        if spec.default is None and spec.factory is None:  # `x: T = None` accepts None (Faust's models do)
-            lines.append(f"{indent}if {v} is not None:")
-            indent += "    "
         fast = FAST_TYPES.get(spec.convert)
         if fast is not None:
             ns[f"_t{i}"] = fast
             lines.append(f"{indent}if type({v}) is not _t{i}:")
             indent += "    "
-        lines += [
-            f"{indent}try:",
-            f"{indent}    {v} = _c{i}({v})",
-            f"{indent}except FieldError as exc:",
-            f"{indent}    exc.path.append({key})",
-            f"{indent}    raise",
-        ]
+        lines += [f"{indent}try:", f"{indent}    {v} = _c{i}({v})", f"{indent}except FieldError as exc:"]
+        if spec.strict:
+            lines += [f"{indent}    exc.path.append({key})", f"{indent}    raise"]
+        else:  # Faust keeps what it read when it does not convert
+            lines.append(f"{indent}    pass")
     values = ", ".join(f"{s.name!r}: _v{i}" for i, s in enumerate(specs))
     lines += ["    obj = _new(cls)", f"    obj.__dict__ = {{{values}}}"]
     if post_init:

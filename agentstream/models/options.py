@@ -47,3 +47,4 @@ class RecordOptions:
     date_parser: Callable[[Any], datetime] | None = None
     polymorphic_fields: bool = False
     allow_blessed_key: bool = False
+    explicit: frozenset[str] = frozenset()  # the options a class (or a parent) named: isodates=True asks to parse

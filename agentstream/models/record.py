@@ -5,6 +5,7 @@ see :mod:`agentstream.models` for an example."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 import types
 import typing
@@ -34,7 +35,7 @@ from .fields import (
 )
 from .options import FAUST_KEY, FAUST_ONLY_OPTIONS, REFUSED_CLASS_OPTIONS, RecordOptions
 from .validation import checker
-from .wire import field_coercer, field_converter, set_native_dumps, set_wire_names
+from .wire import field_coercer, field_converter, parse_asked, set_native_dumps, set_wire_names
 
 __all__ = ["FieldDescriptor", "Record", "registry", "lookup_model", "type_hints"]
 
@@ -97,6 +98,7 @@ class Record(JSONRecord):
     _has_post_init: ClassVar[bool] = False
     _coercers: ClassVar[tuple[tuple[str, Converter], ...] | None] = None
     _codec_name: ClassVar[str | None] = None  # the class's serializer when it is not JSON (dumps/loads)
+    _implicit_none: ClassVar[frozenset[str]] = frozenset()  # Optional[X] fields given default None
 
     def __init_subclass__(
         cls,
@@ -129,11 +131,14 @@ class Record(JSONRecord):
             validation=parent.validation if validation is None else validation,
             namespace=namespace or f"{cls.__module__}.{cls.__qualname__}",
             decimals=parent.decimals if decimals is None else decimals,
-            coerce=parent.coerce if coerce is None else coerce,
+            # Faust's rule: naming `validation` at all (even False) turns coercion on
+            coerce=True if validation is not None else parent.coerce if coerce is None else coerce,
             coercions={**parent.coercions, **(coercions or {})},
             date_parser=parent.date_parser if date_parser is None else date_parser,
             polymorphic_fields=parent.polymorphic_fields if polymorphic_fields is None else polymorphic_fields,
             allow_blessed_key=parent.allow_blessed_key if allow_blessed_key is None else allow_blessed_key,
+            explicit=parent.explicit
+            | {n for n, v in (("isodates", isodates), ("decimals", decimals), ("date_parser", date_parser)) if v},
         )
         cls._definition_locals = _caller_locals()
         cls._codec_name = cls._options.serializer if cls._options.serializer != "json" else None
@@ -147,6 +152,7 @@ class Record(JSONRecord):
                 isinstance(getattr(cls, name, None), (FieldDescriptor, Field)) or name in vars(Record)
             ):  # redeclared without a default, or named as a Record method (``validate: bool``): required
                 setattr(cls, name, dataclasses.field())
+        _optional_defaults(cls)
         dataclass(cls)  # modifies cls in place; eq+repr generated
         cls.__hash__ = _record_hash  # type: ignore[method-assign,assignment]  # by field values, as Faust's records
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
@@ -191,11 +197,13 @@ class Record(JSONRecord):
             declared = getattr(cls, f.name, None)
             declared = declared if isinstance(declared, Field) else None
             key = declared.input_name if declared is not None else f.name
-            coerce = field_coercer(tp, declared, options)
+            required = f.default is dataclasses.MISSING and factory is None
+            coerce = field_coercer(tp, declared, options, required)
             if coerce is not None:
                 coercers.append((f.name, coerce))
             convert = coerce or field_converter(tp, declared, options)
-            specs.append(FieldSpec(f.name, convert, f.default, factory, key))
+            strict = coerce is not None or parse_asked(tp, declared, options)
+            specs.append(FieldSpec(f.name, convert, f.default, factory, key, strict=strict))
             field = declared if declared is not None else _implicit_field(tp, f.name, cls)
             rules.append(FieldRule(f.name, checker(tp), field, f.default is None and factory is None))
         cls._field_checks = tuple(rules)
@@ -428,6 +436,64 @@ def _wrap_init(cls: type[Record], coerce: bool, validate: bool) -> None:
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
     __init__.__doc__ = dc_init.__doc__
     cls.__init__ = __init__  # type: ignore[method-assign,assignment]
+
+
+_OPTIONAL_TEXT = re.compile(r"^\s*(typing\.)?Optional\[|\|\s*None\s*$|^\s*None\s*\|")
+
+
+def _is_optional(annotation: Any, cls: type) -> bool:
+    """Whether an annotation is ``Optional[X]`` / ``X | None`` (a string one evaluated in the class's
+    scope; one naming a class not defined yet is read as text)."""
+    if isinstance(annotation, str):
+        module = sys.modules.get(cls.__module__)
+        scope = dict(vars(module)) if module is not None else {}
+        try:
+            annotation = eval(annotation, scope, dict(getattr(cls, "_definition_locals", {})))
+        except Exception:
+            return bool(_OPTIONAL_TEXT.search(annotation))
+        if isinstance(annotation, str):  # quoted under `from __future__ import annotations`
+            return _is_optional(annotation, cls)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return type(None) in typing.get_args(annotation)
+    return False
+
+
+def _optional_defaults(cls: type[Record]) -> None:
+    """Faust gives a field annotated ``Optional[X]`` without a default the default None (in the
+    constructor and when decoding). Such a field takes ``default=None`` here too; where a required
+    field follows it (which Faust allows, its signature puts optional fields last) it becomes
+    keyword-only, so the dataclass keeps the order of the fields."""
+    own = cls.__dict__.get("__annotations__", {})
+    implicit = set(getattr(cls, "_implicit_none", ()))
+    for name, annotation in own.items():
+        if name not in cls.__dict__ and _is_optional(annotation, cls):
+            implicit.add(name)
+            setattr(cls, name, dataclasses.field(default=None))
+        elif name in cls.__dict__:
+            implicit.discard(name)  # given its own default (or field) here
+    cls._implicit_none = frozenset(implicit)
+    if not implicit:
+        return
+    inherited: dict[str, dataclasses.Field[Any]] = dict(getattr(cls, "__dataclass_fields__", {}))
+    order = [*inherited, *(n for n in own if n not in inherited)]
+
+    def required(name: str) -> bool:
+        value = cls.__dict__.get(name, inherited.get(name))
+        if isinstance(value, dataclasses.Field):
+            if value.kw_only is True:
+                return False
+            return value.default is dataclasses.MISSING and value.default_factory is dataclasses.MISSING
+        return name in own and name not in cls.__dict__
+
+    for i, name in enumerate(order):
+        if name in implicit and any(required(later) for later in order[i + 1 :]):
+            if name not in own:  # a parent's: redeclared here (the dataclass keeps its position)
+                own = cls.__dict__.get("__annotations__")
+                if own is None:
+                    own = {}
+                    cls.__annotations__ = own
+                own[name] = inherited[name].type
+            setattr(cls, name, dataclasses.field(default=None, kw_only=True))
 
 
 def _record_hash(self: Record) -> int:

@@ -24,7 +24,7 @@ from .errors import FieldError, show, type_name
 from .fields import Field, field_for_type
 from .options import RecordOptions
 
-__all__ = ["set_wire_names", "set_native_dumps", "field_coercer", "field_converter", "wire_fields"]
+__all__ = ["set_wire_names", "set_native_dumps", "field_coercer", "field_converter", "parse_asked", "wire_fields"]
 
 _wire_mapped = [False]  # becomes True once a class renames or excludes a field
 
@@ -101,10 +101,14 @@ def _bare(tp: Any) -> Any:
     return tp
 
 
-def field_coercer(tp: Any, declared: Field[Any] | None, options: RecordOptions) -> Converter | None:
+def field_coercer(
+    tp: Any, declared: Field[Any] | None, options: RecordOptions, required: bool = False
+) -> Converter | None:
     """``coerce=True`` (the field's, else the class's): Faust's conversion of the field's class
-    (``int(v)``, ``float(v)``, ``Decimal(v)``, ``str(v)``, ``bool(v)``, ``v.encode()``, ``date_parser(v)``),
-    None passing as None; None when the field does not coerce (or its class converts nothing)."""
+    (``int(v)``, ``float(v)``, ``Decimal(v)``, ``str(v)``, ``bool(v)``, ``v.encode()``, ``date_parser(v)``);
+    None when the field does not coerce (or its class converts nothing). None passes as None for an
+    optional field; a required field converts it as Faust does (``str(None)`` is ``"None"``, ``int(None)``
+    is refused)."""
     coerce = options.coerce if declared is None or declared.coerce is None else declared.coerce
     if not coerce:
         return None
@@ -122,7 +126,7 @@ def field_coercer(tp: Any, declared: Field[Any] | None, options: RecordOptions) 
     what = type_name(_bare(tp) or tp)
 
     def coerce_value(v: Any) -> Any:
-        if v is None:
+        if v is None and not required:
             return None
         try:
             return prepare(v)
@@ -146,6 +150,19 @@ def field_converter(tp: Any, declared: Field[Any] | None, options: RecordOptions
     if bare is Decimal and not options.decimals:
         return conv_any
     return converter(tp, options.coercions)
+
+
+def parse_asked(tp: Any, declared: Field[Any] | None, options: RecordOptions) -> bool:
+    """Whether the class asked for the field's parsing as Faust does (``isodates=True`` or a ``date_parser``
+    for a datetime, ``decimals=True`` for a Decimal): then text that does not parse refuses the record, as
+    in Faust; agentstream's own parsing by default keeps such text instead."""
+    bare = _bare(tp)
+    if bare is datetime:
+        given = declared is not None and declared.date_parser is not None
+        return options.isodates and (given or bool({"isodates", "date_parser"} & options.explicit))
+    if bare is Decimal:
+        return options.decimals and "decimals" in options.explicit
+    return False
 
 
 def _parsed(parser: Any) -> Converter:

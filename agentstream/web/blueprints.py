@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
+from .cache import Cache
 from .responses import error_response
 
 __all__ = ["Blueprint"]
@@ -45,6 +46,13 @@ class Blueprint:
         self.url_prefix = url_prefix
         self.routes: list[_Route] = []
         self.static_routes: list[_StaticRoute] = []
+
+    def cache(
+        self, timeout: Any = None, include_headers: bool = False, key_prefix: str | None = None, backend: Any = None
+    ) -> Cache:
+        """Faust's ``blueprint.cache(timeout=...)``: a :class:`~agentstream.web.cache.Cache` whose keys
+        start with the blueprint's name; ``@cache.view()`` on a view method caches its 200 answers."""
+        return Cache(timeout, include_headers, self.name if key_prefix is None else key_prefix, backend)
 
     def route(
         self, uri: str, *, name: str | None = None, cors_options: Any = None, base: Any = None

@@ -10,11 +10,12 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+from multidict import CIMultiDict
 
 from ..exceptions import SerializationError
 from ..models import json_default, json_dumps
 
-__all__ = ["dumps", "json_response", "error_response"]
+__all__ = ["dumps", "json_response", "error_response", "response_to_bytes", "bytes_to_response"]
 
 
 def _fallback(obj: Any) -> Any:
@@ -50,3 +51,22 @@ def error_response(
 ) -> web.Response:
     """``{"error", "hint", **details}`` with ``status``."""
     return json_response({"error": error, "hint": hint, **details}, status=status, headers=headers)
+
+
+def response_to_bytes(response: web.StreamResponse) -> bytes:
+    """A response as the bytes a cache keeps (Faust's ``view.response_to_bytes``): status, headers
+    (JSON) and body, newline separated."""
+    body = getattr(response, "body", None)
+    if body is not None and not isinstance(body, (bytes, bytearray)):
+        raise TypeError(f"only responses with a bytes body can be kept, got {type(body).__name__}")
+    headers = orjson.dumps([[str(k), v] for k, v in response.headers.items()])
+    return b"\n".join([str(response.status).encode(), headers, bytes(body or b"")])
+
+
+def bytes_to_response(data: bytes) -> web.Response:
+    """The response :func:`response_to_bytes` kept (Faust's ``view.bytes_to_response``)."""
+    status, _, rest = data.partition(b"\n")
+    headers, _, body = rest.partition(b"\n")
+    kept = CIMultiDict((str(k), str(v)) for k, v in orjson.loads(headers))
+    kept.popall("Content-Length", None)  # the body's own length is set again
+    return web.Response(body=body, status=int(status), headers=kept)

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from ..routes import mark, route_of
-from .responses import error_response, json_response
+from . import exceptions
+from .responses import bytes_to_response, error_response, json_response, response_to_bytes
 from .routing import routed
 
 if TYPE_CHECKING:
@@ -23,7 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = ["View", "as_response", "view_class", "takes_model", "gives_model"]
 
-METHODS = ("get", "post", "put", "patch", "delete")
+_bytes = bytes  # `bytes` is a method name below
+METHODS = ("get", "post", "put", "patch", "delete", "head", "options", "search")
 
 
 def as_response(result: Any) -> web.StreamResponse:
@@ -43,15 +45,31 @@ class View:
     """Base class of app views: ``class Count(View): async def get(self, request): return self.json(...)``.
 
     ``self.app`` is the App and ``self.web`` the worker's :class:`~agentstream.web.server.Web`.
+    A method may ``raise self.NotFound()`` (or any :mod:`agentstream.web.exceptions` error): the client
+    gets its status and ``{"error": detail, ...}``, as from Faust. HEAD runs ``get`` unless the view
+    defines ``head`` (the body is left out); OPTIONS and SEARCH need their own method.
     """
+
+    ServerError = exceptions.ServerError
+    ValidationError = exceptions.WebValidationError
+    ParseError = exceptions.ParseError
+    NotAuthenticated = exceptions.NotAuthenticated
+    PermissionDenied = exceptions.PermissionDenied
+    NotFound = exceptions.NotFound
 
     def __init__(self, app: App, web: Web) -> None:
         self.app = app
         self.web = web
+        self.__post_init__()
+
+    def __post_init__(self) -> None:
+        """Override to set the view up (Faust's hook)."""
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         method = request.method.lower()
         handler: Callable[..., Awaitable[Any]] | None = getattr(self, method, None) if method in METHODS else None
+        if handler is None and method == "head":
+            handler = getattr(self, "get", None)
         if handler is None:
             allowed = [m.upper() for m in METHODS if callable(getattr(self, m, None))]
             return error_response(
@@ -61,9 +79,16 @@ class View:
                 headers={"Allow": ", ".join(allowed)},
             )
         route = route_of(handler)
-        if route is None:
-            return as_response(await handler(request, **request.match_info))
-        return as_response(await routed(self.web, route, request, lambda: handler(request, **request.match_info)))
+        try:
+            if route is None:
+                return as_response(await handler(request, **request.match_info))
+            return as_response(await routed(self.web, route, request, lambda: handler(request, **request.match_info)))
+        except exceptions.WebError as exc:
+            return await self.on_request_error(request, exc)
+
+    async def on_request_error(self, request: web.Request, exc: exceptions.WebError) -> web.StreamResponse:
+        """The answer to a raised web error (Faust's hook): its status and ``{"error": detail, **extra}``."""
+        return self.error(int(exc.code), exc.detail, **exc.extra_context)
 
     # -- URLs of named pages (``@app.page(path, name=...)``), as Faust's View ----------------------
     def path_for(self, view_name: str, **params: Any) -> str:
@@ -75,24 +100,106 @@ class View:
         base = self.web.url if _base_url is None else _base_url
         return f"{str(base).rstrip('/')}/{self.path_for(view_name, **params).lstrip('/')}"
 
-    # -- response helpers (Faust's names) --------------------------------------------------------
-    def json(self, data: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-        return json_response(data, status=status, headers=headers)
+    # -- response helpers (Faust's names and keyword arguments) -----------------------------------
+    def json(
+        self,
+        value: Any,
+        *,
+        content_type: str | None = None,
+        status: int = 200,
+        reason: str | None = None,
+        headers: Any = None,
+    ) -> web.Response:
+        """``value`` as JSON (Records with their ``__faust`` tag)."""
+        response = json_response(value, status=status, headers=_headers(headers))
+        return _finish(response, content_type, reason)
 
-    def text(self, text: str, *, status: int = 200, content_type: str = "text/plain") -> web.Response:
-        return web.Response(text=text, status=status, content_type=content_type)
+    def text(
+        self,
+        value: str,
+        *,
+        content_type: str | None = None,
+        status: int = 200,
+        reason: str | None = None,
+        headers: Any = None,
+    ) -> web.Response:
+        return web.Response(
+            text=value,
+            status=status,
+            reason=reason,
+            headers=_headers(headers),
+            content_type=content_type or "text/plain",
+        )
 
-    def html(self, html: str, *, status: int = 200) -> web.Response:
-        return web.Response(text=html, status=status, content_type="text/html")
+    def html(
+        self,
+        value: str,
+        *,
+        content_type: str | None = None,
+        status: int = 200,
+        reason: str | None = None,
+        headers: Any = None,
+    ) -> web.Response:
+        return web.Response(
+            text=value,
+            status=status,
+            reason=reason,
+            headers=_headers(headers),
+            content_type=content_type or "text/html",
+        )
 
-    def bytes(self, data: bytes, *, status: int = 200, content_type: str = "application/octet-stream") -> web.Response:
-        return web.Response(body=data, status=status, content_type=content_type)
+    def bytes(
+        self,
+        value: bytes,
+        *,
+        content_type: str | None = None,
+        status: int = 200,
+        reason: str | None = None,
+        headers: Any = None,
+    ) -> web.Response:
+        return web.Response(
+            body=value,
+            status=status,
+            reason=reason,
+            headers=_headers(headers),
+            content_type=content_type or "application/octet-stream",
+        )
 
-    def error(self, status: int, error: str, hint: str = "") -> web.Response:
-        return error_response(status, error, hint)
+    def error(self, status: int, reason: str, headers: Any = None, **kwargs: Any) -> web.Response:
+        """``{"error": reason, **kwargs}`` with ``status`` (Faust's). A text third argument is
+        agentstream's older ``hint``, kept as the ``hint`` key."""
+        if isinstance(headers, str):
+            kwargs.setdefault("hint", headers)
+            headers = None
+        return self.json({"error": reason, **kwargs}, status=status, headers=headers)
 
-    def notfound(self, error: str = "not found", hint: str = "") -> web.Response:
-        return error_response(404, error, hint)
+    def notfound(self, reason: str = "Not Found", hint: str | None = None, **kwargs: Any) -> web.Response:
+        """A 404 (Faust's; it suggests ``raise self.NotFound()`` instead)."""
+        if hint is not None:
+            kwargs["hint"] = hint
+        return self.error(404, reason, **kwargs)
+
+    async def read_request_content(self, request: web.Request) -> _bytes:
+        """The request body."""
+        return await request.read()
+
+    def bytes_to_response(self, s: _bytes) -> web.Response:
+        return bytes_to_response(s)
+
+    def response_to_bytes(self, response: web.StreamResponse) -> _bytes:
+        return response_to_bytes(response)
+
+
+def _headers(headers: Any) -> dict[str, str] | None:
+    return None if headers is None else dict(headers)
+
+
+def _finish(response: web.Response, content_type: str | None, reason: str | None) -> web.Response:
+    if content_type is not None:
+        response.content_type = content_type
+    if reason is not None:
+        response.set_status(response.status, reason)
+    return response
 
 
 def view_class(handler: Any, base: type | None = None) -> type[View]:

@@ -35,6 +35,24 @@ def http(url: str) -> Any:
         return ["unreachable", type(exc).__name__]
 
 
+def http_method(url: str, method: str, header: str | None = None) -> Any:
+    """``[status, body]`` of a request with ``method``: JSON when it parses, else its text (HEAD: "");
+    with ``header``, that response header's value too."""
+    req = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            status, body, headers = resp.status, resp.read(), resp.headers
+    except urllib.error.HTTPError as exc:
+        status, body, headers = exc.code, exc.read(), exc.headers
+    except (OSError, ValueError) as exc:
+        return ["unreachable", type(exc).__name__]
+    try:
+        got: list[Any] = [status, json.loads(body)]
+    except ValueError:
+        got = [status, body.decode(errors="replace")[:200]]
+    return got + [headers.get(header)] if header else got
+
+
 def create_topics(bootstrap: str, names: list[str], partitions: int = 4) -> None:
     """The apps' source topics, made before the workers start (Faust does not create them)."""
 
@@ -196,6 +214,20 @@ class Driver:
     def is_leader(self) -> Any:
         return self.wait_output("is_leader", poke=None)[-1:]
 
+    def web_views(self) -> Any:
+        """Raised web errors, HEAD/OPTIONS, the response helpers' keywords and a cached view."""
+        got = {
+            "GET missing": http_method(self.web + "/views/missing/", "GET"),
+            "POST missing": http_method(self.web + "/views/missing/", "POST"),
+            "HEAD json": http_method(self.web + "/views/helpers/json/", "HEAD"),
+            "OPTIONS json": http_method(self.web + "/views/helpers/json/", "OPTIONS"),
+        }
+        for kind in ("json", "text", "error", "notfound"):
+            got[kind] = http_method(self.web + f"/views/helpers/{kind}/", "GET", "X-Compat" if kind == "json" else None)
+        got["text content type"] = http_method(self.web + "/views/helpers/text/", "GET", "Content-Type")[2]
+        got["cached"] = [http_method(self.web + "/views/cached/counted/", "GET") for _ in range(3)]
+        return got
+
     SCENARIOS = (
         "concurrency",
         "table_views",
@@ -205,6 +237,7 @@ class Driver:
         "cli_send_agent",
         "is_leader",
         "decode_error_hook",
+        "web_views",
     )
 
     def run_all(self) -> dict[str, Any]:

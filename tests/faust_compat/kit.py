@@ -156,8 +156,9 @@ async def stop_clients(app: Any) -> None:
         await app.stop_clients()
 
 
-async def read_broker_topic(topic: str, expect: int = 1) -> list[list[Any]]:
-    """``[key, value]`` of the first ``expect`` records of ``topic`` on the real broker."""
+async def read_broker_topic(topic: str, expect: int = 1, headers: bool = False) -> list[list[Any]]:
+    """``[key, value]`` of the first ``expect`` records of ``topic`` on the real broker (and their
+    headers, decoded as UTF-8, with ``headers=True``)."""
     from aiokafka import AIOKafkaConsumer
 
     bootstrap = os.environ["COMPAT_BROKER"].split("://", 1)[-1]
@@ -167,7 +168,11 @@ async def read_broker_topic(topic: str, expect: int = 1) -> list[list[Any]]:
     try:
         for _ in range(20):
             batches = await consumer.getmany(timeout_ms=250)
-            got += [[_decode(r.key), _decode(r.value)] for recs in batches.values() for r in recs]
+            got += [
+                [_decode(r.key), _decode(r.value), *([_headers(r.headers)] if headers else [])]
+                for recs in batches.values()
+                for r in recs
+            ]
             if len(got) >= expect:
                 break
     finally:

@@ -163,3 +163,48 @@ async def leader_check() -> None:
     if not _leader_seen or _leader_seen[-1] != leader:
         _leader_seen.append(leader)
         out("is_leader", leader)
+
+
+# -- web views (issue 40 item 9): raised web errors, HEAD/OPTIONS, helpers' keywords, the web cache --------
+class Missing(web.View):
+    async def get(self, request: web.Request) -> web.Response:
+        raise self.NotFound("no such thing", thing="x")
+
+    async def post(self, request: web.Request) -> web.Response:
+        raise self.ValidationError()
+
+
+@app.page("/views/missing/")
+class MissingPage(Missing):
+    pass
+
+
+@app.page("/views/helpers/{kind}/")
+class Helpers(web.View):
+    async def get(self, request: web.Request, kind: str) -> web.Response:
+        if kind == "json":
+            return self.json({"made": True}, status=201, headers={"X-Compat": "1"})
+        if kind == "text":
+            return self.text("plain words", status=202, content_type="text/csv")
+        if kind == "error":
+            return self.error(418, "a teapot", brewing=True)
+        return self.notfound("gone away")
+
+    async def options(self, request: web.Request, kind: str) -> web.Response:
+        return self.json({"allow": ["GET", "OPTIONS"]})
+
+
+views_blueprint = web.Blueprint("compat_views")
+views_cache = views_blueprint.cache(timeout=60.0)
+_cached_calls: list[int] = []
+
+
+@views_blueprint.route("/counted/", name="counted")
+class Counted(web.View):
+    @views_cache.view()
+    async def get(self, request: web.Request) -> web.Response:
+        _cached_calls.append(1)
+        return self.json({"calls": len(_cached_calls)})
+
+
+views_blueprint.register(app, url_prefix="/views/cached/")

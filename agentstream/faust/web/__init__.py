@@ -7,6 +7,8 @@ from agentstream.web import ResourceOptions, View, Web, error_response, json_res
 from agentstream.web.blueprints import Blueprint
 from agentstream.web.views import gives_model, takes_model
 
+from . import exceptions
+
 __all__ = [
     "View",
     "Web",
@@ -18,4 +20,5 @@ __all__ = [
     "gives_model",
     "json_response",
     "error_response",
+    "exceptions",
 ]

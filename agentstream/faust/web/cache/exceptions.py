@@ -1,0 +1,5 @@
+"""``faust.web.cache.exceptions``: ``CacheUnavailable``."""
+
+from agentstream.cache import CacheUnavailable
+
+__all__ = ["CacheUnavailable"]
