@@ -92,7 +92,7 @@ async def test_across_workers_a_foreign_key_is_refused_outside_agents_and_the_sp
             commit_interval=0.05,
             web_enabled=False,
             max_warmup_replicas=0,  # the second worker takes its partition at once: the test is about the split
-                table_standby_replicas=0,  # no standby copy: a foreign key has no partition here at all
+            table_standby_replicas=0,  # no standby copy: a foreign key has no partition here at all
         )
         ticks = app.topic("ticks", value_type=int)
         stats = app.Table("stats", default=int)
