@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..clock import Clock, clock_for
 from ..tables.query import count_keys
 from ..transport.base import TP
+from ..worker.descriptors import descriptor_limit, open_descriptors
 from ..worker.status import WorkerStatus
 
 if TYPE_CHECKING:
@@ -127,6 +128,8 @@ class Stats:
                 "crashed": st.crashed,
                 "commits": st.commits,
                 "seconds_since_commit": st.seconds_since_commit,
+                "open_fds": open_descriptors(),
+                "fd_limit": descriptor_limit(),
             },
             "assignment": {
                 "generation": a.generation,
@@ -199,6 +202,14 @@ class Stats:
         m.sample("agentstream_table_restored_records_total", st.restore.restored_records)
         m.family("agentstream_table_restoring", "gauge", "1 while tables are being restored.")
         m.sample("agentstream_table_restoring", int(st.restore.restoring))
+        fds = open_descriptors()
+        if fds is not None:
+            m.family("agentstream_open_fds", "gauge", "File descriptors the worker process holds.")
+            m.sample("agentstream_open_fds", fds)
+        limit = descriptor_limit()
+        if limit is not None:
+            m.family("agentstream_max_fds", "gauge", "The process's soft limit on open file descriptors.")
+            m.sample("agentstream_max_fds", limit)
         m.family("agentstream_commits_total", "counter", "Commits (tables, producer, offsets) done.")
         m.sample("agentstream_commits_total", st.commits)
         for metric, value, help_ in (

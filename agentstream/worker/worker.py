@@ -35,6 +35,7 @@ from . import hooks
 from .assignor import Assignment, PartitionNumberAssignor
 from .commit import AtLeastOnceCommit, CommitUnit, ExactlyOnceCommit
 from .eos import ExactlyOnce
+from .descriptors import raise_descriptor_limit
 from .errors import ErrorPolicy
 from .fencing import lease_loop
 from .fetcher import Fetcher
@@ -204,6 +205,7 @@ class Worker:
             asyncio.get_running_loop().set_debug(True)
         if app.tables:
             s.check_data_dir()  # before connecting or joining: a bad data dir names the setting
+        raise_descriptor_limit()  # stores, broker and web connections: see worker/descriptors.py
         rt = runtime.bind(app, self)  # the app's runtime context: tables and sends find the worker here
         hooks.worker_init(self)  # Faust's signals and sensors (agentstream.worker.hooks)
         await autodiscover(app)  # Faust's autodiscover setting: import the modules declaring agents
