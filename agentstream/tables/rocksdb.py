@@ -28,7 +28,7 @@ from __future__ import annotations
 import collections
 import os
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -119,6 +119,20 @@ class _Scan:
         self._it = None  # the only reference: the native iterator is freed here
 
 
+CORRUPT_MARK = "agentstream.corrupt"
+"""Left in a DB directory when a read or write met corruption while running: the next open of the
+store wipes it and restores it from the changelog (RocksDB's open would not notice a bad data block,
+and the worker would stop at the same read after every restart)."""
+LOCK_SUFFIX = ".lock"  # <partition>.lock beside the partition's DB directory
+
+
+def _mark_corrupt(path: Path, message: str) -> None:
+    try:
+        (path / CORRUPT_MARK).write_text(message[:500] + "\n")
+    except OSError:  # the directory is gone or unwritable: the error raised says so anyway
+        pass
+
+
 def _raise_translated(exc: Exception, path: Path, op: str) -> NoReturn:
     if isinstance(exc, DbClosedError):
         raise StoreUnavailable(path, f"{op} on a closed store") from exc
@@ -130,6 +144,8 @@ def _raise_translated(exc: Exception, path: Path, op: str) -> NoReturn:
         # directory unwritable
         raise StoreCorrupt(path, f"{op} failed, a DB file is missing ({message}); wipe and restore") from exc
     if "Corruption" in message:
+        if op != "open":
+            _mark_corrupt(path, f"{op}: {message}")
         raise StoreCorrupt(path, f"{op} failed, data is corrupt ({message}); wipe and restore") from exc
     if "lock" in message.lower():
         raise StoreUnavailable(
@@ -146,6 +162,12 @@ def _check_bookkeeping(path: Path) -> None:
     if not path.is_dir():
         return
     names = set(os.listdir(path))
+    if CORRUPT_MARK in names:
+        try:
+            found = (path / CORRUPT_MARK).read_text("utf-8", "replace").strip()
+        except OSError as exc:
+            found = str(exc)
+        raise StoreCorrupt(path, f"corruption was found while running ({found[:200]}); wipe and restore")
     data = [n for n in names if n.endswith((".sst", ".log")) or n.startswith("MANIFEST-")]
     if "CURRENT" not in names:
         if data:
@@ -159,18 +181,60 @@ def _check_bookkeeping(path: Path) -> None:
         raise StoreCorrupt(path, f"CURRENT names {manifest[:60]!r}, which is missing; wipe and restore")
 
 
+def _take_lock(path: Path) -> int:
+    """Lock ``<path>.lock`` (beside the DB directory, so a wipe, which renames the directory away,
+    keeps it) for this store's life; StoreUnavailable while another store holds it. Taken before
+    anything looks at the directory: a second worker on the same data dir must not find the live
+    store corrupt and wipe it."""
+    import fcntl  # POSIX only, like the rest of this module's file handling
+
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    lock = path.with_name(path.name + LOCK_SUFFIX)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        raise StoreUnavailable(
+            path, f"open failed: the store is locked by another worker process or store ({lock}: {exc})"
+        ) from exc
+    return fd
+
+
 class RocksDBStore:
-    """One RocksDB database holding one table partition."""
+    """One RocksDB database holding one table partition.
+
+    ``on_corrupt``: when given, a store found corrupt at open is wiped and reopened empty under the
+    store's lock (the callback hears why; the caller restores it from the changelog); without it,
+    :class:`StoreCorrupt` is raised.
+    """
 
     persistent = True
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, on_corrupt: Callable[[StoreCorrupt], None] | None = None) -> None:
         self._path = Path(path)
         self._scans: weakref.WeakSet[_Scan] = weakref.WeakSet()
         self._dirty = False
         self._closed = False
-        remove_destroy_leftovers(self._path)
-        self._db = self._open()
+        self._lock_fd: int | None = _take_lock(self._path)
+        try:
+            remove_destroy_leftovers(self._path)
+            try:
+                self._db = self._open()
+            except StoreCorrupt as exc:
+                if on_corrupt is None:
+                    raise
+                on_corrupt(exc)
+                destroy_store(self._path)
+                self._db = self._open()
+        except BaseException:
+            self._release_lock()
+            raise
+
+    def _release_lock(self) -> None:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)  # closing the descriptor releases the flock
 
     def _open(self) -> Rdict:
         self._path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -309,6 +373,8 @@ class RocksDBStore:
                 self._db.close()
             except DbClosedError:
                 pass
+            finally:
+                self._release_lock()
 
     def wipe(self) -> None:
         """Close, delete the whole directory (a checkpoint kept inside it too), reopen empty."""

@@ -205,6 +205,9 @@ class Worker:
             asyncio.get_running_loop().set_debug(True)
         if app.tables:
             s.check_data_dir()  # before connecting or joining: a bad data dir names the setting
+            from ..tables.manager import check_store_paths
+
+            check_store_paths(s, app.tables.values())  # an id or table name like "/x" or ".."
         raise_descriptor_limit()  # stores, broker and web connections: see worker/descriptors.py
         rt = runtime.bind(app, self)  # the app's runtime context: tables and sends find the worker here
         hooks.worker_init(self)  # Faust's signals and sensors (agentstream.worker.hooks)
