@@ -54,7 +54,6 @@ APP_ONLY = (
 """Settings only an App argument can give (objects, not text): no environment variable sets them."""
 
 
-
 def path_component_problem(name: str) -> str | None:
     """Why ``name`` cannot be used as ONE directory name under the data dir, or None when it can."""
     if not name:

@@ -84,7 +84,6 @@ async def _send_changelog(producer: Any, part: TablePartition, chunks: list[list
     part.last_send = last
 
 
-
 def check_store_paths(settings: Settings, tables: Iterable[Table]) -> None:
     """Refuse, naming what to change, an app id or a table name that cannot be one directory's name:
     each is a path component of a table's stores (``/x`` would make the path absolute, ``..`` leave

@@ -49,7 +49,8 @@ class Stats:
         self._last: tuple[float, dict[str, int]] | None = None
 
     async def _count_keys(self) -> None:
-        """Exact key counts of persistent partitions, in slices, only after they changed."""
+        """Persistent stores keep their key counts on write; one that lost it (a bulk restore) is
+        counted once, in slices (see :func:`agentstream.tables.query.count_keys`)."""
         for table in list(self.app.tables.values()):
             for part in list(table.parts.values()):
                 await count_keys(part)
@@ -184,7 +185,11 @@ class Stats:
         for p in st.partitions:
             if p.lag is not None:
                 m.sample("agentstream_consumer_lag", p.lag, topic=p.tp.topic, partition=p.tp.partition)
-        m.family("agentstream_table_keys", "gauge", "Keys per local table partition (RocksDB: an estimate).")
+        m.family(
+            "agentstream_table_keys",
+            "gauge",
+            "Keys per local table partition (RocksDB: kept on write; an estimate after a restore until counted once).",
+        )
         m.family("agentstream_table_partition_ready", "gauge", "1 when the table partition is restored and serving.")
         for table in st.tables:
             for part in table.parts:

@@ -34,8 +34,8 @@ from ..transport.base import TP, Consumer, TopicSpec
 from . import hooks
 from .assignor import Assignment, PartitionNumberAssignor
 from .commit import AtLeastOnceCommit, CommitUnit, ExactlyOnceCommit
-from .eos import ExactlyOnce
 from .descriptors import raise_descriptor_limit
+from .eos import ExactlyOnce
 from .errors import ErrorPolicy
 from .fencing import lease_loop
 from .fetcher import Fetcher
