@@ -1,0 +1,109 @@
+"""What the status page costs a worker holding large RocksDB state (issue 45 finding 5).
+
+A word-count-like app (one RocksDB table, 4 partitions) on the memory transport with its web server
+on, as ``agentstream worker`` runs it by default. Its partitions are filled with ``--keys`` distinct
+keys (a bulk write, as a restore from scratch makes), then for ``--seconds`` every partition takes a
+commit's worth of writes each second (``--hot`` keys, updated in place) while ``/status?history=1``
+is read every second, as the open status page does. Reported: the event loop's CPU seconds spent
+outside those writes (the status sampler and the status views: nothing else runs), as a share of
+the wall time; the key count the page shows; peak RSS; the most descriptors open at once.
+
+    python -m bench.status_sampling --keys 1000000 --seconds 60 [--data-dir DIR]
+
+Runs against whichever agentstream is imported (PYTHONPATH): the same script measures a tree
+before and after a change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import agentstream
+from agentstream.testing import AppHarness
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd")) - 1
+
+
+async def run(keys: int, seconds: float, hot: int, data_dir: Path) -> dict[str, Any]:
+    app = agentstream.App(
+        "bench-status", broker="memory://", topic_partitions=4, store="rocksdb://", data_dir=str(data_dir)
+    )
+    table = app.Table("t", default=int, key_type=bytes)
+
+    @app.agent(app.topic("src", key_type=bytes, value_type=int))
+    async def fill(stream: agentstream.Stream) -> None:
+        async for event in stream.events():
+            table[event.key] += event.value
+
+    async with AppHarness(app, store="rocksdb://", data_dir=str(data_dir)) as h:
+        parts = [table.parts[p] for p in sorted(table.parts)]
+        began = time.perf_counter()
+        per = keys // len(parts)
+        for n, part in enumerate(parts):
+            for lo in range(0, per, 50_000):
+                chunk = [b"u%d-%09d" % (n, i) for i in range(lo, min(per, lo + 50_000))]
+                part.store.write_many(chunk, [b"1"] * len(chunk))
+            part.store.flush()
+        fill_s = time.perf_counter() - began
+        most_fds = _fds()
+        writes_cpu = 0.0
+        shown: Any = None
+        cpu0, wall0 = time.thread_time(), time.monotonic()
+        tick = 0
+        while time.monotonic() - wall0 < seconds:
+            await asyncio.sleep(1.0)
+            tick += 1
+            c = time.thread_time()
+            for part in parts:  # a commit's writes: hot keys updated in place
+                part.store.write_batch([(b"hot-%06d" % j, b"%d" % tick) for j in range(hot)])
+            writes_cpu += time.thread_time() - c
+            status = await h.web.stats.status(history=True)  # what the open status page reads
+            shown = status["tables"]["t"]["local_keys"]
+            most_fds = max(most_fds, _fds())
+        wall = time.monotonic() - wall0
+        sampling = time.thread_time() - cpu0 - writes_cpu
+    return {
+        "keys": keys,
+        "fill_s": round(fill_s, 1),
+        "seconds": round(wall, 1),
+        "loop_cpu_s_beside_writes": round(sampling, 2),
+        "loop_share": round(sampling / wall, 3),
+        "keys_shown": shown,
+        "keys_true": per * len(parts) + hot * len(parts),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "most_fds": most_fds,
+        "fd_soft_limit": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--keys", type=int, default=1_000_000)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--hot", type=int, default=200, help="keys each partition updates per second")
+    parser.add_argument("--data-dir", default=None)
+    args = parser.parse_args()
+    root = Path(args.data_dir) if args.data_dir else Path(tempfile.mkdtemp(prefix="bench-status-"))
+    try:
+        out = asyncio.run(run(args.keys, args.seconds, args.hot, root))
+    finally:
+        if not args.data_dir:
+            shutil.rmtree(root, ignore_errors=True)
+    json.dump(out, sys.stdout)
+    print()
+
+
+if __name__ == "__main__":
+    main()
