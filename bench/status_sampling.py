@@ -3,7 +3,8 @@
 A word-count-like app (one RocksDB table, 4 partitions) on the memory transport with its web server
 on, as ``agentstream worker`` runs it by default. Its partitions are filled with ``--keys`` distinct
 keys (a bulk write, as a restore from scratch makes), then for ``--seconds`` every partition takes a
-commit's worth of writes each second (``--hot`` keys, updated in place) while ``/status?history=1``
+commit each second (``--hot`` keys updated in place in the store, its changelog position moved by as
+many records, as the commit unit does) while ``/status?history=1``
 is read every second, as the open status page does. Reported: the event loop's CPU seconds spent
 outside those writes (the status sampler and the status views: nothing else runs), as a share of
 the wall time; the key count the page shows; peak RSS; the most descriptors open at once.
@@ -66,8 +67,9 @@ async def run(keys: int, seconds: float, hot: int, data_dir: Path) -> dict[str, 
             await asyncio.sleep(1.0)
             tick += 1
             c = time.thread_time()
-            for part in parts:  # a commit's writes: hot keys updated in place
+            for part in parts:  # a commit: hot keys updated in place, their changelog records sent
                 part.store.write_batch([(b"hot-%06d" % j, b"%d" % tick) for j in range(hot)])
+                part.changelog_offset = (part.changelog_offset or 0) + hot
             writes_cpu += time.thread_time() - c
             status = await h.web.stats.status(history=True)  # what the open status page reads
             shown = status["tables"]["t"]["local_keys"]
