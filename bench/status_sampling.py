@@ -11,8 +11,10 @@ they read; the key count the page shows; peak RSS; the most descriptors open at 
 
     python -m bench.status_sampling --keys 1000000 --seconds 60 [--data-dir DIR]
 
-Runs against whichever agentstream is imported (PYTHONPATH): the same script measures a tree
-before and after a change.
+Runs against whichever agentstream is imported, so the same script measures a tree before and
+after a change: ``cd /tmp && PYTHONPATH=<old tree>:<this checkout> python -m bench.status_sampling``
+(from a directory without an ``agentstream`` package: ``python -m`` puts the current directory
+first on ``sys.path``).
 """
 
 from __future__ import annotations
