@@ -55,6 +55,20 @@ APP_ONLY = (
 """Settings only an App argument can give (objects, not text): no environment variable sets them."""
 
 
+def path_component_problem(name: str) -> str | None:
+    """Why ``name`` cannot be used as ONE directory name under the data dir, or None when it can."""
+    if not name:
+        return "it is empty"
+    if name in (".", ".."):
+        return f"{name!r} is not a directory of its own (the directory itself or its parent)"
+    for bad in ("/", "\\", os.sep, os.altsep or "/"):
+        if bad in name:
+            return f"it contains {bad!r}, a path separator"
+    if "\0" in name:
+        return "it contains a NUL character"
+    return None
+
+
 @dataclass
 class Settings:
     """Everything a worker needs to know; durations are in seconds (floats), like Faust."""
@@ -815,7 +829,17 @@ class Settings:
 
     def table_root(self) -> Path:
         """Where the app's table stores live: ``<data_dir>/<id>/<tabledir>``, or ``<tabledir>/<id>``
-        when ``tabledir`` is absolute (Faust's ``tabledir``, relative to its data dir)."""
+        when ``tabledir`` is absolute (Faust's ``tabledir``, relative to its data dir).
+
+        Raises ConfigError naming ``id`` when the id cannot be one directory's name (``/x`` would
+        make the path absolute, ``..`` leave the data dir: ``reset --yes`` deletes this path)."""
+        problem = path_component_problem(self.id)
+        if problem is not None:
+            raise ConfigError(
+                "id",
+                f"{self.id!r} names the directory of the app's table stores, but {problem}",
+                "use an id of letters, digits, '.', '_' and '-' (not '.' or '..')",
+            )
         tabledir = Path(self.tabledir)
         return tabledir / self.id if tabledir.is_absolute() else Path(self.data_dir) / self.id / tabledir
 

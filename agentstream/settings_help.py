@@ -42,7 +42,7 @@ HELP: dict[str, str] = {
     "dead_letter_topic": "topic for records the dead-letter policy sets aside (default <app id>-dead-letters)",
     "processing_guarantee": "at_least_once or exactly_once (needs a broker with transactions)",
     "table_standby_replicas": "standby copies of every table partition kept warm on other workers",
-    "table_cache_size": "table writes kept per task before they go to the store and changelog (0 writes through)",
+    "table_cache_size": "table writes kept per table partition before they go to the store and changelog (0 writes through); also bounded to about 32 MiB of encoded entries",
     "web_enabled": "run the worker's web server (status page, metrics, table queries)",
     "web_port": "port of the worker's web server (0 picks a free one)",
     "loglevel": "log level: debug, info, warning or error",

@@ -451,12 +451,20 @@ class _NoAckStream(Stream):
         return None  # only stream.ack(event) acknowledges
 
 
+TEE_MAX_BUFFERED = 1000
+"""Records one copy of ``stream.tee(n)`` may hold unread: a copy read faster waits for it there
+(each buffered record is also unacknowledged at the source, so a copy that never reads would
+otherwise grow its buffer by every record the others take)."""
+
+
 class _Tee:
     """The shared head of ``stream.tee(n)``: pulls each record once, hands it to every copy."""
 
     def __init__(self, source: Stream, n: int) -> None:
         self.source = source
         self.buffers: list[list[Event]] = [[] for _ in range(n)]
+        self.room = asyncio.Event()  # set when a full copy took a record: the others may pull again
+        self.room.set()
         self.acks: dict[int, int] = {}  # id(event) -> copies that acknowledged it
         self.taken: dict[int, Event] = {}  # pulled from the source, not acknowledged by every copy yet
         self.released = False  # the agent failed and release() ran: the copies end
@@ -469,11 +477,25 @@ class _Tee:
             # a copy the failed agent left running (asyncio.gather does not cancel the others):
             # its ``async for`` ends here, so it takes no records the restarted agent should get
             raise StopAsyncIteration
-        while not self.buffers[i]:
-            async with self.lock:
-                if not self.buffers[i] and not await self._fill(timeout):
+        buffers = self.buffers
+        while not buffers[i]:
+            if any(len(b) >= TEE_MAX_BUFFERED for b in buffers):
+                # another copy is that far behind: pulling more would only grow its buffer
+                self.room.clear()
+                try:
+                    await asyncio.wait_for(self.room.wait(), timeout)
+                except TimeoutError:
                     return None
-        return self.buffers[i].pop(0)
+                if self.released:
+                    raise StopAsyncIteration
+                continue
+            async with self.lock:
+                if not buffers[i] and not await self._fill(timeout):
+                    return None
+        event = buffers[i].pop(0)
+        if len(buffers[i]) == TEE_MAX_BUFFERED - 1:
+            self.room.set()
+        return event
 
     async def _fill(self, timeout: float | None) -> bool:
         """Under the lock: pull the source's next record into every copy's buffer. False: the
@@ -524,6 +546,7 @@ class _Tee:
         self.acks.clear()
         for buffer in self.buffers:
             buffer.clear()
+        self.room.set()  # a copy waiting for room ends (released)
         for event in taken:
             self.source._input.ack(event)
 

@@ -28,6 +28,8 @@ _TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 MAX_CORRELATION_ID = 256
 """Longest correlation id a reply may carry (ours are 32 hex characters)."""
 _REFUSAL_LOG_INTERVAL = 10.0
+MAX_UNANSWERED_PROMISES = 10_000
+"""ask_nowait() promises this process waits on at once (see ReplyConsumer.expect_promise)."""
 _last_refusal: dict[str, float] = {}
 
 
@@ -105,6 +107,9 @@ class ReplyConsumer:
         self._futures: dict[str, asyncio.Future[Any]] = {}
         self.bad_replies = 0  # replies skipped: no usable correlation id (counted, warned rate-limited)
         self._last_bad_warning = float("-inf")
+        self._promises: dict[str, None] = {}  # ask_nowait's correlation ids, oldest first
+        self.promises_dropped = 0
+        self._last_drop_warning = float("-inf")
         self._consumer: Consumer | None = None
         self._reader: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
@@ -129,8 +134,46 @@ class ReplyConsumer:
         return correlation_id, fut
 
     def expect_promise(self, correlation_id: str, fut: asyncio.Future[Any]) -> None:
-        """Resolve ``fut`` with the reply carrying ``correlation_id`` (``agent.ask_nowait``)."""
+        """Resolve ``fut`` with the reply carrying ``correlation_id`` (``agent.ask_nowait``).
+
+        Nothing bounds how long a promise waits (no timeout, and its caller may have dropped
+        it), so at most :data:`MAX_UNANSWERED_PROMISES` wait at once: beyond, the oldest fails
+        with TimeoutError (counted in :attr:`promises_dropped`, with a warning) and is forgotten.
+        One done otherwise (cancelled by its caller) is forgotten at once."""
         self._futures[correlation_id] = fut
+        promises = self._promises
+        promises.pop(correlation_id, None)
+        promises[correlation_id] = None
+
+        def forget(done: asyncio.Future[Any], cid: str = correlation_id) -> None:
+            if self._futures.get(cid) is done:
+                del self._futures[cid]
+            if self._futures.get(cid) is None:
+                promises.pop(cid, None)
+
+        fut.add_done_callback(forget)
+        while len(promises) > MAX_UNANSWERED_PROMISES:
+            oldest = next(iter(promises))
+            del promises[oldest]
+            dropped = self._futures.pop(oldest, None)
+            if dropped is None or dropped.done():
+                continue
+            self.promises_dropped += 1
+            dropped.set_exception(
+                TimeoutError(
+                    f"no reply to request {oldest!r} while {MAX_UNANSWERED_PROMISES} later ask_nowait() "
+                    "requests were sent; the promise is dropped"
+                )
+            )
+            now = time.monotonic()
+            if now - self._last_drop_warning >= _REFUSAL_LOG_INTERVAL:
+                self._last_drop_warning = now
+                log.warning(
+                    "%d ask_nowait() promises dropped unanswered so far: more than %d waited at once "
+                    "(replies not coming, or promises never awaited)",
+                    self.promises_dropped,
+                    MAX_UNANSWERED_PROMISES,
+                )
 
     def forget(self, correlation_id: str) -> None:
         self._futures.pop(correlation_id, None)
@@ -186,7 +229,8 @@ class ReplyConsumer:
         if self._consumer is not None:
             await self._consumer.stop()
             self._consumer = None
-        for fut in self._futures.values():
+        for fut in list(self._futures.values()):
             if not fut.done():
                 fut.cancel()
         self._futures.clear()
+        self._promises.clear()

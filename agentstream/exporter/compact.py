@@ -24,6 +24,8 @@ from typing import Any
 
 import orjson
 
+from .follow_dir import fsync_dir
+
 __all__ = ["merge_latest", "partition_file", "apply_batch", "compactor", "SUMMARY_SCHEMA", "identity_columns"]
 
 SUMMARY_SCHEMA = "partition int, records long, rows long"
@@ -89,6 +91,7 @@ def _write_atomically(table: Any, path: Path) -> None:
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())  # the rename must not publish a file whose data is not on disk yet
         os.replace(tmp, path)
+        fsync_dir(path.parent)  # and the swap must survive a crash (else the old file comes back)
     finally:
         if tmp.exists():
             tmp.unlink()

@@ -175,73 +175,80 @@ def follow_table(
     servers = bootstrap_servers(the_app, broker)
     directory = FollowDir(Path(out).resolve())
     directory.check_contents()
-    planned = snapshot_ranges(servers, declared.topic)  # fails fast: broker down, no changelog
-    spec = directory.settle_spec(declared, typed_spec(the_table, declared, servers, planned))
-    resumed = (directory.checkpoint / "offsets").exists()
-    say(
-        f"following {declared.topic} ({len(planned)} partitions) into {directory.path}: "
-        + ("resuming from its checkpoint" if resumed else "from the start of the changelog")
-    )
-    if spark is None:
-        say(f"starting Spark ({master}; starting the JVM takes a few seconds) ...")
-        with _ticking(say, "starting Spark"):
-            session = spark_session(master, app_name=f"agentstream-follow-{declared.table}", conf=conf)
-        own_session = True
-    else:
-        session, own_session = spark, False
-
-    register(session, modules=app_modules(app, the_app))
-    df = changelog_stream_frame(
-        session, spec.dumps(), servers, spec.topic, bookkeeping=True, max_records=max_records_per_batch
-    )
-    columns = [c for c in df.columns if c not in ("raw_key", "tombstone")]
-    batches = _Batches(directory.row_counts())
-    listener = _listener(batches, servers, spec.topic, str(directory.path), say)
-    session.streams.addListener(listener)
-    stop_event = stop or threading.Event()
-    started = time.monotonic()
-    query = None
-    stopping = False
-    jvm_alive = True
+    lock = directory.lock()  # one follower per directory; before touching anything in it
     try:
-        with _Stop(say) as signals:
-            query = (
-                df.writeStream.queryName(f"agentstream-follow-{declared.table}")
-                .foreachBatch(_apply(str(directory.path), columns, batches))
-                .option("checkpointLocation", str(directory.checkpoint))
-                .trigger(processingTime=f"{max(0.1, interval)} seconds")
-                .start()
-            )
-            while query.isActive and not (signals.event.is_set() or stop_event.is_set()):
-                query.awaitTermination(1)
-            stopping = signals.event.is_set() or stop_event.is_set()
-            failure = None if stopping else query.exception()
-            query.stop()
-            if failure is not None:
-                raise ExportError(f"the follow query failed: {_first_line(failure)}")
-    except Exception as exc:
-        if not stopping or isinstance(exc, ExportError):
-            raise
-        # The signal reached Spark's JVM too (a process group stopped at once): it is gone, and
-        # with it the running batch; the checkpoint holds the last committed one.
-        say(f"Spark stopped before the query did ({type(exc).__name__}); the next run resumes from the checkpoint")
-        jvm_alive = False
+        for orphan in directory.remove_orphans():
+            say(f"removed {orphan.name}, left by a follower that stopped while writing it")
+        planned = snapshot_ranges(servers, declared.topic)  # fails fast: broker down, no changelog
+        spec = directory.settle_spec(declared, typed_spec(the_table, declared, servers, planned))
+        resumed = (directory.checkpoint / "offsets").exists()
+        say(
+            f"following {declared.topic} ({len(planned)} partitions) into {directory.path}: "
+            + ("resuming from its checkpoint" if resumed else "from the start of the changelog")
+        )
+        if spark is None:
+            say(f"starting Spark ({master}; starting the JVM takes a few seconds) ...")
+            with _ticking(say, "starting Spark"):
+                session = spark_session(master, app_name=f"agentstream-follow-{declared.table}", conf=conf)
+            own_session = True
+        else:
+            session, own_session = spark, False
+
+        register(session, modules=app_modules(app, the_app))
+        df = changelog_stream_frame(
+            session, spec.dumps(), servers, spec.topic, bookkeeping=True, max_records=max_records_per_batch
+        )
+        columns = [c for c in df.columns if c not in ("raw_key", "tombstone")]
+        batches = _Batches(directory.row_counts())
+        listener = _listener(batches, servers, spec.topic, str(directory.path), say)
+        session.streams.addListener(listener)
+        stop_event = stop or threading.Event()
+        started = time.monotonic()
+        query = None
+        stopping = False
+        jvm_alive = True
+        try:
+            with _Stop(say) as signals:
+                query = (
+                    df.writeStream.queryName(f"agentstream-follow-{declared.table}")
+                    .foreachBatch(_apply(str(directory.path), columns, batches))
+                    .option("checkpointLocation", str(directory.checkpoint))
+                    .trigger(processingTime=f"{max(0.1, interval)} seconds")
+                    .start()
+                )
+                while query.isActive and not (signals.event.is_set() or stop_event.is_set()):
+                    query.awaitTermination(1)
+                stopping = signals.event.is_set() or stop_event.is_set()
+                failure = None if stopping else query.exception()
+                query.stop()
+                if failure is not None:
+                    raise ExportError(f"the follow query failed: {_first_line(failure)}")
+        except Exception as exc:
+            if not stopping or isinstance(exc, ExportError):
+                raise
+            # The signal reached Spark's JVM too (a process group stopped at once): it is gone, and
+            # with it the running batch; the checkpoint holds the last committed one.
+            say(f"Spark stopped before the query did ({type(exc).__name__}); the next run resumes from the checkpoint")
+            jvm_alive = False
+        finally:
+            if jvm_alive:
+                session.streams.removeListener(listener)
+                if own_session:
+                    session.stop()
+        total = sum(directory.row_counts().values())
+        say(
+            f"stopped after {time.monotonic() - started:.1f}s; {directory.path} holds {total} rows "
+            "(run the same command to resume)"
+        )
+        return {
+            "table": spec.table,
+            "topic": spec.topic,
+            "rows": total,
+            "path": str(directory.path),
+        }
+
     finally:
-        if jvm_alive:
-            session.streams.removeListener(listener)
-            if own_session:
-                session.stop()
-    total = sum(directory.row_counts().values())
-    say(
-        f"stopped after {time.monotonic() - started:.1f}s; {directory.path} holds {total} rows "
-        "(run the same command to resume)"
-    )
-    return {
-        "table": spec.table,
-        "topic": spec.topic,
-        "rows": total,
-        "path": str(directory.path),
-    }
+        directory.unlock(lock)
 
 
 def _first_line(exc: Any) -> str:

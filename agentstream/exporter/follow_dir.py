@@ -17,13 +17,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from .offsets import ExportError
 from .schema import TableSpec
 
-__all__ = ["FollowDir", "TableChanged", "NotAFollowDir"]
+__all__ = ["FollowDir", "TableChanged", "NotAFollowDir", "FollowerRunning", "BadExportMeta", "fsync_dir"]
 
 META_DIR = "_agentstream"
 
@@ -34,6 +35,28 @@ class TableChanged(ExportError):
 
 class NotAFollowDir(ExportError):
     """``--out`` holds files that a follow export did not write."""
+
+
+class FollowerRunning(ExportError):
+    """Another ``export --follow`` maintains this directory now."""
+
+
+class BadExportMeta(ExportError):
+    """``_agentstream/export.json`` is empty or not what a follow export writes (a crash on a
+    filesystem that lost it, or an edit)."""
+
+
+def fsync_dir(directory: Path) -> None:
+    """Persist the renames in ``directory`` (a crash after ``os.replace`` could otherwise bring
+    the old name back); a no-op where directories cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -51,6 +74,48 @@ class FollowDir:
     @property
     def checkpoint(self) -> Path:
         return self.meta_dir / "checkpoint"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.meta_dir / "follow.lock"
+
+    def lock(self) -> int:
+        """Take the directory for this follower (a descriptor; :meth:`unlock` or the process's end
+        gives it back). Two followers would overwrite each other's files and Spark checkpoint, so
+        a second one is refused with :class:`FollowerRunning`."""
+        import fcntl
+
+        self.meta_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            try:
+                holder = os.read(fd, 64).decode("ascii", "replace").strip()
+            finally:
+                os.close(fd)
+            raise FollowerRunning(
+                f"another `export --follow` (pid {holder or 'unknown'}) maintains {self.path} ({exc.strerror}). "
+                "Fix: stop it first, or follow into another --out directory"
+            ) from exc
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        return fd
+
+    @staticmethod
+    def unlock(fd: int) -> None:
+        os.close(fd)  # closing the descriptor releases the lock
+
+    def remove_orphans(self) -> list[Path]:
+        """Delete the temporary files a crashed follower left (a partition file or export.json
+        being written when it stopped); call with the lock held. Returns what was removed."""
+        orphans = [p for p in self.path.glob(".part-*.parquet.*.tmp") if p.is_file()]
+        meta_tmp = self.meta_file.with_suffix(".tmp")
+        if meta_tmp.is_file():
+            orphans.append(meta_tmp)
+        for p in orphans:
+            p.unlink(missing_ok=True)
+        return orphans
 
     def data_files(self) -> list[Path]:
         return sorted(self.path.glob("part-*.parquet"))
@@ -76,8 +141,7 @@ class FollowDir:
         table (topic and declared types); ``typed`` (stored now) for a new directory. Raises
         :class:`TableChanged` when the app's table is not the one the directory holds."""
         if self.meta_file.exists():
-            meta = orjson.loads(self.meta_file.read_bytes())
-            stored_declared = TableSpec.loads(meta["declared"])
+            meta, stored_declared, stored_spec = self._read_meta()
             if stored_declared.topic != declared.topic:
                 raise TableChanged(
                     f"{self.path} follows changelog {stored_declared.topic!r}, but the table's changelog is now "
@@ -91,12 +155,30 @@ class FollowDir:
                     f"{declared.key['type']}, value {declared.value['type']}). Fix: export to a new --out directory "
                     "(or delete this one to rebuild it with the new types)"
                 )
-            return TableSpec.loads(meta["spec"])
+            return stored_spec
         self.meta_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.meta_file.with_suffix(".tmp")
-        tmp.write_bytes(orjson.dumps({"topic": declared.topic, "declared": declared.dumps(), "spec": typed.dumps()}))
+        with open(tmp, "wb") as fh:
+            fh.write(orjson.dumps({"topic": declared.topic, "declared": declared.dumps(), "spec": typed.dumps()}))
+            fh.flush()
+            os.fsync(fh.fileno())  # the rename must not publish an empty file after a crash
         os.replace(tmp, self.meta_file)
+        fsync_dir(self.meta_dir)
         return typed
+
+    def _read_meta(self) -> tuple[Any, TableSpec, TableSpec]:
+        """export.json's content, declared spec and decode spec; BadExportMeta, with the fix, when
+        it is empty, not JSON, or not what :meth:`settle_spec` writes."""
+        try:
+            meta = orjson.loads(self.meta_file.read_bytes())
+            return meta, TableSpec.loads(meta["declared"]), TableSpec.loads(meta["spec"])
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            size = self.meta_file.stat().st_size
+            what = "is empty" if size == 0 else f"is not an export's description ({type(exc).__name__}: {exc})"
+            raise BadExportMeta(
+                f"{self.meta_file} {what}, so the columns {self.path}'s files were written with are unknown. "
+                f"Fix: delete {self.path} to rebuild it from the changelog, or export to a new --out directory"
+            ) from exc
 
     def row_counts(self) -> dict[int, int]:
         """Rows per partition file (from the Parquet footers: no data read)."""

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..clock import clock_for
-from ..exceptions import StoreCorrupt, StoreError, StoreUnavailable, TransportError
+from ..exceptions import ConfigError, StoreCorrupt, StoreError, StoreUnavailable, TransportError
 from ..lifecycle import PartitionState
+from ..settings import path_component_problem
 from ..transport.base import TP, Consumer
 from .partition import TablePartition
 from .restore import RESET, Restorer, changelog_entries, restart_from
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentstream.tables")
 
-__all__ = ["TableManager", "Restorer", "ConsumerFactory"]
+__all__ = ["TableManager", "Restorer", "ConsumerFactory", "check_store_paths"]
 
 CHECKPOINT_FILE = "agentstream.checkpoint"
 RESTORE_MAX_POLL_RECORDS = 10_000  # restore and standby reads want big batches, not the agents' poll size
@@ -81,6 +82,21 @@ async def _send_changelog(producer: Any, part: TablePartition, chunks: list[list
             delivery = None if send_now is None else send_now(topic, key, value, partition, None, None)
             last = await producer.send(topic, key, value, partition=partition) if delivery is None else delivery
     part.last_send = last
+
+
+def check_store_paths(settings: Settings, tables: Iterable[Table]) -> None:
+    """Refuse, naming what to change, an app id or a table name that cannot be one directory's name:
+    each is a path component of a table's stores (``/x`` would make the path absolute, ``..`` leave
+    the data dir). Called at worker start, before anything is created or deleted there."""
+    settings.table_root()  # checks the id
+    for table in tables:
+        problem = path_component_problem(table.name)
+        if problem is not None:
+            raise ConfigError(
+                "Table name",
+                f"table {table.name!r} names the directory of its stores, but {problem}",
+                "name the table with letters, digits, '.', '_' and '-' (not '.' or '..')",
+            )
 
 
 class TableManager:
@@ -142,15 +158,21 @@ class TableManager:
             return part
         url = table.store_url or self.store_url
         path = self.root / table.name / str(partition)
-        try:
-            store = store_for(url, path)
-        except StoreCorrupt as exc:
+
+        def wiping(exc: StoreCorrupt) -> None:
             log.warning(
                 "table %s partition %d: store is corrupt (%s); wiping it and restoring from the changelog",
                 table.name,
                 partition,
                 exc,
             )
+
+        try:
+            # a corrupt store is wiped by the store itself, under its lock: a second worker
+            # sharing this data dir by mistake cannot wipe a live store it merely failed to open
+            store = store_for(url, path, on_corrupt=wiping)
+        except StoreCorrupt as exc:
+            wiping(exc)
             destroy_store(path)
             store = store_for(url, path)
         except StoreUnavailable as exc:

@@ -14,7 +14,7 @@ from ..transport.base import Delivery
 from .cache import MISS, RecordCache
 from .store import Store, read_checkpoint, write_checkpoint
 
-__all__ = ["TablePartition", "TableNotReady", "TableNotActive", "CHECKPOINT_DELTA"]
+__all__ = ["TablePartition", "TableNotReady", "TableNotActive", "CHECKPOINT_DELTA", "CACHE_MAX_BYTES"]
 
 
 class TableNotReady(AgentStreamError):
@@ -34,6 +34,13 @@ ChangelogSink = Callable[["TablePartition", list[tuple[bytes, bytes | None]]], N
 
 CHECKPOINT_DELTA = 10_000  # changelog records between checkpoints written at commit
 
+CACHE_MAX_BYTES: Final = 32 << 20
+"""About the most a partition's write-back cache holds, encoded (keys and values): the cache is
+bounded by ``table_cache_size`` entries AND by this, so that large values cannot make 10,000
+entries a gigabyte. The cache holds Python values, so their size is learnt by encoding one
+write in :data:`CACHE_PROBE_EVERY` (and the first); the entry bound follows the running mean."""
+CACHE_PROBE_EVERY: Final = 64
+
 
 class TablePartition:
     """One partition of one table on this worker: store, cache, and changelog position."""
@@ -52,6 +59,9 @@ class TablePartition:
         "writer",
         "checkpointed",
         "changelog",
+        "cache_entries",
+        "entry_bytes",
+        "probe_in",
     )
 
     def __init__(self, table: Any, partition: int, store: Store, checkpoint_path: Path | None, cache_size: int) -> None:
@@ -59,6 +69,9 @@ class TablePartition:
         self.partition = partition
         self.store = store
         self.cache = RecordCache(cache_size)
+        self.cache_entries = cache_size  # the configured bound; cache.max_size may be lower (bytes)
+        self.entry_bytes = 0.0  # running mean of an entry's encoded size (0: not probed yet)
+        self.probe_in = 0  # writes until the next size probe
         self.pending: dict[bytes, bytes | None] = {}  # sent to the changelog, not yet in the store
         self.last_send: Delivery | None = None
         self.changelog_offset: int | None = None if checkpoint_path is None else read_checkpoint(checkpoint_path)
@@ -139,9 +152,28 @@ class TablePartition:
             self._refuse_write()
         if self.table.eos:
             self.table._claim(self)
+        if self.probe_in <= 0 and self.cache_entries > 0:
+            self._probe_size(key, value)
+        self.probe_in -= 1
         evicted = self.cache.put(key, value)
         if evicted:
             self._write_through(evicted)
+
+    def _probe_size(self, key: bytes, value: Any) -> None:
+        """Learn an entry's encoded size from this write and bound the cache's entries so that
+        they hold about :data:`CACHE_MAX_BYTES`."""
+        self.probe_in = CACHE_PROBE_EVERY
+        size = len(key) + 16
+        if value is not None:
+            try:
+                raw = self.table.value_codec.dumps(value)
+            except Exception:  # the write fails where it always did (its write-through), not here
+                return
+            size += 0 if raw is None else len(raw)
+        mean = self.entry_bytes
+        mean = float(size) if mean == 0.0 else mean * 0.875 + size * 0.125
+        self.entry_bytes = mean
+        self.cache.max_size = max(1, min(self.cache_entries, int(CACHE_MAX_BYTES / mean)))
 
     def dirty(self) -> bool:
         return bool(len(self.cache) or self.pending)

@@ -64,7 +64,7 @@ STREAM_TIME_KEY = b"\xff\xff\xff\xffagentstream.stream-time"
 can have, so it sorts last. :func:`live_entries` leaves it out unless asked."""
 
 SLICE_SECONDS = 0.002  # a scan gives the loop back after this long
-COUNT_INTERVAL = 10.0  # a changing persistent partition is recounted at most this often
+COUNT_INTERVAL = 10.0  # a store whose count could not be adopted is counted again at most this often
 T = TypeVar("T")
 WindowRange = tuple[float, float]
 
@@ -175,31 +175,16 @@ def get(
 
 
 # -- key counts ----------------------------------------------------------------------------------------
-_counts: weakref.WeakKeyDictionary[Any, tuple[Any, int, float]] = (
-    weakref.WeakKeyDictionary()
-)  # store -> (version, n, when)
-
-
-def _version(part: TablePartition) -> Any:
-    """Changes when the partition's contents may have changed (changelog position, unflushed writes)."""
-    return (part.changelog_offset, len(part.pending), len(part.cache))
+_attempts: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()  # store -> last count started
 
 
 def key_count(part: TablePartition) -> int:
     """Keys in a partition, unflushed writes included, without scanning (never blocks).
 
-    Memory stores count exactly. RocksDB's own count is an estimate that counts overwritten keys
-    again, so persistent partitions report the last exact count taken by :func:`count_keys`,
-    falling back to the estimate until the first count is done.
+    Memory stores count exactly; so do RocksDB stores, which keep their count on write (see
+    :mod:`agentstream.tables.rocksdb`), except after a bulk restore until :func:`count_keys` has
+    counted once: RocksDB's estimate stands in until then.
     """
-    store = part.store
-    if getattr(store, "persistent", False):
-        try:
-            cached = _counts.get(store)
-        except TypeError:
-            cached = None
-        if cached is not None:
-            return cached[1]
     return _estimate(part)
 
 
@@ -221,25 +206,33 @@ def _estimate(part: TablePartition) -> int:
 
 
 async def count_keys(part: TablePartition) -> None:
-    """Count a persistent partition's keys exactly, in slices, if it changed since the last count
-    (at most every ``COUNT_INTERVAL`` seconds); :func:`key_count` reports it afterwards."""
+    """Count a persistent store's keys once, in slices, when it does not know them (after a bulk
+    restore wrote it, or a store written before counts were kept), so that :func:`key_count` is
+    exact from then on; a store that knows its count is never scanned. Restoring partitions wait
+    (their writes would drop the count again), and a failed count is retried after
+    ``COUNT_INTERVAL`` seconds."""
     store = part.store
-    if not getattr(store, "persistent", False):
+    count_mark = getattr(store, "count_mark", None)
+    if count_mark is None or part.state.value in ("restoring", "closed"):
         return
-    version = _version(part)
+    mark = count_mark()
+    if mark is None:
+        return
     try:
-        cached = _counts.get(store)
+        last = _attempts.get(store)
     except TypeError:
         return
-    if cached is not None and (cached[0] == version or time.monotonic() - cached[2] < COUNT_INTERVAL):
+    if last is not None and time.monotonic() - last < COUNT_INTERVAL:
         return
+    _attempts[store] = time.monotonic()
     n = 0
     try:
-        async for _ in sliced(live_entries(part)):
+        async for _ in sliced(store.items()):  # created now, right after the mark
             n += 1
     except StoreError:
         return  # closed or wiped mid-count (rebalance): count again next time
-    _counts[store] = (version, n, time.monotonic())
+    if store.adopt_count(mark, n):  # type: ignore[attr-defined]  # a RocksDBStore (count_mark)
+        _attempts.pop(store, None)  # a later bulk restore is counted at once
 
 
 async def sliced(items: Iterable[T], budget: float = SLICE_SECONDS) -> AsyncIterator[T]:

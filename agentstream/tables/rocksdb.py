@@ -17,6 +17,16 @@ Design choices (each verified against rocksdict 0.3.29):
   corrupt block; ``RdictIter`` + ``status()`` raises.
 * **Open iterators keep the DB LOCK file held after ``Rdict.close()``**, so a reopen in the same
   process fails. Every scan is tracked and released before the DB is closed.
+* **Key count maintained on write** (:meth:`RocksDBStore.__len__` is exact when known):
+  RocksDB's ``estimate-num-keys`` counts every overwrite again until a compaction (1.7x on a
+  table rewritten once), and counting by a scan costs a second per million keys. Each
+  :meth:`~RocksDBStore.write_batch`, ``put`` and ``delete`` (commits, standbys) looks up whether
+  its keys exist (one multi-get) and writes the new count under a reserved key in the SAME batch,
+  so the count on disk always matches the data on disk. A restore from scratch
+  (:meth:`~RocksDBStore.write_many` into a store without counted keys) does not pay for the
+  look-ups: it drops the count (unknown: :meth:`~RocksDBStore.__len__` falls back to the estimate)
+  until one scan adopts it (:meth:`~RocksDBStore.adopt_count`); a restore's tail onto counted keys
+  keeps it. The reserved key is invisible to scans.
 * rocksdict raises a bare ``Exception`` for RocksDB errors: messages containing ``Corruption``
   become :class:`StoreCorrupt` (caller wipes and restores); anything else, e.g. the LOCK held by
   another process, becomes :class:`StoreUnavailable`, which must NOT lead to a wipe. On
@@ -28,9 +38,9 @@ from __future__ import annotations
 import collections
 import os
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from rocksdict import (
     BlockBasedOptions,
@@ -47,7 +57,12 @@ from rocksdict import (
 from agentstream.exceptions import StoreCorrupt, StoreError, StoreUnavailable
 from agentstream.tables.store_files import destroy_store, remove_destroy_leftovers
 
-__all__ = ["RocksDBStore"]
+__all__ = ["COUNT_KEY", "MAX_OPEN_FILES", "RocksDBStore"]
+
+MAX_OPEN_FILES = 64
+"""SST files one partition's DB keeps open (RocksDB's table cache closes the least recently used
+beyond it). A partition holding millions of keys has a few dozen files at most with the memtable
+size below; 64 stores stay within a 4096 limit plus sockets."""
 
 
 def _options() -> Options:
@@ -58,6 +73,9 @@ def _options() -> Options:
     opts.increase_parallelism(max(2, min(4, os.cpu_count() or 2)))
     opts.set_compression_type(DBCompressionType.lz4())
     opts.set_keep_log_file_num(2)  # RocksDB's info LOG files, not data
+    # RocksDB's default (-1) keeps every SST file open for the DB's life: descriptors grow with
+    # the state and with the number of partitions. Bounded, least recently used files are closed.
+    opts.set_max_open_files(MAX_OPEN_FILES)
     # Small memtables (default 64 MB): random-key inserts stay cache-friendly and full ones are
     # flushed in the background while writing continues. Measured on 1M random 16-byte keys:
     # ~30-40% faster bulk restore, and flush() at commit has less to write.
@@ -97,6 +115,8 @@ class _Scan:
         if it is None:
             raise StoreUnavailable(self._path, "store closed or wiped while a scan was open")
         try:
+            if it.valid() and it.key() == COUNT_KEY:  # the store's bookkeeping, not a table key
+                it.next()
             if it.valid():
                 item: tuple[bytes, bytes] = (it.key(), it.value())
                 it.next()
@@ -111,6 +131,24 @@ class _Scan:
         self._it = None  # the only reference: the native iterator is freed here
 
 
+COUNT_KEY = b"\xff\xff\xff\xffagentstream.key-count"
+"""Reserved key holding the store's exact key count (decimal ASCII); a 2**32-1 length prefix no
+window key has, like the windowed tables' stream-time key. Scans leave it out."""
+
+CORRUPT_MARK = "agentstream.corrupt"
+"""Left in a DB directory when a read or write met corruption while running: the next open of the
+store wipes it and restores it from the changelog (RocksDB's open would not notice a bad data block,
+and the worker would stop at the same read after every restart)."""
+LOCK_SUFFIX = ".lock"  # <partition>.lock beside the partition's DB directory
+
+
+def _mark_corrupt(path: Path, message: str) -> None:
+    try:
+        (path / CORRUPT_MARK).write_text(message[:500] + "\n")
+    except OSError:  # the directory is gone or unwritable: the error raised says so anyway
+        pass
+
+
 def _raise_translated(exc: Exception, path: Path, op: str) -> NoReturn:
     if isinstance(exc, DbClosedError):
         raise StoreUnavailable(path, f"{op} on a closed store") from exc
@@ -122,6 +160,8 @@ def _raise_translated(exc: Exception, path: Path, op: str) -> NoReturn:
         # directory unwritable
         raise StoreCorrupt(path, f"{op} failed, a DB file is missing ({message}); wipe and restore") from exc
     if "Corruption" in message:
+        if op != "open":
+            _mark_corrupt(path, f"{op}: {message}")
         raise StoreCorrupt(path, f"{op} failed, data is corrupt ({message}); wipe and restore") from exc
     if "lock" in message.lower():
         raise StoreUnavailable(
@@ -138,6 +178,12 @@ def _check_bookkeeping(path: Path) -> None:
     if not path.is_dir():
         return
     names = set(os.listdir(path))
+    if CORRUPT_MARK in names:
+        try:
+            found = (path / CORRUPT_MARK).read_text("utf-8", "replace").strip()
+        except OSError as exc:
+            found = str(exc)
+        raise StoreCorrupt(path, f"corruption was found while running ({found[:200]}); wipe and restore")
     data = [n for n in names if n.endswith((".sst", ".log")) or n.startswith("MANIFEST-")]
     if "CURRENT" not in names:
         if data:
@@ -151,18 +197,84 @@ def _check_bookkeeping(path: Path) -> None:
         raise StoreCorrupt(path, f"CURRENT names {manifest[:60]!r}, which is missing; wipe and restore")
 
 
+def _stored_count(db: Rdict, path: Path) -> tuple[int | None, bool]:
+    """The count written with the data (see the module docstring), 0 for an empty DB, None when
+    it is unknown (a DB bulk-written since, or written before counts were kept); and whether the
+    DB holds a count key."""
+    try:
+        raw = db.get(COUNT_KEY)
+        if raw is None:
+            it = db.iter(ReadOptions())
+            try:
+                it.seek_to_first()
+                empty = not it.valid()
+                it.status()
+            finally:
+                del it  # an open iterator would keep the LOCK after close
+            return (0 if empty else None), False
+    except Exception as exc:
+        _raise_translated(exc, path, "open")
+    text = bytes(raw).decode("ascii", "replace")
+    return (int(text) if text.isdigit() else None), True
+
+
+def _take_lock(path: Path) -> int:
+    """Lock ``<path>.lock`` (beside the DB directory, so a wipe, which renames the directory away,
+    keeps it) for this store's life; StoreUnavailable while another store holds it. Taken before
+    anything looks at the directory: a second worker on the same data dir must not find the live
+    store corrupt and wipe it."""
+    import fcntl  # POSIX only, like the rest of this module's file handling
+
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    lock = path.with_name(path.name + LOCK_SUFFIX)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        raise StoreUnavailable(
+            path, f"open failed: the store is locked by another worker process or store ({lock}: {exc})"
+        ) from exc
+    return fd
+
+
 class RocksDBStore:
-    """One RocksDB database holding one table partition."""
+    """One RocksDB database holding one table partition.
+
+    ``on_corrupt``: when given, a store found corrupt at open is wiped and reopened empty under the
+    store's lock (the callback hears why; the caller restores it from the changelog); without it,
+    :class:`StoreCorrupt` is raised.
+    """
 
     persistent = True
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, on_corrupt: Callable[[StoreCorrupt], None] | None = None) -> None:
         self._path = Path(path)
         self._scans: weakref.WeakSet[_Scan] = weakref.WeakSet()
         self._dirty = False
         self._closed = False
-        remove_destroy_leftovers(self._path)
-        self._db = self._open()
+        self._count: int | None = None  # exact keys held (COUNT_KEY aside), None when unknown
+        self._epoch = 0  # bumped when the count is dropped: a scan started before cannot adopt
+        self._delta = 0  # keys added less keys removed by counted writes since the last open
+        self._lock_fd: int | None = _take_lock(self._path)
+        try:
+            remove_destroy_leftovers(self._path)
+            try:
+                self._db = self._open()
+            except StoreCorrupt as exc:
+                if on_corrupt is None:
+                    raise
+                on_corrupt(exc)
+                destroy_store(self._path)
+                self._db = self._open()
+        except BaseException:
+            self._release_lock()
+            raise
+
+    def _release_lock(self) -> None:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)  # closing the descriptor releases the flock
 
     def _open(self) -> Rdict:
         self._path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -174,6 +286,9 @@ class RocksDBStore:
         db.set_write_options(_write_options())
         self._private_seen: set[str] = set()
         self._make_private()
+        self._count, self._count_stored = _stored_count(db, self._path)
+        self._epoch += 1
+        self._delta = 0
         return db
 
     def _make_private(self) -> None:
@@ -204,49 +319,100 @@ class RocksDBStore:
         return value
 
     def put(self, key: bytes, value: bytes) -> None:
-        try:
-            self._db.put(key, value)
-        except Exception as exc:
-            _raise_translated(exc, self._path, "put")
-        self._dirty = True
+        self.write_batch(((key, value),))
 
     def delete(self, key: bytes) -> None:
-        try:
-            self._db.delete(key)
-        except Exception as exc:
-            _raise_translated(exc, self._path, "delete")
-        self._dirty = True
+        self.write_batch(((key, None),))
 
     def write_batch(self, items: Iterable[tuple[bytes, bytes | None]]) -> None:
-        """Atomic (one RocksDB WriteBatch): restore and cache flushes land all-or-nothing."""
+        """Atomic (one RocksDB WriteBatch): restore and cache flushes land all-or-nothing. The key
+        count is kept: one multi-get says which keys exist, and the new count joins the batch."""
+        pairs = list(items)
+        if not pairs:
+            return
+        unique: list[Any] = list(dict.fromkeys(k for k, _ in pairs))
+        try:
+            found: Any = self._db.get(unique)  # one multi-get: a list, None per missing key
+        except Exception as exc:
+            _raise_translated(exc, self._path, "write_batch")
+        live = {k: v is not None for k, v in zip(unique, found)}
+        delta = 0
         batch = WriteBatch(raw_mode=True)
         put, delete = batch.put, batch.delete
-        for key, value in items:
+        for key, value in pairs:
             if value is None:
                 delete(key)
+                if live[key]:
+                    delta -= 1
+                    live[key] = False
             else:
                 put(key, value)
+                if not live[key]:
+                    delta += 1
+                    live[key] = True
+        count = self._count
+        if count is not None:
+            count += delta
+            put(COUNT_KEY, b"%d" % count)
         try:
             self._db.write(batch)
         except Exception as exc:
             _raise_translated(exc, self._path, "write_batch")
+        self._count = count
+        self._count_stored = self._count_stored or count is not None
+        self._delta += delta
         self._dirty = True
 
     def write_many(self, keys: Sequence[bytes], values: Sequence[bytes | None]) -> None:
-        """:meth:`write_batch` from two columns; without deletes the batch is filled by one
-        ``map`` in C (restore's per-record cost is this call, not a Python loop)."""
+        """:meth:`write_batch` from two columns (restore). Into a store that holds no counted keys
+        (a restore from scratch) it is a bulk write: the batch is filled by one ``map`` in C and
+        nothing is looked up, so the key count becomes unknown (dropped on disk in the same batch)
+        until a scan adopts it again."""
         if len(keys) != len(values):
             raise ValueError(f"write_many: {len(keys)} keys but {len(values)} values")
-        if None in values:
+        if self._count:
+            # a store holding counted keys: a restore's tail after a restart (the records written
+            # since the checkpoint), worth its look-ups; a restore into an empty store is not
             self.write_batch(zip(keys, values))
             return
         batch = WriteBatch(raw_mode=True)
-        collections.deque(map(batch.put, keys, values), 0)
+        if None in values:
+            put, delete = batch.put, batch.delete
+            for key, value in zip(keys, values):
+                if value is None:
+                    delete(key)
+                else:
+                    put(key, value)
+        else:
+            collections.deque(map(batch.put, keys, values), 0)
+        if self._count_stored:
+            batch.delete(COUNT_KEY)  # (a delete RocksDB's estimate subtracts: only when there is one)
         try:
             self._db.write(batch)
         except Exception as exc:
             _raise_translated(exc, self._path, "write_many")
+        self._count_stored = False
+        if self._count is not None:
+            self._count = None
+            self._epoch += 1
         self._dirty = True
+
+    def count_mark(self) -> tuple[int, int] | None:
+        """None when the exact key count is known; else a mark to take right before creating the
+        scan whose count :meth:`adopt_count` is given."""
+        return None if self._count is not None else (self._epoch, self._delta)
+
+    def adopt_count(self, mark: tuple[int, int], counted: int) -> bool:
+        """Take ``counted`` (the keys of a scan created right after ``count_mark()`` returned
+        ``mark``), plus what the counted writes since added or removed, as the exact count; not
+        when a bulk write or a reopen came since. Stored with the data at the next flush.
+        Returns whether it was taken."""
+        epoch, delta = mark
+        if self._count is not None or epoch != self._epoch or self._closed:
+            return False
+        self._count = counted + self._delta - delta
+        self._dirty = True  # the next flush stores it
+        return True
 
     def items(self, lo: bytes | None = None, hi: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
         """Keys ``lo <= key < hi`` ascending, as of this call (the iterator is created now)."""
@@ -266,7 +432,10 @@ class RocksDBStore:
         return scan
 
     def __len__(self) -> int:
-        """An ESTIMATE (RocksDB's ``estimate-num-keys``): overwrites and deletes skew it."""
+        """Exact when the count is known (see the module docstring); otherwise RocksDB's
+        ``estimate-num-keys``, which overwrites and deletes skew."""
+        if self._count is not None:
+            return self._count
         try:
             n = self._db.property_int_value("rocksdb.estimate-num-keys")
         except Exception as exc:
@@ -283,6 +452,10 @@ class RocksDBStore:
         if not self._dirty:
             return
         try:
+            if self._count is not None:
+                # the count as of every write so far (an adopted one is not on disk yet)
+                self._db.put(COUNT_KEY, b"%d" % self._count)
+                self._count_stored = True
             self._db.flush(wait=True)
         except Exception as exc:
             _raise_translated(exc, self._path, "flush")
@@ -301,6 +474,8 @@ class RocksDBStore:
                 self._db.close()
             except DbClosedError:
                 pass
+            finally:
+                self._release_lock()
 
     def wipe(self) -> None:
         """Close, delete the whole directory (a checkpoint kept inside it too), reopen empty."""

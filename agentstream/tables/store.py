@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from agentstream.exceptions import ConfigError
+from agentstream.exceptions import ConfigError, StoreCorrupt
 from agentstream.tables.store_files import _fsync_dir, destroy_store, remove_destroy_leftovers
 
 __all__ = [
@@ -145,8 +145,11 @@ def persistent_store(url: str) -> bool:
     return bool(sep) and scheme.lower() == "rocksdb"
 
 
-def store_for(url: str, path: Path) -> Store:
-    """Build the store named by the ``store`` setting (``memory://`` or ``rocksdb://``)."""
+def store_for(url: str, path: Path, on_corrupt: Callable[[StoreCorrupt], None] | None = None) -> Store:
+    """Build the store named by the ``store`` setting (``memory://`` or ``rocksdb://``).
+
+    ``on_corrupt``: a persistent store found corrupt at open is wiped under its lock and opened
+    empty, after this callback hears why (see :class:`~agentstream.tables.rocksdb.RocksDBStore`)."""
     scheme, sep, _ = url.partition("://")
     scheme = scheme.lower()
     if sep and scheme == "memory":
@@ -154,7 +157,7 @@ def store_for(url: str, path: Path) -> Store:
     if sep and scheme == "rocksdb":
         from agentstream.tables.rocksdb import RocksDBStore  # import lazily: native dependency
 
-        return RocksDBStore(path)
+        return RocksDBStore(path, on_corrupt)
     raise ConfigError(
         "store",
         f"unsupported store URL {url!r}",

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..clock import Clock, clock_for
 from ..tables.query import count_keys
 from ..transport.base import TP
+from ..worker.descriptors import descriptor_limit, open_descriptors
 from ..worker.status import WorkerStatus
 
 if TYPE_CHECKING:
@@ -54,7 +55,8 @@ class Stats:
         self._full: tuple[int, dict[str, Any]] | None = None
 
     async def _count_keys(self) -> None:
-        """Exact key counts of persistent partitions, in slices, only after they changed."""
+        """Persistent stores keep their key counts on write; one that lost it (a bulk restore) is
+        counted once, in slices (see :func:`agentstream.tables.query.count_keys`)."""
         for table in list(self.app.tables.values()):
             for part in list(table.parts.values()):
                 await count_keys(part)
@@ -129,6 +131,8 @@ class Stats:
                 "crashed": st.crashed,
                 "commits": st.commits,
                 "seconds_since_commit": st.seconds_since_commit,
+                "open_fds": open_descriptors(),
+                "fd_limit": descriptor_limit(),
             },
             "assignment": {
                 "generation": a.generation,
@@ -183,7 +187,11 @@ class Stats:
         for p in st.partitions:
             if p.lag is not None:
                 m.sample("agentstream_consumer_lag", p.lag, topic=p.tp.topic, partition=p.tp.partition)
-        m.family("agentstream_table_keys", "gauge", "Keys per local table partition (RocksDB: an estimate).")
+        m.family(
+            "agentstream_table_keys",
+            "gauge",
+            "Keys per local table partition (RocksDB: kept on write; an estimate after a restore until counted once).",
+        )
         m.family("agentstream_table_partition_ready", "gauge", "1 when the table partition is restored and serving.")
         for table in st.tables:
             for part in table.parts:
@@ -201,6 +209,14 @@ class Stats:
         m.sample("agentstream_table_restored_records_total", st.restore.restored_records)
         m.family("agentstream_table_restoring", "gauge", "1 while tables are being restored.")
         m.sample("agentstream_table_restoring", int(st.restore.restoring))
+        fds = open_descriptors()
+        if fds is not None:
+            m.family("agentstream_open_fds", "gauge", "File descriptors the worker process holds.")
+            m.sample("agentstream_open_fds", fds)
+        limit = descriptor_limit()
+        if limit is not None:
+            m.family("agentstream_max_fds", "gauge", "The process's soft limit on open file descriptors.")
+            m.sample("agentstream_max_fds", limit)
         m.family("agentstream_commits_total", "counter", "Commits (tables, producer, offsets) done.")
         m.sample("agentstream_commits_total", st.commits)
         for metric, value, help_ in (

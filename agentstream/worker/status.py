@@ -71,7 +71,9 @@ class TablePartitionStatus:
     active: bool  # the active copy (restoring or restored), else a standby
     ready: bool  # restored and serving
     changelog_offset: int | None
-    keys: int | None  # unflushed writes included; RocksDB: the last exact count, else an estimate; None: not counted
+    keys: (
+        int | None
+    )  # unflushed writes included; RocksDB: kept on write, an estimate after a bulk restore until counted once; None: not counted
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from ..transport.base import TP, Consumer, TopicSpec
 from . import hooks
 from .assignor import Assignment, PartitionNumberAssignor
 from .commit import AtLeastOnceCommit, CommitUnit, ExactlyOnceCommit
+from .descriptors import raise_descriptor_limit
 from .eos import ExactlyOnce
 from .errors import ErrorPolicy
 from .fencing import lease_loop
@@ -204,6 +205,10 @@ class Worker:
             asyncio.get_running_loop().set_debug(True)
         if app.tables:
             s.check_data_dir()  # before connecting or joining: a bad data dir names the setting
+            from ..tables.manager import check_store_paths
+
+            check_store_paths(s, app.tables.values())  # an id or table name like "/x" or ".."
+        raise_descriptor_limit()  # stores, broker and web connections: see worker/descriptors.py
         rt = runtime.bind(app, self)  # the app's runtime context: tables and sends find the worker here
         hooks.worker_init(self)  # Faust's signals and sensors (agentstream.worker.hooks)
         await autodiscover(app)  # Faust's autodiscover setting: import the modules declaring agents

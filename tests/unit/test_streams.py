@@ -339,6 +339,30 @@ async def test_tee_acknowledges_a_record_once_every_copy_moved_past_it() -> None
     assert inp.acked == [0]
 
 
+async def test_a_tee_copy_read_ahead_waits_for_one_that_lags_instead_of_buffering_everything(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 45 finding 6: a copy that reads slowly (or never) held every record the others took."""
+    import agentstream.streams as streams_module
+
+    monkeypatch.setattr(streams_module, "TEE_MAX_BUFFERED", 3)
+    inp = FakeInput()
+    inp.feed(*range(100))
+    left, right = Stream(inp).tee(2)
+    assert [await nxt(left) for _ in range(3)] == [0, 1, 2]
+    ahead = asyncio.ensure_future(left.__anext__())
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not ahead.done()  # right holds 3 unread: left waits rather than pull a 4th
+    assert len(inp.queue) == 97  # nothing more taken from the source
+    assert await nxt(right) == 0  # right takes one: room for one more
+    assert await asyncio.wait_for(ahead, 10) == 3
+    assert [await nxt(right) for _ in range(3)] == [1, 2, 3]
+    assert [await nxt(left) for _ in range(2)] == [4, 5] and [await nxt(right) for _ in range(2)] == [4, 5]
+    assert inp.acked == [0, 1, 2, 3, 4]  # each record once both copies moved past it: nothing lost
+    assert len(inp.queue) == 94
+
+
 async def test_combine_yields_from_either_stream_and_acks_each_on_its_own() -> None:
     a, b = FakeInput(), FakeInput()
     combined = Stream(a) & Stream(b)

@@ -287,3 +287,74 @@ def test_a_failed_query_reports_agentstreams_error_with_its_fix() -> None:
     )
     assert _first_line(Exception(wrapped)) == "ChangelogRewound: t[1] ends at 7, was read up to 9. Fix: new --out"
     assert _first_line(Exception("boom\nmore")) == "boom"
+
+
+# -- issue 45 finding 10: the follow directory survives crashes and a second follower ---------------------
+
+
+def test_a_second_follower_on_the_same_directory_is_refused(tmp_path: Path) -> None:
+    from agentstream.exporter.follow_dir import FollowerRunning
+
+    first = FollowDir(tmp_path)
+    fd = first.lock()
+    try:
+        with pytest.raises(FollowerRunning, match=rf"pid {os.getpid()}.*Fix: stop it first"):
+            FollowDir(tmp_path).lock()
+    finally:
+        first.unlock(fd)
+    FollowDir(tmp_path).unlock(FollowDir(tmp_path).lock())  # free again once the first stopped
+    FollowDir(tmp_path).check_contents()  # the lock file is the directory's own
+
+
+def test_a_follower_removes_the_temporary_files_a_crashed_one_left(tmp_path: Path) -> None:
+    from agentstream.exporter.compact import compactor, partition_file
+
+    list(compactor(str(tmp_path), COLUMNS)(iter(_changes([("a", 1, 0, False)]).to_batches())))
+    d = FollowDir(tmp_path)
+    d.settle_spec(table_spec(_app().Table("t", default=int)), table_spec(_app().Table("t", default=int)))
+    orphans = [tmp_path / ".part-00000.parquet.0123abcd.tmp", d.meta_dir / "export.tmp"]
+    for p in orphans:
+        p.write_bytes(b"half-written")
+    fd = d.lock()
+    try:
+        assert sorted(d.remove_orphans()) == sorted(orphans)
+    finally:
+        d.unlock(fd)
+    assert not any(p.exists() for p in orphans)
+    assert partition_file(tmp_path, 0).exists() and d.meta_file.exists()  # the real files stay
+    d.check_contents()
+
+
+@pytest.mark.parametrize("content", [b"", b"{not json", b"[]", b'{"declared": 5, "spec": null}'])
+def test_an_empty_or_bad_export_json_is_named_with_the_fix(tmp_path: Path, content: bytes) -> None:
+    from agentstream.exporter.follow_dir import BadExportMeta
+    from agentstream.exporter.offsets import ExportError
+
+    d = FollowDir(tmp_path)
+    d.meta_dir.mkdir()
+    d.meta_file.write_bytes(content)
+    spec = table_spec(_app().Table("t", default=int))
+    with pytest.raises(BadExportMeta, match=r"export\.json (is empty|is not an export).*Fix: delete") as info:
+        d.settle_spec(spec, spec)
+    assert isinstance(info.value, ExportError)  # the CLI prints it as one line, no traceback
+
+
+def test_the_swap_and_export_json_are_made_durable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentstream.exporter.compact import compactor
+
+    synced: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    d = FollowDir(tmp_path)
+    spec = table_spec(_app().Table("t", default=int))
+    d.settle_spec(spec, spec)
+    # export.json's bytes before its rename, then the rename itself
+    assert synced == [str(d.meta_file.with_suffix(".tmp")), str(d.meta_dir)]
+    synced.clear()
+    list(compactor(str(tmp_path), COLUMNS)(iter(_changes([("a", 1, 0, False)]).to_batches())))
+    assert len(synced) == 2 and synced[0].endswith(".tmp") and synced[1] == str(tmp_path)

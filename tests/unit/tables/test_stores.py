@@ -239,7 +239,8 @@ def test_rocksdb_wipe_removes_directory_contents(tmp_path: Path) -> None:
         s.wipe()
         assert read_checkpoint(path / "offset") is None  # checkpoint inside the dir went too
         assert s.get(b"a") is None
-        assert [p.name for p in tmp_path.iterdir()] == ["t"]  # nothing left beside it
+        # nothing left beside it but the store's lock, which the wipe keeps held
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["t", "t.lock"]
     finally:
         s.close()
 
@@ -250,7 +251,7 @@ def test_interrupted_destroy_leftovers_are_removed_on_open(tmp_path: Path) -> No
     (leftover / "000001.sst").write_bytes(b"x")
     (tmp_path / "other.deleting-abc").mkdir()  # another store's: not ours to touch
     RocksDBStore(tmp_path / "t").close()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.deleting-abc", "t"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.deleting-abc", "t", "t.lock"]
 
 
 # -- checkpoints ---------------------------------------------------------------------------------
