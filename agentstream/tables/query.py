@@ -13,12 +13,9 @@ from __future__ import annotations
 import asyncio
 import struct
 import time
-import weakref
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
-
-from ..exceptions import StoreError
 
 if TYPE_CHECKING:
     from .partition import TablePartition
@@ -55,7 +52,6 @@ __all__ = [
     "window_at",
     "get",
     "key_count",
-    "count_keys",
     "sliced",
 ]
 
@@ -64,7 +60,6 @@ STREAM_TIME_KEY = b"\xff\xff\xff\xffagentstream.stream-time"
 can have, so it sorts last. :func:`live_entries` leaves it out unless asked."""
 
 SLICE_SECONDS = 0.002  # a scan gives the loop back after this long
-COUNT_INTERVAL = 10.0  # a store whose count could not be adopted is counted again at most this often
 T = TypeVar("T")
 WindowRange = tuple[float, float]
 
@@ -175,20 +170,15 @@ def get(
 
 
 # -- key counts ----------------------------------------------------------------------------------------
-_attempts: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()  # store -> last count started
-
-
 def key_count(part: TablePartition) -> int:
     """Keys in a partition, unflushed writes included, without scanning (never blocks).
 
-    Memory stores count exactly; so do RocksDB stores, which keep their count on write (see
-    :mod:`agentstream.tables.rocksdb`), except after a bulk restore until :func:`count_keys` has
-    counted once: RocksDB's estimate stands in until then.
+    Memory stores count exactly. A RocksDB store answers RocksDB's ``estimate-num-keys`` (what Kafka
+    Streams' ``approximateNumEntries`` reports): it counts an overwritten key again until a compaction
+    merges the copies, so it may run high. An exact count would cost either a scan (about a second per
+    million keys, repeated whenever the partition changes) or a look-up of every written key at each
+    commit; the status page and ``/metrics`` take the estimate instead, and cost nothing per record.
     """
-    return _estimate(part)
-
-
-def _estimate(part: TablePartition) -> int:
     store = part.store
     n = len(store)
     overlay: dict[bytes, bool] = {k: raw is not None for k, raw in part.pending.items()}
@@ -203,36 +193,6 @@ def _estimate(part: TablePartition) -> int:
     if part.table._windowed is not None and part.get_bytes(STREAM_TIME_KEY)[0]:
         n -= 1
     return max(n, 0)
-
-
-async def count_keys(part: TablePartition) -> None:
-    """Count a persistent store's keys once, in slices, when it does not know them (after a bulk
-    restore wrote it, or a store written before counts were kept), so that :func:`key_count` is
-    exact from then on; a store that knows its count is never scanned. Restoring partitions wait
-    (their writes would drop the count again), and a failed count is retried after
-    ``COUNT_INTERVAL`` seconds."""
-    store = part.store
-    count_mark = getattr(store, "count_mark", None)
-    if count_mark is None or part.state.value in ("restoring", "closed"):
-        return
-    mark = count_mark()
-    if mark is None:
-        return
-    try:
-        last = _attempts.get(store)
-    except TypeError:
-        return
-    if last is not None and time.monotonic() - last < COUNT_INTERVAL:
-        return
-    _attempts[store] = time.monotonic()
-    n = 0
-    try:
-        async for _ in sliced(store.items()):  # created now, right after the mark
-            n += 1
-    except StoreError:
-        return  # closed or wiped mid-count (rebalance): count again next time
-    if store.adopt_count(mark, n):  # type: ignore[attr-defined]  # a RocksDBStore (count_mark)
-        _attempts.pop(store, None)  # a later bulk restore is counted at once
 
 
 async def sliced(items: Iterable[T], budget: float = SLICE_SECONDS) -> AsyncIterator[T]:

@@ -17,16 +17,6 @@ Design choices (each verified against rocksdict 0.3.29):
   corrupt block; ``RdictIter`` + ``status()`` raises.
 * **Open iterators keep the DB LOCK file held after ``Rdict.close()``**, so a reopen in the same
   process fails. Every scan is tracked and released before the DB is closed.
-* **Key count maintained on write** (:meth:`RocksDBStore.__len__` is exact when known):
-  RocksDB's ``estimate-num-keys`` counts every overwrite again until a compaction (1.7x on a
-  table rewritten once), and counting by a scan costs a second per million keys. Each
-  :meth:`~RocksDBStore.write_batch`, ``put`` and ``delete`` (commits, standbys) looks up whether
-  its keys exist (one multi-get) and writes the new count under a reserved key in the SAME batch,
-  so the count on disk always matches the data on disk. A restore from scratch
-  (:meth:`~RocksDBStore.write_many` into a store without counted keys) does not pay for the
-  look-ups: it drops the count (unknown: :meth:`~RocksDBStore.__len__` falls back to the estimate)
-  until one scan adopts it (:meth:`~RocksDBStore.adopt_count`); a restore's tail onto counted keys
-  keeps it. The reserved key is invisible to scans.
 * rocksdict raises a bare ``Exception`` for RocksDB errors: messages containing ``Corruption``
   become :class:`StoreCorrupt` (caller wipes and restores); anything else, e.g. the LOCK held by
   another process, becomes :class:`StoreUnavailable`, which must NOT lead to a wipe. On
@@ -40,7 +30,7 @@ import os
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from rocksdict import (
     BlockBasedOptions,
@@ -57,7 +47,7 @@ from rocksdict import (
 from agentstream.exceptions import StoreCorrupt, StoreError, StoreUnavailable
 from agentstream.tables.store_files import destroy_store, remove_destroy_leftovers
 
-__all__ = ["COUNT_KEY", "MAX_OPEN_FILES", "RocksDBStore"]
+__all__ = ["MAX_OPEN_FILES", "RocksDBStore"]
 
 MAX_OPEN_FILES = 64
 """SST files one partition's DB keeps open (RocksDB's table cache closes the least recently used
@@ -115,8 +105,6 @@ class _Scan:
         if it is None:
             raise StoreUnavailable(self._path, "store closed or wiped while a scan was open")
         try:
-            if it.valid() and it.key() == COUNT_KEY:  # the store's bookkeeping, not a table key
-                it.next()
             if it.valid():
                 item: tuple[bytes, bytes] = (it.key(), it.value())
                 it.next()
@@ -130,10 +118,6 @@ class _Scan:
     def release(self) -> None:
         self._it = None  # the only reference: the native iterator is freed here
 
-
-COUNT_KEY = b"\xff\xff\xff\xffagentstream.key-count"
-"""Reserved key holding the store's exact key count (decimal ASCII); a 2**32-1 length prefix no
-window key has, like the windowed tables' stream-time key. Scans leave it out."""
 
 CORRUPT_MARK = "agentstream.corrupt"
 """Left in a DB directory when a read or write met corruption while running: the next open of the
@@ -197,27 +181,6 @@ def _check_bookkeeping(path: Path) -> None:
         raise StoreCorrupt(path, f"CURRENT names {manifest[:60]!r}, which is missing; wipe and restore")
 
 
-def _stored_count(db: Rdict, path: Path) -> tuple[int | None, bool]:
-    """The count written with the data (see the module docstring), 0 for an empty DB, None when
-    it is unknown (a DB bulk-written since, or written before counts were kept); and whether the
-    DB holds a count key."""
-    try:
-        raw = db.get(COUNT_KEY)
-        if raw is None:
-            it = db.iter(ReadOptions())
-            try:
-                it.seek_to_first()
-                empty = not it.valid()
-                it.status()
-            finally:
-                del it  # an open iterator would keep the LOCK after close
-            return (0 if empty else None), False
-    except Exception as exc:
-        _raise_translated(exc, path, "open")
-    text = bytes(raw).decode("ascii", "replace")
-    return (int(text) if text.isdigit() else None), True
-
-
 def _take_lock(path: Path) -> int:
     """Lock ``<path>.lock`` (beside the DB directory, so a wipe, which renames the directory away,
     keeps it) for this store's life; StoreUnavailable while another store holds it. Taken before
@@ -253,9 +216,6 @@ class RocksDBStore:
         self._scans: weakref.WeakSet[_Scan] = weakref.WeakSet()
         self._dirty = False
         self._closed = False
-        self._count: int | None = None  # exact keys held (COUNT_KEY aside), None when unknown
-        self._epoch = 0  # bumped when the count is dropped: a scan started before cannot adopt
-        self._delta = 0  # keys added less keys removed by counted writes since the last open
         self._lock_fd: int | None = _take_lock(self._path)
         try:
             remove_destroy_leftovers(self._path)
@@ -286,9 +246,6 @@ class RocksDBStore:
         db.set_write_options(_write_options())
         self._private_seen: set[str] = set()
         self._make_private()
-        self._count, self._count_stored = _stored_count(db, self._path)
-        self._epoch += 1
-        self._delta = 0
         return db
 
     def _make_private(self) -> None:
@@ -319,100 +276,49 @@ class RocksDBStore:
         return value
 
     def put(self, key: bytes, value: bytes) -> None:
-        self.write_batch(((key, value),))
+        try:
+            self._db.put(key, value)
+        except Exception as exc:
+            _raise_translated(exc, self._path, "put")
+        self._dirty = True
 
     def delete(self, key: bytes) -> None:
-        self.write_batch(((key, None),))
+        try:
+            self._db.delete(key)
+        except Exception as exc:
+            _raise_translated(exc, self._path, "delete")
+        self._dirty = True
 
     def write_batch(self, items: Iterable[tuple[bytes, bytes | None]]) -> None:
-        """Atomic (one RocksDB WriteBatch): restore and cache flushes land all-or-nothing. The key
-        count is kept: one multi-get says which keys exist, and the new count joins the batch."""
-        pairs = list(items)
-        if not pairs:
-            return
-        unique: list[Any] = list(dict.fromkeys(k for k, _ in pairs))
-        try:
-            found: Any = self._db.get(unique)  # one multi-get: a list, None per missing key
-        except Exception as exc:
-            _raise_translated(exc, self._path, "write_batch")
-        live = {k: v is not None for k, v in zip(unique, found)}
-        delta = 0
+        """Atomic (one RocksDB WriteBatch): restore and cache flushes land all-or-nothing."""
         batch = WriteBatch(raw_mode=True)
         put, delete = batch.put, batch.delete
-        for key, value in pairs:
+        for key, value in items:
             if value is None:
                 delete(key)
-                if live[key]:
-                    delta -= 1
-                    live[key] = False
             else:
                 put(key, value)
-                if not live[key]:
-                    delta += 1
-                    live[key] = True
-        count = self._count
-        if count is not None:
-            count += delta
-            put(COUNT_KEY, b"%d" % count)
         try:
             self._db.write(batch)
         except Exception as exc:
             _raise_translated(exc, self._path, "write_batch")
-        self._count = count
-        self._count_stored = self._count_stored or count is not None
-        self._delta += delta
         self._dirty = True
 
     def write_many(self, keys: Sequence[bytes], values: Sequence[bytes | None]) -> None:
-        """:meth:`write_batch` from two columns (restore). Into a store that holds no counted keys
-        (a restore from scratch) it is a bulk write: the batch is filled by one ``map`` in C and
-        nothing is looked up, so the key count becomes unknown (dropped on disk in the same batch)
-        until a scan adopts it again."""
+        """:meth:`write_batch` from two columns; without deletes the batch is filled by one
+        ``map`` in C (restore's per-record cost is this call, not a Python loop)."""
         if len(keys) != len(values):
             raise ValueError(f"write_many: {len(keys)} keys but {len(values)} values")
-        if self._count:
-            # a store holding counted keys: a restore's tail after a restart (the records written
-            # since the checkpoint), worth its look-ups; a restore into an empty store is not
+        if None in values:
             self.write_batch(zip(keys, values))
             return
         batch = WriteBatch(raw_mode=True)
-        if None in values:
-            put, delete = batch.put, batch.delete
-            for key, value in zip(keys, values):
-                if value is None:
-                    delete(key)
-                else:
-                    put(key, value)
-        else:
-            collections.deque(map(batch.put, keys, values), 0)
-        if self._count_stored:
-            batch.delete(COUNT_KEY)  # (a delete RocksDB's estimate subtracts: only when there is one)
+        collections.deque(map(batch.put, keys, values), 0)
         try:
             self._db.write(batch)
         except Exception as exc:
             _raise_translated(exc, self._path, "write_many")
-        self._count_stored = False
-        if self._count is not None:
-            self._count = None
-            self._epoch += 1
         self._dirty = True
-
-    def count_mark(self) -> tuple[int, int] | None:
-        """None when the exact key count is known; else a mark to take right before creating the
-        scan whose count :meth:`adopt_count` is given."""
-        return None if self._count is not None else (self._epoch, self._delta)
-
-    def adopt_count(self, mark: tuple[int, int], counted: int) -> bool:
-        """Take ``counted`` (the keys of a scan created right after ``count_mark()`` returned
-        ``mark``), plus what the counted writes since added or removed, as the exact count; not
-        when a bulk write or a reopen came since. Stored with the data at the next flush.
-        Returns whether it was taken."""
-        epoch, delta = mark
-        if self._count is not None or epoch != self._epoch or self._closed:
-            return False
-        self._count = counted + self._delta - delta
-        self._dirty = True  # the next flush stores it
-        return True
 
     def items(self, lo: bytes | None = None, hi: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
         """Keys ``lo <= key < hi`` ascending, as of this call (the iterator is created now)."""
@@ -432,10 +338,7 @@ class RocksDBStore:
         return scan
 
     def __len__(self) -> int:
-        """Exact when the count is known (see the module docstring); otherwise RocksDB's
-        ``estimate-num-keys``, which overwrites and deletes skew."""
-        if self._count is not None:
-            return self._count
+        """An ESTIMATE (RocksDB's ``estimate-num-keys``): overwrites and deletes skew it."""
         try:
             n = self._db.property_int_value("rocksdb.estimate-num-keys")
         except Exception as exc:
@@ -452,10 +355,6 @@ class RocksDBStore:
         if not self._dirty:
             return
         try:
-            if self._count is not None:
-                # the count as of every write so far (an adopted one is not on disk yet)
-                self._db.put(COUNT_KEY, b"%d" % self._count)
-                self._count_stored = True
             self._db.flush(wait=True)
         except Exception as exc:
             _raise_translated(exc, self._path, "flush")

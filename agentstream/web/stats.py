@@ -19,7 +19,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock, clock_for
-from ..tables.query import count_keys
 from ..transport.base import TP
 from ..worker.descriptors import descriptor_limit, open_descriptors
 from ..worker.status import WorkerStatus
@@ -54,18 +53,10 @@ class Stats:
         self._taken = 0  # samples taken so far: the full history is built once per sample
         self._full: tuple[int, dict[str, Any]] | None = None
 
-    async def _count_keys(self) -> None:
-        """Persistent stores keep their key counts on write; one that lost it (a bulk restore) is
-        counted once, in slices (see :func:`agentstream.tables.query.count_keys`)."""
-        for table in list(self.app.tables.values()):
-            for part in list(table.parts.values()):
-                await count_keys(part)
-
     # -- sampling ---------------------------------------------------------------------------------------
     async def sample(self) -> dict[str, Any]:
         """Take one sample now and append it to the history."""
-        await self._count_keys()
-        status = await self.worker.status()
+        status = await self.worker.status()  # key counts: RocksDB's estimates, never a scan
         now = self.clock.time()
         totals = dict(status.agents)
         if self._last is None:
@@ -190,7 +181,7 @@ class Stats:
         m.family(
             "agentstream_table_keys",
             "gauge",
-            "Keys per local table partition (RocksDB: kept on write; an estimate after a restore until counted once).",
+            "Keys per local table partition (RocksDB: its estimate-num-keys, which counts overwrites until compaction).",
         )
         m.family("agentstream_table_partition_ready", "gauge", "1 when the table partition is restored and serving.")
         for table in st.tables:

@@ -71,9 +71,7 @@ class TablePartitionStatus:
     active: bool  # the active copy (restoring or restored), else a standby
     ready: bool  # restored and serving
     changelog_offset: int | None
-    keys: (
-        int | None
-    )  # unflushed writes included; RocksDB: kept on write, an estimate after a bulk restore until counted once; None: not counted
+    keys: int | None  # unflushed writes included; RocksDB: its estimate-num-keys (never a scan); None: not counted
 
 
 @dataclass(frozen=True)
