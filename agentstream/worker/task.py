@@ -21,6 +21,7 @@ from ..exceptions import (
     AgentError,
     GroupFenced,
     KeyDecodeError,
+    ProducerFenced,
     StopProcessing,
     StoreError,
     TopologyError,
@@ -521,6 +522,14 @@ class StreamTask(PolledInput):
                     log.info("task %s: agent %s stopped by the fence", self.id, self.agent.name)
                     return
                 raise
+            except ProducerFenced as exc:
+                # exactly_once: the task's next owner started its producer, so the group gave the
+                # task away while this worker did not hear (Kafka Streams' TaskMigratedException).
+                # Its open transaction is aborted: nothing of it is committed; the worker rejoins.
+                if self.dirty is None:
+                    self.dirty = exc
+                self._errors.task_fenced(self, exc)
+                return
             except _NOT_HANDLED:
                 raise  # a record whose output cannot be produced or stored is never skipped: stop uncommitted
             except Exception as exc:

@@ -28,6 +28,10 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition  # type: ignore[import-untyped,unused-ignore]
 
+import agentstream
+from agentstream.exceptions import ProducerFenced
+from agentstream.transport import get_transport
+from agentstream.transport.base import TP, TopicSpec
 from tests.kafka_cluster.shared import ClusterInfo
 
 from .cluster import Feeder, Worker, sentences, stop_all, true_counts
@@ -139,7 +143,9 @@ def check_exactly_once(bootstrap: str, app_id: str, expected: dict[str, int]) ->
     rising = {w: s for w, s in table.items() if any(b <= a for a, b in zip(s, s[1:]))}
     assert not rising, f"changelog counts going back or repeating, e.g. {list(rising.items())[:2]}"
     finals = {w: s[-1] for w, s in table.items()}
-    assert finals == expected, f"changelog differs from the truth: {[(w, finals.get(w), c) for w, c in expected.items() if finals.get(w) != c][:5]}"
+    assert finals == expected, (
+        f"changelog differs from the truth: {[(w, finals.get(w), c) for w, c in expected.items() if finals.get(w) != c][:5]}"
+    )
     return len(output), len(changelog)
 
 
@@ -152,6 +158,44 @@ def _env(app_id: str, worker: str) -> dict[str, str]:
         "AGENTSTREAM_REBALANCE_TIMEOUT": "10",
         "AGENTSTREAM_COMMIT_INTERVAL": "0.5",
     }
+
+
+async def test_a_fenced_task_producer_raises_producer_fenced_at_every_call(kafka: ClusterInfo) -> None:
+    """aiokafka's sender stops at the fence and its transaction manager goes to a fatal state where later
+    calls fail with unrelated errors (IllegalOperation, an invalid state transition): each call of the
+    zombie must say ProducerFenced, which the worker handles by rejoining (not by stopping)."""
+    name = f"eos-fence-{uuid.uuid4().hex[:8]}"
+    app = agentstream.App(name, broker=kafka.url)
+    transport = get_transport(app.settings.broker, app.settings)
+    await transport.ensure_topics([TopicSpec(name, 2)])
+    zombie = transport.producer(transactional_id=name, **app.producer_settings())
+    successor = transport.producer(transactional_id=name, **app.producer_settings())
+    try:
+        await zombie.start()
+        await zombie.begin_transaction()
+        await (await zombie.send(name, b"k", b"zombie", partition=0))
+        await successor.start()  # the task's next owner: InitProducerId bumps the epoch, aborts the open transaction
+        await zombie.send(name, b"k", b"late", partition=1)  # a new partition: AddPartitionsToTxn is refused
+        with pytest.raises(ProducerFenced):
+            await zombie.flush()
+        with pytest.raises(ProducerFenced):
+            await zombie.send_offsets_to_transaction({TP(name, 0): 1}, name)
+        with pytest.raises(ProducerFenced):
+            await zombie.commit_transaction()
+        with pytest.raises(ProducerFenced):
+            await zombie.begin_transaction()
+        with pytest.raises(ProducerFenced):
+            await zombie.send(name, b"k", b"later", partition=0)
+            await zombie.flush()
+        await successor.begin_transaction()
+        await (await successor.send(name, b"k", b"successor", partition=0))
+        await successor.commit_transaction()
+    finally:
+        await zombie.stop()
+        await successor.stop()
+        await transport.close()
+    visible = await asyncio.to_thread(read_committed, kafka.bootstrap, name)
+    assert [r.value for r in visible] == [b"successor"]
 
 
 def test_exactly_once_word_count_under_kill9_and_scale_out(

@@ -1,5 +1,13 @@
 """Transaction calls of a transactional ``kafka://`` producer, with errors a worker can act on:
-:class:`ProducerFenced` when a newer owner of the task exists, :class:`ProducerError` otherwise."""
+:class:`ProducerFenced` when a newer owner of the task exists, :class:`ProducerError` otherwise.
+
+aiokafka's sender stops for good at a fence (a response with ``InvalidProducerEpoch`` or
+``ProducerFenced`` to AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit or EndTxn) and leaves
+its transaction manager in a fatal state, where every later call fails with an error that does not
+say why: ``IllegalOperation("Can't send messages while not in transaction")`` for a send, an
+invalid state transition (``AssertionError``) for ``begin_transaction``. :func:`fenced_error` finds
+the fence behind those, so the worker sees :class:`ProducerFenced` whichever call meets it first.
+"""
 
 from __future__ import annotations
 
@@ -11,16 +19,35 @@ from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unuse
 from ...exceptions import ProducerError, ProducerFenced
 from .config import describe
 
-__all__ = ["run_transaction_call"]
+__all__ = ["run_transaction_call", "fenced_error", "FENCED"]
+
+FENCED = (kafka_errors.ProducerFenced, kafka_errors.InvalidProducerEpoch)
+"""aiokafka's errors for "a newer producer with this transactional id exists"."""
 
 
-async def run_transaction_call(transactional_id: str | None, what: str, call: Awaitable[Any]) -> None:
-    """Await one of aiokafka's transaction calls and translate its errors."""
+def _fenced(transactional_id: str | None, what: str) -> ProducerFenced:
+    return ProducerFenced(f"producer {transactional_id!r} was fenced during {what}: a newer owner of the task exists")
+
+
+def fenced_error(client: Any, transactional_id: str | None, what: str) -> ProducerFenced | None:
+    """The fence that stopped aiokafka's producer ``client``, if a fence is why it stopped
+    (its sender task ended with one); None otherwise."""
+    if transactional_id is None or client is None:
+        return None
+    task = getattr(getattr(client, "_sender", None), "sender_task", None)
+    if task is None or not task.done() or task.cancelled():
+        return None
+    return _fenced(transactional_id, what) if isinstance(task.exception(), FENCED) else None
+
+
+async def run_transaction_call(transactional_id: str | None, what: str, call: Awaitable[Any], client: Any) -> None:
+    """Await one of aiokafka's transaction calls on ``client`` and translate its errors."""
     try:
         await call
-    except (kafka_errors.ProducerFenced, kafka_errors.InvalidProducerEpoch) as exc:
-        raise ProducerFenced(
-            f"producer {transactional_id!r} was fenced during {what}: a newer owner of the task exists"
-        ) from exc
-    except (kafka_errors.KafkaError, ValueError) as exc:
+    except FENCED as exc:
+        raise _fenced(transactional_id, what) from exc
+    except (kafka_errors.KafkaError, kafka_errors.IllegalOperation, ValueError, AssertionError) as exc:
+        fenced = fenced_error(client, transactional_id, what)
+        if fenced is not None:
+            raise fenced from exc
         raise ProducerError(f"{what} failed for producer {transactional_id!r}: {describe(exc)}") from exc
