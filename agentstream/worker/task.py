@@ -611,6 +611,10 @@ class StreamTask(PolledInput):
             _, pending = await asyncio.wait(self._instances, timeout=timeout)
             for t in pending:
                 t.cancel()
+            if pending and self.gate is not None and self.dirty is None:
+                # exactly_once: the open transaction holds part of the cut record's output, and its
+                # offset is not committable: the task must not commit that transaction
+                self.dirty = WorkerStopped(f"task {self.id} was stopped in the middle of a record")
             if pending:
                 log.warning(
                     "task %s: agent %s did not finish its record within %.1fs; cancelled "

@@ -282,8 +282,10 @@ def test_a_frozen_worker_whose_partitions_moved_is_fenced_and_its_writes_stay_in
         feeder.finish()
         expected = true_counts(texts)
         wait_for_counts(kafka.bootstrap, counts, expected, [a, b])
-        # a resumed as a zombie: fenced, it committed nothing, then rejoined and ran again
-        a.wait_log(r"fenced", timeout=30)
+        # a resumed as a zombie: its producers were fenced by b's (the broker refused its transaction
+        # calls), it committed nothing, and it rejoined the group and ran again
+        a.wait_log(r"producer '[^']+' was fenced during", timeout=30)
+        a.wait_log(r"assigned: .*sentences\[", timeout=30, count=2)
         assert a.proc.poll() is None, a.log()[-3000:]
         for w in (a, b):
             assert w.terminate() == 0, w.log()[-3000:]

@@ -35,7 +35,7 @@ from .config import PRODUCER_KEYS, describe, pick, started
 from .partitioning import Partitioning
 from .security import start_client
 from .sender import Sender
-from .transactions import FENCED, fenced_error, run_transaction_call
+from .transactions import FENCED, fenced_error, run_transaction_call, settle_fatal_error
 
 __all__ = ["KafkaProducer"]
 
@@ -113,6 +113,7 @@ class KafkaProducer(Appender):
         self._fenced = None  # a stopped producer starts afresh
         self._batches.reset()
         if producer is not None:
+            settle_fatal_error(producer)
             await producer.stop()
 
     def _require(self) -> Any:

@@ -11,6 +11,7 @@ the fence behind those, so the worker sees :class:`ProducerFenced` whichever cal
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable
 from typing import Any
 
@@ -19,7 +20,7 @@ from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unuse
 from ...exceptions import ProducerError, ProducerFenced
 from .config import describe
 
-__all__ = ["run_transaction_call", "fenced_error", "FENCED"]
+__all__ = ["run_transaction_call", "fenced_error", "settle_fatal_error", "FENCED"]
 
 FENCED = (kafka_errors.ProducerFenced, kafka_errors.InvalidProducerEpoch)
 """aiokafka's errors for "a newer producer with this transactional id exists"."""
@@ -51,3 +52,11 @@ async def run_transaction_call(transactional_id: str | None, what: str, call: Aw
         if fenced is not None:
             raise fenced from exc
         raise ProducerError(f"{what} failed for producer {transactional_id!r}: {describe(exc)}") from exc
+
+
+def settle_fatal_error(client: Any) -> None:
+    """Mark the error of a stopped transactional producer seen: aiokafka leaves it in a future nobody
+    awaits once no transaction call follows (asyncio would log "Future exception was never retrieved")."""
+    waiter = getattr(getattr(client, "_txn_manager", None), "_transaction_waiter", None)
+    if isinstance(waiter, asyncio.Future) and waiter.done() and not waiter.cancelled():
+        waiter.exception()
