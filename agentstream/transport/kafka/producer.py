@@ -84,6 +84,9 @@ class KafkaProducer(Appender):
     async def start(self) -> None:
         if self._producer is not None or self._fenced is not None:
             return
+        await self._start_client()
+
+    async def _start_client(self) -> None:
         producer = self._client_factory(bootstrap_servers=self._bootstrap, **self._config, **self._security)
         try:
             await start_client(producer.start, producer.stop, self._security, "producer", ",".join(self._bootstrap))
@@ -143,9 +146,11 @@ class KafkaProducer(Appender):
         failure no longer fails flushes). No-op when not fenced."""
         if self._fenced is None:
             return
+        # Sends and flushes go on raising the fence until the new client is up: a commit that
+        # flushes meanwhile meets the fence (the worker goes on), not a producer without a client.
+        await self._start_client()
         self._fenced = None
         self._batches.reset()
-        await self.start()
 
     async def send(
         self,
