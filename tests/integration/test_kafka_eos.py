@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import gc
 import os
 import random
 import re
@@ -165,6 +166,8 @@ async def test_a_fenced_task_producer_raises_producer_fenced_at_every_call(kafka
     calls fail with unrelated errors (IllegalOperation, an invalid state transition): each call of the
     zombie must say ProducerFenced, which the worker handles by rejoining (not by stopping)."""
     name = f"eos-fence-{uuid.uuid4().hex[:8]}"
+    unhandled: list[dict[str, object]] = []  # asyncio's "Future exception was never retrieved"
+    asyncio.get_running_loop().set_exception_handler(lambda loop, context: unhandled.append(context))
     app = agentstream.App(name, broker=kafka.url)
     transport = get_transport(app.settings.broker, app.settings)
     await transport.ensure_topics([TopicSpec(name, 2)])
@@ -196,6 +199,9 @@ async def test_a_fenced_task_producer_raises_producer_fenced_at_every_call(kafka
         await transport.close()
     visible = await asyncio.to_thread(read_committed, kafka.bootstrap, name)
     assert [r.value for r in visible] == [b"successor"]
+    del zombie
+    gc.collect()
+    assert not unhandled, f"the stopped zombie left an error nobody retrieved: {unhandled[0]}"
 
 
 def test_exactly_once_word_count_under_kill9_and_scale_out(

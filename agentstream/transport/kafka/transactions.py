@@ -55,8 +55,14 @@ async def run_transaction_call(transactional_id: str | None, what: str, call: Aw
 
 
 def settle_fatal_error(client: Any) -> None:
-    """Mark the error of a stopped transactional producer seen: aiokafka leaves it in a future nobody
-    awaits once no transaction call follows (asyncio would log "Future exception was never retrieved")."""
-    waiter = getattr(getattr(client, "_txn_manager", None), "_transaction_waiter", None)
-    if isinstance(waiter, asyncio.Future) and waiter.done() and not waiter.cancelled():
-        waiter.exception()
+    """Mark the errors a stopped transactional producer leaves in futures nobody awaits seen: its
+    transaction waiter and the drain waiters of the batches its sender failed (asyncio would log
+    "Future exception was never retrieved" at ERROR for each when they are collected)."""
+    waiters = [getattr(getattr(client, "_txn_manager", None), "_transaction_waiter", None)]
+    accumulator = getattr(client, "_message_accumulator", None)
+    batches = [b for queue in getattr(accumulator, "_batches", {}).values() for b in queue]
+    batches += list(getattr(accumulator, "_pending_batches", ()))
+    waiters += [getattr(b, "_drain_waiter", None) for b in batches]
+    for waiter in waiters:
+        if isinstance(waiter, asyncio.Future) and waiter.done() and not waiter.cancelled():
+            waiter.exception()
