@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Protocol, Unpack
 
-from ..exceptions import TopologyError, TransactionsUnsupported, TransportError
+from ..exceptions import ProducerFenced, TopologyError, TransactionsUnsupported, TransportError
 from ..runtime import current_task
 from ..transport.base import TP, Delivery, Producer, SendOptions
 
@@ -146,6 +146,12 @@ class TaskTransaction:
         self.in_transaction = False
         try:
             await self.producer.abort_transaction()
+        except ProducerFenced as exc:
+            log.info(
+                "transaction %s was aborted by the broker already (%s): the task has a newer owner",
+                self.transactional_id,
+                exc,
+            )
         except TransportError as exc:
             log.warning(
                 "abort of transaction %s failed (%s); the broker aborts it when the task's next owner starts",

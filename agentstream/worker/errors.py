@@ -44,8 +44,14 @@ def _where(message: Message) -> str:
 class ErrorPolicy:
     """Applies ``on_decode_error`` / ``on_agent_error``; counts what it did for /status."""
 
-    def __init__(self, app: Any, on_crash: Callable[[BaseException], None]) -> None:
+    def __init__(
+        self,
+        app: Any,
+        on_crash: Callable[[BaseException], None],
+        on_fenced: Callable[[BaseException], None] | None = None,
+    ) -> None:
         self.app = app
+        self._on_fenced = on_fenced
         self.on_decode_error = app.settings.on_decode_error
         self.on_agent_error = app.settings.on_agent_error
         self._on_crash = on_crash
@@ -121,6 +127,14 @@ class ErrorPolicy:
                 headers=headers,
             )
             self.dead_lettered += 1
+
+    def task_fenced(self, task: RunningTask, exc: BaseException) -> None:
+        """exactly_once: the task's producer was fenced by the task's next owner (ProducerFenced)."""
+        log.warning("task %s (agent %s) was fenced: %s", task.id, task.agent.name, exc)
+        if self._on_fenced is not None:
+            self._on_fenced(exc)
+        else:
+            self._on_crash(exc)
 
     def task_crashed(self, task: RunningTask, exc: BaseException) -> None:
         log.critical("task %s (agent %s) stopped: %s", task.id, task.agent.name, exc)

@@ -21,6 +21,7 @@ from ..exceptions import (
     AgentError,
     GroupFenced,
     KeyDecodeError,
+    ProducerFenced,
     StopProcessing,
     StoreError,
     TopologyError,
@@ -521,6 +522,14 @@ class StreamTask(PolledInput):
                     log.info("task %s: agent %s stopped by the fence", self.id, self.agent.name)
                     return
                 raise
+            except ProducerFenced as exc:
+                # exactly_once: the task's next owner started its producer, so the group gave the
+                # task away while this worker did not hear (Kafka Streams' TaskMigratedException).
+                # Its open transaction is aborted: nothing of it is committed; the worker rejoins.
+                if self.dirty is None:
+                    self.dirty = exc
+                self._errors.task_fenced(self, exc)
+                return
             except _NOT_HANDLED:
                 raise  # a record whose output cannot be produced or stored is never skipped: stop uncommitted
             except Exception as exc:
@@ -602,6 +611,10 @@ class StreamTask(PolledInput):
             _, pending = await asyncio.wait(self._instances, timeout=timeout)
             for t in pending:
                 t.cancel()
+            if pending and self.gate is not None and self.dirty is None:
+                # exactly_once: the open transaction holds part of the cut record's output, and its
+                # offset is not committable: the task must not commit that transaction
+                self.dirty = WorkerStopped(f"task {self.id} was stopped in the middle of a record")
             if pending:
                 log.warning(
                     "task %s: agent %s did not finish its record within %.1fs; cancelled "

@@ -128,10 +128,35 @@ class TaskManager:
             task.restoring()
         if self.eos is not None:
             await self.eos.start_tasks(tasks)
+            await self._seek_to_committed(tasks)
         if self.tables is not None:
             await self.tables.on_assigned(self.assignor.assignment)
         for task in tasks:
             task.start()
+
+    async def _seek_to_committed(self, tasks: list[StreamTask]) -> None:
+        """exactly_once: start each task from the offsets its last transaction committed.
+
+        The consumer read its positions when the assignment came, while the tasks' producers were
+        starting. Kafka answers that OffsetFetch (aiokafka sends version 3, without KIP-447's
+        ``require_stable``) with the offsets from *before* a transaction that has committed but
+        whose markers are not written yet: this worker's own commit at the revoke, or the previous
+        owner's last one. Started there, a task would handle that transaction's records again
+        (counted twice). A task's InitProducerId completes only after the previous transaction of
+        its id did, and only that task commits its partitions' offsets, so the offsets read now
+        are final: seek there, and drop what was fetched from the stale positions.
+        """
+        read = [(task, tp) for task in tasks for tp in task.partitions]
+        offsets = await asyncio.gather(*(self.consumer.committed(tp) for _, tp in read))
+        # No await from here on, so nothing fetched from the old positions is routed after this.
+        for (task, tp), offset in zip(read, offsets, strict=True):
+            if offset is None:
+                continue  # nothing committed: the position is auto_offset_reset's, and stays
+            self.consumer.seek(tp, offset)
+            queue = task.queue(tp)
+            queue.clear()
+            queue.next_offset = None
+            self.fetcher.drained(tp)  # a queue that filled meanwhile is empty again
 
     # -- revoke and stop -------------------------------------------------------------------------
     async def suspend(self, tasks: list[StreamTask]) -> None:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .. import runtime
 from ..clock import Clock, clock_for
 from ..compiled import BUILD
-from ..exceptions import CommitFailed, GroupFenced, StopProcessing
+from ..exceptions import CommitFailed, GroupFenced, ProducerFenced, StopProcessing
 from ..lifecycle import WORKER_TRANSITIONS, StateMachine, WorkerState
 from ..naming import group_protocol_name
 from ..topology import Topology, adopt_partition_counts, autodiscover, resolve_patterns, warn_legacy_agent_topics
@@ -104,7 +104,7 @@ class Worker:
             max_warmup_replicas=self.settings.max_warmup_replicas,
             rack=self.settings.rack_id,
         )
-        self.errors = ErrorPolicy(app, self._crash)
+        self.errors = ErrorPolicy(app, self._crash, self._task_migrated)
         self.consumer: Consumer | None = None
         self.fetcher: Fetcher[StreamTask] | None = None
         self.task_manager: TaskManager | None = None  # set in start() with the consumer: the assignment's tasks
@@ -198,6 +198,26 @@ class Worker:
         if self.crashed is None:
             self.crashed = exc
         self.request_stop()
+
+    def _task_migrated(self, exc: BaseException) -> None:
+        """exactly_once: a task's producer was fenced (ProducerFenced) by a newer producer with its
+        transactional id, so the group gave that task to another member while this worker did not
+        hear from it (frozen, cut off): Kafka Streams' TaskMigratedException. The group has moved
+        on, so no task here is sure to be ours: all close dirty (their open transactions are
+        aborted by the broker, their uncommitted table writes dropped), the worker stops feeding
+        them and rejoins. Stopping the worker instead would turn a pause into an outage."""
+        manager = self.task_manager
+        if manager is None or self.stopping:
+            return
+        if any(t.dirty is None for t in manager.tasks.values()):
+            log.warning(
+                "%s; this worker's tasks close dirty (their records are handled by their next owners from the "
+                "committed offsets) and it rejoins the group",
+                exc,
+            )
+        manager.fenced(exc)
+        if self.consumer is not None:
+            self.consumer.request_rejoin()
 
     async def start(self) -> None:
         app, s = self.app, self.settings
@@ -528,6 +548,9 @@ class Worker:
                 if self.task_manager is not None:  # fencing: close the tasks dirty until the rejoin
                     self.task_manager.fenced(exc)
                 log.warning("offset commit fenced, the tasks close dirty and the worker rejoins: %s", exc)
+                continue
+            except ProducerFenced as exc:  # exactly_once: a task's transaction was fenced by its next owner
+                self._task_migrated(exc)
                 continue
             except CommitFailed as exc:
                 if self.eos is not None:

@@ -171,10 +171,17 @@ class Feeder(threading.Thread):
     long a loaded machine takes for it, so "mid-stream" holds by construction, not by timing."""
 
     def __init__(
-        self, bootstrap: str, texts: list[str], *, chunk: int = 500, pause: float = 0.25, hold_at: int | None = None
+        self,
+        bootstrap: str,
+        texts: list[str],
+        *,
+        chunk: int = 500,
+        pause: float = 0.25,
+        hold_at: int | None = None,
+        topic: str = "sentences",
     ) -> None:
         super().__init__(daemon=True)
-        self.bootstrap, self.texts, self.chunk, self.pause = bootstrap, texts, chunk, pause
+        self.bootstrap, self.texts, self.chunk, self.pause, self.topic = bootstrap, texts, chunk, pause, topic
         self.hold_at = len(texts) if hold_at is None else hold_at
         self._released = threading.Event()
         self.sent = 0
@@ -185,7 +192,7 @@ class Feeder(threading.Thread):
             for i in range(0, len(self.texts), self.chunk):
                 if i >= self.hold_at:
                     self._released.wait()
-                feed(self.bootstrap, self.texts[i : i + self.chunk])
+                feed(self.bootstrap, self.texts[i : i + self.chunk], self.topic)
                 self.sent = min(len(self.texts), i + self.chunk)
                 time.sleep(self.pause)
         except BaseException as exc:  # surfaced by finish()

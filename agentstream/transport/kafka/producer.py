@@ -25,7 +25,7 @@ from aiokafka.record.default_records import (  # type: ignore[import-untyped,unu
     DefaultRecordBatchBuilder,
 )
 
-from ...exceptions import GroupFenced, ProducerError, TransactionsUnsupported, TransportError, caused
+from ...exceptions import GroupFenced, ProducerError, ProducerFenced, TransactionsUnsupported, TransportError, caused
 from ..append import Appender
 from ..base import TP, Delivery, Headers
 from .abort import abort_producer
@@ -35,7 +35,7 @@ from .config import PRODUCER_KEYS, describe, pick, started
 from .partitioning import Partitioning
 from .security import start_client
 from .sender import Sender
-from .transactions import run_transaction_call
+from .transactions import FENCED, fenced_error, run_transaction_call, settle_fatal_error
 
 __all__ = ["KafkaProducer"]
 
@@ -84,6 +84,9 @@ class KafkaProducer(Appender):
     async def start(self) -> None:
         if self._producer is not None or self._fenced is not None:
             return
+        await self._start_client()
+
+    async def _start_client(self) -> None:
         producer = self._client_factory(bootstrap_servers=self._bootstrap, **self._config, **self._security)
         try:
             await start_client(producer.start, producer.stop, self._security, "producer", ",".join(self._bootstrap))
@@ -113,6 +116,7 @@ class KafkaProducer(Appender):
         self._fenced = None  # a stopped producer starts afresh
         self._batches.reset()
         if producer is not None:
+            settle_fatal_error(producer)
             await producer.stop()
 
     def _require(self) -> Any:
@@ -142,9 +146,11 @@ class KafkaProducer(Appender):
         failure no longer fails flushes). No-op when not fenced."""
         if self._fenced is None:
             return
+        # Sends and flushes go on raising the fence until the new client is up: a commit that
+        # flushes meanwhile meets the fence (the worker goes on), not a producer without a client.
+        await self._start_client()
         self._fenced = None
         self._batches.reset()
-        await self.start()
 
     async def send(
         self,
@@ -245,7 +251,13 @@ class KafkaProducer(Appender):
     async def _hand_over(self, batch: OpenBatch) -> None:
         """Queue an open batch in aiokafka's accumulator (:mod:`.sender`); a flush waits for it."""
         self._batches.sent.append(batch)
-        await self._sender.hand_over(self._producer, batch)
+        try:
+            await self._sender.hand_over(self._producer, batch)
+        except ProducerError as exc:
+            fenced = fenced_error(self._producer, self.transactional_id, f"a send to {batch.topic}")
+            if fenced is not None:
+                raise fenced from exc
+            raise
 
     async def flush(self) -> None:
         """Wait for every batch handed over so far; raise the producer's failure if it has one.
@@ -264,7 +276,13 @@ class KafkaProducer(Appender):
         unresolved = [b.delivered for b in waiting if not b.delivered.done()]
         if unresolved:
             await asyncio.wait(unresolved)
-        self._batches.raise_failure()
+        try:
+            self._batches.raise_failure()
+        except ProducerError as exc:
+            fenced = fenced_error(producer, self.transactional_id, "flush")
+            if fenced is not None or isinstance(exc.__cause__, FENCED):
+                raise (fenced or ProducerFenced(f"producer {self.transactional_id!r} was fenced: {exc}")) from exc
+            raise
 
     async def partitions_for(self, topic: str) -> int:
         return await self._metadata(topic, TransportError, f"no metadata for topic {topic!r}")
@@ -279,18 +297,22 @@ class KafkaProducer(Appender):
 
     # -- transactions (:mod:`.transactions`) ------------------------------------------------------
     async def begin_transaction(self) -> None:
-        await run_transaction_call(self.transactional_id, "begin_transaction", self._require().begin_transaction())
+        client = self._require()
+        await run_transaction_call(self.transactional_id, "begin_transaction", client.begin_transaction(), client)
 
     async def send_offsets_to_transaction(self, offsets: Mapping[TP, int], group_id: str) -> None:
         if offsets:
+            client = self._require()
             await run_transaction_call(
                 self.transactional_id,
                 "send_offsets_to_transaction",
-                self._require().send_offsets_to_transaction(dict(offsets), group_id),
+                client.send_offsets_to_transaction(dict(offsets), group_id),
+                client,
             )
 
     async def commit_transaction(self) -> None:
-        await run_transaction_call(self.transactional_id, "commit_transaction", self._require().commit_transaction())
+        client = self._require()
+        await run_transaction_call(self.transactional_id, "commit_transaction", client.commit_transaction(), client)
 
     async def abort_transaction(self) -> None:
         # Aborted with the transaction (failed records included): later records start new batches,
@@ -299,5 +321,6 @@ class KafkaProducer(Appender):
         failure = batches.failure
         batches.reset()
         batches.failure = failure
-        await run_transaction_call(self.transactional_id, "abort_transaction", self._require().abort_transaction())
+        client = self._require()
+        await run_transaction_call(self.transactional_id, "abort_transaction", client.abort_transaction(), client)
         batches.failure = None

@@ -46,6 +46,8 @@ class MemoryBroker:
         self._member_ids = itertools.count(1)
         self.txn_epochs: dict[str, int] = {}  # transactional_id -> current producer epoch
         self.open_txns: dict[str, Transaction] = {}
+        # transactional_id -> offsets of its committed transaction not yet in the group (txn_offsets_late)
+        self.late_offsets: dict[str, dict[str, dict[TP, int]]] = {}
         self.faults = MemoryFaults()
         self.clock: Clock = REAL_CLOCK  # stamps records sent without a timestamp (the harness's virtual time)
         self.appended = 0  # records appended so far: the harness's cheap "did anything happen" check
@@ -56,7 +58,9 @@ class MemoryBroker:
 
     # -- transactions (Kafka's transaction coordinator, minus control records) -----------------------
     def init_producer(self, transactional_id: str) -> int:
-        """InitProducerId: bump the epoch (fencing older producers) and abort their open transaction."""
+        """InitProducerId: bump the epoch (fencing older producers) and abort their open transaction.
+        It completes only after the id's previous transaction did, so that one's offsets are in the group."""
+        self._offsets_arrive(transactional_id)
         old = self.open_txns.get(transactional_id)
         if old is not None:
             self.end_txn(old, commit=False)
@@ -69,15 +73,23 @@ class MemoryBroker:
         if self.open_txns.get(txn.transactional_id) is not txn:
             return
         del self.open_txns[txn.transactional_id]
+        self._offsets_arrive(txn.transactional_id)
         for tp, offsets in txn.records.items():
             part = self.partition(tp)
             part.open_txns.pop(txn.transactional_id, None)
             if not commit:
                 part.aborted.update(offsets)
-        if commit:
+        if commit and txn.offsets and self.faults.take("txn_offsets_late"):
+            self.late_offsets[txn.transactional_id] = txn.offsets
+        elif commit:
             for group_id, offs in txn.offsets.items():
                 self.group(group_id).committed.update(offs)
         self.wake()
+
+    def _offsets_arrive(self, transactional_id: str) -> None:
+        """The late offsets of the id's last committed transaction reach their groups (txn_offsets_late)."""
+        for group_id, offs in self.late_offsets.pop(transactional_id, {}).items():
+            self.group(group_id).committed.update(offs)
 
     # -- topics, partitions and groups --------------------------------------------------------------
     def topic(self, name: str) -> TopicLog:

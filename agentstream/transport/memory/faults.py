@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 __all__ = ["MemoryFaults", "FAULT_KINDS"]
 
-FAULT_KINDS = ("send_fail", "send_cancel", "commit_fail", "txn_commit_fail", "txn_abort")
+FAULT_KINDS = ("send_fail", "send_cancel", "commit_fail", "txn_commit_fail", "txn_abort", "txn_offsets_late")
 log = logging.getLogger(__name__)
 
 
@@ -27,6 +27,12 @@ class MemoryFaults:
     ``txn_abort``        the coordinator aborts the transaction at commit (e.g. it timed out): its
                          records are hidden from read_committed readers, its offsets are not stored,
                          ``commit_transaction`` raises ProducerError
+    ``txn_offsets_late`` the transaction commits, but its offsets reach the group only when its
+                         transactional id next starts a producer (InitProducerId) or ends a
+                         transaction: until then ``committed()`` and a new assignment's positions
+                         give the offsets before it. Kafka does this while the transaction's markers
+                         are not written yet to answer an OffsetFetch without ``require_stable``
+                         (KIP-447: version 7; aiokafka 0.14 sends version 3)
 
     ``arm(kind, times)`` fails the next ``times`` operations of that kind; ``randomly(seed, **rates)``
     fails each operation with a probability (seeded, so a failing run can be replayed).

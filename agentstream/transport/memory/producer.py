@@ -18,6 +18,9 @@ from .broker import MemoryBroker, Transaction
 __all__ = ["MemoryProducer"]
 
 
+LATE_INIT_BACKOFF_S = 0.02  # InitProducerId while the id's last transaction completes (txn_offsets_late)
+
+
 class MemoryProducer(Appender):
     """Appends synchronously: the returned future is already resolved, ``flush`` has nothing to wait for.
 
@@ -51,6 +54,10 @@ class MemoryProducer(Appender):
 
     async def start(self) -> None:
         if self.transactional_id is not None and not self._started:
+            if self.transactional_id in self._broker.late_offsets:
+                # Kafka answers CONCURRENT_TRANSACTIONS while the id's last transaction completes, and
+                # the client asks again after its retry backoff (txn_offsets_late)
+                await asyncio.sleep(LATE_INIT_BACKOFF_S)
             self._epoch = self._broker.init_producer(self.transactional_id)
         self._started = True
 

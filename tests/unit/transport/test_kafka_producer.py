@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agentstream.exceptions import ProducerError
+from agentstream.exceptions import MembershipLapsed, ProducerError
 from agentstream.transport.kafka import KafkaProducer
 
 pytestmark = pytest.mark.asyncio
@@ -159,3 +159,29 @@ async def test_abort_transaction_forgets_the_aborted_batches_failure() -> None:
     await p.send("t", b"k", b"b", partition=0)
     await p.flush()
     assert fake.delivered_values() == [b"b"]
+
+
+async def test_while_the_producer_is_unfenced_a_flush_says_fenced_not_broken() -> None:
+    """After a fence the worker unfences the producer at its next assignment, which starts a new
+    aiokafka producer; a commit that flushes meanwhile must meet the fence (the worker goes on and
+    rejoins), not "producer is not started" (which stopped the worker)."""
+    starting = asyncio.Event()
+
+    class SlowToStart(FakeAioProducer):
+        async def start(self) -> None:
+            await starting.wait()
+
+    clients = iter([FakeAioProducer(), SlowToStart()])
+    p = KafkaProducer(["127.0.0.1:1"], {}, client_factory=lambda **config: next(clients))
+    await p.start()
+    await p.send("t", b"k", b"before", partition=0)
+    fence = MembershipLapsed("the coordinator answered nothing for 7s")
+    await p.fence(fence)
+    unfencing = asyncio.ensure_future(p.unfence())
+    await asyncio.sleep(0.01)  # the new client is starting
+    with pytest.raises(MembershipLapsed):
+        await p.flush()
+    starting.set()
+    await unfencing
+    await p.send("t", b"k", b"after", partition=0)
+    await p.flush()

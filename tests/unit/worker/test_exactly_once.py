@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import random
 from collections.abc import Iterable
 from typing import Any
@@ -397,6 +398,77 @@ async def test_exactly_once_equals_the_run_without_crashes_under_transport_fault
     assert changelog(cluster) == changelog(reference)
     assert sorted(cluster.committed("seen")) == sorted(reference.committed("seen"))
     assert sorted(cluster.committed(f"{APP_ID}-words")) == sorted(reference.committed(f"{APP_ID}-words"))
+
+
+async def test_exactly_once_is_exact_when_a_transactions_offsets_reach_the_group_late() -> None:
+    """Kafka answers an OffsetFetch without KIP-447's ``require_stable`` (aiokafka 0.14 sends version 3)
+    with the offsets from before a transaction that has just committed, until its markers are written.
+    The task's next owner (here each life's worker, after the last one stopped with a commit) must not
+    start from those: the records that transaction covered would be counted twice. ``txn_offsets_late``
+    keeps every transaction's offsets out of the group until the task's next InitProducerId, the moment
+    Kafka is sure to have them."""
+    texts = sentences(120, seed=41)
+    cluster = Cluster("eos-late-offsets", "exactly_once")
+    await cluster.transport.ensure_topics([TopicSpec("sentences", PARTITIONS)])
+    cluster.transport.faults.randomly(41, txn_offsets_late=1.0)
+    loop = asyncio.get_running_loop()
+    for fed in range(30, len(texts) + 1, 30):
+        await cluster.feed(texts[fed - 30 : fed])
+        expected = truth(texts[:fed])
+        worker = Worker(make_app(cluster.url, "exactly_once", Holder()))
+        await worker.start()
+        deadline = loop.time() + 20
+        while not all(per_key(cluster.committed("counts")).get(w, [0])[-1] >= n for w, n in expected.items()):
+            assert worker.crashed is None, worker.crashed
+            assert loop.time() < deadline, f"the worker of sentences ..{fed} did not count them all in 20s"
+            await asyncio.sleep(0.005)
+        await worker.stop()
+    assert cluster.transport.faults.fired["txn_offsets_late"] > 0
+    expected = truth(texts)
+    counts = per_key(cluster.committed("counts"))
+    wrong = {w: _gaps(counts.get(w, []), n) for w, n in expected.items() if counts.get(w) != list(range(1, n + 1))}
+    assert not wrong, f"{len(wrong)} words' committed counts are not exactly 1..n, e.g. {dict(list(wrong.items())[:3])}"
+
+
+async def _count_until(cluster: Cluster, worker: Worker, expected: dict[str, int]) -> None:
+    """Until every word's committed count reached ``expected`` (or the worker stopped)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 20
+    while not all(per_key(cluster.committed("counts")).get(w, [0])[-1] >= n for w, n in expected.items()):
+        assert worker.crashed is None, f"the worker stopped: {worker.crashed!r}"
+        assert loop.time() < deadline, "the words were not all counted within 20s"
+        await asyncio.sleep(0.005)
+
+
+@pytest.mark.parametrize("task", ["1_0", "0_2"])
+async def test_a_worker_whose_task_producer_was_fenced_rejoins_and_stays_exact(
+    task: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The group gave a task away while this worker did not hear from it (frozen, cut off), and the
+    task's next owner started its producer (InitProducerId with the task's transactional id). The
+    worker's next send or commit of that task is fenced (ProducerFenced): it must not stop, as a
+    worker that was only paused would then be down for good; its tasks close dirty, it rejoins, and
+    the committed output stays exact (Kafka Streams' TaskMigratedException)."""
+    texts = sentences(90, seed=43)
+    cluster = Cluster(f"eos-fenced-{task}", "exactly_once")
+    await cluster.transport.ensure_topics([TopicSpec("sentences", PARTITIONS)])
+    worker = Worker(make_app(cluster.url, "exactly_once", Holder()))
+    await worker.start()
+    await cluster.feed(texts[:30])
+    await _count_until(cluster, worker, truth(texts[:30]))
+    caplog.set_level(logging.INFO, "agentstream.worker")
+    caplog.clear()
+    next_owner = cluster.transport.producer(transactional_id=f"{APP_ID}-{task}")
+    await next_owner.start()  # fences the worker's producer of that task
+    await cluster.feed(texts[30:])
+    await _count_until(cluster, worker, truth(texts))
+    assert any(r.message.startswith("revoked: ") for r in caplog.records), "the worker did not rejoin"
+    await worker.stop()
+    assert worker.crashed is None, worker.crashed
+    expected = truth(texts)
+    counts = per_key(cluster.committed("counts"))
+    wrong = {w: _gaps(counts.get(w, []), n) for w, n in expected.items() if counts.get(w) != list(range(1, n + 1))}
+    assert not wrong, f"{len(wrong)} words' committed counts are not exactly 1..n, e.g. {dict(list(wrong.items())[:3])}"
 
 
 async def test_at_least_once_loses_nothing_under_transport_faults() -> None:

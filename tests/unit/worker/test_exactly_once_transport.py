@@ -86,6 +86,26 @@ async def test_offsets_commit_with_the_transaction_only(transport: MemoryTranspo
     assert await group.committed(TP("in", 0)) == 7
 
 
+async def test_late_transaction_offsets_reach_the_group_at_the_ids_next_init_producer_id(
+    transport: MemoryTransport,
+) -> None:
+    """txn_offsets_late: Kafka's OffsetFetch v3 (aiokafka's) right after a commit, before its markers are written."""
+    transport.faults.arm("txn_offsets_late")
+    group = transport.consumer(group_id="app")
+    assert isinstance(group, MemoryConsumer)
+    p = transport.producer(transactional_id="app-0_0")
+    await p.start()
+    await p.begin_transaction()
+    await p.send("out", None, b"x", partition=0)
+    await p.send_offsets_to_transaction({TP("in", 0): 7}, "app")
+    await p.commit_transaction()
+    assert await read(transport, "read_committed") == [b"x"]  # the records are committed
+    assert await group.committed(TP("in", 0)) is None  # the offsets not yet
+    successor = transport.producer(transactional_id="app-0_0")
+    await successor.start()  # InitProducerId waits for the previous transaction to complete
+    assert await group.committed(TP("in", 0)) == 7
+
+
 async def test_newer_producer_fences_the_zombie_and_aborts_its_transaction(transport: MemoryTransport) -> None:
     zombie = transport.producer(transactional_id="app-1_0")
     await zombie.start()

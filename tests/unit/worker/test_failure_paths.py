@@ -111,6 +111,46 @@ async def test_alo_failed_flush_commits_no_offset_even_at_stop() -> None:
     assert await committed(worker, tp) == 5
 
 
+async def test_eos_a_record_cut_short_by_the_shutdown_timeout_commits_none_of_its_output() -> None:
+    """exactly_once: an agent still in the middle of a record when ``shutdown_timeout`` runs out is
+    cancelled; the record's offset is not committed, so its output must not be either (its transaction
+    is aborted), or the record's next handling repeats that output."""
+    app = agentstream.App(
+        "cutshort",
+        broker=url("cutshort"),
+        topic_partitions=1,
+        store="memory://",
+        web_enabled=False,
+        commit_interval=1000.0,
+        shutdown_timeout=0.3,
+        processing_guarantee="exactly_once",
+    )
+    source = app.topic("src", value_type=int)
+    out = app.topic("out", value_type=int)
+    stuck = asyncio.Event()
+
+    @app.agent(source)
+    async def forward(stream: agentstream.Stream) -> None:
+        async for v in stream:
+            await out.send(value=v)
+            if v == 2:
+                await stuck.wait()  # e.g. a call to a service that hangs: never set
+
+    worker = Worker(app)
+    transport = app.transport
+    assert isinstance(transport, MemoryTransport)
+    await worker.start()
+    try:
+        await until(worker.assigned.is_set)
+        await feed(app, "src", [0, 1, 2])
+        await until(lambda: len(transport.read_topic("out")) == 3)  # 2's output is sent, 2 is not finished
+    finally:
+        await worker.stop()
+    done = await committed(worker, TP("src", 0))
+    visible = [orjson.loads(r.value) for r in transport.read_topic("out", committed=True) if r.value is not None]
+    assert visible == list(range(done)), f"committed offset {done}, committed output {visible}"
+
+
 # -- defect 2 ------------------------------------------------------------------------------------------
 async def test_eos_aborted_transaction_offsets_are_not_committed_at_stop(monkeypatch: pytest.MonkeyPatch) -> None:
     app, seen = passthrough_app("d2", processing_guarantee="exactly_once")
