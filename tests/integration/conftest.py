@@ -87,8 +87,12 @@ def own_kafka(request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
 @pytest.fixture
 def target(request: pytest.FixtureRequest) -> Target:
     """Where the test's example app runs, by its ``indirect`` parameter: ``"dev"`` (a dev broker of the test's
-    own, the example's names) or ``"kafka"`` (the shared cluster, names of the test's own)."""
+    own, the example's names), ``"kafka"`` (the shared cluster, names of the test's own), or
+    ``"kafka-else-dev"`` (Kafka, or the dev broker where no cluster can be had: for tests that are faster on
+    Kafka and need not run twice)."""
     kind = getattr(request, "param", "dev")
+    if kind == "kafka-else-dev":  # where Kafka is the faster broker: the dev broker only without Java/Maven
+        kind = "dev" if unavailable_reason() else "kafka"
     if kind == "dev":
         dev: DevBroker = request.getfixturevalue("fresh_broker")
         return on_dev_broker(dev.url, dev.bootstrap)

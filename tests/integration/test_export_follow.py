@@ -210,7 +210,9 @@ def test_follow_keeps_dir_equal_to_the_live_table_across_kill_and_restart(
         before = _changelog_end(t)
         follows.append(Follow(t, out, logs / "follow-3.log"))
         send(200, seed=4, offset=58)
-        _wait_equal(out, web_port, follows[2])
+        # the bound includes this follower's Spark start (as wait_batch's does): on a loaded machine
+        # starting the JVM alone can take a minute and more
+        _wait_equal(out, web_port, follows[2], timeout=240.0)
         added = _changelog_end(t) - before
         assert added > 0
         deadline = time.monotonic() + 30
