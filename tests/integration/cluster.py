@@ -40,7 +40,8 @@ def true_counts(texts: list[str]) -> dict[str, int]:
 
 def worker_env(broker_url: str) -> dict[str, str]:
     """The environment of a test worker or CLI process: short group timeouts, the repo importable."""
-    env = dict(os.environ)
+    # the tests' own variables (AGENTSTREAM_TEST_KAFKA...) are not settings: a worker would warn of each
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSTREAM_TEST_")}
     env.update(
         {
             "AGENTSTREAM_BROKER": broker_url,
@@ -192,7 +193,7 @@ class Feeder(threading.Thread):
             for i in range(0, len(self.texts), self.chunk):
                 if i >= self.hold_at:
                     self._released.wait()
-                feed(self.bootstrap, self.texts[i : i + self.chunk], self.topic)
+                feed(self.bootstrap, self.texts[i : i + self.chunk], topic=self.topic)
                 self.sent = min(len(self.texts), i + self.chunk)
                 time.sleep(self.pause)
         except BaseException as exc:  # surfaced by finish()
@@ -247,10 +248,10 @@ def read_topic(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes | N
     return asyncio.run(_read_all(bootstrap, topic))
 
 
-def final_counts(bootstrap: str) -> dict[str, int]:
-    """Last value per word in ``word-counts``."""
+def final_counts(bootstrap: str, topic: str = "word-counts") -> dict[str, int]:
+    """Last value per word in ``word-counts`` (or ``topic``)."""
     out: dict[str, int] = {}
-    for k, v in read_topic(bootstrap, "word-counts"):
+    for k, v in read_topic(bootstrap, topic):
         assert k is not None and v is not None
         out[k.decode()] = int(v)
     return out
@@ -268,13 +269,18 @@ def changelog_state(bootstrap: str, topic: str = "wordcount-word_counts-changelo
 
 
 def wait_counts(
-    bootstrap: str, expected: dict[str, int], *, timeout: float = 120.0, at_least: bool = False
+    bootstrap: str,
+    expected: dict[str, int],
+    *,
+    timeout: float = 120.0,
+    at_least: bool = False,
+    topic: str = "word-counts",
 ) -> dict[str, int]:
     """Poll the output until it matches (exactly, or >= per word); returns the last reading."""
     deadline = time.monotonic() + timeout
     got: dict[str, int] = {}
     while time.monotonic() < deadline:
-        got = final_counts(bootstrap)
+        got = final_counts(bootstrap, topic)
         if at_least:
             if set(got) >= set(expected) and all(got[w] >= c for w, c in expected.items()):
                 return got

@@ -14,6 +14,8 @@ from agentstream.devbroker import DevBroker, free_port
 from tests.kafka_cluster.cluster import KafkaCluster
 from tests.kafka_cluster.shared import ClusterInfo, shared_cluster, unavailable_reason
 
+from .targets import Target, on_dev_broker, on_kafka
+
 _HERE = Path(__file__).resolve().parent
 ARTIFACTS = Path(os.environ.get("AGENTSTREAM_ARTIFACTS", _HERE.parent.parent / "artifacts"))
 
@@ -80,3 +82,21 @@ def own_kafka(request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
         cluster.stop(remove=False)
         for node in cluster.nodes:  # keep the brokers' logs in artifacts/, drop their data
             shutil.rmtree(node.directory / "data", ignore_errors=True)
+
+
+@pytest.fixture
+def target(request: pytest.FixtureRequest) -> Target:
+    """Where the test's example app runs, by its ``indirect`` parameter: ``"dev"`` (a dev broker of the test's
+    own, the example's names), ``"kafka"`` (the shared cluster, names of the test's own), or
+    ``"kafka-else-dev"`` (Kafka, or the dev broker where no cluster can be had: for tests that are faster on
+    Kafka and need not run twice)."""
+    kind = getattr(request, "param", "dev")
+    if kind == "kafka-else-dev":  # where Kafka is the faster broker: the dev broker only without Java/Maven
+        kind = "dev" if unavailable_reason() else "kafka"
+    if kind == "dev":
+        dev: DevBroker = request.getfixturevalue("fresh_broker")
+        return on_dev_broker(dev.url, dev.bootstrap)
+    if kind == "kafka":
+        cluster: ClusterInfo = request.getfixturevalue("kafka")
+        return on_kafka(cluster.url, cluster.bootstrap)
+    raise ValueError(f"target: unknown broker kind {kind!r} (dev or kafka)")

@@ -41,6 +41,9 @@ from agentstream.exporter.spark import export_table, read_changelog, spark_sessi
 from agentstream.tables.windowed import STREAM_TIME_KEY  # noqa: E402
 from agentstream.tables.windows import parse_window_key  # noqa: E402
 
+from .kafka_apps.wordcount import make_app as make_wordcount  # noqa: E402
+from .targets import Target  # noqa: E402
+
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 
 try:
@@ -69,32 +72,34 @@ def _parquet_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+@pytest.mark.parametrize("target", ["dev", "kafka"], indirect=True)
 def test_export_word_counts_equals_changelog_and_direct_count(
-    fresh_broker: DevBroker, spark: Any, tmp_path: Path, request: pytest.FixtureRequest
+    target: Target, spark: Any, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
+    t = target
     texts = sentences(2000, seed=11)
     expected = true_counts(texts)
-    w = Worker("w1", fresh_broker.url, tmp_path / "w1", ARTIFACTS / request.node.name)
+    w = Worker("w1", t.url, tmp_path / "w1", ARTIFACTS / request.node.name, app=t.wordcount, env=t.env)
     try:
         w.wait_log(r"assigned: .*sentences\[0, 1, 2, 3\]")
-        feed(fresh_broker.bootstrap, texts)
-        assert wait_counts(fresh_broker.bootstrap, expected) == expected
+        feed(t.bootstrap, texts, topic=t.sentences)
+        assert wait_counts(t.bootstrap, expected, topic=t.word_counts) == expected
         assert w.terminate() == 0
     finally:
         stop_all([w])
 
-    topic = "wordcount-word_counts-changelog"
+    topic = t.counts_changelog
     # Faust's raw keys (UTF-8 words), JSON values
-    from_changelog = {k.decode(): int(v) for k, v in changelog_state(fresh_broker.bootstrap, topic).items()}
+    from_changelog = {k.decode(): int(v) for k, v in changelog_state(t.bootstrap, topic).items()}
     assert from_changelog == expected
 
+    # the app as the worker had it: on Kafka, the example under this test's names
+    app: Any = make_wordcount(t.ns, t.url) if t.ns else t.wordcount
     lines: list[str] = []
     out = tmp_path / "word_counts.parquet"
-    t = time.monotonic()
-    summary = export_table(
-        "apps.wordcount", "word_counts", out, broker=fresh_broker.url, spark=spark, progress=lines.append
-    )
-    elapsed = time.monotonic() - t
+    started = time.monotonic()
+    summary = export_table(app, "word_counts", out, broker=t.url, spark=spark, progress=lines.append)
+    elapsed = time.monotonic() - started
     rows = _parquet_rows(out)
     exported = {r["key"]: int(r["value"]) for r in rows}
     assert all(type(r["value"]) is int for r in rows)  # default=int: a long column, not JSON text
@@ -114,8 +119,8 @@ def test_export_word_counts_equals_changelog_and_direct_count(
     print(f"\nexport of {summary['records']} changelog records / {len(rows)} keys took {elapsed:.1f}s")
 
     # All versions: every changelog record, as many as a plain read of the topic returns.
-    all_versions = read_changelog(spark, "apps.wordcount", "word_counts", latest=False, broker=fresh_broker.url)
-    assert all_versions.count() == len(read_topic(fresh_broker.bootstrap, topic)) == summary["records"]
+    all_versions = read_changelog(spark, app, "word_counts", latest=False, broker=t.url)
+    assert all_versions.count() == len(read_topic(t.bootstrap, topic)) == summary["records"]
     # The last version of every key by offset, computed here, equals the latest export.
     by_key: dict[str, tuple[int, str]] = {}
     for r in all_versions.select("key", "offset", "value").collect():

@@ -1,5 +1,5 @@
-"""A real network cut (issue 30): the dev broker and two word-count workers on hosts of their own
-(network namespaces, see netns.py). Mid-stream one worker is cut off the broker; the group moves its
+"""A real network cut (issue 30): the dev broker (or a 3-broker Kafka cluster of the test's own) and two
+word-count workers on hosts of their own (network namespaces, see netns.py). Mid-stream one worker is cut off the broker; the group moves its
 partitions to the other after the session timeout; the feed goes on; the link is healed and the cut
 worker, now a zombie of an old generation, comes back. Nothing may be lost, and what the zombie still
 held (uncommitted offsets, unsent changelog and output records) must not overwrite the new owner's
@@ -11,14 +11,20 @@ at the cut, time until the partitions moved, duplicates, lost) are printed."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
 import pytest
 
 from agentstream.devbroker import tansu_binary
+from tests.kafka_cluster.cluster import KafkaCluster
+from tests.kafka_cluster.shared import unavailable_reason
 
 from . import netns
 from .cluster import Feeder, Worker, changelog_state, read_topic, sentences, stop_all, true_counts, wait_counts
@@ -30,34 +36,65 @@ pytestmark = pytest.mark.integration
 WHY_NOT = netns.unavailable()
 
 
+@contextmanager
+def _broker(kind: str, net: netns.Network, logs: Path) -> Iterator[tuple[str, str]]:
+    """The dev broker, or a 3-broker Kafka cluster of the test's own, on the bridge's address:
+    yields (the workers' URL, the bootstrap list)."""
+    if kind == "kafka":
+        cluster = KafkaCluster(work_dir=logs / "kafka", host=net.gateway)
+        shutil.rmtree(cluster.work_dir, ignore_errors=True)
+        cluster.start()
+        try:
+            yield "kafka://" + ";".join(cluster.bootstrap.split(",")), cluster.bootstrap
+        finally:
+            cluster.stop(remove=False)
+            for node in cluster.nodes:  # keep the brokers' logs in artifacts/, drop their data
+                shutil.rmtree(node.directory / "data", ignore_errors=True)
+        return
+    port = 19092
+    address = f"{net.gateway}:{port}"
+    broker_log = open(logs / "broker.log", "wb")
+    broker = subprocess.Popen(
+        [
+            tansu_binary(),
+            "broker",
+            "--listener-url",
+            f"tcp://{address}",
+            "--advertised-listener-url",
+            f"tcp://{address}",
+        ],
+        stdout=broker_log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        _wait_port(net.gateway, port)
+        yield f"kafka://{address}", address
+    finally:
+        broker.terminate()
+        broker.wait(10)
+        broker_log.close()
+
+
 @pytest.mark.skipif(WHY_NOT is not None, reason=f"network namespaces: {WHY_NOT}")
+@pytest.mark.parametrize("kind", ["dev", "kafka"])
 def test_a_worker_cut_off_the_broker_loses_nothing_and_its_zombie_writes_do_not_land(
-    tmp_path: Path, request: pytest.FixtureRequest
+    tmp_path: Path, request: pytest.FixtureRequest, kind: str
 ) -> None:
+    if kind == "kafka":
+        if os.environ.get("AGENTSTREAM_TEST_KAFKA"):
+            pytest.skip("needs a Kafka cluster on the bridge's address: one the test starts")
+        reason = unavailable_reason()
+        if reason:
+            pytest.skip(f"no Kafka cluster: {reason}")
     logs = ARTIFACTS / request.node.name
     logs.mkdir(parents=True, exist_ok=True)
     texts = sentences(9000, seed=5)
-    with netns.network() as net:
-        port = 19092
-        address = f"{net.gateway}:{port}"
-        broker_log = open(logs / "broker.log", "wb")
-        broker = subprocess.Popen(
-            [
-                tansu_binary(),
-                "broker",
-                "--listener-url",
-                f"tcp://{address}",
-                "--advertised-listener-url",
-                f"tcp://{address}",
-            ],
-            stdout=broker_log,
-            stderr=subprocess.STDOUT,
-        )
+    with netns.network() as net, _broker(kind, net, logs) as (url, address):
         workers: list[Worker] = []
         try:
-            _wait_port(net.gateway, port)
-            url = f"kafka://{address}"
-            env = {"AGENTSTREAM_SESSION_TIMEOUT": "4", "AGENTSTREAM_REBALANCE_TIMEOUT": "10"}
+            # Kafka refuses a session timeout below its group.min.session.timeout.ms (6 s by default)
+            session = "6" if kind == "kafka" else "4"
+            env = {"AGENTSTREAM_SESSION_TIMEOUT": session, "AGENTSTREAM_REBALANCE_TIMEOUT": "10"}
             w1 = Worker("w1", url, tmp_path / "w1", logs, env=env, prefix=net.add_host("w1"))
             workers.append(w1)
             w1.wait_log(r"assigned: .*sentences\[")
@@ -117,9 +154,6 @@ def test_a_worker_cut_off_the_broker_loses_nothing_and_its_zombie_writes_do_not_
             assert not stale, f"words below the truth in the changelog: {sorted(stale.items())[:10]}"
         finally:
             stop_all(workers)
-            broker.terminate()
-            broker.wait(10)
-            broker_log.close()
 
 
 def _wait_port(host: str, port: int, timeout: float = 30.0) -> None:

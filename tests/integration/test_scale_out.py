@@ -1,4 +1,4 @@
-"""Scaling out a stateful app on the dev broker without a restore stall (issue 30, KIP-441): the word
+"""Scaling out a stateful app (on the Kafka cluster; on the dev broker where none can be had) without a restore stall (issue 30, KIP-441): the word
 count runs on one worker under a steady feed; a second worker joins. Its first assignment is warm-up
 replicas only (the first worker keeps processing every partition), it asks for a probing rebalance once
 they are caught up, and then owns its share. Nothing is lost, and the longest pause in the output of
@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from agentstream.devbroker import DevBroker
-
 from .cluster import Feeder, Worker, assert_counts_after_rebalances, sentences, stop_all, true_counts, wait_counts
+from .targets import Target
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 
@@ -64,23 +63,25 @@ class OutputWatch(threading.Thread):
         return gaps
 
 
+@pytest.mark.parametrize("target", ["kafka-else-dev"], indirect=True)
 def test_a_joining_worker_warms_up_then_takes_its_share(
-    fresh_broker: DevBroker, tmp_path: Path, request: pytest.FixtureRequest
+    target: Target, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
+    t = target
     texts = sentences(12000, seed=11)
     logs = ARTIFACTS / request.node.name
-    w1 = Worker("w1", fresh_broker.url, tmp_path / "w1", logs)
+    w1 = Worker("w1", t.url, tmp_path / "w1", logs, app=t.wordcount, env=t.env)
     workers = [w1]
     try:
         w1.wait_log(r"assigned: .*sentences\[")
-        feeder = Feeder(fresh_broker.bootstrap, texts, chunk=300, pause=0.1, hold_at=9000)
+        feeder = Feeder(t.bootstrap, texts, chunk=300, pause=0.1, hold_at=9000, topic=t.sentences)
         feeder.start()
         feeder.wait_sent(4000)  # w1 holds table state for every partition by now
-        watch = OutputWatch(fresh_broker.bootstrap)
+        watch = OutputWatch(t.bootstrap, t.word_counts)
         watch.start()
         time.sleep(1.0)
         joined = time.monotonic()
-        w2 = Worker("w2", fresh_broker.url, tmp_path / "w2", logs)
+        w2 = Worker("w2", t.url, tmp_path / "w2", logs, app=t.wordcount, env=t.env)
         workers.append(w2)
         warm = w2.wait_log(r"warm-up replicas of partitions \[([\d, ]+)\]")
         warmups = {int(p) for p in warm.group(1).split(",")}
@@ -100,7 +101,7 @@ def test_a_joining_worker_warms_up_then_takes_its_share(
         (logs / "scale_out_figures.json").write_text(json.dumps(figures))
         feeder.finish()
         expected = true_counts(texts)
-        got = wait_counts(fresh_broker.bootstrap, expected)
+        got = wait_counts(t.bootstrap, expected, topic=t.word_counts)
         assert_counts_after_rebalances(got, expected, workers)
         for w in workers:
             assert w.terminate() == 0

@@ -114,9 +114,18 @@ class KafkaCluster:
     """Three (or ``size``) KRaft nodes on loopback; ``start()`` returns once every broker serves metadata."""
 
     def __init__(
-        self, size: int = 3, work_dir: Path | None = None, *, heap_mb: int = 512, for_tests: bool = True
+        self,
+        size: int = 3,
+        work_dir: Path | None = None,
+        *,
+        heap_mb: int = 512,
+        host: str = "127.0.0.1",
+        for_tests: bool = True,
     ) -> None:
         self.size = size
+        # every listener's address (a bridge's for tests whose clients live in network namespaces, netns.py);
+        # the test certificates name 127.0.0.1 and localhost only, so SSL clients need the default
+        self.host = host
         self.heap_mb = heap_mb
         # tests: a JVM and thread pools sized for start-up and a light load on two shared cores (C1 only, serial
         # GC, two I/O and network threads); for_tests=False keeps Kafka's own (benchmarks measure those)
@@ -134,11 +143,11 @@ class KafkaCluster:
     @property
     def bootstrap(self) -> str:
         """Every node's PLAINTEXT address, comma-separated (what ``bootstrap_servers`` takes)."""
-        return ",".join(f"127.0.0.1:{n.plaintext}" for n in self.nodes)
+        return ",".join(f"{self.host}:{n.plaintext}" for n in self.nodes)
 
     def listener(self, kind: str) -> str:
         """Every node's address for one listener kind: plaintext, ssl, sasl_plaintext or sasl_ssl."""
-        return ",".join(f"127.0.0.1:{getattr(n, kind)}" for n in self.nodes)
+        return ",".join(f"{self.host}:{getattr(n, kind)}" for n in self.nodes)
 
     # -- lifecycle --------------------------------------------------------------------------------------------
     def start(self, timeout: float = 120.0) -> KafkaCluster:
@@ -201,7 +210,7 @@ class KafkaCluster:
             for node in list(waiting):
                 if not node.running:
                     raise KafkaClusterError(f"Kafka node {node.node_id} exited at start:\n{self.log_tail(node)}")
-                if _run(_brokers_seen(f"127.0.0.1:{node.plaintext}")) >= expected:
+                if _run(_brokers_seen(f"{self.host}:{node.plaintext}")) >= expected:
                     waiting.remove(node)
             if waiting and time.monotonic() > deadline:
                 tails = "\n".join(self.log_tail(n) for n in waiting)
@@ -235,7 +244,8 @@ class KafkaCluster:
         self.certs = {**certs, "broker_keystore": keystore}
 
     def _properties(self, node: Node) -> str:
-        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller}" for n in self.nodes)
+        voters = ",".join(f"{n.node_id}@{self.host}:{n.controller}" for n in self.nodes)
+        h = self.host
         jaas_users = " ".join(f'user_{u}="{p}"' for u, p in PLAIN_USERS.items())
         plain_jaas = (
             "org.apache.kafka.common.security.plain.PlainLoginModule required "
@@ -247,13 +257,13 @@ class KafkaCluster:
             "node.id": str(node.node_id),
             "controller.quorum.voters": voters,
             "listeners": (
-                f"PLAINTEXT://127.0.0.1:{node.plaintext},SSL://127.0.0.1:{node.ssl},"
-                f"SASL_PLAINTEXT://127.0.0.1:{node.sasl_plaintext},SASL_SSL://127.0.0.1:{node.sasl_ssl},"
-                f"CONTROLLER://127.0.0.1:{node.controller}"
+                f"PLAINTEXT://{h}:{node.plaintext},SSL://{h}:{node.ssl},"
+                f"SASL_PLAINTEXT://{h}:{node.sasl_plaintext},SASL_SSL://{h}:{node.sasl_ssl},"
+                f"CONTROLLER://{h}:{node.controller}"
             ),
             "advertised.listeners": (
-                f"PLAINTEXT://127.0.0.1:{node.plaintext},SSL://127.0.0.1:{node.ssl},"
-                f"SASL_PLAINTEXT://127.0.0.1:{node.sasl_plaintext},SASL_SSL://127.0.0.1:{node.sasl_ssl}"
+                f"PLAINTEXT://{h}:{node.plaintext},SSL://{h}:{node.ssl},"
+                f"SASL_PLAINTEXT://{h}:{node.sasl_plaintext},SASL_SSL://{h}:{node.sasl_ssl}"
             ),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
