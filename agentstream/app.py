@@ -15,6 +15,7 @@ from .agents.replies import ReplyConsumer
 from .background import crontab_runner, leader_task, service_runner
 from .channels import Channel, ChannelAgent, stream_of
 from .clock import clock_for
+from .conf import Conf
 from .crontab import CronSchedule
 from .durations import Seconds, to_seconds
 from .exceptions import ConfigError, GroupFenced, TopologyError
@@ -164,8 +165,13 @@ class FlowControl:
 class App:
     """A Faust-style application: ``app = agentstream.App("wordcount", broker="kafka://...")``."""
 
-    def __init__(self, id: str, **options: Any) -> None:
+    def __init__(self, id: str, *, monitor: Any = None, config_source: Any = None, **options: Any) -> None:
         self._given: tuple[str, dict[str, Any]] = (id, dict(options))  # what config_from_object rebuilds from
+        if config_source is not None:  # Faust's App(config_source=...): config_from_object's source, over the options
+            from .settings import options_from_object
+
+            options = {**options, **(options_from_object(config_source) or {})}
+            self._given = (id, dict(options))
         options = faust_args.translate_settings(options)  # Faust names, timedelta durations
         self.settings = Settings.build(id, options)
         faust_settings.refuse_unsupported(id, self.settings.extra)  # before any worker joins a group
@@ -206,6 +212,8 @@ class App:
         self.sensors.on_change = self._refresh_plain_sends
         self.on_produce_message.on_change = self._refresh_plain_sends
         self._monitor: Monitor | None = None
+        if monitor is not None:  # Faust's App(monitor=...): app.monitor, added to app.sensors
+            self.monitor = monitor
 
     # Faust's signals, set per app in __init__ (typed here for mypy)
     on_before_configured: Any
@@ -276,9 +284,10 @@ class App:
         return self.settings.id
 
     @property
-    def conf(self) -> Settings:
-        """Faust's name for the settings."""
-        return self.settings
+    def conf(self) -> Conf:
+        """Faust's ``app.conf``: the settings by Faust's names and agentstream's, read and assigned
+        (an assignment is checked as ``App(...)`` checks its arguments: :mod:`agentstream.conf`)."""
+        return Conf(self)
 
     def config_from_object(self, obj: Any, *, silent: bool = False, force: bool = False) -> None:
         """Faust's ``app.config_from_object``: settings read from a module, class, object or mapping,
@@ -304,6 +313,7 @@ class App:
         id, given = self._given
         options = {**faust_args.translate_settings(given), **faust_args.translate_settings(changes)}
         settings = Settings.build(id, options)
+        faust_settings.refuse_unsupported(id, settings.extra)
         faust_args.log_unknown_settings(id, settings.extra)
         _check_class_setting("Stream", settings.stream_class, Stream)
         _check_class_setting("Agent", settings.agent_class, Agent)

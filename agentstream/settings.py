@@ -471,7 +471,7 @@ class Settings:
         if self.topic_replication_factor is None:  # type: ignore[comparison-overlap]  # Faust's "default"
             self.topic_replication_factor = -1
         if isinstance(self.data_dir, (str, os.PathLike)):
-            self.data_dir = Path(self.data_dir)
+            self.data_dir = Path(_expand_datadir(str(self.data_dir), self))
         for name in ("canonical_url", "web_transport"):  # Faust takes yarl URLs too
             if type(getattr(self, name)).__name__ == "URL":
                 setattr(self, name, str(getattr(self, name)))
@@ -981,6 +981,33 @@ def faust_environment(env: Mapping[str, str], options: Mapping[str, Any], fields
             value = _coerce(name, value, kind, variable)
         out[name] = value
     return out
+
+
+class _ConfFields:
+    """What Faust's ``datadir`` may name as ``{conf.x}``: the settings, ``name`` the id as given."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "name":
+            return self._settings.id
+        return getattr(self._settings, {"datadir": "data_dir"}.get(name, name))
+
+
+def _expand_datadir(path: str, settings: Settings) -> str:
+    """Faust's datadir is a format string over the settings (its default is ``{conf.name}-data``):
+    expanded once, when the settings are made (before ``-v<version>`` is added to the id)."""
+    if "{" not in path:
+        return path
+    try:
+        return path.format(conf=_ConfFields(settings))
+    except (KeyError, AttributeError, IndexError, ValueError) as exc:
+        raise ConfigError(
+            "data_dir",
+            f"{path!r} cannot be expanded: {type(exc).__name__}: {exc}",
+            "name settings as {conf.name} or {conf.id} (Faust's datadir format), or give a plain path",
+        ) from None
 
 
 def _check_host(name: str, host: str) -> None:

@@ -42,7 +42,7 @@ def worker_init(worker: Any) -> None:
     app = worker.app
     for name, args in (
         ("on_before_configured", ()),
-        ("on_configured", (app.settings,)),
+        ("on_configured", (getattr(app, "conf", app.settings),)),  # Faust's receivers assign conf.x = ...
         ("on_after_configured", ()),
         ("on_worker_init", ()),
     ):
