@@ -19,6 +19,7 @@ from .conf import Conf
 from .crontab import CronSchedule
 from .durations import Seconds, to_seconds
 from .exceptions import ConfigError, GroupFenced, TopologyError
+from .logging_setup import redirect_level
 from .naming import agent_topic_name, repartition_topic_name
 from .runtime import runtime_for
 from .settings import Settings
@@ -176,6 +177,8 @@ class App:
         self.settings = Settings.build(id, options)
         faust_settings.refuse_unsupported(id, self.settings.extra)  # before any worker joins a group
         faust_args.log_unknown_settings(id, self.settings.extra)
+        if "worker_redirect_stdouts_level" in self.settings.extra:  # a bad level fails here, not at start
+            redirect_level(self.settings.extra["worker_redirect_stdouts_level"])
         _check_class_setting("Stream", self.settings.stream_class, Stream)
         _check_class_setting("Agent", self.settings.agent_class, Agent)
         _check_class_setting("Topic", self.settings.topic_class, Topic)

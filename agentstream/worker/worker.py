@@ -20,7 +20,7 @@ import inspect
 import logging
 import signal
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import runtime
@@ -39,6 +39,7 @@ from .errors import ErrorPolicy
 from .fencing import lease_loop
 from .fetcher import Fetcher
 from .probing import probing_loop
+from .processing_timeout import processing_timeout, watch_processing
 from .purge import RepartitionPurge, repartition_topics
 from .status import WorkerStatus, snapshot
 from .table_cleanup import table_cleanup_loop, windowed_tables
@@ -67,6 +68,7 @@ class Server(Protocol):
     async def stop(self) -> None: ...
 
 
+COMMIT_EVERY_CHECK = 0.05  # seconds between looks at the record count under broker_commit_every
 STEP_MIN = 2.0  # seconds each shutdown step gets at least, whatever is left of shutdown_timeout
 
 
@@ -126,6 +128,7 @@ class Worker:
         self.commits = 0
         self.last_commit = time.monotonic()
         self.clock: Clock = clock_for(app)  # timers and the commit interval wait on it (virtual in the harness)
+        self._restore_stdouts: Callable[[], None] | None = None  # worker_redirect_stdouts=True: print() logged
 
     def serve(self, server: Server) -> None:
         """Start ``server`` with this worker (after the producer, before tables and the group) and
@@ -206,6 +209,10 @@ class Worker:
             s.check_data_dir()  # before connecting or joining: a bad data dir names the setting
         rt = runtime.bind(app, self)  # the app's runtime context: tables and sends find the worker here
         hooks.worker_init(self)  # Faust's signals and sensors (agentstream.worker.hooks)
+        if s.extra.get("worker_redirect_stdouts") is True:  # Faust's: print() goes to the log
+            from ..logging_setup import redirect_stdouts
+
+            self._restore_stdouts = redirect_stdouts(s.extra.get("worker_redirect_stdouts_level") or "WARN")
         await autodiscover(app)  # Faust's autodiscover setting: import the modules declaring agents
         await resolve_patterns(app, app.transport)  # app.topic(pattern=...): the matching topics, now
         await adopt_partition_counts(app, app.transport)  # existing source topics keep their count
@@ -284,6 +291,10 @@ class Worker:
         self._fetch_task = asyncio.ensure_future(self._guard(self.fetcher.run(), "fetcher"))
         self._background.append(asyncio.ensure_future(self._guard(self._commit_loop(), "commit loop")))
         self._background.append(asyncio.ensure_future(self._guard(lease_loop(self), "membership lease")))
+        stuck_after = processing_timeout(s)  # Faust's stream_processing_timeout: a warning per stuck record
+        if stuck_after > 0:
+            watchdog = watch_processing(lambda: self.tasks.values(), stuck_after)
+            self._background.append(asyncio.ensure_future(self._guard(watchdog, "processing watchdog")))
         if self.assignor.lags is not None:
             self._background.append(asyncio.ensure_future(self._guard(probing_loop(self), "probing rebalances")))
         if windowed_tables(self):
@@ -398,6 +409,9 @@ class Worker:
             await self._bounded(server.stop(), f"stopping {type(server).__name__}", tail)
         await self._bounded(self.app.stop_clients(), "closing the producer", tail)
         runtime.unbind(self.app, self)
+        if self._restore_stdouts is not None:
+            self._restore_stdouts()
+            self._restore_stdouts = None
         self.lifecycle.to(WorkerState.DEAD)
         log.info("worker for %s stopped", self.app.id)
 
@@ -508,10 +522,34 @@ class Worker:
             hooks.committed(self, sensed, committed)
             return committed
 
+    def _processed_total(self) -> int:
+        return sum(task.processed for task in self.tasks.values())
+
+    async def _until_commit_due(self, interval: float, every: int) -> None:
+        """Faust's ``broker_commit_every``: return after ``interval`` seconds, or as soon as the
+        tasks have handled ``every`` records since this wait began (looked at every
+        COMMIT_EVERY_CHECK seconds at most)."""
+        clock = self.clock
+        began, base = clock.monotonic(), self._processed_total()
+        while True:
+            left = interval - (clock.monotonic() - began)
+            if left <= 0:
+                return
+            await clock.sleep(min(left, COMMIT_EVERY_CHECK))
+            total = self._processed_total()
+            if total < base:  # the tasks were recreated (a rebalance): count from them
+                base = 0
+            if total - base >= every:
+                return
+
     async def _commit_loop(self) -> None:
         interval = self.settings.commit_interval
+        every = int(self.settings.extra.get("broker_commit_every") or 0)
         while True:
-            await self.clock.sleep(interval)
+            if every > 0:
+                await self._until_commit_due(interval, every)
+            else:
+                await self.clock.sleep(interval)
             try:
                 await self.commit()
             except StopProcessing:
