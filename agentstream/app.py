@@ -86,6 +86,54 @@ def _check_class_setting(name: str, value: Any, base: type) -> None:
         )
 
 
+# Faust's class settings agentstream honours beyond Agent/Stream/Topic (settings fields): kept in
+# settings.extra as given (a class, or a "module:attr" path as Faust's symbol_by_name takes it)
+_CLASS_SETTINGS = ("Table", "SetTable", "GlobalTable", "SetGlobalTable", "Monitor", "Worker")
+_RUNTIME_WORKER = "agentstream.faust.worker:Worker"  # Faust's Worker setting, by path: it sits above the App
+
+
+def _class_setting(settings: Settings, name: str, base: type | None) -> Any:
+    """The class the app's Faust class setting ``name`` names (None: Faust's default, so ours)."""
+    value = settings.extra.get(name)
+    if value is None or (isinstance(value, str) and value == faust_settings.FAUST_SETTINGS[name].default):
+        return None
+    if isinstance(value, str):
+        from .settings import import_object
+
+        try:
+            value = import_object(value)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(
+                name, f"cannot import {value!r}: {exc}", "name the class as 'module:Class', or pass the class"
+            ) from exc
+    if base is not None:
+        _check_class_setting(name, value, base)
+    elif not isinstance(value, type):
+        raise ConfigError(name, f"must be a class, got {value!r}", f"pass the class itself: App(..., {name}=MyClass)")
+    return value
+
+
+def _check_class_settings(settings: Settings) -> None:
+    """Every class setting names a class of the right kind: checked when the App is made."""
+    from .sensors import Monitor
+    from .tables.kinds import GlobalTable, SetGlobalTable, SetTable
+    from .tables.table import Table
+
+    bases: dict[str, type | None] = {
+        "Table": Table,
+        "SetTable": SetTable,
+        "GlobalTable": GlobalTable,
+        "SetGlobalTable": SetGlobalTable,
+        "Monitor": Monitor,
+        "Worker": None,  # checked when app.Worker() makes one (the runtime worker sits above the App)
+    }
+    for name in _CLASS_SETTINGS:
+        _class_setting(settings, name, bases[name])
+    _check_class_setting("Stream", settings.stream_class, Stream)
+    _check_class_setting("Agent", settings.agent_class, Agent)
+    _check_class_setting("Topic", settings.topic_class, Topic)
+
+
 class Timer:
     """An ``@app.timer``: the function, its interval, and how far a late wake-up may shorten the
     next sleep (Faust's ``max_drift_correction``), so the calls keep to the interval on average."""
@@ -179,9 +227,7 @@ class App:
         faust_args.log_unknown_settings(id, self.settings.extra)
         if "worker_redirect_stdouts_level" in self.settings.extra:  # a bad level fails here, not at start
             redirect_level(self.settings.extra["worker_redirect_stdouts_level"])
-        _check_class_setting("Stream", self.settings.stream_class, Stream)
-        _check_class_setting("Agent", self.settings.agent_class, Agent)
-        _check_class_setting("Topic", self.settings.topic_class, Topic)
+        _check_class_settings(self.settings)
         self.key_serializer: str = options.get("key_serializer", "raw")
         self.value_serializer: str = options.get("value_serializer", "json")
         self.reply_codec = codecs.get("json")
@@ -238,7 +284,7 @@ class App:
         if self._monitor is None:
             from .sensors import Monitor
 
-            self._monitor = Monitor()
+            self._monitor = (_class_setting(self.settings, "Monitor", Monitor) or Monitor)()
             self.sensors.add(self._monitor)
         return self._monitor
 
@@ -318,9 +364,7 @@ class App:
         settings = Settings.build(id, options)
         faust_settings.refuse_unsupported(id, settings.extra)
         faust_args.log_unknown_settings(id, settings.extra)
-        _check_class_setting("Stream", settings.stream_class, Stream)
-        _check_class_setting("Agent", settings.agent_class, Agent)
-        _check_class_setting("Topic", settings.topic_class, Topic)
+        _check_class_settings(settings)
         self.settings = settings
         self._given = (id, options)  # translated: a second call merges over these
         self.key_serializer = options.get("key_serializer", "raw")
@@ -640,14 +684,16 @@ class App:
         options, on_recover, is_global = _table_arguments(kwargs)
         if is_global:
             return self.GlobalTable(name, **options, on_recover=on_recover)
-        return self._recovering(self._add_table(Table(self, name, **options)), on_recover)
+        cls = _class_setting(self.settings, "Table", Table) or Table  # Faust's Table setting
+        return self._recovering(self._add_table(cls(self, name, **options)), on_recover)
 
     def GlobalTable(self, name: str, **kwargs: Any) -> GlobalTable:
         """A table every worker holds in full."""
         from .tables.kinds import GlobalTable
 
         options, on_recover, _ = _table_arguments(kwargs)
-        return self._recovering(self._add_table(GlobalTable(self, name, **options)), on_recover)
+        cls = _class_setting(self.settings, "GlobalTable", GlobalTable) or GlobalTable
+        return self._recovering(self._add_table(cls(self, name, **options)), on_recover)
 
     def SetTable(self, name: str, **kwargs: Any) -> SetTable:
         """A table of sets (``is_global=True``: a :meth:`SetGlobalTable`)."""
@@ -656,14 +702,16 @@ class App:
         options, on_recover, is_global = _table_arguments(kwargs)
         if is_global:
             return self.SetGlobalTable(name, **options, on_recover=on_recover)
-        return self._recovering(self._add_table(SetTable(self, name, **options)), on_recover)
+        cls = _class_setting(self.settings, "SetTable", SetTable) or SetTable
+        return self._recovering(self._add_table(cls(self, name, **options)), on_recover)
 
     def SetGlobalTable(self, name: str, **kwargs: Any) -> SetGlobalTable:
         """A table of sets that every worker holds in full."""
         from .tables.kinds import SetGlobalTable
 
         options, on_recover, _ = _table_arguments(kwargs)
-        return self._recovering(self._add_table(SetGlobalTable(self, name, **options)), on_recover)
+        cls = _class_setting(self.settings, "SetGlobalTable", SetGlobalTable) or SetGlobalTable
+        return self._recovering(self._add_table(cls(self, name, **options)), on_recover)
 
     @staticmethod
     def _recovering(table: _TableT, on_recover: Any) -> _TableT:
@@ -888,6 +936,38 @@ class App:
         self.client_only = True
         await self.start_producer()
         await self.replies()
+
+    async def maybe_start_producer(self) -> Producer:
+        """Faust's ``app.maybe_start_producer()``: the producer, started unless it already is."""
+        return await self.start_producer()
+
+    async def commit(self, topics: Any = None) -> bool:
+        """Faust's ``app.commit(topics)``: commit now. agentstream commits every task's handled
+        offsets at once (the commit unit: tables, sends and offsets together), so ``topics`` only
+        has to be given as in Faust; False when no worker runs this app in this process."""
+        worker = self.worker
+        return bool(await worker.commit()) if worker is not None else False
+
+    @property
+    def consumer(self) -> Any:
+        """Faust's ``app.consumer``: the running worker's group consumer (None outside a worker)."""
+        worker = self.worker
+        return None if worker is None else worker.consumer
+
+    @property
+    def web(self) -> Any:
+        """Faust's ``app.web``: the running worker's web server (None outside a worker or with
+        ``web_enabled=False``)."""
+        worker = self.worker
+        return next(iter(worker.servers), None) if worker is not None else None
+
+    def Worker(self, *services: Any, **kwargs: Any) -> Any:
+        """Faust's ``app.Worker(...)``: a worker for this app of the ``Worker`` setting's class
+        (default :class:`agentstream.Worker`, with Faust's arguments and ``execute_from_commandline()``)."""
+        from .settings import import_object
+
+        cls = _class_setting(self.settings, "Worker", None) or import_object(_RUNTIME_WORKER)
+        return cls(self, *services, **kwargs)
 
     async def maybe_start_client(self) -> None:
         """Start client-only mode unless a worker runs this app in this process."""

@@ -175,18 +175,21 @@ _TABLE: Final = [
     _s("Topic", "faust:Topic", H, "topic_class"),
     _s("Event", "faust:Event", R, _CLASS.format("Event")),
     _s("Schema", "faust:Schema", R, _CLASS.format("Schema")),
-    _s("Table", "faust:Table", R, "use app.Table's own subclasses (app.Table(..., ) returns agentstream's Table)"),
-    _s("SetTable", "faust:SetTable", R, _CLASS.format("SetTable")),
-    _s("GlobalTable", "faust:GlobalTable", R, _CLASS.format("GlobalTable")),
-    _s("SetGlobalTable", "faust:SetGlobalTable", R, _CLASS.format("SetGlobalTable")),
+    _s("Table", "faust:Table", H, "the class app.Table() makes: a subclass of agentstream.Table (or its 'module:Class' path)"),
+    _s("SetTable", "faust:SetTable", H, "the class app.SetTable() makes: a subclass of agentstream's SetTable"),
+    _s("GlobalTable", "faust:GlobalTable", H, "the class app.GlobalTable() makes: a subclass of agentstream's GlobalTable"),
+    _s("SetGlobalTable", "faust:SetGlobalTable", H, "the class app.SetGlobalTable() makes: a subclass of agentstream's "
+       "SetGlobalTable"),
     _s("TableManager", "faust.tables:TableManager", R, _CLASS.format("table manager")),
     _s("Serializers", "faust.serializers:Registry", R, "codecs are registered with agentstream.codecs.register"),
-    _s("Worker", "faust.worker:Worker", R, _CLASS.format("Worker")),
+    _s("Worker", "faust.worker:Worker", H, "the class app.Worker() makes (default agentstream.Worker: Faust's arguments "
+       "and execute_from_commandline())"),
     _s("PartitionAssignor", "faust.assignor:PartitionAssignor", R, _CLASS.format("assignor")),
     _s("LeaderAssignor", "faust.assignor:LeaderAssignor", R, _CLASS.format("leader assignor")),
     _s("Router", "faust.app.router:Router", R, _CLASS.format("router")),
     _s("HttpClient", "aiohttp.client:ClientSession", R, _CLASS.format("HTTP client")),
-    _s("Monitor", "faust.sensors:Monitor", R, "add a Monitor with app.sensors.add(...)"),
+    _s("Monitor", "faust.sensors:Monitor", H, "the class of app.monitor (a subclass of agentstream.sensors.Monitor), "
+       "added to app.sensors on first use"),
     _s("ConsumerScheduler", "faust.transport.utils:DefaultSchedulingStrategy", R, "a task takes the buffered "
        "record with the lowest timestamp (Kafka Streams' partition group); the order is not pluggable"),
     _s("stream_ack_cancelled_tasks", True, R, "a cancelled agent's records go to the error policy "

@@ -1123,7 +1123,7 @@ def options_from_object(source: Any, *, silent: bool = False) -> dict[str, Any] 
     with the working directory on the path as Faust does. ``silent``: None when it cannot be imported."""
     if isinstance(source, str):
         try:
-            source = _import_object(source)
+            source = import_object(source)
         except (ImportError, AttributeError) as exc:
             if silent:
                 return None
@@ -1138,7 +1138,8 @@ def options_from_object(source: Any, *, silent: bool = False) -> dict[str, Any] 
     return {name: getattr(source, name) for name in sorted(known) if hasattr(source, name)}
 
 
-def _import_object(path: str) -> Any:
+def import_object(path: str) -> Any:
+    """``'module:attr'`` or ``'module.attr'`` (Faust's symbol_by_name), imported from the working directory."""
     import importlib
     import sys
 

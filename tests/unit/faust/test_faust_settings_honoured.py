@@ -190,3 +190,48 @@ async def test_reply_expires_is_the_reply_topic_s_retention() -> None:
         assert spec.config == {"retention.ms": "3600000"}
     finally:
         await app.stop_clients()
+
+
+def test_table_class_settings_make_the_app_s_tables() -> None:
+    from agentstream.tables.kinds import GlobalTable, SetGlobalTable, SetTable
+
+    class MyTable(agentstream.Table):
+        pass
+
+    class MySet(SetTable):
+        pass
+
+    class MyGlobal(GlobalTable):
+        pass
+
+    class MySetGlobal(SetGlobalTable):
+        pass
+
+    app = agentstream.App(
+        "table-classes", Table=MyTable, SetTable=MySet, GlobalTable=MyGlobal, SetGlobalTable=MySetGlobal
+    )
+    assert type(app.Table("a", default=int)) is MyTable
+    assert type(app.SetTable("b")) is MySet
+    assert type(app.GlobalTable("c", default=int)) is MyGlobal
+    assert type(app.SetGlobalTable("d")) is MySetGlobal
+    assert type(app.Table("e", default=int, is_global=True)) is MyGlobal
+    with pytest.raises(agentstream.ConfigError) as err:
+        agentstream.App("table-classes-bad", Table=dict)
+    assert err.value.setting == "Table"
+
+
+def test_monitor_and_worker_class_settings() -> None:
+    from agentstream.sensors import Monitor
+
+    class MyMonitor(Monitor):
+        pass
+
+    class MyWorker(agentstream.Worker):
+        pass
+
+    app = agentstream.App("class-settings", Monitor=MyMonitor, Worker=MyWorker)
+    assert type(app.monitor) is MyMonitor
+    worker = app.Worker(install_signal_handlers=False)
+    assert type(worker) is MyWorker and worker.app is app
+    plain = agentstream.App("class-default").Worker(install_signal_handlers=False)
+    assert type(plain) is agentstream.Worker
