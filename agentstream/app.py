@@ -724,6 +724,9 @@ class App:
         if table.name in self.tables:
             raise TopologyError(f"two tables are named {table.name!r}; table names must be unique in an app")
         self.tables[table.name] = table
+        from .tables.hooks import observer
+
+        table._sensed = observer(table, None)  # Faust's on_key_get/set/del hooks of a subclass
         return table
 
     def _resolve_split(self, agent: Agent, point: SplitPoint) -> None:

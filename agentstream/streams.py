@@ -291,15 +291,19 @@ class Stream:
 
     def echo(self, *channels: Any) -> Stream:
         """Faust's ``stream.echo(topic, ...)``: also send every value (with its key) to ``channels``
-        (topics, channels or agents), then pass it on unchanged."""
+        (topics, channels or agents, or topic names: the app's topics of those names, created on
+        first use when the worker did not), then pass it on unchanged."""
+        named = [c for c in channels if isinstance(c, str)]
         for c in channels:
-            if not hasattr(c, "send"):
-                raise TopologyError(
-                    f"echo() needs topic, channel or agent objects, got {c!r}; use app.topic(name) for a topic by name"
-                )
+            if not isinstance(c, str) and not hasattr(c, "send"):
+                raise TopologyError(f"echo() needs topics, topic names, channels or agents, got {c!r}")
+        targets = [self.channel_named(c) if isinstance(c, str) else c for c in channels]
+        undeclared = [t for t in targets if getattr(t, "name", None) in named]
 
         async def _echo(event: Event) -> bool:
-            for c in channels:
+            while undeclared:  # a topic first named here: created as app.send creates one
+                await undeclared.pop().maybe_declare()
+            for c in targets:
                 await c.send(key=event.key, value=event.value)
             return True
 

@@ -427,6 +427,57 @@ class Table(Rows):
             if part.active:
                 for kb in [k for k, _, _ in live_entries(part)]:
                     part.set(kb, None)
+        if self._sensed is not None:
+            on_clear = getattr(self._sensed, "on_table_clear", None)
+            if on_clear is not None:
+                on_clear(self)
+
+    # -- Faust's hooks: a subclass overrides them (agentstream.tables.hooks calls them) ----------------
+    def on_key_get(self, key: Any) -> None:
+        """Called after each read of ``key`` (Faust's hook: override it in a subclass)."""
+
+    def on_key_set(self, key: Any, value: Any) -> None:
+        """Called after each write of ``key`` (Faust's hook)."""
+
+    def on_key_del(self, key: Any) -> None:
+        """Called after each deletion of ``key`` (Faust's hook)."""
+
+    def on_clear(self) -> None:
+        """Called after :meth:`clear` (Faust's hook)."""
+
+    # -- Faust's introspection -------------------------------------------------------------------------
+    @property
+    def data(self) -> Any:
+        """Faust's ``table.data``: this worker's rows as a read-only mapping (writes go through the
+        table, so they reach the changelog)."""
+        from .data_view import TableData
+
+        return TableData(self)
+
+    @property
+    def changelog_topic_name(self) -> str:
+        """Faust's ``table.changelog_topic_name``."""
+        return self.changelog_topic.name
+
+    def info(self) -> dict[str, Any]:
+        """Faust's ``table.info()``: the arguments that make this table (``app.Table(**info)`` minus
+        ``app`` makes a like one)."""
+        return {
+            "app": self.app,
+            "name": self.name,
+            "default": self.default,
+            "store": self.store_url,
+            "key_type": self.key_type,
+            "value_type": self.value_type,
+            "key_serializer": self.key_serializer,
+            "value_serializer": self.value_serializer,
+            "partitions": self._partitions,
+            "help": self.help,
+            "on_window_close": self.on_window_close,
+            "use_partitioner": self.use_partitioner,
+            "extra_topic_configs": dict(self.extra_topic_configs),
+            "recover_callbacks": list(self._recover_callbacks),
+        }
 
     # -- recovery callbacks (Faust's ``@table.on_recover``) ---------------------------------------
     def on_recover(self, fun: Callable[[], Any]) -> Callable[[], Any]:
