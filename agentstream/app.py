@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from . import codecs, faust_args, faust_arguments, faust_settings, routes
 from .agents.agent import Agent, AgentFun
+from .agents.manager import AgentManager
 from .agents.replies import ReplyConsumer
 from .background import crontab_runner, leader_task, service_runner
 from .channels import Channel, ChannelAgent, stream_of
@@ -232,7 +233,7 @@ class App:
         self.value_serializer: str = options.get("value_serializer", "json")
         self.reply_codec = codecs.get("json")
         self.topics: dict[str, Topic] = {}
-        self.agents: list[Agent] = []
+        self.agents: AgentManager = AgentManager()  # Faust's: by name, in declaration order
         self.tables: dict[str, Table] = {}
         self.timers: list[Timer] = []
         self.startup_tasks: list[Callable[..., Awaitable[None]]] = []
@@ -444,7 +445,7 @@ class App:
 
         def _decorate(fun: AgentFun) -> Agent:
             agent_name = str(name or getattr(fun, "__name__", "agent"))
-            if any(a.name == agent_name for a in self.agents):
+            if agent_name in self.agents:
                 raise TopologyError(f"two agents are named {agent_name!r}; pass name= to tell them apart")
             if isinstance(channel, Channel):  # in-memory: a worker background task, not in the topology
                 local = ChannelAgent(
@@ -486,7 +487,7 @@ class App:
                 isolated_partitions=isolated_partitions,
             )
             agent.help = help or (fun.__doc__ or "").strip()
-            self.agents.append(agent)
+            self.agents[agent.name] = agent
             return agent
 
         return _decorate
@@ -752,7 +753,7 @@ class App:
         """Find every agent's split points (idempotent); done before the topology is built."""
         from .topology import discover_splits
 
-        for agent in self.agents:
+        for agent in self.agents.values():
             if not agent.discovered:
                 agent.splits = []
                 points = await discover_splits(self, agent)
@@ -762,7 +763,7 @@ class App:
     def topology(self) -> Topology:
         from .topology import Topology
 
-        return Topology.build(self.agents)
+        return Topology.build(list(self.agents.values()))
 
     # -- clients ---------------------------------------------------------------------------------
     @property

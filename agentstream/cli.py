@@ -399,9 +399,9 @@ def send(
     if broker:
         app.settings = app.settings.replace(broker=broker)
     target: Any = _agent_ref(app, topic[1:]) if topic.startswith("@") else None
-    target = target or app.topics.get(topic) or next((a.channel for a in app.agents if a.name == topic), None)
+    target = target or app.topics.get(topic) or next((a.channel for a in app.agents.values() if a.name == topic), None)
     if target is None:  # Faust sends to any topic; a typo would silently make a new one, so say so
-        known = sorted(set(app.topics) | {a.name for a in app.agents})
+        known = sorted(set(app.topics) | set(app.agents))
         close = difflib.get_close_matches(topic, known, n=1)
         click.echo(
             f"note: {topic!r} is neither a topic nor an agent of app {app.id!r}"
@@ -474,7 +474,7 @@ def _as_model(app: App, type_name: str, raw: str | None, serializer: str | None)
 def _agent_ref(app: App, ref: str) -> Any:
     """Faust's ``send @agent``: an agent of the app by its name, or by its import path
     (``module.attr`` / ``module:attr``, as Faust resolves it); the record goes to its channel."""
-    agent = next((a for a in app.agents if a.name == ref), None)
+    agent = app.agents.get(ref)
     if agent is not None:
         return agent
     if "." in ref or ":" in ref:
@@ -485,7 +485,7 @@ def _agent_ref(app: App, ref: str) -> Any:
             found = None
         if found is not None and hasattr(found, "channel") and hasattr(found, "send"):
             return found
-    known = sorted(a.name for a in app.agents)
+    known = sorted(app.agents)
     raise click.BadParameter(
         f"@{ref} names no agent of app {app.id!r} (agents: {', '.join(known) or 'none'})", param_hint="TOPIC"
     )
@@ -521,7 +521,7 @@ def agents(ctx: click.Context, as_json: bool) -> int:
             "sinks": [s.name for s in a.splits],
             "help": getattr(a, "help", ""),
         }
-        for a in app.agents
+        for a in app.agents.values()
     ]
     topology = app.topology().describe()
     print_rows(

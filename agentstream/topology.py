@@ -205,7 +205,7 @@ async def adopt_partition_counts(app: App, transport: Any) -> None:
     count, as task ``p`` writes table partition ``p``. Internal topics (changelogs, repartition
     topics) stay strict: the transport refuses a mismatch (:class:`PartitionCountMismatch`)."""
 
-    sources = {t.name for agent in app.agents for t in agent.topics}
+    sources = {t.name for agent in app.agents.values() for t in agent.topics}
     table_counts = {name: table.partitions for name, table in app.tables.items() if not table.is_global}
     for topic in list(app.topics.values()):
         if topic.internal or getattr(topic, "pattern", None) is not None:
@@ -254,7 +254,7 @@ async def resolve_patterns(app: App, transport: Any) -> None:
     when the worker starts (internal topics, ``__``-prefixed and the app's own, never match)."""
     import re
 
-    agents = [a for a in app.agents if getattr(a, "patterns", None)]
+    agents = [a for a in app.agents.values() if getattr(a, "patterns", None)]
     if not agents:
         return
     names = [n for n in await _existing_topics(transport) if not n.startswith("__")]

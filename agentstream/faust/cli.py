@@ -233,7 +233,7 @@ class AppCommand(Command):
             raise self.UsageError("Missing topic/@agent name")
         if entity.startswith("@"):
             wanted = entity[1:].rpartition(".")[2]
-            for agent in self.app.agents:
+            for agent in self.app.agents.values():
                 if agent.name.rpartition(".")[2] == wanted:
                     return agent
             return self.import_relative_to_app(entity[1:])

@@ -179,7 +179,7 @@ class Worker:
 
     def agent_totals(self) -> dict[str, int]:
         """Records handled per agent since the worker started (monotonic across rebalances)."""
-        totals = dict.fromkeys((a.name for a in self.app.agents), 0)
+        totals = dict.fromkeys(self.app.agents, 0)
         if self.task_manager is not None:
             totals.update(self.task_manager.processed())
         return totals
@@ -285,7 +285,7 @@ class Worker:
             eos=self.eos,
             faults=self.faults,
         )
-        self.purge = RepartitionPurge(transport, repartition_topics(app.agents), s.repartition_purge_interval)
+        self.purge = RepartitionPurge(transport, repartition_topics(app.agents.values()), s.repartition_purge_interval)
         consumer.subscribe(self.topology.source_topics, self)
         await consumer.start()
         self._fetch_task = asyncio.ensure_future(self._guard(self.fetcher.run(), "fetcher"))

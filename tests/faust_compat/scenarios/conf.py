@@ -143,3 +143,22 @@ async def app_worker() -> Any:
     app = faust.App("compat-appworker", broker="kafka://localhost:9092")
     worker = app.Worker(loglevel="info")
     return [isinstance(worker, faust.Worker), worker.app is app]
+
+
+@scenario("app.agents is a mapping of the agents by name")
+async def app_agents_mapping() -> Any:
+    from collections.abc import Mapping
+
+    app = faust.App("compat-agentmap", broker="kafka://localhost:9092")
+
+    @app.agent(app.topic("compat-agentmap-src"))
+    async def first(stream: Any) -> None:
+        async for _ in stream:
+            pass
+
+    return [
+        isinstance(app.agents, Mapping),
+        app.agents[first.name] is first,
+        list(app.agents) == [first.name],
+        list(app.agents.values()) == [first],
+    ]

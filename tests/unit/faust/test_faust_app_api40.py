@@ -33,3 +33,20 @@ async def test_app_level_worker_api() -> None:
             await asyncio.sleep(0.01)
         assert await app.commit({TP("src", 0)}) is True
         assert await h.worker.consumer.committed(TP("src", 0)) == 1
+
+
+def test_app_agents_is_a_mapping_by_name() -> None:
+    app = agentstream.App("agents-map")
+
+    @app.agent(app.topic("a"))
+    async def one(stream: Any) -> None:
+        async for _ in stream:
+            pass
+
+    @app.agent(app.topic("b"))
+    async def two(stream: Any) -> None:
+        async for _ in stream:
+            pass
+
+    assert list(app.agents) == ["one", "two"] and app.agents["two"] is two
+    assert list(app.agents.values()) == [one, two] and "one" in app.agents
