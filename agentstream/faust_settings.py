@@ -64,8 +64,8 @@ _TABLE: Final = [
        "backoff (agent_restart_max, agent_restart_backoff); mode's supervisors are not used"),
     _s("cython_optimizations", False, NA, "agentstream's hot path is compiled with mypyc when the build allows "
        "(AGENTSTREAM_PURE=1 turns it off); Faust's Cython switch has nothing to turn on"),
-    _s("blocking_timeout", None, R, "Faust's blocking detector (aiomonitor) is not built in; use asyncio debug "
-       "mode (debug=True) or py-spy"),
+    _s("blocking_timeout", None, H, "blocking_timeout: a WARNING when the worker's event loop was blocked that "
+       "long (how late a short sleep woke up; Faust's detector also needs --debug and dumps the stack)"),
     # -- the broker and its clients ------------------------------------------------------------------------
     _s("broker", None, H, "broker"),
     _s("url", None, H, "broker (Faust's old name for it)"),
@@ -132,7 +132,8 @@ _TABLE: Final = [
        "logged once as a WARNING naming the agent, its task and the record (0: no watchdog)"),
     _s("stream_publish_on_commit", False, R, "sends go out as they are made (exactly_once: in the task's "
        "transaction, visible at its commit)"),
-    _s("stream_recovery_delay", 0.0, R, "tasks start as soon as their tables are restored"),
+    _s("stream_recovery_delay", 0.0, H, "stream_recovery_delay: after each assignment the worker waits this long "
+       "before restoring tables and starting the tasks"),
     _s("stream_wait_empty", True, H, "stream_wait_empty: True, a stopping or rebalancing worker lets each agent "
        "finish its record (up to shutdown_timeout); False, it cancels them at once (the records are handled again)"),
     _s("store", "memory://", H, "store (agentstream's default is rocksdb://)"),

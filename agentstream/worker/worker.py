@@ -33,6 +33,7 @@ from ..topology import Topology, adopt_partition_counts, autodiscover, resolve_p
 from ..transport.base import TP, Consumer, TopicSpec
 from . import hooks
 from .assignor import Assignment, PartitionNumberAssignor
+from .blocking import watch_blocking
 from .commit import AtLeastOnceCommit, CommitUnit, ExactlyOnceCommit
 from .eos import ExactlyOnce
 from .errors import ErrorPolicy
@@ -291,6 +292,9 @@ class Worker:
         self._fetch_task = asyncio.ensure_future(self._guard(self.fetcher.run(), "fetcher"))
         self._background.append(asyncio.ensure_future(self._guard(self._commit_loop(), "commit loop")))
         self._background.append(asyncio.ensure_future(self._guard(lease_loop(self), "membership lease")))
+        blocking = s.extra.get("blocking_timeout")  # Faust's blocking detector: a warning per block
+        if blocking is not None and float(blocking) > 0:
+            self._background.append(asyncio.ensure_future(self._guard(watch_blocking(float(blocking)), "blocking")))
         stuck_after = processing_timeout(s)  # Faust's stream_processing_timeout: a warning per stuck record
         if stuck_after > 0:
             watchdog = watch_processing(lambda: self.tasks.values(), stuck_after)
@@ -486,6 +490,9 @@ class Worker:
         try:
             if self.app._producer_started:
                 await self.app.producer.unfence()  # after a fence (worker/fencing.py): sends again
+            delay = float(self.settings.extra.get("stream_recovery_delay") or 0.0)
+            if delay > 0:  # Faust's: let more members join or leave before recovery starts
+                await self.clock.sleep(delay)
             await manager.restore_and_start(tasks)
             if self.lifecycle.state is WorkerState.REBALANCING:
                 self.lifecycle.to(WorkerState.RUNNING)

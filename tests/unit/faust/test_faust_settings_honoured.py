@@ -235,3 +235,49 @@ def test_monitor_and_worker_class_settings() -> None:
     assert type(worker) is MyWorker and worker.app is app
     plain = agentstream.App("class-default").Worker(install_signal_handlers=False)
     assert type(plain) is agentstream.Worker
+
+
+async def test_blocking_timeout_warns_when_the_loop_is_blocked(caplog: pytest.LogCaptureFixture) -> None:
+    import time
+
+    app = agentstream.App("blocking", topic_partitions=1, blocking_timeout=0.05)
+
+    @app.agent(app.topic("src", value_type=str))
+    async def blocker(stream: Any) -> None:
+        async for _ in stream:
+            time.sleep(0.3)  # a blocking call in an agent
+
+    with caplog.at_level(logging.WARNING, logger="agentstream.worker"):
+        async with AppHarness(app) as h:
+            await h.send("src", "a")
+            await h.wait_idle()
+            await _until(lambda: any("blocking_timeout" in r.getMessage() for r in caplog.records))
+    assert any("event loop was blocked" in r.getMessage() for r in caplog.records)
+
+
+async def test_stream_recovery_delay_waits_before_the_tasks_start() -> None:
+    from agentstream.clock import VirtualClock, use_clock
+    from agentstream.testing import use_memory
+
+    app = agentstream.App("recovery-delay", topic_partitions=1, stream_recovery_delay=30.0)
+
+    @app.agent(app.topic("src"))
+    async def agent(stream: Any) -> None:
+        async for _ in stream:
+            pass
+
+    use_memory(app, f"recovery-delay-{uuid.uuid4().hex[:8]}")
+    clock = VirtualClock(1_700_000_000.0)
+    use_clock(app, clock)
+    app.settings = app.settings.replace(web_enabled=False, commit_interval=86_400.0)
+    worker = Worker(app)
+    try:
+        await worker.start()
+        await _until(lambda: bool(worker.tasks))  # assigned: the tasks exist
+        for _ in range(20):
+            await asyncio.sleep(0.01)
+        assert not worker.assigned.is_set()  # still waiting: 30 s of the app's clock have not passed
+        clock.advance_to(clock.time() + 30.0)
+        await asyncio.wait_for(worker.assigned.wait(), 10)
+    finally:
+        await worker.stop()
