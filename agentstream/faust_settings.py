@@ -77,8 +77,8 @@ _TABLE: Final = [
     _s("broker_commit_every", 10000, H, "broker_commit_every: a commit also comes as soon as the worker's tasks "
        "have handled this many records since the last one (not given: every commit_interval seconds only)"),
     _s("broker_commit_interval", 2.8, H, "commit_interval"),
-    _s("broker_commit_livelock_soft_timeout", 300.0, R, "no livelock warning; a commit that fails is logged "
-       "and retried at the next interval"),
+    _s("broker_commit_livelock_soft_timeout", 300.0, H, "broker_commit_livelock_soft_timeout: a WARNING when no "
+       "offset was committed for this long while records wait (told once per stall)"),
     _s("broker_credentials", None, H, "broker_credentials (docs/security.md)"),
     _s("broker_heartbeat_interval", 3.0, H, "heartbeat_interval"),
     _s("broker_max_poll_interval", 1000.0, H, "broker_max_poll_interval: the consumer's max_poll_interval (agentstream's default 300 s)"),

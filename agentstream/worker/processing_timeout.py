@@ -15,7 +15,7 @@ from ..streams import InHand
 
 log = logging.getLogger("agentstream.worker")
 
-__all__ = ["FAUST_DEFAULT", "processing_timeout", "watch_processing"]
+__all__ = ["FAUST_DEFAULT", "processing_timeout", "watch_processing", "LivelockWarning"]
 
 FAUST_DEFAULT = 300.0
 
@@ -67,3 +67,30 @@ async def watch_processing(tasks: Any, timeout: float) -> None:
             if key not in held:
                 del first_seen[key]
                 warned.discard(key)
+
+
+class LivelockWarning:
+    """Faust's ``broker_commit_livelock_soft_timeout`` (300 s by default, as Faust's): a WARNING when
+    no offset was committed for that long while records wait (buffered, or held by an agent):
+    processing is not moving. Told once per stall; a commit ends the stall."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._told_at: float | None = None  # the last_commit the warning was given for
+
+    def check(self, tasks: Any, last_commit: float, now: float) -> bool:
+        """Warn if due; True when it warned."""
+        if self.timeout <= 0 or now - last_commit < self.timeout or self._told_at == last_commit:
+            return False
+        waiting = [t for t in tasks if t.group.buffered() or _held(t)]
+        if not waiting:
+            return False
+        self._told_at = last_commit
+        log.warning(
+            "no offset committed for %.0fs while records wait in %s (broker_commit_livelock_soft_timeout=%.0fs): "
+            "processing is not moving; an agent may be stuck (see stream_processing_timeout)",
+            now - last_commit,
+            ", ".join(f"task {t.id} (agent {t.agent.name})" for t in waiting[:5]),
+            self.timeout,
+        )
+        return True

@@ -40,7 +40,7 @@ from .errors import ErrorPolicy
 from .fencing import lease_loop
 from .fetcher import Fetcher
 from .probing import probing_loop
-from .processing_timeout import processing_timeout, watch_processing
+from .processing_timeout import LivelockWarning, processing_timeout, watch_processing
 from .purge import RepartitionPurge, repartition_topics
 from .status import WorkerStatus, snapshot
 from .table_cleanup import table_cleanup_loop, windowed_tables
@@ -552,11 +552,13 @@ class Worker:
     async def _commit_loop(self) -> None:
         interval = self.settings.commit_interval
         every = int(self.settings.extra.get("broker_commit_every") or 0)
+        livelock = LivelockWarning(float(self.settings.extra.get("broker_commit_livelock_soft_timeout", 300.0)))
         while True:
             if every > 0:
                 await self._until_commit_due(interval, every)
             else:
                 await self.clock.sleep(interval)
+            livelock.check(self.tasks.values(), self.last_commit, time.monotonic())
             try:
                 await self.commit()
             except StopProcessing:

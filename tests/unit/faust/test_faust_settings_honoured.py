@@ -281,3 +281,17 @@ async def test_stream_recovery_delay_waits_before_the_tasks_start() -> None:
         await asyncio.wait_for(worker.assigned.wait(), 10)
     finally:
         await worker.stop()
+
+
+async def test_broker_commit_livelock_soft_timeout_warns_when_commits_stall(caplog: pytest.LogCaptureFixture) -> None:
+    release, seen = asyncio.Event(), []
+    app = _blocking_app("livelock", release, seen, broker_commit_livelock_soft_timeout=0.2)
+    with caplog.at_level(logging.WARNING, logger="agentstream.worker"):
+        async with AppHarness(app, commit_interval=0.05) as h:
+            await h.send("src", "a")
+            await h.send("src", "b")
+            await _until(lambda: any("livelock" in r.getMessage() for r in caplog.records))
+            release.set()
+            await h.wait_idle()
+    told = [r.getMessage() for r in caplog.records if "broker_commit_livelock_soft_timeout" in r.getMessage()]
+    assert len(told) == 1 and "agent slow" in told[0]

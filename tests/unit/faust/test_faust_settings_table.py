@@ -215,6 +215,7 @@ def test_every_honoured_setting_is_shown_somewhere() -> None:
         "stream_processing_timeout", "stream_wait_empty", "topic_allow_declare", "topic_disable_leader",
         "worker_redirect_stdouts", "worker_redirect_stdouts_level", "Table", "SetTable", "GlobalTable",
         "SetGlobalTable", "Worker", "Monitor", "blocking_timeout", "stream_recovery_delay",
+        "broker_commit_livelock_soft_timeout",
     }  # fmt: skip  # the last ten: tests/unit/faust/test_faust_settings_honoured.py
     honoured = {n for n, e in FAUST_SETTINGS.items() if e.status is Status.HONOURED}
     assert honoured == set(HONOURED_VALUES) | by_feature
