@@ -337,7 +337,10 @@ class App:
     def conf(self) -> Conf:
         """Faust's ``app.conf``: the settings by Faust's names and agentstream's, read and assigned
         (an assignment is checked as ``App(...)`` checks its arguments: :mod:`agentstream.conf`)."""
-        return Conf(self)
+        conf: Conf | None = self.__dict__.get("_conf")
+        if conf is None:
+            conf = self.__dict__["_conf"] = Conf(self)
+        return conf
 
     def config_from_object(self, obj: Any, *, silent: bool = False, force: bool = False) -> None:
         """Faust's ``app.config_from_object``: settings read from a module, class, object or mapping,

@@ -210,6 +210,11 @@ class Worker:
             s.check_data_dir()  # before connecting or joining: a bad data dir names the setting
         rt = runtime.bind(app, self)  # the app's runtime context: tables and sends find the worker here
         hooks.worker_init(self)  # Faust's signals and sensors (agentstream.worker.hooks)
+        assignor = self.assignor  # an on_configured receiver may have assigned app.conf.x: read them again
+        assignor.standby_replicas = s.table_standby_replicas
+        assignor.acceptable_recovery_lag = s.acceptable_recovery_lag
+        assignor.max_warmup_replicas = s.max_warmup_replicas
+        assignor.rack = s.rack_id
         if s.extra.get("worker_redirect_stdouts") is True:  # Faust's: print() goes to the log
             from ..logging_setup import redirect_stdouts
 

@@ -108,3 +108,28 @@ def test_datadir_is_expanded_as_faust_does() -> None:
     with pytest.raises(agentstream.ConfigError) as err:
         _app(datadir="/tmp/{conf.nope}")
     assert err.value.setting == "data_dir"
+
+
+def test_conf_is_one_object() -> None:
+    app = _app()
+    assert app.conf is app.conf
+
+
+async def test_on_configured_assignments_reach_the_running_worker() -> None:
+    from agentstream.testing import AppHarness
+
+    app = agentstream.App("conf-worker", topic_partitions=1)
+
+    @app.on_configured.connect
+    def configure(sender: object, conf: object, **kwargs: object) -> None:
+        conf.num_standby_replicas = 1  # type: ignore[attr-defined]
+        conf.broker_commit_every = 5  # type: ignore[attr-defined]
+
+    @app.agent(app.topic("src"))
+    async def agent(stream: object) -> None:
+        async for _ in stream:  # type: ignore[attr-defined]
+            pass
+
+    async with AppHarness(app) as h:
+        assert h.worker.assignor.standby_replicas == 1
+        assert h.worker.settings.extra["broker_commit_every"] == 5
