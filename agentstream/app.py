@@ -11,14 +11,17 @@ from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from . import codecs, faust_args, faust_arguments, faust_settings, routes
 from .agents.agent import Agent, AgentFun
+from .agents.manager import AgentManager
 from .agents.replies import ReplyConsumer
 from .background import crontab_runner, leader_task, service_runner
 from .cache import CacheBackend, backend_for
 from .channels import Channel, ChannelAgent, stream_of
 from .clock import clock_for
+from .conf import Conf
 from .crontab import CronSchedule
 from .durations import Seconds, to_seconds
 from .exceptions import ConfigError, GroupFenced, TopologyError
+from .logging_setup import redirect_level
 from .naming import agent_topic_name, legacy_agent_topic_name, repartition_topic_name
 from .runtime import runtime_for
 from .settings import Settings
@@ -83,6 +86,54 @@ def _check_class_setting(name: str, value: Any, base: type) -> None:
             f"pass the class itself: App(..., {name}=My{base.__name__}) with "
             f"class My{base.__name__}(agentstream.{base.__name__})",
         )
+
+
+# Faust's class settings agentstream honours beyond Agent/Stream/Topic (settings fields): kept in
+# settings.extra as given (a class, or a "module:attr" path as Faust's symbol_by_name takes it)
+_CLASS_SETTINGS = ("Table", "SetTable", "GlobalTable", "SetGlobalTable", "Monitor", "Worker")
+_RUNTIME_WORKER = "agentstream.faust.worker:Worker"  # Faust's Worker setting, by path: it sits above the App
+
+
+def _class_setting(settings: Settings, name: str, base: type | None) -> Any:
+    """The class the app's Faust class setting ``name`` names (None: Faust's default, so ours)."""
+    value = settings.extra.get(name)
+    if value is None or (isinstance(value, str) and value == faust_settings.FAUST_SETTINGS[name].default):
+        return None
+    if isinstance(value, str):
+        from .settings import import_object
+
+        try:
+            value = import_object(value)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(
+                name, f"cannot import {value!r}: {exc}", "name the class as 'module:Class', or pass the class"
+            ) from exc
+    if base is not None:
+        _check_class_setting(name, value, base)
+    elif not isinstance(value, type):
+        raise ConfigError(name, f"must be a class, got {value!r}", f"pass the class itself: App(..., {name}=MyClass)")
+    return value
+
+
+def _check_class_settings(settings: Settings) -> None:
+    """Every class setting names a class of the right kind: checked when the App is made."""
+    from .sensors import Monitor
+    from .tables.kinds import GlobalTable, SetGlobalTable, SetTable
+    from .tables.table import Table
+
+    bases: dict[str, type | None] = {
+        "Table": Table,
+        "SetTable": SetTable,
+        "GlobalTable": GlobalTable,
+        "SetGlobalTable": SetGlobalTable,
+        "Monitor": Monitor,
+        "Worker": None,  # checked when app.Worker() makes one (the runtime worker sits above the App)
+    }
+    for name in _CLASS_SETTINGS:
+        _class_setting(settings, name, bases[name])
+    _check_class_setting("Stream", settings.stream_class, Stream)
+    _check_class_setting("Agent", settings.agent_class, Agent)
+    _check_class_setting("Topic", settings.topic_class, Topic)
 
 
 class Timer:
@@ -150,20 +201,25 @@ class FlowControl:
 class App:
     """A Faust-style application: ``app = agentstream.App("wordcount", broker="kafka://...")``."""
 
-    def __init__(self, id: str, **options: Any) -> None:
+    def __init__(self, id: str, *, monitor: Any = None, config_source: Any = None, **options: Any) -> None:
         self._given: tuple[str, dict[str, Any]] = (id, dict(options))  # what config_from_object rebuilds from
+        if config_source is not None:  # Faust's App(config_source=...): config_from_object's source, over the options
+            from .settings import options_from_object
+
+            options = {**options, **(options_from_object(config_source) or {})}
+            self._given = (id, dict(options))
         options = faust_args.translate_settings(options)  # Faust names, timedelta durations
         self.settings = Settings.build(id, options)
         faust_settings.refuse_unsupported(id, self.settings.extra)  # before any worker joins a group
         faust_args.log_unknown_settings(id, self.settings.extra)
-        _check_class_setting("Stream", self.settings.stream_class, Stream)
-        _check_class_setting("Agent", self.settings.agent_class, Agent)
-        _check_class_setting("Topic", self.settings.topic_class, Topic)
+        if "worker_redirect_stdouts_level" in self.settings.extra:  # a bad level fails here, not at start
+            redirect_level(self.settings.extra["worker_redirect_stdouts_level"])
+        _check_class_settings(self.settings)
         self.key_serializer: str = options.get("key_serializer", "raw")
         self.value_serializer: str = options.get("value_serializer", "json")
         self.reply_codec = codecs.get("json")
         self.topics: dict[str, Topic] = {}
-        self.agents: list[Agent] = []
+        self.agents: AgentManager = AgentManager()  # Faust's: by name, in declaration order
         self.tables: dict[str, Table] = {}
         self.timers: list[Timer] = []
         self.startup_tasks: list[Callable[..., Awaitable[None]]] = []
@@ -193,6 +249,8 @@ class App:
         self.sensors.on_change = self._refresh_plain_sends
         self.on_produce_message.on_change = self._refresh_plain_sends
         self._monitor: Monitor | None = None
+        if monitor is not None:  # Faust's App(monitor=...): app.monitor, added to app.sensors
+            self.monitor = monitor
 
     # Faust's signals, set per app in __init__ (typed here for mypy)
     on_before_configured: Any
@@ -214,7 +272,7 @@ class App:
         if self._monitor is None:
             from .sensors import Monitor
 
-            self._monitor = Monitor()
+            self._monitor = (_class_setting(self.settings, "Monitor", Monitor) or Monitor)()
             self.sensors.add(self._monitor)
         return self._monitor
 
@@ -263,9 +321,13 @@ class App:
         return self.settings.id
 
     @property
-    def conf(self) -> Settings:
-        """Faust's name for the settings."""
-        return self.settings
+    def conf(self) -> Conf:
+        """Faust's ``app.conf``: the settings by Faust's names and agentstream's, read and assigned
+        (an assignment is checked as ``App(...)`` checks its arguments: :mod:`agentstream.conf`)."""
+        conf: Conf | None = self.__dict__.get("_conf")
+        if conf is None:
+            conf = self.__dict__["_conf"] = Conf(self)
+        return conf
 
     def config_from_object(self, obj: Any, *, silent: bool = False, force: bool = False) -> None:
         """Faust's ``app.config_from_object``: settings read from a module, class, object or mapping,
@@ -291,10 +353,9 @@ class App:
         id, given = self._given
         options = {**faust_args.translate_settings(given), **faust_args.translate_settings(changes)}
         settings = Settings.build(id, options)
+        faust_settings.refuse_unsupported(id, settings.extra)
         faust_args.log_unknown_settings(id, settings.extra)
-        _check_class_setting("Stream", settings.stream_class, Stream)
-        _check_class_setting("Agent", settings.agent_class, Agent)
-        _check_class_setting("Topic", settings.topic_class, Topic)
+        _check_class_settings(settings)
         self.settings = settings
         self._given = (id, options)  # translated: a second call merges over these
         self.key_serializer = options.get("key_serializer", "raw")
@@ -375,7 +436,7 @@ class App:
 
         def _decorate(fun: AgentFun) -> Agent:
             agent_name = str(name or getattr(fun, "__name__", "agent"))
-            if any(a.name == agent_name for a in self.agents):
+            if agent_name in self.agents:
                 raise TopologyError(f"two agents are named {agent_name!r}; pass name= to tell them apart")
             if isinstance(channel, Channel):  # in-memory: a worker background task, not in the topology
                 local = ChannelAgent(
@@ -420,7 +481,7 @@ class App:
                 isolated_partitions=isolated_partitions,
             )
             agent.help = help or (fun.__doc__ or "").strip()
-            self.agents.append(agent)
+            self.agents[agent.name] = agent
             return agent
 
         return _decorate
@@ -618,14 +679,16 @@ class App:
         options, on_recover, is_global = _table_arguments(kwargs)
         if is_global:
             return self.GlobalTable(name, **options, on_recover=on_recover)
-        return self._recovering(self._add_table(Table(self, name, **options)), on_recover)
+        cls = _class_setting(self.settings, "Table", Table) or Table  # Faust's Table setting
+        return self._recovering(self._add_table(cls(self, name, **options)), on_recover)
 
     def GlobalTable(self, name: str, **kwargs: Any) -> GlobalTable:
         """A table every worker holds in full."""
         from .tables.kinds import GlobalTable
 
         options, on_recover, _ = _table_arguments(kwargs)
-        return self._recovering(self._add_table(GlobalTable(self, name, **options)), on_recover)
+        cls = _class_setting(self.settings, "GlobalTable", GlobalTable) or GlobalTable
+        return self._recovering(self._add_table(cls(self, name, **options)), on_recover)
 
     def SetTable(self, name: str, **kwargs: Any) -> SetTable:
         """A table of sets (``is_global=True``: a :meth:`SetGlobalTable`)."""
@@ -634,14 +697,16 @@ class App:
         options, on_recover, is_global = _table_arguments(kwargs)
         if is_global:
             return self.SetGlobalTable(name, **options, on_recover=on_recover)
-        return self._recovering(self._add_table(SetTable(self, name, **options)), on_recover)
+        cls = _class_setting(self.settings, "SetTable", SetTable) or SetTable
+        return self._recovering(self._add_table(cls(self, name, **options)), on_recover)
 
     def SetGlobalTable(self, name: str, **kwargs: Any) -> SetGlobalTable:
         """A table of sets that every worker holds in full."""
         from .tables.kinds import SetGlobalTable
 
         options, on_recover, _ = _table_arguments(kwargs)
-        return self._recovering(self._add_table(SetGlobalTable(self, name, **options)), on_recover)
+        cls = _class_setting(self.settings, "SetGlobalTable", SetGlobalTable) or SetGlobalTable
+        return self._recovering(self._add_table(cls(self, name, **options)), on_recover)
 
     @staticmethod
     def _recovering(table: _TableT, on_recover: Any) -> _TableT:
@@ -654,6 +719,9 @@ class App:
         if table.name in self.tables:
             raise TopologyError(f"two tables are named {table.name!r}; table names must be unique in an app")
         self.tables[table.name] = table
+        from .tables.hooks import observer
+
+        table._sensed = observer(table, None)  # Faust's on_key_get/set/del hooks of a subclass
         return table
 
     def _resolve_split(self, agent: Agent, point: SplitPoint) -> None:
@@ -679,7 +747,7 @@ class App:
         """Find every agent's split points (idempotent); done before the topology is built."""
         from .topology import discover_splits
 
-        for agent in self.agents:
+        for agent in self.agents.values():
             if not agent.discovered:
                 agent.splits = []
                 points = await discover_splits(self, agent)
@@ -689,7 +757,7 @@ class App:
     def topology(self) -> Topology:
         from .topology import Topology
 
-        return Topology.build(self.agents)
+        return Topology.build(list(self.agents.values()))
 
     # -- clients ---------------------------------------------------------------------------------
     @property
@@ -875,6 +943,38 @@ class App:
         self.client_only = True
         await self.start_producer()
         await self.replies()
+
+    async def maybe_start_producer(self) -> Producer:
+        """Faust's ``app.maybe_start_producer()``: the producer, started unless it already is."""
+        return await self.start_producer()
+
+    async def commit(self, topics: Any = None) -> bool:
+        """Faust's ``app.commit(topics)``: commit now. agentstream commits every task's handled
+        offsets at once (the commit unit: tables, sends and offsets together), so ``topics`` only
+        has to be given as in Faust; False when no worker runs this app in this process."""
+        worker = self.worker
+        return bool(await worker.commit()) if worker is not None else False
+
+    @property
+    def consumer(self) -> Any:
+        """Faust's ``app.consumer``: the running worker's group consumer (None outside a worker)."""
+        worker = self.worker
+        return None if worker is None else worker.consumer
+
+    @property
+    def web(self) -> Any:
+        """Faust's ``app.web``: the running worker's web server (None outside a worker or with
+        ``web_enabled=False``)."""
+        worker = self.worker
+        return next(iter(worker.servers), None) if worker is not None else None
+
+    def Worker(self, *services: Any, **kwargs: Any) -> Any:
+        """Faust's ``app.Worker(...)``: a worker for this app of the ``Worker`` setting's class
+        (default :class:`agentstream.Worker`, with Faust's arguments and ``execute_from_commandline()``)."""
+        from .settings import import_object
+
+        cls = _class_setting(self.settings, "Worker", None) or import_object(_RUNTIME_WORKER)
+        return cls(self, *services, **kwargs)
 
     async def maybe_start_client(self) -> None:
         """Start client-only mode unless a worker runs this app in this process."""

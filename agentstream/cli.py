@@ -9,9 +9,11 @@ Shell completion is click's: ``eval "$(_AGENTSTREAM_COMPLETE=bash_source agentst
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
 import importlib
 import logging
+import os
 import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -56,7 +58,15 @@ def setup_logging(level: str, logfile: str | None = None, app: App | None = None
     )
 
 
+LOOPS = ("aio", "uvloop", "eventlet", "gevent")  # Faust's -L/--loop choices
+
+
 def _run(coro: Any) -> Any:
+    """Run ``coro`` on the event loop -L chose (Faust's ``aio``: asyncio's; default: uvloop)."""
+    ctx = click.get_current_context(silent=True)
+    loop = _state(ctx).loop if ctx is not None else None
+    if loop == "aio":
+        return asyncio.run(coro)
     try:
         import uvloop
 
@@ -73,12 +83,31 @@ class State:
         self._app = app
         self.spec: str | None = None
         self.loglevel: str | None = None
+        # Faust's options before the sub-command (faust -A app --datadir=... worker)
+        self.datadir: Path | None = None
+        self.debug: bool | None = None
+        self.json = False
+        self.quiet = False
+        self.workdir: str | None = None
+        self.loop: str | None = None
+        self.logfile: str | None = None
+        self._configured = False
+        self.discovered = False  # the app's autodiscover modules imported (for their @app.command)
 
     def app(self) -> App:
         if self._app is None:
             if not self.spec:
                 raise ConfigError("app", "no app given", "pass -A package.module (e.g. -A apps.wordcount)")
             self._app = load_app(self.spec)
+        if not self._configured:  # --datadir/-D and --debug apply to every command's app
+            self._configured = True
+            changes: dict[str, Any] = {}
+            if self.datadir is not None:
+                changes["data_dir"] = self.datadir
+            if self.debug is not None:
+                changes["debug"] = self.debug
+            if changes:
+                self._app.settings = self._app.settings.replace(**changes)
         return self._app
 
 
@@ -92,6 +121,7 @@ def _begin(ctx: click.Context, level: str | None = None, logfile: str | None = N
     state = _state(ctx)
     app = state.app()
     level = level or state.loglevel
+    logfile = logfile or state.logfile
     setup_logging(level or (app.settings.loglevel if worker else "WARNING"), logfile, app, worker=worker)
     if worker:
         faust_args.flush_deferred_logs()
@@ -109,6 +139,11 @@ class AppGroup(click.Group):
             return dict(registered)  # class-defined commands that need no app
         try:
             app = state.app()  # loading the app's module defines its command classes too
+            if not state.discovered:  # Faust's autodiscover: @app.command in the discovered modules too
+                state.discovered = True
+                from .autodiscover import autodiscover_modules
+
+                autodiscover_modules(app)
         except AgentStreamError:
             return {}  # reported by the command that needs the app
         return {**registered, **app.commands}
@@ -143,6 +178,25 @@ def _set_spec(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     return value
 
 
+def _set_workdir(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Faust's -W/--workdir: change to it before the app is imported (so -A resolves there)."""
+    if value:
+        os.chdir(Path(value).absolute())
+        _state(ctx).workdir = value
+    return value
+
+
+def _set_loop(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value in ("eventlet", "gevent"):
+        raise click.BadParameter(
+            f"{value}: agentstream runs on asyncio (its event loop, or uvloop's); use -L aio or -L uvloop",
+            ctx,
+            param,
+        )
+    _state(ctx).loop = value
+    return value
+
+
 @click.group(cls=AppGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.option(
     "-A",
@@ -154,11 +208,63 @@ def _set_spec(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     help="the app module, e.g. apps.wordcount or apps.wordcount:app",
 )
 @click.option("-l", "--loglevel", default=None, help="log level: debug, info, warning, error (default: the app's)")
+@click.option("-f", "--logfile", default=None, help="log to this file instead of stderr (every command)")
+@click.option(
+    "-D",
+    "--datadir",
+    "--data-dir",
+    "datadir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="the app's data directory (its data_dir setting) for every command; a worker's --data-dir wins",
+)
+@click.option("--debug/--no-debug", default=None, help="asyncio's debug mode in the worker (the app's debug setting)")
+@click.option("--json", "as_json", is_flag=True, help="listing commands print JSON (as their own --json)")
+@click.option(
+    "-q", "--quiet/--no-quiet", default=False, help="no output to stdout from commands (a worker's log stays)"
+)
+@click.option(
+    "-W",
+    "--workdir",
+    is_eager=True,
+    expose_value=False,
+    callback=_set_workdir,
+    type=click.Path(file_okay=False),
+    help="change to this directory first (before the app is imported)",
+)
+@click.option(
+    "-L",
+    "--loop",
+    type=click.Choice(LOOPS),
+    default=None,
+    is_eager=True,
+    expose_value=False,
+    callback=_set_loop,
+    help="event loop: aio (asyncio's) or uvloop (the default); eventlet and gevent are refused",
+)
 @click.version_option(__version__, "--version", prog_name="agentstream", message="%(prog)s %(version)s")
 @click.pass_context
-def cli(ctx: click.Context, loglevel: str | None) -> None:
+def cli(
+    ctx: click.Context,
+    loglevel: str | None,
+    logfile: str | None,
+    datadir: Path | None,
+    debug: bool | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
     """Faust-style stream processing on Kafka."""
-    _state(ctx).loglevel = loglevel
+    state = _state(ctx)
+    state.loglevel = loglevel
+    state.logfile = logfile
+    state.datadir = datadir if datadir is not None else state.datadir
+    state.debug = debug if debug is not None else state.debug
+    state.json = as_json
+    state.quiet = quiet
+    if state._configured and (datadir is not None or debug is not None):
+        state._configured = False  # the app was loaded to find an @app.command: apply them now
+    if quiet and ctx.invoked_subcommand != "worker":  # Faust's -q: the command's output is silenced
+        ctx.with_resource(contextlib.redirect_stdout(open(os.devnull, "w")))
 
 
 # -- worker -----------------------------------------------------------------------------------------------------------
@@ -203,19 +309,25 @@ def _setting_options(fun: Callable[..., Any]) -> Callable[..., Any]:
     return fun
 
 
-@cli.command()
+@cli.command(context_settings={"help_option_names": ["--help"]})  # -h is the web host, as in Faust
 @_setting_options
-@click.option("--without-web", is_flag=True, help="do not start the web server (same as --no-web-enabled)")
+@click.option(
+    "--with-web/--without-web",
+    "with_web",
+    default=None,
+    help="start the web server or not (same as --web-enabled/--no-web-enabled)",
+)
 @click.option("-f", "--logfile", default=None, help="log to this file instead of stderr")
 @click.pass_context
-def worker(ctx: click.Context, /, without_web: bool, logfile: str | None, **settings: Any) -> int:
-    """Run a worker: join the group and process the assigned partitions."""
+def worker(ctx: click.Context, /, with_web: bool | None, logfile: str | None, **settings: Any) -> int:
+    """Run a worker: join the group and process the assigned partitions. As in Faust, -b is the web
+    bind address, -h the web host and -p the web port; the broker is --broker."""
     from .web import run_worker
     from .worker.worker import Worker
 
     changes = {name: value for name, value in settings.items() if value is not None}
-    if without_web:
-        changes["web_enabled"] = False
+    if with_web is not None:
+        changes["web_enabled"] = with_web
     app = _state(ctx).app()
     if changes:  # before logging is set up: --log-format and --loglevel are settings too
         app.settings = app.settings.replace(**changes)
@@ -258,6 +370,12 @@ def parse_value(raw: str | None) -> Any:
 )
 @click.option("-r", "--repeat", type=click.IntRange(min=1), default=1, help="send the record this many times")
 @click.option("-b", "--broker", default=None, help="broker URL (default: the app's)")
+@click.option(
+    "-K", "--key-type", default=None, help="a model (module.Model, or a model of the app) the key is made into"
+)
+@click.option("-V", "--value-type", default=None, help="a model the value is made into (VALUE: its JSON)")
+@click.option("--key-serializer", default=None, help="the codec the key is read and sent with (e.g. json, raw)")
+@click.option("--value-serializer", default=None, help="the codec the value is read and sent with")
 @click.pass_context
 def send(
     ctx: click.Context,
@@ -267,17 +385,23 @@ def send(
     partition: int | None,
     repeat: int,
     broker: str | None,
+    key_type: str | None,
+    value_type: str | None,
+    key_serializer: str | None,
+    value_serializer: str | None,
 ) -> int:
     """Send one record to a topic, or to an agent by its name or as Faust writes it, @agent (its
-    name or import path). VALUE is JSON or plain text."""
-    parsed = parse_value(value)
+    name or import path). VALUE is JSON or plain text; with --value-type it is that model's data
+    (read with --value-serializer, default json), as Faust's ``send`` reads it."""
     app = _begin(ctx)
+    parsed = parse_value(value) if value_type is None else _as_model(app, value_type, value, value_serializer)
+    key_value: Any = key if key_type is None else _as_model(app, key_type, key, key_serializer)
     if broker:
         app.settings = app.settings.replace(broker=broker)
     target: Any = _agent_ref(app, topic[1:]) if topic.startswith("@") else None
-    target = target or app.topics.get(topic) or next((a.channel for a in app.agents if a.name == topic), None)
+    target = target or app.topics.get(topic) or next((a.channel for a in app.agents.values() if a.name == topic), None)
     if target is None:  # Faust sends to any topic; a typo would silently make a new one, so say so
-        known = sorted(set(app.topics) | {a.name for a in app.agents})
+        known = sorted(set(app.topics) | set(app.agents))
         close = difflib.get_close_matches(topic, known, n=1)
         click.echo(
             f"note: {topic!r} is neither a topic nor an agent of app {app.id!r}"
@@ -287,9 +411,26 @@ def send(
         target = app.topic(topic)
     chosen = target
 
+    serializers = {"key_serializer": key_serializer, "value_serializer": value_serializer}
+    send_with = {k: v for k, v in serializers.items() if v is not None}
+    if send_with:
+        channel = getattr(chosen, "channel", chosen)  # an agent's records go to its topic
+        if hasattr(channel, "send_raw"):
+            chosen = channel
+
     async def _go() -> int:
         for _ in range(repeat):
-            fut = await chosen.send(key=key, value=parsed, partition=partition)
+            if send_with:
+                fut = await app.send(
+                    chosen,
+                    key=key_value,
+                    value=parsed,
+                    partition=partition,
+                    key_serializer=key_serializer,
+                    value_serializer=value_serializer,
+                )
+            else:
+                fut = await chosen.send(key=key_value, value=parsed, partition=partition)
             md = await fut
             click.echo(orjson.dumps({"topic": md.topic, "partition": md.partition, "offset": md.offset}).decode())
         return 0
@@ -297,10 +438,43 @@ def send(
     return int(_run(then_stop_clients(app, _go())))
 
 
+def _model_class(app: App, name: str) -> Any:
+    """Faust's ``send --value-type``: ``module.Model``/``module:Model``, a model under the app's
+    ``origin`` (``<origin>.models.Model``, ``<origin>.Model``), or a model of the app by name."""
+    from .commands import app_models
+    from .settings import import_object
+
+    origin = str(app.settings.extra.get("origin") or "").partition(":")[0]
+    candidates = [name] + ([f"{origin}.models.{name}", f"{origin}.{name}"] if origin else [])
+    for path in candidates:
+        if "." not in path and ":" not in path:
+            continue
+        try:
+            return import_object(path)
+        except (ImportError, AttributeError):
+            continue
+    found = [m for m in app_models(app) if name in (m._options.namespace, m.__name__, m.__qualname__)]  # type: ignore[attr-defined]
+    if found:
+        return found[0]
+    raise click.BadParameter(f"{name!r} names no model (module.Model, or a model of the app)", param_hint="TYPE")
+
+
+def _as_model(app: App, type_name: str, raw: str | None, serializer: str | None) -> Any:
+    """``raw`` read into the model ``type_name`` with ``serializer`` (default json), as Faust's
+    ``to_model``; a value that does not fit is an error naming the option."""
+    if raw is None:
+        return None
+    model = _model_class(app, type_name)
+    try:
+        return model.loads(raw.encode(), serializer=serializer or "json")
+    except Exception as exc:
+        raise click.BadParameter(f"{raw!r} is not a {type_name}: {exc}", param_hint="VALUE/--key") from None
+
+
 def _agent_ref(app: App, ref: str) -> Any:
     """Faust's ``send @agent``: an agent of the app by its name, or by its import path
     (``module.attr`` / ``module:attr``, as Faust resolves it); the record goes to its channel."""
-    agent = next((a for a in app.agents if a.name == ref), None)
+    agent = app.agents.get(ref)
     if agent is not None:
         return agent
     if "." in ref or ":" in ref:
@@ -311,7 +485,7 @@ def _agent_ref(app: App, ref: str) -> Any:
             found = None
         if found is not None and hasattr(found, "channel") and hasattr(found, "send"):
             return found
-    known = sorted(a.name for a in app.agents)
+    known = sorted(app.agents)
     raise click.BadParameter(
         f"@{ref} names no agent of app {app.id!r} (agents: {', '.join(known) or 'none'})", param_hint="TOPIC"
     )
@@ -336,6 +510,7 @@ def _discover(app: App) -> None:
 @click.pass_context
 def agents(ctx: click.Context, as_json: bool) -> int:
     """List the agents and the topology."""
+    as_json = as_json or _state(ctx).json  # Faust's --json before the command
     app = _begin(ctx)
     _discover(app)
     rows: list[dict[str, Any]] = [
@@ -346,7 +521,7 @@ def agents(ctx: click.Context, as_json: bool) -> int:
             "sinks": [s.name for s in a.splits],
             "help": getattr(a, "help", ""),
         }
-        for a in app.agents
+        for a in app.agents.values()
     ]
     topology = app.topology().describe()
     print_rows(
@@ -368,6 +543,7 @@ def agents(ctx: click.Context, as_json: bool) -> int:
 @click.pass_context
 def topics(ctx: click.Context, as_json: bool) -> int:
     """List the topics the app uses (sources, sinks, internal and changelog topics)."""
+    as_json = as_json or _state(ctx).json  # Faust's --json before the command
     app = _begin(ctx)
     _discover(app)
     changelogs = {t.changelog_topic.name for t in app.tables.values()}
@@ -388,6 +564,7 @@ def topics(ctx: click.Context, as_json: bool) -> int:
 @click.pass_context
 def tables(ctx: click.Context, as_json: bool) -> int:
     """List the tables: kind, store, partitions, changelog topic, windowing."""
+    as_json = as_json or _state(ctx).json  # Faust's --json before the command
     app = _begin(ctx)
     rows: list[dict[str, Any]] = []
     for name, table in sorted(app.tables.items()):
@@ -433,6 +610,7 @@ def _table_line(r: dict[str, Any]) -> str:
 @click.pass_context
 def models(ctx: click.Context, as_json: bool) -> int:
     """List the app's Record models (Faust's ``models``)."""
+    as_json = as_json or _state(ctx).json  # Faust's --json before the command
     from .commands import print_models
 
     return print_models(_begin(ctx), as_json)

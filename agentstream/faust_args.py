@@ -22,12 +22,14 @@ from datetime import timedelta
 from typing import Any
 
 from .durations import to_seconds
-from .faust_settings import FAUST_SETTINGS, Status
+from .exceptions import ConfigError
+from .faust_settings import _UNSET, FAUST_SETTINGS, Status
 
 log = logging.getLogger("agentstream.faust")
 
 __all__ = [
     "translate_settings",
+    "resolve_aliases",
     "log_unknown_settings",
     "topic_options",
     "log_once",
@@ -50,6 +52,14 @@ RENAMED = {
     "Agent": "agent_class",
     "Topic": "topic_class",
     "url": "broker",  # Faust's old name of broker
+}
+# Faust App's older names (faust.App._prepare_compat_settings): honoured as the setting they stand for
+ALIASES = {
+    "client_id": "broker_client_id",
+    "create_reply_topic": "reply_create_topic",
+    "num_standby_replicas": "table_standby_replicas",
+    "default_partitions": "topic_partitions",
+    "replication_factor": "topic_replication_factor",
 }
 # Options agentstream reads from App(**options) / settings.extra itself: never "unknown".
 CONSUMED = {
@@ -74,10 +84,35 @@ def _passthrough_seconds(value: Any) -> Any:
     return to_seconds(value) if isinstance(value, timedelta) else value
 
 
+def _none_is_default(name: str) -> bool:
+    """Faust treats an explicit None as "not given" for a setting whose default is None (or
+    computed): ``web_host=os.environ.get("WEB_HOST")`` means the default when the variable is unset."""
+    entry = FAUST_SETTINGS.get(name)
+    return entry is not None and (entry.default is None or entry.default is _UNSET)
+
+
+def resolve_aliases(options: dict[str, Any]) -> dict[str, Any]:
+    """Faust's older setting names -> the settings they stand for (both given: ConfigError, as Faust)."""
+    out = dict(options)
+    for old, new in ALIASES.items():
+        if old not in out:
+            continue
+        value = out.pop(old)
+        if out.get(new) is not None:
+            raise ConfigError(
+                old, f"both {old!r} (Faust's older name) and {new!r} are given", f"keep only {new}={value!r}"
+            )
+        out[new] = value
+    return out
+
+
 def translate_settings(options: dict[str, Any]) -> dict[str, Any]:
-    """Faust names and values -> agentstream's (timedeltas become seconds)."""
+    """Faust names and values -> agentstream's (timedeltas become seconds; Faust's older names
+    resolved; None for a setting whose Faust default is None left out, so the default applies)."""
     out: dict[str, Any] = {}
-    for key, value in options.items():
+    for key, value in resolve_aliases(options).items():
+        if value is None and _none_is_default(key):
+            continue
         value = _passthrough_seconds(value)
         if key == "producer_linger_ms" and isinstance(value, (int, float)):
             key, value = "producer_linger", value / 1000.0

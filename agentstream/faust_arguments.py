@@ -214,8 +214,8 @@ ARGUMENTS: Final[tuple[FaustArgument, ...]] = (
         "Worker",
         "blocking_timeout",
         None,
-        R,
-        "Faust's blocking detector (aiomonitor) is not built in; use `debug=True` (asyncio's slow-callback log)",
+        H,
+        "the app's `blocking_timeout` setting: a WARNING when the event loop was blocked that long",
     ),
     FaustArgument(
         "Worker",
@@ -224,8 +224,10 @@ ARGUMENTS: Final[tuple[FaustArgument, ...]] = (
         R,
         "Faust's aiomonitor console is not built in; the web server's /status shows the worker",
     ),
-    FaustArgument("Worker", "redirect_stdouts", None, R, "print() is not redirected to the log"),
-    FaustArgument("Worker", "redirect_stdouts_level", None, R, "print() is not redirected to the log"),
+    FaustArgument(
+        "Worker", "redirect_stdouts", None, H, "the app's `worker_redirect_stdouts` setting (True: print() to the log)"
+    ),
+    FaustArgument("Worker", "redirect_stdouts_level", None, H, "the app's `worker_redirect_stdouts_level` setting"),
     FaustArgument("Worker", "workdir", None, R, "the worker does not change directory; start it where it should run"),
     FaustArgument("Worker", "stdout", _Std("stdout"), R, "the worker logs to stderr or `logfile`; redirect there"),
     FaustArgument("Worker", "stderr", _Std("stderr"), R, "the worker logs to stderr or `logfile`; redirect there"),

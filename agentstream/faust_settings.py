@@ -64,8 +64,8 @@ _TABLE: Final = [
        "backoff (agent_restart_max, agent_restart_backoff); mode's supervisors are not used"),
     _s("cython_optimizations", False, NA, "agentstream's hot path is compiled with mypyc when the build allows "
        "(AGENTSTREAM_PURE=1 turns it off); Faust's Cython switch has nothing to turn on"),
-    _s("blocking_timeout", None, R, "Faust's blocking detector (aiomonitor) is not built in; use asyncio debug "
-       "mode (debug=True) or py-spy"),
+    _s("blocking_timeout", None, H, "blocking_timeout: a WARNING when the worker's event loop was blocked that "
+       "long (how late a short sleep woke up; Faust's detector also needs --debug and dumps the stack)"),
     # -- the broker and its clients ------------------------------------------------------------------------
     _s("broker", None, H, "broker"),
     _s("url", None, H, "broker (Faust's old name for it)"),
@@ -74,11 +74,11 @@ _TABLE: Final = [
     _s("broker_api_version", "auto", NA, "the Kafka clients negotiate the API version (aiokafka deprecated api_version; Faust no longer passes it)"),
     _s("broker_check_crcs", True, H, "broker_check_crcs: passed to the consumers"),
     _s("broker_client_id", _UNSET, H, "broker_client_id: the client id of the producer and the consumers"),
-    _s("broker_commit_every", 10000, R, "commits happen every commit_interval seconds (and on rebalance/stop), "
-       "not after a count of records"),
+    _s("broker_commit_every", 10000, H, "broker_commit_every: a commit also comes as soon as the worker's tasks "
+       "have handled this many records since the last one (not given: every commit_interval seconds only)"),
     _s("broker_commit_interval", 2.8, H, "commit_interval"),
-    _s("broker_commit_livelock_soft_timeout", 300.0, R, "no livelock warning; a commit that fails is logged "
-       "and retried at the next interval"),
+    _s("broker_commit_livelock_soft_timeout", 300.0, H, "broker_commit_livelock_soft_timeout: a WARNING when no "
+       "offset was committed for this long while records wait (told once per stall)"),
     _s("broker_credentials", None, H, "broker_credentials (docs/security.md)"),
     _s("broker_heartbeat_interval", 3.0, H, "heartbeat_interval"),
     _s("broker_max_poll_interval", 1000.0, H, "broker_max_poll_interval: the consumer's max_poll_interval (agentstream's default 300 s)"),
@@ -120,24 +120,32 @@ _TABLE: Final = [
        "does not have"),
     _s("reply_create_topic", False, H, "agent.ask() creates its reply topic <id>-replies-<hex> itself (as True asks; "
        "False, Faust's default, is no request)"),
-    _s("reply_expires", 86400.0, R, "reply topics are created without retention settings"),
-    _s("reply_to", None, R, "agent.ask() names its reply topic <id>-replies-<hex>; pass reply_to= to ask()"),
-    _s("reply_to_prefix", "f-reply-", R, "agent.ask() names its reply topic <id>-replies-<hex>"),
+    _s("reply_expires", 86400.0, H, "reply_expires: agent.ask()'s reply topic is created with this retention "
+       "(not given: the broker's default retention)"),
+    _s("reply_to", None, H, "reply_to: the name of this process's reply topic for agent.ask() (default "
+       "<id>-replies-<hex>)"),
+    _s("reply_to_prefix", "f-reply-", H, "reply_to_prefix: given, the reply topic is <prefix><32 hex> (not given: "
+       "<id>-replies-<hex>)"),
     _s("processing_guarantee", "at_least_once", H, "processing_guarantee"),
     _s("stream_buffer_maxsize", 4096, H, "buffer_max_records"),
-    _s("stream_processing_timeout", 300.0, R, "a record is never timed out; a stuck agent shows in /status"),
+    _s("stream_processing_timeout", 300.0, H, "stream_processing_timeout: a record an agent has held this long is "
+       "logged once as a WARNING naming the agent, its task and the record (0: no watchdog)"),
     _s("stream_publish_on_commit", False, R, "sends go out as they are made (exactly_once: in the task's "
        "transaction, visible at its commit)"),
-    _s("stream_recovery_delay", 0.0, R, "tasks start as soon as their tables are restored"),
-    _s("stream_wait_empty", True, R, "a stopping worker finishes the current record of each task, then commits "
-       "(Faust's True); it cannot be turned off"),
+    _s("stream_recovery_delay", 0.0, H, "stream_recovery_delay: after each assignment the worker waits this long "
+       "before restoring tables and starting the tasks"),
+    _s("stream_wait_empty", True, H, "stream_wait_empty: True, a stopping or rebalancing worker lets each agent "
+       "finish its record (up to shutdown_timeout); False, it cancels them at once (the records are handled again)"),
     _s("store", "memory://", H, "store (agentstream's default is rocksdb://)"),
     _s("table_cleanup_interval", 30.0, H, "table_cleanup_interval: windows given expires= close by the wall clock"),
     _s("table_key_index_size", 1000, R, "the key index of tumbling(key_index=True) is a table of its own, "
        "without an in-memory size"),
     _s("table_standby_replicas", 1, H, "table_standby_replicas"),
-    _s("topic_allow_declare", True, R, "the worker creates every topic it needs at start; it cannot be turned off"),
-    _s("topic_disable_leader", False, R, "agentstream has no leader topic (the group's leader is the leader)"),
+    _s("topic_allow_declare", True, H, "topic_allow_declare: False, the app creates no topic: the worker, "
+       "topic.maybe_declare() and agent.ask() check each topic exists with the partitions the app needs and fail "
+       "naming those missing or different"),
+    _s("topic_disable_leader", False, H, "agentstream makes no leader topic (the consumer group's leader is the "
+       "leader): True asks for what it does; False, Faust's default, is no request"),
     _s("topic_partitions", 8, H, "topic_partitions"),
     _s("topic_replication_factor", 1, H, "topic_replication_factor: -1 (the default) asks for the broker's default (KIP-464), falling back to min(3, brokers); app.topic(replicas=) per topic"),
     _s("cache", "memory://", R, "agentstream has no cache backend (Faust's app.cache)"),
@@ -158,26 +166,31 @@ _TABLE: Final = [
     _s("web_ssl_context", None, H, "web_ssl_context: the web server speaks HTTPS with it (and advertises https)"),
     _s("web_transport", "tcp:", R, "the web server listens on TCP only (other workers forward table lookups to its host:port)"),
     _s("canonical_url", None, H, "canonical_url: the URL other workers are told (default http(s)://<web_host>:<port>)"),
-    _s("worker_redirect_stdouts", True, R, "print() is not redirected to the log"),
-    _s("worker_redirect_stdouts_level", "WARN", R, "print() is not redirected to the log"),
+    _s("worker_redirect_stdouts", True, H, "worker_redirect_stdouts: True, print() (sys.stdout and sys.stderr) goes "
+       "to the log (logger agentstream.stdout) while the worker runs; False or not given: it is not redirected"),
+    _s("worker_redirect_stdouts_level", "WARN", H, "worker_redirect_stdouts_level: the level of the redirected "
+       "lines"),
     # -- classes --------------------------------------------------------------------------------------------
     _s("Agent", "faust:Agent", H, "agent_class"),
     _s("Stream", "faust:Stream", H, "stream_class"),
     _s("Topic", "faust:Topic", H, "topic_class"),
     _s("Event", "faust:Event", R, _CLASS.format("Event")),
     _s("Schema", "faust:Schema", R, _CLASS.format("Schema")),
-    _s("Table", "faust:Table", R, "use app.Table's own subclasses (app.Table(..., ) returns agentstream's Table)"),
-    _s("SetTable", "faust:SetTable", R, _CLASS.format("SetTable")),
-    _s("GlobalTable", "faust:GlobalTable", R, _CLASS.format("GlobalTable")),
-    _s("SetGlobalTable", "faust:SetGlobalTable", R, _CLASS.format("SetGlobalTable")),
+    _s("Table", "faust:Table", H, "the class app.Table() makes: a subclass of agentstream.Table (or its 'module:Class' path)"),
+    _s("SetTable", "faust:SetTable", H, "the class app.SetTable() makes: a subclass of agentstream's SetTable"),
+    _s("GlobalTable", "faust:GlobalTable", H, "the class app.GlobalTable() makes: a subclass of agentstream's GlobalTable"),
+    _s("SetGlobalTable", "faust:SetGlobalTable", H, "the class app.SetGlobalTable() makes: a subclass of agentstream's "
+       "SetGlobalTable"),
     _s("TableManager", "faust.tables:TableManager", R, _CLASS.format("table manager")),
     _s("Serializers", "faust.serializers:Registry", R, "codecs are registered with agentstream.codecs.register"),
-    _s("Worker", "faust.worker:Worker", R, _CLASS.format("Worker")),
+    _s("Worker", "faust.worker:Worker", H, "the class app.Worker() makes (default agentstream.Worker: Faust's arguments "
+       "and execute_from_commandline())"),
     _s("PartitionAssignor", "faust.assignor:PartitionAssignor", R, _CLASS.format("assignor")),
     _s("LeaderAssignor", "faust.assignor:LeaderAssignor", R, _CLASS.format("leader assignor")),
     _s("Router", "faust.app.router:Router", R, _CLASS.format("router")),
     _s("HttpClient", "aiohttp.client:ClientSession", R, _CLASS.format("HTTP client")),
-    _s("Monitor", "faust.sensors:Monitor", R, "add a Monitor with app.sensors.add(...)"),
+    _s("Monitor", "faust.sensors:Monitor", H, "the class of app.monitor (a subclass of agentstream.sensors.Monitor), "
+       "added to app.sensors on first use"),
     _s("ConsumerScheduler", "faust.transport.utils:DefaultSchedulingStrategy", R, "a task takes the buffered "
        "record with the lowest timestamp (Kafka Streams' partition group); the order is not pluggable"),
     _s("stream_ack_cancelled_tasks", True, R, "a cancelled agent's records go to the error policy "

@@ -21,7 +21,15 @@ from typing import Any
 
 from .exceptions import ConfigError
 
-__all__ = ["LOG_FORMAT", "RebalanceNoise", "JsonFormatter", "default_config", "setup_logging"]
+__all__ = [
+    "LOG_FORMAT",
+    "RebalanceNoise",
+    "JsonFormatter",
+    "default_config",
+    "setup_logging",
+    "redirect_stdouts",
+    "redirect_level",
+]
 
 LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s"
 _SECTIONS = ("formatters", "filters", "handlers", "loggers", "root")
@@ -144,3 +152,74 @@ def setup_logging(
         logging.getLogger("aiokafka").setLevel(max(number, logging.WARNING))
     if loghandlers:
         logging.getLogger().handlers.extend(loghandlers)
+
+
+class _LogLines:
+    """A text stream whose lines become log records (Faust's ``worker_redirect_stdouts``)."""
+
+    encoding = "utf-8"
+    errors = "replace"
+
+    def __init__(self, logger: logging.Logger, level: int, fallback: Any) -> None:
+        self._logger = logger
+        self._level = level
+        self._fallback = fallback  # what a handler writing to sys.stderr itself reaches (no loop)
+        self._partial = ""
+        self._busy = False
+
+    def write(self, text: str) -> int:
+        if self._busy:  # a handler that writes to the current sys.stderr (logging's last resort)
+            return int(self._fallback.write(text))
+        lines = (self._partial + str(text)).split("\n")
+        self._partial = lines.pop()
+        self._busy = True
+        try:
+            for line in lines:
+                if line.strip():
+                    self._logger.log(self._level, "%s", line.rstrip())
+        finally:
+            self._busy = False
+        return len(text)
+
+    def writelines(self, lines: Sequence[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        partial, self._partial = self._partial, ""
+        if partial.strip():
+            self.write(partial + "\n")
+
+    def isatty(self) -> bool:
+        return False
+
+
+def redirect_level(value: Any) -> int:
+    """Faust's ``worker_redirect_stdouts_level`` (a level name such as ``WARN``, or a number)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    level = logging.getLevelName(str(value).upper())
+    if not isinstance(level, int):
+        raise ConfigError(
+            "worker_redirect_stdouts_level",
+            f"{value!r} is not a logging level",
+            "use DEBUG, INFO, WARN (Faust's default), ERROR or CRITICAL",
+        )
+    return level
+
+
+def redirect_stdouts(level: Any = "WARN") -> Any:
+    """Send ``print()`` (sys.stdout and sys.stderr) to the log at ``level`` (logger
+    ``agentstream.stdout``), as Faust's worker does; returns the function that puts them back."""
+    saved = sys.stdout, sys.stderr
+    proxy = _LogLines(logging.getLogger("agentstream.stdout"), redirect_level(level), saved[1])
+    sys.stdout = sys.stderr = proxy  # type: ignore[assignment]
+
+    def restore() -> None:
+        proxy.flush()
+        if sys.stdout is proxy:
+            sys.stdout = saved[0]
+        if sys.stderr is proxy:
+            sys.stderr = saved[1]
+
+    return restore

@@ -517,7 +517,7 @@ class Settings:
         if self.topic_replication_factor is None:  # type: ignore[comparison-overlap]  # Faust's "default"
             self.topic_replication_factor = -1
         if isinstance(self.data_dir, (str, os.PathLike)):
-            self.data_dir = Path(self.data_dir)
+            self.data_dir = Path(_expand_datadir(str(self.data_dir), self))
         # Faust's broker forms (a list, ';'/','-separated, kafka:// on each part or none) -> one URL
         self.broker = normalize_broker(self.broker)
         for name in ("canonical_url", "web_transport"):  # Faust takes yarl URLs too
@@ -1046,6 +1046,33 @@ def allowed_hosts(raw: str) -> list[str]:
     return [h.strip().lower() for h in str(raw).split(",") if h.strip()]
 
 
+class _ConfFields:
+    """What Faust's ``datadir`` may name as ``{conf.x}``: the settings, ``name`` the id as given."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "name":
+            return self._settings.id
+        return getattr(self._settings, {"datadir": "data_dir"}.get(name, name))
+
+
+def _expand_datadir(path: str, settings: Settings) -> str:
+    """Faust's datadir is a format string over the settings (its default is ``{conf.name}-data``):
+    expanded once, when the settings are made (before ``-v<version>`` is added to the id)."""
+    if "{" not in path:
+        return path
+    try:
+        return path.format(conf=_ConfFields(settings))
+    except (KeyError, AttributeError, IndexError, ValueError) as exc:
+        raise ConfigError(
+            "data_dir",
+            f"{path!r} cannot be expanded: {type(exc).__name__}: {exc}",
+            "name settings as {conf.name} or {conf.id} (Faust's datadir format), or give a plain path",
+        ) from None
+
+
 def _check_host(name: str, host: str) -> None:
     """A host name or an IP address (IPv6 with or without brackets), nothing else."""
     ok = host == "" or bool(_HOSTNAME.match(host))
@@ -1167,7 +1194,7 @@ def options_from_object(source: Any, *, silent: bool = False) -> dict[str, Any] 
     with the working directory on the path as Faust does. ``silent``: None when it cannot be imported."""
     if isinstance(source, str):
         try:
-            source = _import_object(source)
+            source = import_object(source)
         except (ImportError, AttributeError) as exc:
             if silent:
                 return None
@@ -1182,7 +1209,8 @@ def options_from_object(source: Any, *, silent: bool = False) -> dict[str, Any] 
     return {name: getattr(source, name) for name in sorted(known) if hasattr(source, name)}
 
 
-def _import_object(path: str) -> Any:
+def import_object(path: str) -> Any:
+    """``'module:attr'`` or ``'module.attr'`` (Faust's symbol_by_name), imported from the working directory."""
     import importlib
     import sys
 

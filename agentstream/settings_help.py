@@ -50,9 +50,13 @@ HELP: dict[str, str] = {
 
 # Flag spellings kept from earlier versions and from Faust, besides the generated --<name>.
 FLAG_ALIASES: dict[str, tuple[str, ...]] = {
-    "broker": ("-b",),
+    # Faust's worker options: -b is the web bind address and -h the web host there (the broker is
+    # --broker on the worker; -b stays the broker on send, export and reset, where Faust has no -b)
     "data_dir": ("--datadir",),
     "loglevel": ("-l",),
+    "web_bind": ("-b",),
+    "web_host": ("-h",),
+    "web_port": ("-p",),
 }
 
 

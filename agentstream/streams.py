@@ -238,6 +238,15 @@ class Stream:
             raise LookupError(f"no app to resolve topic {name!r}: pass the topic object (app.topic({name!r}))")
         return app.topic(name)
 
+    def _echo_topic(self, name: str) -> Any:
+        """``echo("name")``: as Faust's, a topic derived from the stream's source topic (its types and
+        serializers) named ``name``; the app's topic of that name when the stream has no source topic."""
+        agent = getattr(self._input, "agent", None)
+        sources = getattr(agent, "topics", None) or []
+        if sources and name not in sources[0].app.topics and hasattr(sources[0], "derive"):
+            return sources[0].derive(topics=[name])
+        return self.channel_named(name)
+
     def enumerate(self, start: int = 0) -> AsyncIterator[tuple[int, Any]]:
         """``(i, value)`` for each value, ``i`` counting from ``start``."""
         return _Enumerated(self, start)
@@ -291,15 +300,19 @@ class Stream:
 
     def echo(self, *channels: Any) -> Stream:
         """Faust's ``stream.echo(topic, ...)``: also send every value (with its key) to ``channels``
-        (topics, channels or agents), then pass it on unchanged."""
+        (topics, channels or agents, or topic names: the app's topics of those names, created on
+        first use when the worker did not), then pass it on unchanged."""
+        named = [c for c in channels if isinstance(c, str)]
         for c in channels:
-            if not hasattr(c, "send"):
-                raise TopologyError(
-                    f"echo() needs topic, channel or agent objects, got {c!r}; use app.topic(name) for a topic by name"
-                )
+            if not isinstance(c, str) and not hasattr(c, "send"):
+                raise TopologyError(f"echo() needs topics, topic names, channels or agents, got {c!r}")
+        targets = [self._echo_topic(c) if isinstance(c, str) else c for c in channels]
+        undeclared = [t for t in targets if getattr(t, "name", None) in named]
 
         async def _echo(event: Event) -> bool:
-            for c in channels:
+            while undeclared:  # a topic first named here: created as app.send creates one
+                await undeclared.pop().maybe_declare()
+            for c in targets:
                 await c.send(key=event.key, value=event.value)
             return True
 

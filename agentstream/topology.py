@@ -212,10 +212,10 @@ async def adopt_partition_counts(app: App, transport: Any) -> None:
     point is just forwarded to the repartition topic, whatever its count. Run after
     :meth:`App.discover` (the split points); undiscovered agents count as one stage."""
 
-    body_inputs = {t.name: agent.name for agent in app.agents for t in agent.stage_topics(agent.stages - 1)}
+    body_inputs = {t.name: agent.name for agent in app.agents.values() for t in agent.stage_topics(agent.stages - 1)}
     unpinned = {
         point.topic.name
-        for agent in app.agents
+        for agent in app.agents.values()
         for point in agent.splits
         if point.kind == "group_by" and point.partitions is None and point.topic is not None and point.topic.internal
     }
@@ -261,7 +261,7 @@ async def warn_legacy_agent_topics(app: App, transport: Any) -> None:
     named it ``<id>-<function>`` before. When that older topic exists, its records are not read
     by this app any more: say so, once per agent, with the way to read it."""
     legacy: dict[str, str] = getattr(app, "legacy_agent_topics", {})
-    for agent in app.agents:
+    for agent in app.agents.values():
         for topic in agent.topics:
             old = legacy.get(topic.name)
             if old is None or old == topic.name or old in app.topics:
@@ -299,7 +299,7 @@ async def resolve_patterns(app: App, transport: Any) -> None:
     when the worker starts (internal topics, ``__``-prefixed and the app's own, never match)."""
     import re
 
-    agents = [a for a in app.agents if getattr(a, "patterns", None)]
+    agents = [a for a in app.agents.values() if getattr(a, "patterns", None)]
     if not agents:
         return
     names = [n for n in await _existing_topics(transport) if not n.startswith("__")]

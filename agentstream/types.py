@@ -11,7 +11,7 @@ once, for ``app.topic`` and :class:`~agentstream.topics.Topic`.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar, Unpack
 
 from .codecs import Codec
@@ -80,7 +80,10 @@ class AppT(Protocol):
     tables: dict[str, Table]
     startup_tasks: list[Callable[..., Awaitable[None]]]
     commands: dict[str, Any]
-    agents: list[Agent]
+
+    @property
+    def agents(self) -> Mapping[str, Agent]: ...  # by name (Faust's AgentManager)
+
     sensors: SensorDelegate  # Faust's sensor hooks
     on_produce_message: SyncSignal
     _producer: Producer | None

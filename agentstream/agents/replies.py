@@ -46,6 +46,11 @@ def reply_topic_allowed(app: App, topic: str) -> bool:
         return False
     if re.fullmatch(re.escape(app.settings.id) + r"-replies-[0-9a-f]{12}", topic):
         return True
+    extra = app.settings.extra
+    if topic == extra.get("reply_to") or (  # Faust's reply_to / reply_to_prefix settings name the app's own
+        extra.get("reply_to_prefix") and re.fullmatch(re.escape(extra["reply_to_prefix"]) + r"[0-9a-f]{32}", topic)
+    ):
+        return True
     patterns = [p.strip() for p in app.settings.reply_topics.split(",") if p.strip()]
     return any(fnmatch.fnmatchcase(topic, p) for p in patterns)
 
@@ -98,12 +103,29 @@ def correlation_id(headers: Any) -> str | None:
     return None
 
 
+def reply_topic_name(app: App) -> str:
+    """This process's reply topic: Faust's ``reply_to`` setting when given, else Faust's
+    ``reply_to_prefix`` and a random hex id when that is given, else ``<app id>-replies-<12 hex>``."""
+    extra = app.settings.extra
+    if extra.get("reply_to"):
+        return str(extra["reply_to"])
+    if extra.get("reply_to_prefix"):
+        return f"{extra['reply_to_prefix']}{new_id(app)}"
+    return f"{app.settings.id}-replies-{new_id(app)[:12]}"  # seeded in the harness: see ids.py
+
+
+def reply_topic_config(app: App) -> dict[str, str]:
+    """Faust's ``reply_expires``: the reply topic keeps replies this long (given: its value)."""
+    expires = app.settings.extra.get("reply_expires")
+    return {} if expires is None else {"retention.ms": str(int(float(expires) * 1000))}
+
+
 class ReplyConsumer:
     """Owns this process's reply topic and the futures of outstanding asks."""
 
     def __init__(self, app: App) -> None:
         self.app = app
-        self.topic_name = f"{app.settings.id}-replies-{new_id(app)[:12]}"  # seeded in the harness: see ids.py
+        self.topic_name = reply_topic_name(app)
         self._futures: dict[str, asyncio.Future[Any]] = {}
         self.bad_replies = 0  # replies skipped: no usable correlation id (counted, warned rate-limited)
         self._last_bad_warning = float("-inf")
@@ -119,7 +141,7 @@ class ReplyConsumer:
             if self._reader is not None:
                 return
             transport = self.app.transport
-            await transport.ensure_topics([TopicSpec(self.topic_name, 1)])
+            await transport.ensure_topics([TopicSpec(self.topic_name, 1, config=reply_topic_config(self.app))])
             consumer = transport.consumer(group_id=None, **self.app.consumer_settings())
             consumer.assign([TP(self.topic_name, 0)])
             await consumer.start()

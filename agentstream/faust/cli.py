@@ -88,12 +88,14 @@ class Command:
         self.prog_name = root.command_path if root is not None else "agentstream"
         self.stdout: IO[str] = sys.stdout
         self.stderr: IO[str] = sys.stderr
-        self.debug = False
-        self.quiet = False
-        self.json = False
-        self.workdir: str | None = None
-        self.datadir: str | None = None
-        self.logfile: str | None = None
+        # Faust's options before the sub-command (agentstream.cli's group): what its Command reads
+        self.debug = bool(getattr(self.state, "debug", False))
+        self.quiet = bool(getattr(self.state, "quiet", False))
+        self.json = bool(getattr(self.state, "json", False))
+        self.workdir: str | None = getattr(self.state, "workdir", None)
+        datadir = getattr(self.state, "datadir", None)
+        self.datadir: str | None = None if datadir is None else str(datadir)
+        self.logfile: str | None = getattr(self.state, "logfile", None)
         self.loglevel = self.state.loglevel or "WARNING"
 
     async def run(self, *args: Any, **kwargs: Any) -> Any:
@@ -231,7 +233,7 @@ class AppCommand(Command):
             raise self.UsageError("Missing topic/@agent name")
         if entity.startswith("@"):
             wanted = entity[1:].rpartition(".")[2]
-            for agent in self.app.agents:
+            for agent in self.app.agents.values():
                 if agent.name.rpartition(".")[2] == wanted:
                     return agent
             return self.import_relative_to_app(entity[1:])

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from agentstream import settings as _settings
 from agentstream.agents.agent import Agent as AgentT
+from agentstream.agents.manager import AgentManager
 from agentstream.app import App as AppT
 from agentstream.channels import Channel as ChannelT
 from agentstream.events import Event as EventT
@@ -56,7 +57,7 @@ class Settings(_settings.Settings):
 
 
 CollectionT = TableT
-AgentManagerT = list[AgentT]  # ``app.agents``: the app's agents, in declaration order
+AgentManagerT = AgentManager  # ``app.agents``: the app's agents by name, in declaration order
 ConsumerMessage = Message
 FutureMessage = Delivery  # what ``topic.send()`` returns: await it for the RecordMetadata
 

@@ -45,8 +45,19 @@ class Worker(_RuntimeWorker):
     ) -> None:
         sensors = kwargs.pop("sensors", None) or ()
         debug, logging_config, loghandlers = (kwargs.pop(k, None) for k in ("debug", "logging_config", "loghandlers"))
+        extra: dict[str, Any] = {}  # Faust's Worker arguments that stand for app settings
+        for arg, setting in (
+            ("blocking_timeout", "blocking_timeout"),
+            ("redirect_stdouts", "worker_redirect_stdouts"),
+            ("redirect_stdouts_level", "worker_redirect_stdouts_level"),
+        ):
+            value = kwargs.pop(arg, None)
+            if value is not None:
+                extra[setting] = value
         check("Worker", **kwargs)  # Faust's other Worker options: TypeError naming them (quiet, loop: logged)
         changes: dict[str, Any] = {}
+        if extra:
+            changes["extra"] = {**app.settings.extra, **extra}
         if debug:
             changes["debug"] = True
         if logging_config is not None:

@@ -381,9 +381,10 @@ class Table(Rows):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         kb = self._key_dumps(key)
-        self._partition_for(kb, True).set(kb, value)
-        if self._sensed is not None:
+        part = self._partition_for(kb, True)
+        if self._sensed is not None:  # before the write, as Faust's on_key_set
             self._sensed.on_table_set(self, key, value)
+        part.set(kb, value)
 
     def __delitem__(self, key: Any) -> None:
         kb = self._key_dumps(key)
@@ -391,9 +392,9 @@ class Table(Rows):
         found, _ = part.get_bytes(kb)
         if not found:
             raise KeyError(key)
-        part.set(kb, None)
-        if self._sensed is not None:
+        if self._sensed is not None:  # before the deletion, as Faust's on_key_del
             self._sensed.on_table_del(self, key)
+        part.set(kb, None)
 
     def __contains__(self, key: object) -> bool:
         kb = self._key_dumps(key)
@@ -423,10 +424,63 @@ class Table(Rows):
     def clear(self) -> None:
         """Delete every key of the partitions this worker holds (Faust's ``table.clear()``): each
         gets a tombstone in the changelog at the next commit. Keys held by other workers stay."""
+        if self._sensed is not None:  # before clearing, as Faust's on_clear
+            on_clear = getattr(self._sensed, "on_table_clear", None)
+            if on_clear is not None:
+                on_clear(self)
         for part in list(self.parts.values()):
             if part.active:
                 for kb in [k for k, _, _ in live_entries(part)]:
                     part.set(kb, None)
+
+    # -- Faust's hooks: a subclass overrides them (agentstream.tables.hooks calls them) ----------------
+    def on_key_get(self, key: Any) -> None:
+        """Called before each read of ``key`` (Faust's hook: override it in a subclass)."""
+
+    def on_key_set(self, key: Any, value: Any) -> None:
+        """Called before each write of ``key`` (Faust's hook)."""
+
+    def on_key_del(self, key: Any) -> None:
+        """Called before each deletion of ``key`` (Faust's hook)."""
+
+    def on_clear(self) -> None:
+        """Called before :meth:`clear`; as Faust's, it calls :meth:`on_key_del` for every key."""
+        for key, _ in list(self.items()):
+            self.on_key_del(key)
+
+    # -- Faust's introspection -------------------------------------------------------------------------
+    @property
+    def data(self) -> Any:
+        """Faust's ``table.data``: this worker's rows as a read-only mapping (writes go through the
+        table, so they reach the changelog)."""
+        from .data_view import TableData
+
+        return TableData(self)
+
+    @property
+    def changelog_topic_name(self) -> str:
+        """Faust's ``table.changelog_topic_name``."""
+        return self.changelog_topic.name
+
+    def info(self) -> dict[str, Any]:
+        """Faust's ``table.info()``: the arguments that make this table (``app.Table(**info)`` minus
+        ``app`` makes a like one)."""
+        return {
+            "app": self.app,
+            "name": self.name,
+            "default": self.default,
+            "store": self.store_url,
+            "key_type": self.key_type,
+            "value_type": self.value_type,
+            "key_serializer": self.key_serializer,
+            "value_serializer": self.value_serializer,
+            "partitions": self._partitions,
+            "help": self.help,
+            "on_window_close": self.on_window_close,
+            "use_partitioner": self.use_partitioner,
+            "extra_topic_configs": dict(self.extra_topic_configs),
+            "recover_callbacks": list(self._recover_callbacks),
+        }
 
     # -- recovery callbacks (Faust's ``@table.on_recover``) ---------------------------------------
     def on_recover(self, fun: Callable[[], Any]) -> Callable[[], Any]:

@@ -724,6 +724,31 @@ class WindowedTable:
     def grace(self) -> float:
         return self._state.grace
 
+    # Faust's WindowWrapper passes these on to its table
+    @property
+    def changelog_topic(self) -> Any:
+        return self._state.table.changelog_topic
+
+    @property
+    def changelog_topic_name(self) -> str:
+        return self._state.table.changelog_topic.name
+
+    @property
+    def data(self) -> Any:
+        return self._state.table.data
+
+    def info(self) -> dict[str, Any]:
+        return self._state.table.info()
+
+    def on_recover(self, fun: Callable[[], Any]) -> Callable[[], Any]:
+        """``@windowed.on_recover``: the table's recovery callback (Faust's WindowWrapper)."""
+        return self._state.table.on_recover(fun)
+
+    def as_ansitable(self, title: str = "{table.name}", **kwargs: Any) -> str:
+        """Faust's ``as_ansitable`` of a windowed table: the table's rows as a text table."""
+        table = self._state.table
+        return table.as_ansitable(title=title.format(table=table), **kwargs)
+
     @property
     def late_dropped(self) -> int:
         """Records dropped because every window they belong to had closed (or had none)."""

@@ -208,7 +208,7 @@ class HarnessAssertions:
         for table in self.app.tables.values():
             if table._windowed is not None:  # the count lives on the declaration: an app may run twice
                 rec.late_before[table.name] = table._windowed.late_dropped
-        for agent in self.app.agents:
+        for agent in self.app.agents.values():
             sink = rec.sinks[agent] = _yield_sink(agent, rec.yields)
             agent.sinks = [sink, *agent.sinks]  # first: a yield counts even when a later sink fails
 
@@ -234,8 +234,8 @@ class HarnessAssertions:
     def yields(self, agent: str | Agent) -> list[Yielded]:
         """What ``agent`` yielded, in order, with the record it was handling each time."""
         name = agent if isinstance(agent, str) else agent.name
-        if not any(a.name == name for a in self.app.agents):
-            raise KeyError(f"app {self.app.id!r} has no agent {name!r} (agents: {[a.name for a in self.app.agents]})")
+        if name not in self.app.agents:
+            raise KeyError(f"app {self.app.id!r} has no agent {name!r} (agents: {list(self.app.agents)})")
         return [y for y in self._recorded().yields if y.agent == name]
 
     def yielded(self, agent: str | Agent) -> list[Any]:

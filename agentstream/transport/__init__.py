@@ -15,6 +15,16 @@ SCHEMES = ("kafka", "memory")
 def get_transport(url: str, settings: Any = None) -> Transport:
     """The transport for ``url``; imports lazily so ``memory://`` never needs a broker client.
     ``settings`` (the app's) carry the broker's TLS/SASL configuration."""
+    transport = _for_scheme(url, settings)
+    extra = getattr(settings, "extra", None) or {}
+    if extra.get("topic_allow_declare") is False:  # Faust's: topics are managed by operations
+        from .existing import existing_topics_only
+
+        return existing_topics_only(transport)
+    return transport
+
+
+def _for_scheme(url: str, settings: Any) -> Transport:
     scheme = url.partition("://")[0].lower() if isinstance(url, str) and "://" in url else ""
     if scheme == "kafka":
         from .kafka.security import client_security

@@ -42,7 +42,7 @@ def worker_init(worker: Any) -> None:
     app = worker.app
     for name, args in (
         ("on_before_configured", ()),
-        ("on_configured", (app.settings,)),
+        ("on_configured", (getattr(app, "conf", app.settings),)),  # Faust's receivers assign conf.x = ...
         ("on_after_configured", ()),
         ("on_worker_init", ()),
     ):
@@ -69,8 +69,10 @@ def apply_sensors(worker: Any) -> None:
     delegate = _delegate(worker)
     for task in list(getattr(worker, "tasks", {}).values()):
         task.sense(delegate)
+    from ..tables.hooks import observer
+
     for table in getattr(worker.app, "tables", {}).values():
-        table._sensed = delegate
+        table._sensed = observer(table, delegate)  # a subclass's on_key_get/set/del hooks too
     fetcher = getattr(worker, "fetcher", None)
     if fetcher is not None:
         fetcher.on_full = None if delegate is None else delegate.on_topic_buffer_full

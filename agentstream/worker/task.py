@@ -144,6 +144,8 @@ class StreamTask(PolledInput):
         self._inflight: dict[TP, deque[int]] = {tp: deque() for tp in self.partitions}
         self._done: dict[TP, set[int]] = {tp: set() for tp in self.partitions}
         self.processed = 0
+        # each instance's streams (what it holds), read by the stream_processing_timeout watchdog
+        self.hands: list[list[Stream]] = []
         # what agents iterate: the app's Stream subclass (Faust's Stream setting) or Stream
         self._stream_class: type[Stream] = self.agent.app.settings.stream_class or Stream
         # Set when a commit step failed (or, exactly_once, an agent instance crashed mid-record):
@@ -505,6 +507,7 @@ class StreamTask(PolledInput):
             gate.enter_nowait()  # the agent runs until it first asks for a record
         hand: list[Stream] = []
         streams_in_hand.set(hand)  # every stream the agent makes registers here
+        self.hands.append(hand)
         restarts = 0
         while self.lifecycle.state is _RUNNING:
             hand.clear()
@@ -615,7 +618,11 @@ class StreamTask(PolledInput):
                 # exactly_once: the open transaction holds part of the cut record's output, and its
                 # offset is not committable: the task must not commit that transaction
                 self.dirty = WorkerStopped(f"task {self.id} was stopped in the middle of a record")
-            if pending:
+            if pending and timeout <= 0:  # Faust's stream_wait_empty=False: stop without waiting
+                log.info(
+                    "task %s: agent %s cancelled without waiting (stream_wait_empty=False)", self.id, self.agent.name
+                )
+            elif pending:
                 log.warning(
                     "task %s: agent %s did not finish its record within %.1fs; cancelled "
                     "(the record will be handled again)",

@@ -160,8 +160,10 @@ class TaskManager:
 
     # -- revoke and stop -------------------------------------------------------------------------
     async def suspend(self, tasks: list[StreamTask]) -> None:
-        """Let the tasks finish their current record and stop (before their last commit)."""
-        await asyncio.gather(*(t.stop(self.settings.shutdown_timeout) for t in tasks))
+        """Let the tasks finish their current record and stop (before their last commit); with
+        Faust's ``stream_wait_empty=False`` they stop at once (the records in hand are handled again)."""
+        grace = self.settings.shutdown_timeout if self.settings.extra.get("stream_wait_empty", True) else 0.0
+        await asyncio.gather(*(t.stop(grace) for t in tasks))
 
     async def close(self, tasks: list[StreamTask]) -> None:
         """After a revoke's commit: no partition reaches the tasks, their producers close, their

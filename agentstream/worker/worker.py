@@ -20,7 +20,7 @@ import inspect
 import logging
 import signal
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import runtime
@@ -33,6 +33,7 @@ from ..topology import Topology, adopt_partition_counts, autodiscover, resolve_p
 from ..transport.base import TP, Consumer, TopicSpec
 from . import hooks
 from .assignor import Assignment, PartitionNumberAssignor
+from .blocking import watch_blocking
 from .commit import AtLeastOnceCommit, CommitUnit, ExactlyOnceCommit
 from .descriptors import raise_descriptor_limit
 from .eos import ExactlyOnce
@@ -40,6 +41,7 @@ from .errors import ErrorPolicy
 from .fencing import lease_loop
 from .fetcher import Fetcher
 from .probing import probing_loop
+from .processing_timeout import LivelockWarning, processing_timeout, watch_processing
 from .purge import RepartitionPurge, repartition_topics
 from .status import WorkerStatus, snapshot
 from .table_cleanup import table_cleanup_loop, windowed_tables
@@ -68,6 +70,7 @@ class Server(Protocol):
     async def stop(self) -> None: ...
 
 
+COMMIT_EVERY_CHECK = 0.05  # seconds between looks at the record count under broker_commit_every
 STEP_MIN = 2.0  # seconds each shutdown step gets at least, whatever is left of shutdown_timeout
 
 
@@ -127,6 +130,7 @@ class Worker:
         self.commits = 0
         self.last_commit = time.monotonic()
         self.clock: Clock = clock_for(app)  # timers and the commit interval wait on it (virtual in the harness)
+        self._restore_stdouts: Callable[[], None] | None = None  # worker_redirect_stdouts=True: print() logged
 
     def serve(self, server: Server) -> None:
         """Start ``server`` with this worker (after the producer, before tables and the group) and
@@ -177,7 +181,7 @@ class Worker:
 
     def agent_totals(self) -> dict[str, int]:
         """Records handled per agent since the worker started (monotonic across rebalances)."""
-        totals = dict.fromkeys((a.name for a in self.app.agents), 0)
+        totals = dict.fromkeys(self.app.agents, 0)
         if self.task_manager is not None:
             totals.update(self.task_manager.processed())
         return totals
@@ -231,6 +235,15 @@ class Worker:
         raise_descriptor_limit()  # stores, broker and web connections: see worker/descriptors.py
         rt = runtime.bind(app, self)  # the app's runtime context: tables and sends find the worker here
         hooks.worker_init(self)  # Faust's signals and sensors (agentstream.worker.hooks)
+        assignor = self.assignor  # an on_configured receiver may have assigned app.conf.x: read them again
+        assignor.standby_replicas = s.table_standby_replicas
+        assignor.acceptable_recovery_lag = s.acceptable_recovery_lag
+        assignor.max_warmup_replicas = s.max_warmup_replicas
+        assignor.rack = s.rack_id
+        if s.extra.get("worker_redirect_stdouts") is True:  # Faust's: print() goes to the log
+            from ..logging_setup import redirect_stdouts
+
+            self._restore_stdouts = redirect_stdouts(s.extra.get("worker_redirect_stdouts_level") or "WARN")
         await autodiscover(app)  # Faust's autodiscover setting: import the modules declaring agents
         await resolve_patterns(app, app.transport)  # app.topic(pattern=...): the matching topics, now
         # the split points first: a repartition topic is declared with its source's declared count,
@@ -306,12 +319,19 @@ class Worker:
             eos=self.eos,
             faults=self.faults,
         )
-        self.purge = RepartitionPurge(transport, repartition_topics(app.agents), s.repartition_purge_interval)
+        self.purge = RepartitionPurge(transport, repartition_topics(app.agents.values()), s.repartition_purge_interval)
         consumer.subscribe(self.topology.source_topics, self)
         await consumer.start()
         self._fetch_task = asyncio.ensure_future(self._guard(self.fetcher.run(), "fetcher"))
         self._background.append(asyncio.ensure_future(self._guard(self._commit_loop(), "commit loop")))
         self._background.append(asyncio.ensure_future(self._guard(lease_loop(self), "membership lease")))
+        blocking = s.extra.get("blocking_timeout")  # Faust's blocking detector: a warning per block
+        if blocking is not None and float(blocking) > 0:
+            self._background.append(asyncio.ensure_future(self._guard(watch_blocking(float(blocking)), "blocking")))
+        stuck_after = processing_timeout(s)  # Faust's stream_processing_timeout: a warning per stuck record
+        if stuck_after > 0:
+            watchdog = watch_processing(lambda: self.tasks.values(), stuck_after)
+            self._background.append(asyncio.ensure_future(self._guard(watchdog, "processing watchdog")))
         if self.assignor.lags is not None:
             self._background.append(asyncio.ensure_future(self._guard(probing_loop(self), "probing rebalances")))
         if windowed_tables(self):
@@ -426,6 +446,9 @@ class Worker:
             await self._bounded(server.stop(), f"stopping {type(server).__name__}", tail)
         await self._bounded(self.app.stop_clients(), "closing the producer", tail)
         runtime.unbind(self.app, self)
+        if self._restore_stdouts is not None:
+            self._restore_stdouts()
+            self._restore_stdouts = None
         self.lifecycle.to(WorkerState.DEAD)
         log.info("worker for %s stopped", self.app.id)
 
@@ -500,6 +523,9 @@ class Worker:
         try:
             if self.app._producer_started:
                 await self.app.producer.unfence()  # after a fence (worker/fencing.py): sends again
+            delay = float(self.settings.extra.get("stream_recovery_delay") or 0.0)
+            if delay > 0:  # Faust's: let more members join or leave before recovery starts
+                await self.clock.sleep(delay)
             await manager.restore_and_start(tasks)
             if self.lifecycle.state is WorkerState.REBALANCING:
                 self.lifecycle.to(WorkerState.RUNNING)
@@ -536,10 +562,36 @@ class Worker:
             hooks.committed(self, sensed, committed)
             return committed
 
+    def _processed_total(self) -> int:
+        return sum(task.processed for task in self.tasks.values())
+
+    async def _until_commit_due(self, interval: float, every: int) -> None:
+        """Faust's ``broker_commit_every``: return after ``interval`` seconds, or as soon as the
+        tasks have handled ``every`` records since this wait began (looked at every
+        COMMIT_EVERY_CHECK seconds at most)."""
+        clock = self.clock
+        began, base = clock.monotonic(), self._processed_total()
+        while True:
+            left = interval - (clock.monotonic() - began)
+            if left <= 0:
+                return
+            await clock.sleep(min(left, COMMIT_EVERY_CHECK))
+            total = self._processed_total()
+            if total < base:  # the tasks were recreated (a rebalance): count from them
+                base = 0
+            if total - base >= every:
+                return
+
     async def _commit_loop(self) -> None:
         interval = self.settings.commit_interval
+        every = int(self.settings.extra.get("broker_commit_every") or 0)
+        livelock = LivelockWarning(float(self.settings.extra.get("broker_commit_livelock_soft_timeout", 300.0)))
         while True:
-            await self.clock.sleep(interval)
+            if every > 0:
+                await self._until_commit_due(interval, every)
+            else:
+                await self.clock.sleep(interval)
+            livelock.check(self.tasks.values(), self.last_commit, time.monotonic())
             try:
                 await self.commit()
             except StopProcessing:

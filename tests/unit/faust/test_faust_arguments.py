@@ -366,6 +366,19 @@ def test_ssl_credentials_purpose() -> None:
         faust.SSLCredentials(purpose=ssl.Purpose.CLIENT_AUTH)
 
 
+def test_faust_worker_arguments_set_the_settings() -> None:
+    app = faust.App("worker-args", broker="memory://")
+    worker = faust.Worker(
+        app, blocking_timeout=2.0, redirect_stdouts=True, redirect_stdouts_level="INFO", install_signal_handlers=False
+    )
+    extra = worker.app.settings.extra
+    assert (extra["blocking_timeout"], extra["worker_redirect_stdouts"], extra["worker_redirect_stdouts_level"]) == (
+        2.0,
+        True,
+        "INFO",
+    )
+
+
 HONOURED_TESTS: dict[tuple[str, str], Callable[..., Any]] = {
     ("app.timer", "max_drift_correction"): test_timer_max_drift_correction_shortens_the_sleep_after_a_late_wake_up,
     ("app.page", "base"): test_page_base_and_name,
@@ -380,6 +393,10 @@ HONOURED_TESTS: dict[tuple[str, str], Callable[..., Any]] = {
     ("Worker", "debug"): test_worker_sensors_and_settings,
     ("Worker", "logging_config"): test_worker_sensors_and_settings,
     ("Worker", "loghandlers"): test_worker_sensors_and_settings,
+    # the settings they stand for (their effects: tests/unit/faust/test_faust_settings_honoured.py)
+    ("Worker", "blocking_timeout"): test_faust_worker_arguments_set_the_settings,
+    ("Worker", "redirect_stdouts"): test_faust_worker_arguments_set_the_settings,
+    ("Worker", "redirect_stdouts_level"): test_faust_worker_arguments_set_the_settings,
     ("SSLCredentials", "purpose"): test_ssl_credentials_purpose,
 }
 

@@ -416,7 +416,7 @@ async def test_autodiscover_imports_listed_packages(tmp_path: Path, monkeypatch:
     monkeypatch.syspath_prepend(str(tmp_path))
     async with AppHarness(DISCOVER_APP) as h:
         assert "discoverpkg.sub.agents" in sys.modules
-        assert [a.name for a in DISCOVER_APP.agents] == ["found"]
+        assert list(DISCOVER_APP.agents) == ["found"]
         assert "discovered" in h.worker.topology.source_topics
 
 

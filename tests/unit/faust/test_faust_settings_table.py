@@ -211,8 +211,12 @@ def test_every_honoured_setting_is_shown_somewhere() -> None:
     by_feature = {
         "autodiscover", "origin", "env_prefix", "key_serializer", "value_serializer", "broker_credentials",
         "ssl_context", "Agent", "Stream", "Topic", "reply_create_topic", "web_ssl_context", "web_cors_options",
-        "loghandlers",
-    }  # fmt: skip
+        "loghandlers", "broker_commit_every", "reply_expires", "reply_to", "reply_to_prefix",
+        "stream_processing_timeout", "stream_wait_empty", "topic_allow_declare", "topic_disable_leader",
+        "worker_redirect_stdouts", "worker_redirect_stdouts_level", "Table", "SetTable", "GlobalTable",
+        "SetGlobalTable", "Worker", "Monitor", "blocking_timeout", "stream_recovery_delay",
+        "broker_commit_livelock_soft_timeout",
+    }  # fmt: skip  # the last ten: tests/unit/faust/test_faust_settings_honoured.py
     honoured = {n for n, e in FAUST_SETTINGS.items() if e.status is Status.HONOURED}
     assert honoured == set(HONOURED_VALUES) | by_feature
 

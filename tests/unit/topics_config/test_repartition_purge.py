@@ -82,4 +82,4 @@ async def test_the_repartition_topics_are_the_internal_group_by_topics() -> None
             pass
 
     await app.discover()
-    assert repartition_topics(app.agents) == {"purge-by_c-repartition"}
+    assert repartition_topics(app.agents.values()) == {"purge-by_c-repartition"}
