@@ -326,7 +326,10 @@ class Worker:
         return list(seen.values())
 
     def _on_signal(self, sig: signal.Signals) -> None:
-        log.info("received %s: finishing current records, committing, leaving the group", sig.name)
+        instance = self.settings.consumer_group_instance_id
+        # a static member (KIP-345) sends no LeaveGroup: its partitions wait for it until session_timeout
+        then = f"keeping its partitions as {instance!r} for session_timeout" if instance else "leaving the group"
+        log.info("received %s: finishing current records, committing, %s", sig.name, then)
         self.request_stop()
 
     async def _guard(self, coro: Awaitable[object], what: str) -> None:
