@@ -22,6 +22,7 @@ from pathlib import Path
 import orjson
 import pytest
 from aiokafka import AIOKafkaClient, AIOKafkaProducer, TopicPartition
+from aiokafka.client import CoordinationType
 
 from tests.kafka_cluster.cluster import KafkaCluster
 
@@ -48,6 +49,21 @@ async def _leaders(bootstrap: str, topics: list[str]) -> dict[int, list[str]]:
 
 def leaders(bootstrap: str, topics: list[str]) -> dict[int, list[str]]:
     return asyncio.run(_leaders(bootstrap, topics))
+
+
+async def _coordinator(bootstrap: str, group: str) -> int:
+    client = AIOKafkaClient(bootstrap_servers=bootstrap)
+    await client.bootstrap()
+    try:
+        node: int = await client.coordinator_lookup(CoordinationType.GROUP, group)
+        return node
+    finally:
+        await client.close()
+
+
+def coordinator(bootstrap: str, group: str) -> int:
+    """The broker coordinating ``group`` (FindCoordinator)."""
+    return asyncio.run(_coordinator(bootstrap, group))
 
 
 async def _send(bootstrap: str, topic: str, text: str) -> None:
