@@ -23,7 +23,8 @@ On a Kafka cluster (issue 39): ``SCALE_KAFKA=h1:p1,h2:p2,...`` runs it against t
 against a 3-broker cluster of its own (tests/kafka_cluster; Java and Maven). Each run's app id and topics then
 carry a prefix of their own (``SCALE_PREFIX``, default a fresh one), so runs can share one cluster. The dev-broker
 hooks can be left out to measure them there: ``SCALE_FOLLOWER_SYNC=0`` (the follower's wait for the leader's plan
-before its SyncGroup, transport/kafka/follower_sync.py) and ``SCALE_LEAVE_PATCH=0`` (the LeaveGroup at generation
+before its SyncGroup, transport/kafka/follower_sync.py, which applies only on the dev broker since issue 39;
+``SCALE_FOLLOWER_SYNC=1`` applies it on any broker, as before) and ``SCALE_LEAVE_PATCH=0`` (the LeaveGroup at generation
 0, transport/kafka/consumer.py); both are applied in the workers (this module is their app). Kafka refuses a
 session timeout below its ``group.min.session.timeout.ms`` (6 s), so there SCALE_SESSION_TIMEOUT defaults to 6; a
 static rolling restart needs one longer than a worker's restart. The figures of issue 39 came from, per hook setting:
@@ -60,6 +61,13 @@ def _without_hooks() -> None:
 
     if os.environ.get("SCALE_FOLLOWER_SYNC") == "0":
         consumer.sync_after_leader = lambda *_args, **_kw: False  # type: ignore[assignment]
+    elif os.environ.get("SCALE_FOLLOWER_SYNC") == "1":  # on any broker (by default only on the dev broker's)
+        from agentstream.transport.kafka import follower_sync
+
+        async def polling(*_args: object) -> bool:
+            return True
+
+        follower_sync.polling_coordinator = polling  # type: ignore[assignment]
     if os.environ.get("SCALE_LEAVE_PATCH") == "0":
         consumer._leave_group_at_generation_zero = lambda _consumer: None  # type: ignore[assignment]
 
@@ -146,7 +154,7 @@ def main() -> int:
     workers: list[Worker] = []
     report: dict[str, object] = {
         "broker": "kafka" if kafka else "dev broker (tansu)",
-        "follower_sync": os.environ.get("SCALE_FOLLOWER_SYNC") != "0",
+        "follower_sync": {"0": "off", "1": "on"}.get(os.environ.get("SCALE_FOLLOWER_SYNC", ""), "dev broker only"),
         "leave_patch": os.environ.get("SCALE_LEAVE_PATCH") != "0",
         "keys": keys_total,
         "rate": rate,
