@@ -18,8 +18,9 @@ meets it.
 
 Only on the dev broker. Kafka's coordinator holds an early follower's SyncGroup, so there the wait
 cannot help, and it costs at least a DescribeGroups round trip plus up to a poll period after the
-leader's sync: measured with the scale-out soak on a 3-broker cluster (issue 39), the moved
-partitions' longest pause was 0.57-0.82 s without it and 0.99-2.49 s with it. So at a consumer's
+leader's sync. Measured with the scale-out soak on a 3-broker cluster (issue 39; 200k keys, 200
+records/s, two busy cores): a scale-out's longest pause per partition had a median of 1.2 s over five
+runs with the wait and 0.7 s over four without (single partitions ranged 0.5-4.1 s). So at a consumer's
 first follower SyncGroup the coordinator is asked once for the cluster's id (a Metadata request),
 and the wait applies only where it is tansu's (:data:`DEV_BROKER_CLUSTER_ID`, which
 ``agentstream dev-broker`` keeps); everywhere else followers sync at once, as aiokafka does.
