@@ -335,8 +335,15 @@ class Worker:
     async def _guard(self, coro: Awaitable[object], what: str) -> None:
         try:
             await coro
-        except asyncio.CancelledError:
-            raise
+        except asyncio.CancelledError as exc:
+            current = asyncio.current_task()
+            if current is None or current.cancelling():
+                raise  # cancelled: the worker is stopping it
+            # A CancelledError from inside (a future it awaited was cancelled by someone else): the loop
+            # ended, and a silent end of the membership lease or the commit loop would leave a worker
+            # that looks alive and does nothing. Stop instead, saying which.
+            log.error("%s ended on a CancelledError nobody asked it for: stopping the worker", what, exc_info=exc)
+            self._crash(RuntimeError(f"{what} ended on an unexpected CancelledError"))
         except Exception as exc:
             log.exception("%s failed: %s", what, exc)
             self._crash(exc)
