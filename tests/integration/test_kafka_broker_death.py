@@ -26,7 +26,7 @@ from aiokafka.client import CoordinationType
 
 from tests.kafka_cluster.cluster import KafkaCluster
 
-from .cluster import COMMIT_FAILED, SteadyFeeder, Worker, stop_all, story, true_counts, wait_counts
+from .cluster import COMMIT_FAILED, SteadyFeeder, Worker, final_counts, stop_all, story, true_counts, wait_counts
 from .test_scale_out import OutputWatch
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
@@ -124,6 +124,7 @@ def test_a_broker_dies_under_a_steady_feed_and_a_new_worker_restores_from_the_re
 
         # a worker on an empty data dir, with a broker down, restores every count from the surviving replicas
         assert w1.terminate() == 0
+        got = final_counts(bootstrap, out)  # as w1 left it (its last outputs may have come after the reading above)
         led = leaders(bootstrap, [changelog])
         victim = max(led, key=lambda node: len(led[node]))
         own_kafka.kill(victim)
