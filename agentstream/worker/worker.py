@@ -374,14 +374,24 @@ class Worker:
         return list(seen.values())
 
     def _on_signal(self, sig: signal.Signals) -> None:
-        log.info("received %s: finishing current records, committing, leaving the group", sig.name)
+        instance = self.settings.consumer_group_instance_id
+        # a static member (KIP-345) sends no LeaveGroup: its partitions wait for it until session_timeout
+        then = f"keeping its partitions as {instance!r} for session_timeout" if instance else "leaving the group"
+        log.info("received %s: finishing current records, committing, %s", sig.name, then)
         self.request_stop()
 
     async def _guard(self, coro: Awaitable[object], what: str) -> None:
         try:
             await coro
-        except asyncio.CancelledError:
-            raise
+        except asyncio.CancelledError as exc:
+            current = asyncio.current_task()
+            if current is None or current.cancelling():
+                raise  # cancelled: the worker is stopping it
+            # A CancelledError from inside (a future it awaited was cancelled by someone else): the loop
+            # ended, and a silent end of the membership lease or the commit loop would leave a worker
+            # that looks alive and does nothing. Stop instead, saying which.
+            log.error("%s ended on a CancelledError nobody asked it for: stopping the worker", what, exc_info=exc)
+            self._crash(RuntimeError(f"{what} ended on an unexpected CancelledError"))
         except Exception as exc:
             log.exception("%s failed: %s", what, exc)
             self._crash(exc)

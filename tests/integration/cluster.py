@@ -149,8 +149,8 @@ class Worker:
             self._log.close()
 
 
-async def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+async def _produce(bootstrap: str, topic: str, values: list[bytes], acks: int | str = 1) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks=acks)
     await producer.start()
     try:
         for v in values:
@@ -160,8 +160,9 @@ async def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
         await producer.stop()
 
 
-def feed(bootstrap: str, texts: list[str], topic: str = "sentences") -> None:
-    asyncio.run(_produce(bootstrap, topic, [orjson.dumps({"text": t}) for t in texts]))
+def feed(bootstrap: str, texts: list[str], topic: str = "sentences", acks: int | str = 1) -> None:
+    """Send ``texts`` as sentences; ``acks="all"`` where a broker may die (a leader's ack alone can be lost)."""
+    asyncio.run(_produce(bootstrap, topic, [orjson.dumps({"text": t}) for t in texts], acks))
 
 
 class Feeder(threading.Thread):
@@ -180,9 +181,11 @@ class Feeder(threading.Thread):
         pause: float = 0.25,
         hold_at: int | None = None,
         topic: str = "sentences",
+        acks: int | str = 1,
     ) -> None:
         super().__init__(daemon=True)
-        self.bootstrap, self.texts, self.chunk, self.pause, self.topic = bootstrap, texts, chunk, pause, topic
+        self.bootstrap, self.texts, self.chunk, self.pause = bootstrap, texts, chunk, pause
+        self.topic, self.acks = topic, acks
         self.hold_at = len(texts) if hold_at is None else hold_at
         self._released = threading.Event()
         self.sent = 0
@@ -193,7 +196,7 @@ class Feeder(threading.Thread):
             for i in range(0, len(self.texts), self.chunk):
                 if i >= self.hold_at:
                     self._released.wait()
-                feed(self.bootstrap, self.texts[i : i + self.chunk], topic=self.topic)
+                feed(self.bootstrap, self.texts[i : i + self.chunk], topic=self.topic, acks=self.acks)
                 self.sent = min(len(self.texts), i + self.chunk)
                 time.sleep(self.pause)
         except BaseException as exc:  # surfaced by finish()
@@ -218,6 +221,66 @@ class Feeder(threading.Thread):
         assert not self.is_alive(), "feeder did not finish"
         if self.error is not None:
             raise self.error
+
+
+class SteadyFeeder(threading.Thread):
+    """Sends sentences at about ``rate`` per second through one producer until :meth:`finish`, so the output
+    flows the whole time a test kills, restarts or moves something. ``acks="all"`` by default: where a broker
+    dies, a record only its leader had acknowledged could be lost, and the test would blame the app.
+    :attr:`texts` holds every sentence the broker acknowledged."""
+
+    def __init__(self, bootstrap: str, topic: str, *, rate: float = 100.0, seed: int = 7, acks: int | str = "all"):
+        super().__init__(daemon=True)
+        self.bootstrap, self.topic, self.rate, self.acks = bootstrap, topic, rate, acks
+        self._pool = sentences(2000, seed)
+        self.texts: list[str] = []
+        self.error: BaseException | None = None
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        try:
+            asyncio.run(self._run())
+        except BaseException as exc:  # surfaced by finish()
+            self.error = exc
+
+    async def _run(self) -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=5, acks=self.acks)
+        await producer.start()
+        tick, n = 0.05, 0
+        next_at = time.monotonic()
+        try:
+            while not self._done.is_set():
+                batch = [self._pool[(n + i) % len(self._pool)] for i in range(max(1, round(self.rate * tick)))]
+                n += len(batch)
+                futures = [await producer.send(self.topic, orjson.dumps({"text": t})) for t in batch]
+                await asyncio.gather(*futures)  # acknowledged: only then are they part of the truth
+                self.texts.extend(batch)
+                next_at += tick
+                await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+        finally:
+            await producer.stop()
+
+    def wait_sent(self, n: int, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.texts) < n:
+            if not self.is_alive():
+                raise AssertionError(f"the feeder stopped after {len(self.texts)} sentences: {self.error!r}")
+            assert time.monotonic() < deadline, f"the feeder sent {len(self.texts)} of {n} sentences in {timeout}s"
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        """Stop feeding, whatever happened (for a test's clean-up)."""
+        self._done.set()
+        self.join(30)
+
+    def finish(self, timeout: float = 60.0) -> list[str]:
+        """Stop feeding; every sentence sent (and acknowledged)."""
+        self._done.set()
+        self.join(timeout)
+        assert not self.is_alive(), "feeder did not finish"
+        if self.error is not None:
+            raise self.error
+        return self.texts
 
 
 async def _read_all(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes | None]]:

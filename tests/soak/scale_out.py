@@ -16,7 +16,20 @@ time the worker sent each, carried in the record) and when it began, records los
 and for phase 1 the time from the newcomer's start to its taking active partitions. Figures go to
 stdout and ``artifacts/soak-scale/report.json`` (every output, as partition, sequence and send time,
 to ``outputs.json``); each run starts with empty data dirs (the broker is new). Environment:
-SCALE_KEYS, SCALE_RATE, SCALE_SESSION_TIMEOUT (2), SCALE_STATIC (0).
+SCALE_KEYS, SCALE_RATE, SCALE_SESSION_TIMEOUT (2), SCALE_HEARTBEAT (a sixth of the session timeout),
+SCALE_STATIC (0).
+
+On a Kafka cluster (issue 39): ``SCALE_KAFKA=h1:p1,h2:p2,...`` runs it against that cluster, ``SCALE_KAFKA=start``
+against a 3-broker cluster of its own (tests/kafka_cluster; Java and Maven). Each run's app id and topics then
+carry a prefix of their own (``SCALE_PREFIX``, default a fresh one), so runs can share one cluster. The dev-broker
+hooks can be left out to measure them there: ``SCALE_FOLLOWER_SYNC=0`` (the follower's wait for the leader's plan
+before its SyncGroup, transport/kafka/follower_sync.py, which applies only on the dev broker since issue 39;
+``SCALE_FOLLOWER_SYNC=1`` applies it on any broker, as before) and ``SCALE_LEAVE_PATCH=0`` (the LeaveGroup at generation
+0, transport/kafka/consumer.py); both are applied in the workers (this module is their app). Kafka refuses a
+session timeout below its ``group.min.session.timeout.ms`` (6 s), so there SCALE_SESSION_TIMEOUT defaults to 6; a
+static rolling restart needs one longer than a worker's restart. The figures of issue 39 came from, per hook setting:
+``SCALE_KAFKA=<bootstrap> SCALE_KEYS=200000 SCALE_SESSION_TIMEOUT=30 [SCALE_STATIC=1] [SCALE_FOLLOWER_SYNC=0]
+[SCALE_LEAVE_PATCH=0] make soak-scale``.
 
 The floor on the dev broker: its coordinator answers a JoinGroup after 1 s, and a follower's
 SyncGroup sent before the leader's a further 1 s later; the newcomer asking for the probing
@@ -34,14 +47,38 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 import agentstream
 
+PREFIX = os.environ.get("SCALE_PREFIX", "")
+
+
+def _without_hooks() -> None:
+    """Leave out the dev-broker hooks the environment names (SCALE_FOLLOWER_SYNC=0, SCALE_LEAVE_PATCH=0), in this
+    process: the workers import this module as their app before they build a consumer."""
+    from agentstream.transport.kafka import consumer
+
+    if os.environ.get("SCALE_FOLLOWER_SYNC") == "0":
+        consumer.sync_after_leader = lambda *_args, **_kw: False  # type: ignore[assignment]
+    elif os.environ.get("SCALE_FOLLOWER_SYNC") == "1":  # on any broker (by default only on the dev broker's)
+        from agentstream.transport.kafka import follower_sync
+
+        async def polling(*_args: object) -> bool:
+            return True
+
+        follower_sync.polling_coordinator = polling  # type: ignore[assignment]
+    if os.environ.get("SCALE_LEAVE_PATCH") == "0":
+        consumer._leave_group_at_generation_zero = lambda _consumer: None  # type: ignore[assignment]
+
+
+_without_hooks()
+
 app = agentstream.App(
-    "scaleout", broker=os.environ.get("AGENTSTREAM_BROKER", "kafka://127.0.0.1:9092"), topic_partitions=4
+    f"{PREFIX}scaleout", broker=os.environ.get("AGENTSTREAM_BROKER", "kafka://127.0.0.1:9092"), topic_partitions=4
 )
-feed = app.topic("scale-feed", key_type=str, value_type=dict)
-out = app.topic("scale-out", key_type=str, value_type=dict)
+feed = app.topic(f"{PREFIX}scale-feed", key_type=str, value_type=dict)
+out = app.topic(f"{PREFIX}scale-out", key_type=str, value_type=dict)
 state = app.Table("scale_state", default=int)
 
 
@@ -57,6 +94,8 @@ def main() -> int:
     import compileall
     import json
     import shutil
+    import subprocess
+    import sys
     import threading
     from itertools import pairwise
     from pathlib import Path
@@ -68,9 +107,14 @@ def main() -> int:
     from agentstream.transport.partitioner import default_partition
     from tests.integration.cluster import Worker
 
+    kafka = os.environ.get("SCALE_KAFKA", "")
+    if kafka and not PREFIX:  # a cluster may be shared by runs: this run's app and topics get names of their own
+        os.environ["SCALE_PREFIX"] = f"s{int(time.time())}-"
+        return subprocess.call([sys.executable, "-m", "tests.soak.scale_out"])
     keys_total = int(os.environ.get("SCALE_KEYS", "1600000"))
     rate = float(os.environ.get("SCALE_RATE", "200"))
-    session = os.environ.get("SCALE_SESSION_TIMEOUT", "2")  # tansu hands out a join after about half of it
+    # tansu hands out a join after about half of it; Kafka refuses less than 6 s (group.min.session.timeout.ms)
+    session = os.environ.get("SCALE_SESSION_TIMEOUT", "6" if kafka else "2")
     static_restarts = os.environ.get("SCALE_STATIC", "0") == "1"  # the rolling restart uses static membership
     partitions = 4
     root = Path(__file__).resolve().parents[2] / "artifacts" / "soak-scale"
@@ -93,10 +137,25 @@ def main() -> int:
         assert raw is not None
         return raw
 
-    broker = DevBroker(log_path=root / "broker.log")
-    broker.start()
+    broker: Any
+    if kafka == "start":
+        from tests.kafka_cluster.cluster import KafkaCluster
+
+        broker = KafkaCluster(work_dir=root / "kafka")
+        shutil.rmtree(broker.work_dir, ignore_errors=True)
+        broker.start()
+        say(f"a Kafka cluster of its own at {broker.bootstrap}")
+    elif kafka:
+        broker = _Cluster(kafka)
+    else:
+        broker = DevBroker(log_path=root / "broker.log")
+        broker.start()
+    url = "kafka://" + ";".join(broker.bootstrap.split(","))
     workers: list[Worker] = []
     report: dict[str, object] = {
+        "broker": "kafka" if kafka else "dev broker (tansu)",
+        "follower_sync": {"0": "off", "1": "on"}.get(os.environ.get("SCALE_FOLLOWER_SYNC", ""), "dev broker only"),
+        "leave_patch": os.environ.get("SCALE_LEAVE_PATCH") != "0",
         "keys": keys_total,
         "rate": rate,
         "session_timeout": float(session),
@@ -105,7 +164,7 @@ def main() -> int:
     try:
 
         async def load() -> None:
-            transport = KafkaTransport(broker.url)
+            transport = KafkaTransport(url)
             await transport.ensure_topics([state.changelog_topic.spec(), feed.spec(), out.spec()])
             await transport.close()
             producer = AIOKafkaProducer(
@@ -145,7 +204,7 @@ def main() -> int:
                             p = seq % partitions
                             k = f"k{feed_keys[p][seq // partitions % len(feed_keys[p])]}"
                             data = json.dumps({"p": p, "seq": seq}).encode()
-                            futures.append(await producer.send("scale-feed", data, key=k.encode(), partition=p))
+                            futures.append(await producer.send(feed.name, data, key=k.encode(), partition=p))
                             sent[p].append(seq)
                             seq += 1
                         await asyncio.gather(*futures)
@@ -159,12 +218,12 @@ def main() -> int:
         def worker(name: str, instance: str, static: bool = False) -> Worker:
             env = {
                 "AGENTSTREAM_SESSION_TIMEOUT": session,
-                "AGENTSTREAM_HEARTBEAT_INTERVAL": str(max(0.3, float(session) / 6)),
+                "AGENTSTREAM_HEARTBEAT_INTERVAL": os.environ.get("SCALE_HEARTBEAT", str(max(0.3, float(session) / 6))),
                 "AGENTSTREAM_PROBING_REBALANCE_INTERVAL": "2",
             }
             if static:  # the dev broker answers a static member's probing rejoin without a rebalance
                 env["AGENTSTREAM_CONSUMER_GROUP_INSTANCE_ID"] = instance
-            w = Worker(name, broker.url, root / "data" / instance, root / "logs", app="tests.soak.scale_out", env=env)
+            w = Worker(name, url, root / "data" / instance, root / "logs", app="tests.soak.scale_out", env=env)
             workers.append(w)
             return w
 
@@ -205,7 +264,7 @@ def main() -> int:
 
         async def outputs() -> list[tuple[int, int, float]]:
             consumer = AIOKafkaConsumer(
-                "scale-out", bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest", enable_auto_commit=False
+                out.name, bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest", enable_auto_commit=False
             )
             await consumer.start()
             got: list[tuple[int, int, float]] = []
@@ -260,6 +319,16 @@ def main() -> int:
             if w.proc.poll() is None:
                 w.kill()
         broker.stop()
+
+
+class _Cluster:
+    """A Kafka cluster someone else runs (SCALE_KAFKA=h1:p1,...): nothing to start or stop."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+
+    def stop(self) -> None:
+        pass
 
 
 if __name__ == "__main__":

@@ -10,7 +10,11 @@ closed the other way round:
 2. every batch it holds (queued, or in a request awaiting its answer) fails with ``error``;
 3. every connection is reset (``SO_LINGER`` 0, then abort): the kernel drops whatever it has not
    yet sent instead of retransmitting it once the network heals;
-4. then it is stopped, which has nothing left to flush.
+4. the sender task is awaited to its end: a cancelled sender first waits for its requests in
+   flight, which the reset fails at once. aiokafka's ``stop()`` would otherwise cancel it a second
+   time and await it, raising that CancelledError into the caller (seen on Kafka when a broker
+   died: the fence ended there, before it asked the group to rejoin, and the worker idled);
+5. then it is stopped, which has nothing left to flush.
 
 This reaches into aiokafka's producer (``_sender``, ``_message_accumulator``, ``client._conns``):
 checked against aiokafka 0.14; a missing attribute only skips its step (step 4 still runs).
@@ -18,6 +22,7 @@ checked against aiokafka 0.14; a missing attribute only skips its step (step 4 s
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
 from typing import Any
@@ -25,6 +30,7 @@ from typing import Any
 __all__ = ["abort_producer", "reset_connections"]
 
 _LINGER_RESET = struct.pack("ii", 1, 0)  # l_onoff=1, l_linger=0: close() sends RST, drops the send buffer
+SENDER_END_S = 5.0  # how long the cancelled sender may take over its failed requests before stop() goes on
 
 
 def reset_connections(client: Any) -> int:
@@ -59,8 +65,15 @@ async def abort_producer(producer: Any, error: BaseException) -> int:
         accumulator.fail_all(error)
     client = getattr(producer, "client", None)
     reset = reset_connections(client) if client is not None else 0
+    if isinstance(task, asyncio.Future) and not task.done():
+        await asyncio.wait({task}, timeout=SENDER_END_S)  # raises only if we are cancelled ourselves
     try:
         await producer.stop()
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise  # our own cancellation
+        # the sender's, re-raised by aiokafka's stop(): the producer is closed all the same
     except Exception:  # closing a producer we are discarding: its errors change nothing
         pass
     return reset

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unused-ignore]
 from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete  # type: ignore[import-untyped,unused-ignore]
@@ -23,7 +23,13 @@ from .topic_requests import BROKER_DEFAULT
 
 log = logging.getLogger("agentstream.transport")
 
-__all__ = ["TopicAdmin"]
+__all__ = ["TopicAdmin", "ATTEMPT_S"]
+
+T = TypeVar("T")
+
+# One admin request's try at most: aiokafka waits for its node to be ready until the request timeout, and the
+# node it picked may be a broker that just died (see TopicAdmin._retried).
+ATTEMPT_S = 10.0
 
 
 class TopicAdmin:
@@ -70,6 +76,40 @@ class TopicAdmin:
                 self._admin = admin
         return self._admin
 
+    async def _retried(self, call: Callable[[Any], Awaitable[T]]) -> T:
+        """``call(admin)``, tried again on a retriable error (a lost connection, a node not ready, a timeout)
+        with fresh metadata, until the request timeout; then its last error.
+
+        aiokafka sends an admin request to a random broker of its metadata, or to the controller it last
+        heard of, without trying another when that one is down. On a cluster a dead broker stays in the
+        metadata until the controller fences it (``broker.session.timeout.ms``, 9 s by default), so a worker
+        starting meanwhile would otherwise fail at start one time in three. The next try picks again, from
+        metadata that leaves the dead broker out once it is fenced.
+        """
+        admin = await self.client()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._request_timeout_ms / 1000
+        delay = 0.1
+        while True:
+            left = deadline - loop.time()
+            try:
+                return await asyncio.wait_for(call(admin), min(ATTEMPT_S, max(left, 0.1)))
+            except (kafka_errors.KafkaError, TimeoutError) as exc:
+                retriable = isinstance(exc, TimeoutError) or getattr(exc, "retriable", False)
+                if not retriable or loop.time() + delay >= deadline:
+                    if isinstance(exc, TimeoutError):
+                        raise kafka_errors.KafkaTimeoutError(f"no answer in {self._request_timeout_ms} ms") from exc
+                    raise
+                log.debug("admin request failed (%s): trying again with fresh metadata", describe(exc))
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
+            client = getattr(admin, "_client", None)  # aiokafka's client; refreshed so a fenced broker drops out
+            if client is not None:
+                try:
+                    await asyncio.wait_for(client.force_metadata_update(), min(ATTEMPT_S, max(left, 0.1)))
+                except (kafka_errors.KafkaError, TimeoutError):
+                    pass  # the next try meets the cause
+
     async def _describe_topics(self, names: Sequence[str]) -> dict[str, tuple[int, int]]:
         """``(partition count, replication factor)`` of those topics that exist.
 
@@ -77,9 +117,8 @@ class TopicAdmin:
         allow_auto_topic_creation=True, and brokers that honour it (tansu does, with 4
         partitions) would create the topic we are only asking about.
         """
-        admin = await self.client()
         try:
-            described = await admin.describe_topics(None)
+            described = await self._retried(lambda a: a.describe_topics(None))
         except kafka_errors.KafkaError as exc:
             raise TransportError(f"cannot describe topics {list(names)}: {describe(exc)}") from exc
         found: dict[str, tuple[int, int]] = {}
@@ -145,9 +184,9 @@ class TopicAdmin:
         """DescribeConfigs of ``names``: the topics' configs (best effort: {} when refused)."""
         if not names:
             return {}
-        admin = await self.client()
         try:
-            responses = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, n) for n in names])
+            resources = [ConfigResource(ConfigResourceType.TOPIC, n) for n in names]
+            responses = await self._retried(lambda a: a.describe_configs(resources))
         except kafka_errors.KafkaError as exc:
             log.debug("cannot describe the configs of %s: %s", list(names), describe(exc))
             return {}
@@ -160,9 +199,8 @@ class TopicAdmin:
         return out
 
     async def _broker_count(self) -> int:
-        admin = await self.client()
         try:
-            cluster = await admin.describe_cluster()
+            cluster = await self._retried(lambda a: a.describe_cluster())
         except kafka_errors.KafkaError:
             return 0
         return len(cluster.get("brokers") or ())
@@ -189,10 +227,9 @@ class TopicAdmin:
     async def _create_topics(self, specs: Sequence[TopicSpec], replication: Mapping[str, int]) -> dict[str, str | None]:
         """CreateTopics; returns the topics refused for their replication factor (with the broker's
         message) and raises TransportError for any other refusal."""
-        admin = await self.client()
         new_topics = [topic_requests.new_topic(spec, replication[spec.name]) for spec in specs]
         try:
-            response = await admin.create_topics(new_topics)
+            response = await self._retried(lambda a: a.create_topics(new_topics))
         except kafka_errors.KafkaError as exc:
             raise TransportError(f"cannot create topics {[s.name for s in specs]}: {describe(exc)}") from exc
         refused: dict[str, str | None] = {}
@@ -217,9 +254,9 @@ class TopicAdmin:
         consumed repartition records)."""
         if not before:
             return
-        admin = await self.client()
         try:
-            await admin.delete_records({tp: RecordsToDelete(offset) for tp, offset in before.items()})
+            to_delete = {tp: RecordsToDelete(offset) for tp, offset in before.items()}
+            await self._retried(lambda a: a.delete_records(to_delete))
         except kafka_errors.KafkaError as exc:
             raise TransportError(f"cannot delete records of {sorted(map(tuple, before))}: {describe(exc)}") from exc
 
@@ -228,17 +265,15 @@ class TopicAdmin:
         return None if found is None else found[0]
 
     async def list_topics(self) -> list[str]:
-        admin = await self.client()
         try:
-            return sorted(await admin.list_topics())
+            return sorted(await self._retried(lambda a: a.list_topics()))
         except kafka_errors.KafkaError as exc:
             raise TransportError(f"cannot list the topics: {describe(exc)}") from exc
 
     async def group_members(self, group_id: str) -> list[str]:
         """DescribeGroups: the member ids of a group that is neither Dead nor Empty."""
-        admin = await self.client()
         try:
-            described = await admin.describe_consumer_groups([group_id])
+            described = await self._retried(lambda a: a.describe_consumer_groups([group_id]))
         except kafka_errors.KafkaError as exc:
             raise TransportError(f"cannot describe consumer group {group_id!r}: {describe(exc)}") from exc
         members: list[str] = []

@@ -624,3 +624,20 @@ def dead_letters_raw(app: agentstream.App) -> list[Any]:
     transport = app.transport
     assert isinstance(transport, MemoryTransport)
     return [orjson.loads(r.value) for r in transport.read_topic(app.settings.dead_letter_topic)]
+
+
+async def test_a_background_loop_ended_by_a_stray_cancelled_error_stops_the_worker() -> None:
+    """A CancelledError that reaches a background loop from inside (aiokafka's stop() re-raised its
+    cancelled sender's into the fence, issue 39) ended that loop silently: the worker looked alive and
+    never rejoined. It now stops the worker, naming the loop."""
+    app, _ = passthrough_app("stray-cancel")
+
+    @app.task
+    async def leaks_a_cancellation() -> None:
+        await asyncio.sleep(0.05)
+        raise asyncio.CancelledError()  # not a cancellation of this task
+
+    worker = Worker(app)
+    code = await asyncio.wait_for(worker.run(), 30)
+    assert code == 1
+    assert "leaks_a_cancellation" in str(worker.crashed)

@@ -14,6 +14,7 @@ import pytest
 from aiokafka.errors import KafkaConnectionError  # type: ignore[import-untyped,unused-ignore]
 from aiokafka.protocol.admin import DescribeGroupsRequest  # type: ignore[import-untyped,unused-ignore]
 from aiokafka.protocol.group import SyncGroupRequest  # type: ignore[import-untyped,unused-ignore]
+from aiokafka.protocol.metadata import MetadataRequest  # type: ignore[import-untyped,unused-ignore]
 
 from agentstream.transport.kafka.follower_sync import install, leader_synced
 
@@ -21,12 +22,23 @@ Described = str | tuple[str, list[str]] | Exception  # a state, a state and its 
 
 
 class FakeClient:
-    def __init__(self, states: list[Described], error_code: int = 0) -> None:
+    """The coordinator; by default the dev broker's (tansu's cluster id), where followers wait."""
+
+    def __init__(
+        self, states: list[Described], error_code: int = 0, cluster_id: str | Exception = "tansu_cluster"
+    ) -> None:
         self.states = list(states)
         self.error_code = error_code
+        self.cluster_id = cluster_id
         self.sent: list[str] = []
+        self.probes = 0  # Metadata requests (the cluster id)
 
     async def send(self, node_id: Any, request: Any, *, group: Any = None) -> Any:
+        if isinstance(request, MetadataRequest):
+            self.probes += 1
+            if isinstance(self.cluster_id, Exception):
+                raise self.cluster_id
+            return SimpleNamespace(cluster_id=self.cluster_id, brokers=[], topics=[])
         if isinstance(request, DescribeGroupsRequest):
             described = self.states.pop(0) if len(self.states) > 1 else self.states[0]
             if isinstance(described, Exception):
@@ -124,3 +136,28 @@ async def test_the_wait_is_bounded() -> None:
 
 def test_install_leaves_an_unknown_shape_alone() -> None:
     assert install(SimpleNamespace(), 5.0) is False  # no client: nothing hooked
+
+
+async def test_on_kafka_a_follower_syncs_at_once_and_the_cluster_is_asked_once() -> None:
+    """Kafka's coordinator holds an early follower's SyncGroup until the leader's plan is in: waiting
+    there only costs (issue 39's soak on a 3-broker cluster), so followers not on the dev broker sync at
+    once; the cluster id is asked once per consumer."""
+    client = consumer_with(FakeClient(["CompletingRebalance"], cluster_id="0wW_R00XSs6Dm9cE3CZLvQ"))
+    await client.send(1, follower_sync())
+    await client.send(1, follower_sync())  # a later rebalance
+    assert client.sent == ["SyncGroupRequest", "SyncGroupRequest"]
+    assert client.probes == 1
+
+
+async def test_on_the_dev_broker_the_cluster_is_asked_once_too() -> None:
+    client = consumer_with(FakeClient(["Stable"]))
+    await client.send(1, follower_sync())
+    await client.send(1, follower_sync())
+    assert client.sent == ["describe:Stable", "SyncGroupRequest"] * 2
+    assert client.probes == 1
+
+
+async def test_a_failed_cluster_id_request_means_syncing_at_once() -> None:
+    client = consumer_with(FakeClient(["CompletingRebalance"], cluster_id=KafkaConnectionError("cut")))
+    await client.send(1, follower_sync())
+    assert client.sent == ["SyncGroupRequest"]
