@@ -326,7 +326,10 @@ class Worker:
         return list(seen.values())
 
     def _on_signal(self, sig: signal.Signals) -> None:
-        log.info("received %s: finishing current records, committing, leaving the group", sig.name)
+        instance = self.settings.consumer_group_instance_id
+        # a static member sends no LeaveGroup (KIP-345): its partitions wait session_timeout for it to come back
+        group = f"staying in the group as static member {instance!r}" if instance else "leaving the group"
+        log.info("received %s: finishing current records, committing, %s", sig.name, group)
         self.request_stop()
 
     async def _guard(self, coro: Awaitable[object], what: str) -> None:

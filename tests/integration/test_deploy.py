@@ -33,6 +33,7 @@ from aiokafka.partitioner import murmur2
 
 from agentstream import settings
 from agentstream.devbroker import DevBroker, free_port
+from tests.kafka_cluster.shared import ClusterInfo
 
 from . import manifests
 from .cluster import ROOT, Worker, feed, sentences, stop_all, true_counts, wait_counts, worker_env
@@ -272,7 +273,8 @@ def test_kit_manifests_parse_and_every_kustomization_resolves() -> None:
     }
     (trigger,) = scaled["spec"]["triggers"]
     assert trigger["type"] == "kafka"
-    assert trigger["metadata"]["consumerGroup"] == app.id
+    env = manifests.pod_environment(base_c, {"metadata.name": "wordcount-0", "spec.nodeName": "n"})
+    assert trigger["metadata"]["consumerGroup"] == settings.Settings.build(app.id, {}, env).id
     topic = trigger["metadata"]["topic"]
     assert topic in {t.name for agent in app.agents for t in agent.topics}, f"no agent reads {topic}"
     assert scaled["spec"]["minReplicaCount"] <= scaled["spec"]["maxReplicaCount"] <= app.topics[topic].partitions
@@ -526,3 +528,59 @@ def test_kit_pod_is_ready_only_once_restored_and_stops_within_its_grace_period(
         assert "worker for wordcount stopped" in log, log[-2000:]
     finally:
         pod.stop_quietly()
+
+
+def _metadata(pod: Pod) -> Any:
+    with urllib.request.urlopen(f"http://127.0.0.1:{pod.port}/metadata", timeout=10) as r:
+        return json.loads(r.read())
+
+
+def _moves(pod: Pod) -> tuple[int, int]:
+    """How many assignments and revocations the pod's worker logged."""
+    log = pod.log()
+    return log.count("assigned: "), log.count("revoked: ")
+
+
+def test_kit_pods_rejoin_after_a_restart_without_moving_partitions(
+    kafka: ClusterInfo, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Two pods named as the StatefulSet names them, on Kafka (the dev broker holds a static member's
+    joins for seconds and rebalances: docs/deployment.md "Static membership"), with the manifest's own
+    group timeouts. wordcount-0 restarts on its volume: it gets its partitions back, and wordcount-1 goes
+    through no rebalance (aiokafka revokes and assigns at every one it takes part in: its log would say)."""
+    log_dir = ARTIFACTS / request.node.name
+    names = ["wordcount-0", "wordcount-1"]
+    ports = {n: free_port() for n in names}
+    pods = {n: Pod(n, kafka.url, tmp_path / n, log_dir, web_port=ports[n]) for n in names}  # started together
+    try:
+        # settled: both ready, each owning a share, both seeing the same generation and owners
+        deadline = time.monotonic() + 90
+        while True:
+            for p in pods.values():
+                p.wait_ready()
+            metas = {n: _metadata(p) for n, p in pods.items()}
+            shares = {n: set(m["active"]) for n, m in metas.items()}
+            if all(shares.values()) and len({str(m["partitions"]) for m in metas.values()}) == 1:
+                break
+            assert time.monotonic() < deadline, f"the group never settled: {metas}"
+            time.sleep(0.5)
+        moves_1 = _moves(pods["wordcount-1"])
+        feed(kafka.bootstrap, sentences(300, seed=11))  # records in flight across the restart
+
+        assert pods["wordcount-0"].sigterm_as_kubelet() == 0
+        assert "staying in the group as static member 'wordcount-0'" in pods["wordcount-0"].log()
+        pods["wordcount-0"] = Pod(
+            "wordcount-0", kafka.url, tmp_path / "wordcount-0", log_dir, web_port=ports["wordcount-0"]
+        )
+        pods["wordcount-0"].wait_ready()
+        after = {n: _metadata(p) for n, p in pods.items()}
+        assert set(after["wordcount-0"]["active"]) == shares["wordcount-0"], "the restarted pod's partitions moved"
+        assert set(after["wordcount-1"]["active"]) == shares["wordcount-1"]
+        assert after["wordcount-0"]["partitions"] == metas["wordcount-1"]["partitions"], after
+        assert _moves(pods["wordcount-1"]) == moves_1, (
+            "wordcount-1 went through a rebalance while wordcount-0 restarted"
+        )
+        for p in pods.values():
+            assert p.sigterm_as_kubelet() == 0
+    finally:
+        stop_all(list(pods.values()))
