@@ -356,7 +356,7 @@ class Pod(Worker):
     """A worker process run as the StatefulSet's pod ``name`` would run it: the container's command,
     arguments and environment, with only what differs on one test machine substituted (the broker, the
     pod's volume, its address: pods share this host's loopback and ports). ``harness`` adds variables
-    the manifest does not set (short group timeouts for the dev broker)."""
+    the manifest does not set (short group timeouts for the dev broker); ``restart``: the pod's log goes on."""
 
     def __init__(
         self,
@@ -367,6 +367,7 @@ class Pod(Worker):
         *,
         web_port: int,
         harness: dict[str, str] | None = None,
+        restart: bool = False,
     ) -> None:
         _, sts, c = _base()
         self.sts, self.container = sts, c
@@ -389,7 +390,7 @@ class Pod(Worker):
         assert command[0] == "agentstream"  # the console script: this interpreter's module
         log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = log_dir / f"{name}.log"
-        self._log = open(self.log_path, "ab")  # a restarted pod appends, as a container's log would
+        self._log = open(self.log_path, "ab" if restart else "wb")  # a restarted pod's log goes on
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "agentstream", *command[1:], *c["args"]],
             cwd=ROOT,  # the image's WORKDIR holds apps/
@@ -570,7 +571,7 @@ def test_kit_pods_rejoin_after_a_restart_without_moving_partitions(
         assert pods["wordcount-0"].sigterm_as_kubelet() == 0
         assert "staying in the group as static member 'wordcount-0'" in pods["wordcount-0"].log()
         pods["wordcount-0"] = Pod(
-            "wordcount-0", kafka.url, tmp_path / "wordcount-0", log_dir, web_port=ports["wordcount-0"]
+            "wordcount-0", kafka.url, tmp_path / "wordcount-0", log_dir, web_port=ports["wordcount-0"], restart=True
         )
         pods["wordcount-0"].wait_ready()
         after = {n: _metadata(p) for n, p in pods.items()}
