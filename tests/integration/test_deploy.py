@@ -33,6 +33,7 @@ from aiokafka.partitioner import murmur2
 
 from agentstream import settings
 from agentstream.devbroker import DevBroker, free_port
+from agentstream.worker.worker import STEP_MIN
 from tests.kafka_cluster.shared import ClusterInfo
 
 from . import manifests
@@ -315,8 +316,8 @@ def test_kit_statefulset_wires_the_worker_as_its_settings_read_it() -> None:
     mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
     assert mounts[claim["metadata"]["name"]] == env["AGENTSTREAM_DATA_DIR"] == str(s.data_dir)
     assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
-    # the grace period outlasts the worker's bounded stop
-    assert pod["spec"]["terminationGracePeriodSeconds"] > s.shutdown_timeout
+    # the grace period outlasts the worker's bounded stop: shutdown_timeout, then closing its clients
+    assert pod["spec"]["terminationGracePeriodSeconds"] > s.shutdown_timeout + 2 * STEP_MIN
     assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
 
 
@@ -384,7 +385,8 @@ class Pod(Worker):
         assert not (harness or {}).keys() & env.keys(), "the harness must not override the manifest"
         self.manifest_env = dict(env)
         env.update(substituted)
-        full = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSTREAM_")}
+        # nothing of this shell's settings leaks in (AGENTSTREAM_PURE and the like, not settings, do)
+        full = {k: v for k, v in os.environ.items() if k not in settings.setting_variables()}
         full.update({"PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", **(harness or {}), **env})
         command = c["command"]
         assert command[0] == "agentstream"  # the console script: this interpreter's module
@@ -449,7 +451,7 @@ class Pod(Worker):
 
 # the dev broker's short group timeouts (worker_env's): only for variables the manifest leaves unset
 DEV_BROKER_TIMING = {
-    k: v for k, v in worker_env("").items() if k.startswith("AGENTSTREAM_") and k != "AGENTSTREAM_BROKER"
+    k: v for k, v in worker_env("").items() if k in settings.setting_variables() and k != "AGENTSTREAM_BROKER"
 }
 CHANGELOG = "wordcount-word_counts-changelog"
 
