@@ -253,6 +253,7 @@ setup(
             "prometheus_client>=0.17",  # the metrics extra: its sensor modules are tested
             "statsd>=3.3",
             "datadog>=0.44",
+            "pyyaml>=6",  # tests/integration/test_deploy.py reads deploy/k8s's manifests
         ],
         "docs": ["mkdocs-material>=9.5"],
     },

@@ -375,9 +375,9 @@ class Worker:
 
     def _on_signal(self, sig: signal.Signals) -> None:
         instance = self.settings.consumer_group_instance_id
-        # a static member (KIP-345) sends no LeaveGroup: its partitions wait for it until session_timeout
-        then = f"keeping its partitions as {instance!r} for session_timeout" if instance else "leaving the group"
-        log.info("received %s: finishing current records, committing, %s", sig.name, then)
+        # a static member sends no LeaveGroup (KIP-345): its partitions wait session_timeout for it to come back
+        group = f"staying in the group as static member {instance!r}" if instance else "leaving the group"
+        log.info("received %s: finishing current records, committing, %s", sig.name, group)
         self.request_stop()
 
     async def _guard(self, coro: Awaitable[object], what: str) -> None:
