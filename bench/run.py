@@ -1,7 +1,10 @@
-"""``make bench``: agentstream against hand-written aiokafka/rocksdict loops, on the dev broker.
+"""``make bench``: agentstream against hand-written aiokafka/rocksdict loops and Kafka Streams, on the dev
+broker or (``BENCH_BROKER=kafka``) a 3-node Apache Kafka cluster.
 
-Every case gets a fresh dev broker (tansu, in memory) started here, loads its input before
-anything is timed, then runs the agentstream side and the raw loop one after the other, each in
+Every case gets a fresh broker started here (the dev broker, tansu, in memory; with
+``BENCH_BROKER=kafka`` a new 3-node KRaft cluster from tests/kafka_cluster with Kafka's own thread
+pools and JVM settings, topics with replication factor 3), loads its input before anything is
+timed, then runs the agentstream side, the raw loops and Kafka Streams one after the other, each in
 its own subprocess (so peak RSS and CPU are per side), checks both outputs, and reports
 records/s, the ratio agentstream/raw and each side's peak RSS.
 
@@ -15,6 +18,11 @@ Cases:
   Baselines (bench/raw_loop.py, one loop for both): raw = aiokafka's send() per record; batch =
   aiokafka's batch API (BatchBuilder per partition, send_batch, partition memoised per key), the
   target. passthrough and wordcount run both; latency and scale run the batch one as well.
+
+  Kafka Streams (bench/kstreams.py, Java, built with Maven once and cached): the same word count and
+  pass-through, one stream thread, at_least_once, 1 s commits, its default 10 MB record cache in front of
+  the RocksDB store; the row's kstreams_* fields are agentstream's ratios to it. BENCH_KSTREAMS=0 skips it;
+  without Java or Maven the row says why in kstreams_skipped.
 
   passthrough  N records (100-byte values, 8-byte keys, 4 partitions) copied unchanged to another topic.
   wordcount    N sentences of ~10 words (vocabulary of 1000) through apps/wordcount.py (the real
