@@ -236,7 +236,11 @@ public final class KStreamsBench {
         static double cpu0;
         static Double brokerCpu0;
         static double tEnd;
-        static double tHandled;  // the last input record handled (before the final flush and commit)
+        static double tHandled;
+        static double jit0;
+        static double jitEnd;
+        static double gc0;
+        static double gcEnd;  // the last input record handled (before the final flush and commit)
         static double cpuEnd;
         static Double brokerCpuEnd;
 
@@ -255,6 +259,8 @@ public final class KStreamsBench {
                 started = true;
                 t0 = monotonic();
                 cpu0 = cpuSeconds();
+                jit0 = jitSeconds();
+                gc0 = gcSeconds();
                 brokerCpu0 = brokerCpuSeconds(broker);
             }
             return records;
@@ -266,6 +272,8 @@ public final class KStreamsBench {
             if (started && finished() && done.getCount() > 0) {
                 tEnd = monotonic();
                 cpuEnd = cpuSeconds();
+                jitEnd = jitSeconds();
+                gcEnd = gcSeconds();
                 brokerCpuEnd = brokerCpuSeconds(broker);
                 done.countDown();
             }
@@ -290,6 +298,9 @@ public final class KStreamsBench {
             s.append(", \"t_end_monotonic\": ").append(tEnd);
             s.append(", \"processed\": ").append(handled + words);
             s.append(", \"process_s\": ").append(tHandled - t0);
+            // of the interval's CPU: what the JIT compilers and the collectors took (their threads' time)
+            s.append(", \"jit_s\": ").append(jitEnd - jit0);
+            s.append(", \"gc_s\": ").append(gcEnd - gc0);
             if ("wordcount".equals(mode)) {
                 s.append(", \"words\": ").append(words);
             }
@@ -313,6 +324,22 @@ public final class KStreamsBench {
     static double cpuSeconds() {
         return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory
             .getOperatingSystemMXBean()).getProcessCpuTime() / 1e9;
+    }
+
+    /** Time the JIT compilers spent compiling (ms in the JVM's accounting), in seconds. */
+    static double jitSeconds() {
+        java.lang.management.CompilationMXBean jit = java.lang.management.ManagementFactory.getCompilationMXBean();
+        return jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() / 1e3 : 0.0;
+    }
+
+    /** Time the garbage collectors spent (all collectors, the JVM's accounting), in seconds. */
+    static double gcSeconds() {
+        long ms = 0;
+        for (java.lang.management.GarbageCollectorMXBean gc
+                : java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()) {
+            ms += Math.max(0, gc.getCollectionTime());
+        }
+        return ms / 1e3;
     }
 
     static long[] brokerPids(String env) {
