@@ -298,7 +298,7 @@ public final class KStreamsBench {
             s.append(", \"t_end_monotonic\": ").append(tEnd);
             s.append(", \"processed\": ").append(handled + words);
             s.append(", \"process_s\": ").append(tHandled - t0);
-            // of the interval's CPU: what the JIT compilers and the collectors took (their threads' time)
+            // of the interval's CPU: what the JIT compiler threads and the collector threads took
             s.append(", \"jit_s\": ").append(jitEnd - jit0);
             s.append(", \"gc_s\": ").append(gcEnd - gc0);
             if ("wordcount".equals(mode)) {
@@ -326,20 +326,40 @@ public final class KStreamsBench {
             .getOperatingSystemMXBean()).getProcessCpuTime() / 1e9;
     }
 
-    /** Time the JIT compilers spent compiling (ms in the JVM's accounting), in seconds. */
+    /** CPU of the JVM's JIT compiler threads (C1/C2), from /proc/self/task: the JVM's own accounting of compile
+     * time is wall time summed over compiler threads, not CPU. Threads that ended are not counted. */
     static double jitSeconds() {
-        java.lang.management.CompilationMXBean jit = java.lang.management.ManagementFactory.getCompilationMXBean();
-        return jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() / 1e3 : 0.0;
+        return threadCpuSeconds("C1 CompilerThre", "C2 CompilerThre");
     }
 
-    /** Time the garbage collectors spent (all collectors, the JVM's accounting), in seconds. */
+    /** CPU of the JVM's garbage-collector threads (G1's workers, concurrent markers and refiners). */
     static double gcSeconds() {
-        long ms = 0;
-        for (java.lang.management.GarbageCollectorMXBean gc
-                : java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()) {
-            ms += Math.max(0, gc.getCollectionTime());
+        return threadCpuSeconds("GC Thread", "G1 ");
+    }
+
+    static double threadCpuSeconds(String... prefixes) {
+        double total = 0;
+        java.io.File[] tasks = new java.io.File("/proc/self/task").listFiles();
+        if (tasks == null) {
+            return 0.0;
         }
-        return ms / 1e3;
+        for (java.io.File task : tasks) {
+            try {
+                String comm = Files.readString(task.toPath().resolve("comm")).trim();
+                boolean match = false;
+                for (String prefix : prefixes) {
+                    match |= comm.startsWith(prefix);
+                }
+                if (match) {
+                    String stat = Files.readString(task.toPath().resolve("stat"));
+                    String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                    total += (Long.parseLong(f[11]) + Long.parseLong(f[12])) / 100.0;
+                }
+            } catch (IOException | RuntimeException exc) {
+                // the thread ended while we read it
+            }
+        }
+        return total;
     }
 
     static long[] brokerPids(String env) {
