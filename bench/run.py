@@ -231,17 +231,22 @@ class Case:
 # -- cases --------------------------------------------------------------------------------------------
 
 
+KSTREAMS_TIMEOUT = 1800.0  # seconds: a full-size word count on the 3-node cluster of a loaded machine takes ~15 min
+
+
 def run_kstreams(case: Case, mode: str, *args: str) -> dict[str, Any] | None:
     """The Kafka Streams side (bench/kstreams.py) of the word count or pass-through; None when BENCH_KSTREAMS=0,
     ``{"skipped": why}`` when Java or Maven cannot build it here."""
     if os.environ.get("BENCH_KSTREAMS", "1") == "0":
         return None
     try:
-        cmd = kstreams.command(mode, "--state-dir", str(case.scratch / "kstreams"), *args)
+        cmd = kstreams.command(
+            mode, "--state-dir", str(case.scratch / "kstreams"), "--timeout", str(int(KSTREAMS_TIMEOUT)), *args
+        )
     except kstreams.KStreamsUnavailable as exc:
         log(f"{case.name}: no Kafka Streams side: {exc}")
         return {"skipped": str(exc)}
-    return case.run("kstreams", [], cmd=cmd)
+    return case.run("kstreams", [], cmd=cmd, timeout=KSTREAMS_TIMEOUT + 120)
 
 
 KSTREAMS_DID = (
