@@ -116,16 +116,28 @@ def checksum(records: Iterable[tuple[bytes | None, bytes | None]]) -> tuple[int,
 # -- broker helpers (orchestrator side, not timed) ------------------------------------------------
 
 
+def replication_factor() -> int:
+    """Of the topics the bench creates (BENCH_REPLICATION_FACTOR, set by bench.run from the broker kind:
+    1 on the dev broker, 3 on the Kafka cluster)."""
+    return int(os.environ.get("BENCH_REPLICATION_FACTOR", "1") or 1)
+
+
 async def create_topics(
     bootstrap: str, names: Iterable[str], partitions: int = PARTITIONS, compacted: Iterable[str] = ()
 ) -> None:
     compacted = set(compacted)
+    replication = replication_factor()
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
         await admin.create_topics(
             [
-                NewTopic(name, partitions, 1, topic_configs={"cleanup.policy": "compact"} if name in compacted else {})
+                NewTopic(
+                    name,
+                    partitions,
+                    replication,
+                    topic_configs={"cleanup.policy": "compact"} if name in compacted else {},
+                )
                 for name in names
             ]
         )
@@ -315,7 +327,7 @@ def machine_cpu_seconds() -> tuple[float, float]:
     return (total - idle) / ticks, total / ticks
 
 
-def machine_sample(broker_pid: int | None) -> dict[str, Any]:
+def machine_sample(broker_pid: int | Sequence[int] | None) -> dict[str, Any]:
     """For a :class:`Sampler`: the broker's CPU-seconds and the whole machine's busy CPU-seconds."""
     return {"broker_cpu_s": proc_cpu_seconds(broker_pid), "machine_busy_s": machine_cpu_seconds()[0]}
 
@@ -326,24 +338,35 @@ def cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def proc_cpu_seconds(pid: int | None) -> float | None:
-    """User + system CPU of another process (the broker), from /proc/<pid>/stat."""
-    if not pid:
-        return None
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-    except OSError:
+def proc_cpu_seconds(pid: int | Sequence[int] | None) -> float | None:
+    """User + system CPU of another process (the broker), from /proc/<pid>/stat; of several processes
+    summed (the Kafka cluster's nodes)."""
+    pids = [pid] if isinstance(pid, int) else list(pid or [])
+    pids = [p for p in pids if p]
+    if not pids:
         return None
     ticks = os.sysconf("SC_CLK_TCK")
-    return (int(fields[11]) + int(fields[12])) / ticks
+    total = 0.0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+def broker_pids_from_env() -> list[int]:
+    """BENCH_BROKER_PID: the broker's pid, or the cluster nodes' pids comma-separated."""
+    return [int(p) for p in os.environ.get("BENCH_BROKER_PID", "").split(",") if p.strip() and int(p) > 0]
 
 
 class Meter:
     """Times one measured interval: wall time, this process's CPU and the broker's CPU."""
 
     def __init__(self) -> None:
-        self.broker_pid = int(os.environ.get("BENCH_BROKER_PID", "0") or 0) or None
+        self.broker_pid = broker_pids_from_env()
         self.t0: float | None = None
         self.cpu0 = 0.0
         self.bcpu0: float | None = None

@@ -60,7 +60,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from bench import common
+from bench import brokers, common
 
 if TYPE_CHECKING:
     from bench.run import Case
@@ -152,7 +152,7 @@ def run_side(case: Case, side: str, count: int, rate: float) -> dict[str, Any]:
         )
         probe.wait_for("ready", 60)
         time.sleep(IDLE_S)
-        with common.Sampler(lambda: common.machine_sample(broker._proc.pid if broker._proc else None)) as sampler:
+        with common.Sampler(lambda: common.machine_sample(brokers.pids(broker))) as sampler:
             t0 = time.monotonic()
             feed = case.run(
                 f"{side}-feed",

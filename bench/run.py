@@ -1,7 +1,10 @@
-"""``make bench``: agentstream against hand-written aiokafka/rocksdict loops, on the dev broker.
+"""``make bench``: agentstream against hand-written aiokafka/rocksdict loops and Kafka Streams, on the dev
+broker or (``BENCH_BROKER=kafka``) a 3-node Apache Kafka cluster.
 
-Every case gets a fresh dev broker (tansu, in memory) started here, loads its input before
-anything is timed, then runs the agentstream side and the raw loop one after the other, each in
+Every case gets a fresh broker started here (the dev broker, tansu, in memory; with
+``BENCH_BROKER=kafka`` a new 3-node KRaft cluster from tests/kafka_cluster with Kafka's own thread
+pools and JVM settings, topics with replication factor 3), loads its input before anything is
+timed, then runs the agentstream side, the raw loops and Kafka Streams one after the other, each in
 its own subprocess (so peak RSS and CPU are per side), checks both outputs, and reports
 records/s, the ratio agentstream/raw and each side's peak RSS.
 
@@ -15,6 +18,11 @@ Cases:
   Baselines (bench/raw_loop.py, one loop for both): raw = aiokafka's send() per record; batch =
   aiokafka's batch API (BatchBuilder per partition, send_batch, partition memoised per key), the
   target. passthrough and wordcount run both; latency and scale run the batch one as well.
+
+  Kafka Streams (bench/kstreams.py, Java, built with Maven once and cached): the same word count and
+  pass-through, one stream thread, at_least_once, 1 s commits, its default 10 MB record cache in front of
+  the RocksDB store; the row's kstreams_* fields are agentstream's ratios to it. BENCH_KSTREAMS=0 skips it;
+  without Java or Maven the row says why in kstreams_skipped.
 
   passthrough  N records (100-byte values, 8-byte keys, 4 partitions) copied unchanged to another topic.
   wordcount    N sentences of ~10 words (vocabulary of 1000) through apps/wordcount.py (the real
@@ -65,9 +73,9 @@ from pathlib import Path
 from typing import Any
 
 from agentstream import compiled
-from agentstream.devbroker import DevBroker
-from bench import common
+from bench import brokers, common, kstreams
 from bench.backlog_case import case_backlog
+from bench.brokers import Broker
 from bench.export_case import case_export
 from bench.latency_case import case_latency
 from bench.scale_case import DEFAULT_PARTITIONS, case_scale_passthrough, case_scale_wordcount
@@ -133,7 +141,7 @@ def machine() -> dict[str, Any]:
 class Case:
     """Shared plumbing of one case: its broker, scratch dir, log dir and subprocess runs."""
 
-    def __init__(self, name: str, broker: DevBroker, scratch: Path, profile: bool, logs: Path) -> None:
+    def __init__(self, name: str, broker: Broker, scratch: Path, profile: bool, logs: Path) -> None:
         self.name = name
         self.broker = broker
         self.scratch = scratch
@@ -148,7 +156,8 @@ class Case:
             {
                 "AGENTSTREAM_BROKER": self.broker.url,
                 "BENCH_BOOTSTRAP": self.broker.bootstrap,
-                "BENCH_BROKER_PID": str(self.broker._proc.pid if self.broker._proc else 0),
+                "BENCH_BROKER_PID": ",".join(str(pid) for pid in brokers.pids(self.broker)),
+                "BENCH_REPLICATION_FACTOR": str(brokers.replication_factor()),
                 "PYTHONPATH": str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
                 "PYTHONHASHSEED": "0",
             }
@@ -196,11 +205,17 @@ class Case:
             )
 
     def run(
-        self, side: str, argv: list[str], extra_env: dict[str, str] | None = None, timeout: float = 900.0
+        self,
+        side: str,
+        argv: list[str],
+        extra_env: dict[str, str] | None = None,
+        timeout: float = 900.0,
+        cmd: list[str] | None = None,
     ) -> dict[str, Any]:
+        """Run ``python -m argv`` (or ``cmd``, a whole command: the Java side) to its end; its result line."""
         env = self.env()
         env.update(extra_env or {})
-        cmd = self.command(side, argv)
+        cmd = cmd or self.command(side, argv)
         stderr_path = self.logs / f"{side}.stderr.log"
         with open(stderr_path, "wb") as err:
             proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err, timeout=timeout)
@@ -216,8 +231,35 @@ class Case:
 # -- cases --------------------------------------------------------------------------------------------
 
 
+KSTREAMS_TIMEOUT = 1800.0  # seconds: a full-size word count on the 3-node cluster of a loaded machine takes ~15 min
+
+
+def run_kstreams(case: Case, mode: str, *args: str) -> dict[str, Any] | None:
+    """The Kafka Streams side (bench/kstreams.py) of the word count or pass-through; None when BENCH_KSTREAMS=0,
+    ``{"skipped": why}`` when Java or Maven cannot build it here."""
+    if os.environ.get("BENCH_KSTREAMS", "1") == "0":
+        return None
+    try:
+        cmd = kstreams.command(
+            mode, "--state-dir", str(case.scratch / "kstreams"), "--timeout", str(int(KSTREAMS_TIMEOUT)), *args
+        )
+    except kstreams.KStreamsUnavailable as exc:
+        log(f"{case.name}: no Kafka Streams side: {exc}")
+        return {"skipped": str(exc)}
+    return case.run("kstreams", [], cmd=cmd, timeout=KSTREAMS_TIMEOUT + 120)
+
+
+KSTREAMS_DID = (
+    "Kafka Streams 4.1.1 (bench/kstreams), 1 stream thread, at_least_once, commit.interval.ms=1000, "
+    "statestore.cache.max.bytes=10 MB (its default), linger.ms=5, acks=all, max.poll.records=1000, "
+    "JVM: " + " ".join(kstreams.JVM_OPTS)
+)
+
+
 async def _passthrough_setup(bootstrap: str, records: list[tuple[bytes, bytes]]) -> None:
-    await common.create_topics(bootstrap, ["pt-in", "pt-out-agentstream", "pt-out-raw", "pt-out-batch"])
+    await common.create_topics(
+        bootstrap, ["pt-in", "pt-out-agentstream", "pt-out-raw", "pt-out-batch", "pt-out-kstreams"]
+    )
     await common.load_topic(bootstrap, "pt-in", records)
 
 
@@ -278,16 +320,35 @@ def case_passthrough(case: Case, n: int) -> dict[str, Any]:
         ],
     )
     log(f"passthrough: batch-API {bt['records_per_s']:.0f} records/s")
-    for side, topic in ((a, "pt-out-agentstream"), (r, "pt-out-raw"), (bt, "pt-out-batch")):
+    ks = run_kstreams(
+        case, "passthrough", "--app-id", "bench-kstreams-passthrough", "--in", "pt-in", "--out", "pt-out-kstreams",
+        "--expect", str(n),
+    )  # fmt: skip
+    sides = [(a, "pt-out-agentstream"), (r, "pt-out-raw"), (bt, "pt-out-batch")]
+    if ks is not None and "skipped" not in ks:
+        log(f"passthrough: Kafka Streams {ks['records_per_s']:.0f} records/s")
+        sides.append((ks, "pt-out-kstreams"))
+    for side, topic in sides:
         got = asyncio.run(common.read_checksum(b.bootstrap, topic))
         side["correct"] = got == expected
         side["output"] = list(got)
-    return {"expected": list(expected), "agentstream": a, "raw": r, "batch": bt}
+    out = {"expected": list(expected), "agentstream": a, "raw": r, "batch": bt}
+    if ks is not None:
+        out["kstreams"] = ks
+    return out
 
 
 async def _wordcount_setup(bootstrap: str, texts: list[str]) -> None:
     await common.create_topics(
-        bootstrap, ["sentences", "raw-wordcount-words", "raw-word-counts", "batch-wordcount-words", "batch-word-counts"]
+        bootstrap,
+        [
+            "sentences",
+            "raw-wordcount-words",
+            "raw-word-counts",
+            "batch-wordcount-words",
+            "batch-word-counts",
+            "kstreams-word-counts",
+        ],
     )
     await common.load_sentences(bootstrap, texts)
 
@@ -361,11 +422,15 @@ def case_wordcount(case: Case, n: int) -> dict[str, Any]:
         ],
     )
     log(f"wordcount: batch-API {bt['records_per_s']:.0f} sentences/s")
-    for name, side, topic in (
-        ("agentstream", a, "word-counts"),
-        ("raw", r, "raw-word-counts"),
-        ("batch", bt, "batch-word-counts"),
-    ):
+    ks = run_kstreams(
+        case, "wordcount", "--app-id", "bench-kstreams-wordcount", "--in", "sentences", "--out",
+        "kstreams-word-counts", "--sentences", str(n), "--words-total", str(words_total),
+    )  # fmt: skip
+    sides = [("agentstream", a, "word-counts"), ("raw", r, "raw-word-counts"), ("batch", bt, "batch-word-counts")]
+    if ks is not None and "skipped" not in ks:
+        log(f"wordcount: Kafka Streams {ks['records_per_s']:.0f} sentences/s")
+        sides.append(("kstreams", ks, "kstreams-word-counts"))
+    for name, side, topic in sides:
         got = asyncio.run(common.final_counts(b.bootstrap, topic))
         side["correct"] = got == expected
         if got != expected:
@@ -374,7 +439,10 @@ def case_wordcount(case: Case, n: int) -> dict[str, Any]:
                 f"wordcount: {name} counts differ for {len(diff)} words, e.g. "
                 + ", ".join(f"{w}: {got.get(w)} != {expected.get(w)}" for w in diff[:5])
             )
-    return {"words": words_total, "distinct_words": len(expected), "agentstream": a, "raw": r, "batch": bt}
+    out = {"words": words_total, "distinct_words": len(expected), "agentstream": a, "raw": r, "batch": bt}
+    if ks is not None:
+        out["kstreams"] = ks
+    return out
 
 
 RESTORE_TOPIC = "bench-restore-restore-changelog"
@@ -563,7 +631,7 @@ def run_case(name: str, n: int, profile: bool) -> dict[str, Any]:
         shutil.rmtree(logs)
     logs.mkdir(parents=True)
     with tempfile.TemporaryDirectory(prefix=f"agentstream-bench-{name}-") as scratch:
-        broker = DevBroker(log_path=logs / "broker.log")
+        broker = brokers.new_broker(logs / "broker.log")
         broker.start()
         try:
             case = Case(name, broker, Path(scratch), profile, logs)
@@ -574,7 +642,9 @@ def run_case(name: str, n: int, profile: bool) -> dict[str, Any]:
         finally:
             broker.stop()
     a, r, bt = detail["agentstream"], detail["raw"], detail.get("batch")
-    for side in (a, r, bt):
+    ks = detail.get("kstreams")
+    ks = None if ks is None or "skipped" in ks else ks
+    for side in (a, r, bt, ks):
         if side is not None:
             side["records_per_cpu_s"] = round(side["records"] / side["cpu_s"], 1) if side["cpu_s"] else None
     row = {
@@ -586,7 +656,10 @@ def run_case(name: str, n: int, profile: bool) -> dict[str, Any]:
         "ratio": round(a["records_per_s"] / r["records_per_s"], 3) if r["records_per_s"] else None,
         "agentstream_peak_rss_mb": round(a["peak_rss_mb"], 1),
         "raw_peak_rss_mb": round(r["peak_rss_mb"], 1),
-        "correct": bool(a["correct"] and r["correct"] and (bt is None or bt["correct"])),
+        "correct": bool(
+            a["correct"] and r["correct"] and (bt is None or bt["correct"]) and (ks is None or ks["correct"])
+        ),
+        "broker": brokers.kind(),
         "agentstream_correct": bool(a["correct"]),
         "raw_correct": bool(r["correct"]),
         "agentstream_records_per_cpu_s": a["records_per_cpu_s"],
@@ -614,12 +687,37 @@ def run_case(name: str, n: int, profile: bool) -> dict[str, Any]:
                 "batch_correct": bool(bt["correct"]),
             }
         )
+    if ks is not None:  # Kafka Streams: the system whose architecture agentstream follows
+        row.update(kstreams_fields(a, ks))
+    elif "kstreams" in detail:
+        row["kstreams_skipped"] = detail["kstreams"]["skipped"]
     row.update(detail.pop("row", {}))  # a case's own headline figures (latency percentiles, speedup...)
     if profile:
         row["profile"] = {
             f.name.removesuffix(".pyspy.txt"): str(f.relative_to(ROOT)) for f in sorted(logs.glob("*.pyspy.txt"))
         }
     return row
+
+
+def kstreams_fields(a: dict[str, Any], ks: dict[str, Any]) -> dict[str, Any]:
+    """agentstream against Kafka Streams: records/s, records per CPU-second and peak RSS as ratios
+    agentstream/Kafka Streams (> 1: agentstream faster, cheaper in CPU, larger in memory), and CPU per record
+    as agentstream's over Kafka Streams' (the issue's "within 2x")."""
+    return {
+        "kstreams_records_per_s": round(ks["records_per_s"], 1),
+        "kstreams_ratio": round(a["records_per_s"] / ks["records_per_s"], 3) if ks["records_per_s"] else None,
+        "kstreams_cpu_ratio": round(a["records_per_cpu_s"] / ks["records_per_cpu_s"], 3)
+        if a["records_per_cpu_s"] and ks["records_per_cpu_s"]
+        else None,
+        "kstreams_cpu_per_record_ratio": round(ks["records_per_cpu_s"] / a["records_per_cpu_s"], 3)
+        if a["records_per_cpu_s"] and ks["records_per_cpu_s"]
+        else None,
+        "kstreams_peak_rss_mb": round(ks["peak_rss_mb"], 1),
+        "kstreams_rss_ratio": round(a["peak_rss_mb"] / ks["peak_rss_mb"], 3) if ks["peak_rss_mb"] else None,
+        "kstreams_records_per_cpu_s": ks["records_per_cpu_s"],
+        "kstreams_correct": bool(ks["correct"]),
+        "kstreams_did": KSTREAMS_DID,
+    }
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
@@ -656,6 +754,26 @@ def print_table(rows: list[dict[str, Any]]) -> None:
                 f"{row['case']:<17} {row['agentstream_records_per_s']:>14,.0f} {row['batch_records_per_s']:>11,.0f} "
                 f"{row['batch_ratio'] or 0:>6.2f} {row['batch_cpu_ratio'] or 0:>9.2f} "
                 f"{str(row['batch_correct']):>8}"
+            )
+    ks_rows = [row for row in rows if "kstreams_ratio" in row]
+    if ks_rows:
+        print()
+        print("against Kafka Streams (one stream thread, at_least_once, 1 s commits; CPU/rec = agentstream's CPU per")
+        print("record over Kafka Streams'; beside it the same ratios against the batch-API loop):")
+        head = (
+            f"{'case':<17} {'agentstream/s':>14} {'kstreams/s':>11} {'ratio':>6} {'CPU/rec':>8} {'RSS KS MB':>10} "
+            f"{'RSS ratio':>9} {'batch ratio':>11} {'batch CPU/rec':>13} {'correct':>8}"
+        )
+        print(head)
+        print("-" * len(head))
+        for row in ks_rows:
+            batch_cpu = row.get("batch_cpu_ratio")
+            print(
+                f"{row['case']:<17} {row['agentstream_records_per_s']:>14,.0f} {row['kstreams_records_per_s']:>11,.0f} "
+                f"{row['kstreams_ratio'] or 0:>6.2f} {row['kstreams_cpu_per_record_ratio'] or 0:>8.2f} "
+                f"{row['kstreams_peak_rss_mb']:>10.1f} {row['kstreams_rss_ratio'] or 0:>9.2f} "
+                f"{row.get('batch_ratio') or 0:>11.2f} {1 / batch_cpu if batch_cpu else 0:>13.2f} "
+                f"{str(row['kstreams_correct']):>8}"
             )
     for row in rows:
         if row.get("summary"):
@@ -709,6 +827,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [c for c in names if c not in CASES]
     if unknown:
         p.error(f"unknown case(s) {unknown}; choose from {list(CASES)}")
+    os.environ["BENCH_BROKER"] = brokers.kind()  # fails early on an unknown kind
+    os.environ["BENCH_REPLICATION_FACTOR"] = str(brokers.replication_factor())  # topics this process creates
     sizes = QUICK if args.quick else FULL
     started = time.perf_counter()
     rows = []
@@ -735,7 +855,8 @@ def main(argv: list[str] | None = None) -> int:
             [Path(sys.executable).name, "-m", "bench.run", *(argv if argv is not None else sys.argv[1:])]
         ),
         "total_s": round(total, 1),
-        "build": compiled.BUILD,  # the agentstream side's hot path: compiled (mypyc) or pure Python
+        "build": compiled.BUILD,
+        "broker": brokers.kind(),  # tansu (the dev broker) or kafka (a 3-node Apache Kafka cluster)  # the agentstream side's hot path: compiled (mypyc) or pure Python
         "timed_interval": "first record fetched -> all input handled, all output acknowledged by the broker, "
         "input offsets committed (restore: -> last record written, stores flushed)",
         "results": _merge_rows(out, rows, args.quick),

@@ -71,8 +71,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentstream.devbroker import DevBroker
-from bench import common
+from bench import brokers, common
+from bench.brokers import Broker
 
 if TYPE_CHECKING:
     from bench.run import Case
@@ -112,10 +112,10 @@ def log(msg: str) -> None:
 
 
 @contextlib.contextmanager
-def fresh_broker(case: Case, label: str) -> Iterator[DevBroker]:
+def fresh_broker(case: Case, label: str) -> Iterator[Broker]:
     """A new dev broker as ``case.broker`` for the block (workers spawned in it connect to it)."""
     old = case.broker
-    broker = DevBroker(log_path=case.logs / f"broker-{label}.log")
+    broker = brokers.new_broker(case.logs / f"broker-{label}.log")
     broker.start()
     case.broker = broker
     try:
@@ -236,7 +236,7 @@ def run_workers(case: Case, k: int, n: int, work: Workload, parts: int, side: st
             log(f"{work.label}: {k} {side} worker(s) settled on partitions {assigned}; loading {n} records")
             with common.Sampler(
                 lambda: {
-                    **common.machine_sample(broker._proc.pid if broker._proc else None),
+                    **common.machine_sample(brokers.pids(broker)),
                     "orchestrator_cpu_s": common.cpu_seconds(),
                 }
             ) as sampler:

@@ -154,3 +154,65 @@ async def test_batch_sender_ships_full_and_lingered_batches_and_flushes_the_rest
     await sender.send("t", b"d", b"v")
     await sender.flush()  # a commit sends everything, lingered or not
     assert producer.sent[-1] == ("t", 0, [b"d"])
+
+
+# -- the broker kinds and the Kafka Streams side (issue 41) ------------------------------------------
+
+
+def test_broker_kind_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench import brokers
+
+    monkeypatch.delenv("BENCH_BROKER", raising=False)
+    assert brokers.kind() == "tansu" and brokers.replication_factor() == 1
+    monkeypatch.setenv("BENCH_BROKER", "dev")
+    assert brokers.kind() == "tansu"
+    monkeypatch.setenv("BENCH_BROKER", "Kafka")
+    assert brokers.kind() == "kafka" and brokers.replication_factor() == 3
+    monkeypatch.setenv("BENCH_BROKER", "redpanda")
+    with pytest.raises(SystemExit, match="BENCH_BROKER='redpanda'"):
+        brokers.kind()
+
+
+def test_broker_cpu_of_several_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.setenv("BENCH_BROKER_PID", "12, 34,0,")
+    assert common.broker_pids_from_env() == [12, 34]
+    monkeypatch.setenv("BENCH_BROKER_PID", "")
+    assert common.broker_pids_from_env() == []
+    own = common.proc_cpu_seconds(os.getpid())
+    both = common.proc_cpu_seconds([os.getpid(), os.getpid()])
+    assert own is not None and both is not None and both >= 2 * own  # summed (CPU only grows in between)
+    assert common.proc_cpu_seconds([]) is None
+    assert common.proc_cpu_seconds([os.getpid(), 2**22 + 12345]) is None  # a node gone: no figure, not a partial one
+
+
+def test_kstreams_ratios_are_agentstream_over_kafka_streams() -> None:
+    from bench.run import kstreams_fields
+
+    a = {"records_per_s": 2000.0, "records_per_cpu_s": 1000.0, "peak_rss_mb": 60.0}
+    ks = {"records_per_s": 1000.0, "records_per_cpu_s": 4000.0, "peak_rss_mb": 300.0, "correct": True}
+    row = kstreams_fields(a, ks)
+    assert row["kstreams_ratio"] == 2.0  # agentstream twice as fast
+    assert row["kstreams_cpu_ratio"] == 0.25 and row["kstreams_cpu_per_record_ratio"] == 4.0  # 4x its CPU per record
+    assert row["kstreams_rss_ratio"] == 0.2 and row["kstreams_correct"] is True
+
+
+def test_kstreams_side_skipped_or_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from bench import kstreams
+    from bench.run import run_kstreams
+
+    class _Case:
+        name, scratch = "wordcount", tmp_path
+
+        def run(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            raise AssertionError("must not run")
+
+    monkeypatch.setenv("BENCH_KSTREAMS", "0")
+    assert run_kstreams(_Case(), "wordcount") is None  # type: ignore[arg-type]
+    monkeypatch.delenv("BENCH_KSTREAMS")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java, no mvn
+    with pytest.raises(kstreams.KStreamsUnavailable, match="not on PATH"):
+        kstreams.classpath()
+    skipped = run_kstreams(_Case(), "wordcount")  # type: ignore[arg-type]
+    assert skipped is not None and "not on PATH" in skipped["skipped"]
