@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..error_handling import strip_error_headers
 from ..events import current_event
 from ..ids import seed_ids
 from ..transport.base import TP
@@ -312,7 +313,7 @@ class HarnessAssertions:
             headers = tuple(r.headers or ())
             source = (_header(headers, SOURCE_HEADER) or b"").decode()
             m = _SOURCE.match(source)
-            own = tuple((k, v) for k, v in headers if k not in (ERROR_HEADER, STAGE_HEADER, SOURCE_HEADER))
+            own = tuple(strip_error_headers(headers))  # the policy's (agentstream's and KIP-1034's) are fields
             out.append(
                 DeadLetter(
                     r.key,

@@ -25,7 +25,14 @@ from aiokafka.record.default_records import (  # type: ignore[import-untyped,unu
     DefaultRecordBatchBuilder,
 )
 
-from ...exceptions import GroupFenced, ProducerError, TransactionsUnsupported, TransportError, caused
+from ...exceptions import (
+    GroupFenced,
+    ProducerError,
+    RecordRejected,
+    TransactionsUnsupported,
+    TransportError,
+    caused,
+)
 from ..append import Appender
 from ..base import TP, Delivery, Headers
 from .abort import abort_producer
@@ -164,7 +171,7 @@ class KafkaProducer(Appender):
             route = self._routes[topic]
         chosen = self._partition(topic, route, key, partition)
         if chosen < 0:
-            raise ProducerError(f"could not send to {topic}[{partition}]: the topic has partitions 0..{route[0] - 1}")
+            raise RecordRejected(f"could not send to {topic}[{partition}]: the topic has partitions 0..{route[0] - 1}")
         hdrs = list(headers) if headers else _NO_HEADERS
         batch = route[2].get(chosen)
         if batch is not None:
@@ -176,7 +183,7 @@ class KafkaProducer(Appender):
         # max_request_size below it, so this is where aiokafka's max_request_size check belongs.
         size = DefaultRecordBatchBuilder.estimate_size_in_bytes(key, value, hdrs)
         if size > self._max_request_size:
-            raise ProducerError(
+            raise RecordRejected(
                 f"could not send to {topic}: the record is {size} bytes, more than producer_max_request_size="
                 f"{self._max_request_size}"
             )
