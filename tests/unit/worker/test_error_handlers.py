@@ -312,3 +312,54 @@ async def test_production_handler_none_keeps_the_errors_course() -> None:
         await h.wait_idle()
         assert [v for _, v in h.read("out")] == [0, 2]
         assert [dict(d.headers)["agentstream-error-stage"] for d in _dead(app)] == [b"agent"]
+
+
+# -- reading and replaying dead letters (agentstream.dead_letters: the CLI's dead-letters command) --
+
+
+async def test_dead_letters_are_listed_and_a_replay_reprocesses_the_fixed_records_once() -> None:
+    from agentstream.dead_letters import choose, read_dead_letters, replay
+
+    app = _app("dl-replay", on_agent_error="dead-letter")
+    src = app.topic("src", value_type=int)
+    bug = {"on": True}
+    got: list[tuple[int, tuple[tuple[str, bytes], ...]]] = []
+
+    @app.agent(src)
+    async def picky(stream: agentstream.Stream) -> None:
+        async for event in stream.events():
+            if bug["on"] and event.value % 2:
+                raise ValueError(f"odd {event.value}")
+            got.append((event.value, tuple(event.headers.items())))
+
+    async with AppHarness(app) as h:
+        for i in range(6):
+            await h.send("src", i, key=f"k{i}", headers={"trace": f"t{i}".encode()})
+        await h.wait_idle()
+        letters = await read_dead_letters(app)
+        assert [(d.offset, d.source, d.exception, d.message) for d in letters] == [
+            (0, "src[0]@1", "builtins.ValueError", "odd 1"),
+            (1, "src[0]@3", "builtins.ValueError", "odd 3"),
+            (2, "src[0]@5", "builtins.ValueError", "odd 5"),
+        ]
+        assert [d.offset for d in choose(letters, first=1, last=2)] == [1, 2]
+        bug["on"] = False  # the fix
+        await replay(app, choose(letters, first=1))
+        await h.wait_idle()
+        assert [v for v, _ in got] == [0, 2, 4, 3, 5]  # once each; 1 was not chosen
+        assert dict(got[3][1]) == {"trace": b"t3"}  # the record's own headers, no error headers
+        replayed = MemoryTransport.read_topic(app.transport, "src")[-2:]  # type: ignore[arg-type]
+        assert [(m.key, m.value) for m in replayed] == [(b"k3", b"3"), (b"k5", b"5")]
+        assert len(await read_dead_letters(app)) == 3  # nothing new dead-lettered
+
+
+def test_a_letter_that_does_not_say_where_it_came_from_is_listed_and_not_replayed() -> None:
+    from agentstream.dead_letters import parse
+    from agentstream.transport.message import Message
+
+    bad = Message("x-dead-letters", 0, 7, 1000, 0, b"k", b"v", None, 1, 1, [("__streams.errors.topic", b"../etc")])
+    letter = parse(bad)
+    assert (letter.source, letter.source_topic, letter.offset) == ("?", "", 7)
+    own = [("agentstream-source", b"src[2]@41"), ("agentstream-error", b"KeyError: 'a'")]
+    old = Message("x-dead-letters", 0, 8, 1000, 0, b"k", b"v", None, 1, 1, own)
+    assert (parse(old).source, parse(old).exception, parse(old).message) == ("src[2]@41", "KeyError", "'a'")
