@@ -89,8 +89,8 @@ class Yielded:
 class DeadLetter:
     """A record the dead-letter policy set aside: its raw key and value, where it came from and why.
 
-    ``error`` is ``"ExceptionType: message"``, ``stage`` is ``"decode"`` or ``"agent"``; ``headers``
-    are the record's own (the policy's are read into the fields)."""
+    ``error`` is ``"ExceptionType: message"``, ``stage`` is ``"decode"``, ``"agent"`` or ``"produce"``;
+    ``headers`` are the record's own (the error headers are read into the fields)."""
 
     key: bytes | None
     value: bytes | None
