@@ -280,6 +280,12 @@ class KafkaProducer(Appender):
         """The topic's partition count from aiokafka's metadata; ``error(what: cause)`` if it has none."""
         try:
             partitions = await self._require().partitions_for(topic)
+        except kafka_errors.TopicAuthorizationFailedError as exc:
+            if error is ProducerError:  # a send: refused for good (the production_exception_handler decides)
+                raise caused(
+                    RecordRejected(f"{what}: the app is not authorised to write it ({describe(exc)})"), exc
+                ) from exc
+            raise caused(error(f"{what}: {describe(exc)}"), exc) from exc
         except kafka_errors.KafkaError as exc:
             raise caused(error(f"{what}: {describe(exc)}"), exc) from exc
         return len(partitions)
