@@ -605,7 +605,8 @@ class StreamTask(PolledInput):
         set_current_event(None)
         self._attempts = {_record_id(e): attempts + 1 for e in events}  # only the records in retry
         await self._pause(delay)
-        self._redeliver = [(e.message, e.tp) for e in events]
+        if self.lifecycle.state is _RUNNING:  # closed meanwhile: the records go to the next owner
+            self._redeliver = [(e.message, e.tp) for e in events]
 
     async def _pause(self, delay: float) -> None:
         """Wait ``delay`` on the app's clock, or until the task closes; out of the commit gate meanwhile."""
