@@ -3,6 +3,7 @@ shown on the in-process harness: every answer of each handler, and what a dead l
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -363,3 +364,23 @@ def test_a_letter_that_does_not_say_where_it_came_from_is_listed_and_not_replaye
     own = [("agentstream-source", b"src[2]@41"), ("agentstream-error", b"KeyError: 'a'")]
     old = Message("x-dead-letters", 0, 8, 1000, 0, b"k", b"v", None, 1, 1, own)
     assert (parse(old).source, parse(old).exception, parse(old).message) == ("src[2]@41", "KeyError", "'a'")
+
+
+async def test_a_worker_stopping_during_a_retry_wait_stops_at_once_without_committing_the_record() -> None:
+    app = _app("h-retry-stop", agent_retries=5, agent_retry_backoff=3600.0)
+    calls: list[int] = []
+    src = app.topic("src", value_type=int)
+
+    @app.agent(src)
+    async def down(stream: agentstream.Stream) -> None:
+        async for value in stream:
+            calls.append(value)
+            raise ConnectionError("down")
+
+    h = AppHarness(app, virtual_time=True)
+    async with h:
+        await h.send("src", 0)
+        await h.send("src", 1)
+        assert calls == [0] and await _committed(h) in (None, 0)
+        await asyncio.wait_for(h.worker.stop(), 10)  # the hour-long wait ends with the task
+        assert calls == [0]  # nothing past the record either
