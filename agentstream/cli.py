@@ -1,5 +1,5 @@
 """The ``agentstream`` command (click, as Faust's): ``agentstream -A MODULE worker|send|agents|topics|
-tables|models|model|export|reset`` and ``agentstream dev-broker``, plus the app's ``@app.command``s.
+tables|models|model|export|reset|dead-letters`` and ``agentstream dev-broker``, plus the app's ``@app.command``s.
 
 Settings precedence: App arguments < AGENTSTREAM_* env < CLI flags. The worker's flags are generated
 from the :class:`~agentstream.settings.Settings` fields, so a new setting gets its flag for free.
@@ -732,6 +732,88 @@ def reset(ctx: click.Context, data_dir: Path | None, offsets: bool, yes: bool, b
     if changes:
         app.settings = app.settings.replace(**changes)
     return reset_app(app, offsets=offsets, yes=yes)
+
+
+@cli.group("dead-letters", invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per dead letter")
+@click.option("-b", "--broker", default=None, help="broker URL (default: the app's)")
+@click.pass_context
+def dead_letters(ctx: click.Context, as_json: bool, broker: str | None) -> int:
+    """List the records in the app's dead-letter topic: partition@offset, exception, message and the
+    record they were (topic[partition]@offset). ``dead-letters replay`` sends chosen ones back."""
+    from .dead_letters import read_dead_letters
+
+    app = _begin(ctx)
+    if broker:
+        app.settings = app.settings.replace(broker=broker)
+    if ctx.invoked_subcommand is not None:
+        return 0
+    letters = _run(then_stop_clients(app, read_dead_letters(app)))
+    if as_json:
+        for d in letters:
+            click.echo(orjson.dumps(d.as_json()).decode())
+        return 0
+    click.echo(f"{app.settings.dead_letter_topic}: {len(letters)} dead letter(s)")
+    for d in letters:
+        click.echo(f"{d.partition}@{d.offset}  {d.source}  {d.exception}: {d.message}".rstrip())
+    return 0
+
+
+@dead_letters.command("replay")
+@click.option("--all", "everything", is_flag=True, help="every dead letter")
+@click.option("--partition", type=click.IntRange(min=0), default=None, help="of the dead-letter topic")
+@click.option("--from", "first", type=click.IntRange(min=0), default=None, help="first dead-letter offset (inclusive)")
+@click.option("--to", "last", type=click.IntRange(min=0), default=None, help="last dead-letter offset (inclusive)")
+@click.option("--source-topic", default=None, help="only letters that came from this topic")
+@click.option("-y", "--yes", is_flag=True, help="send them (without: print what would be sent)")
+@click.pass_context
+def dead_letters_replay(
+    ctx: click.Context,
+    everything: bool,
+    partition: int | None,
+    first: int | None,
+    last: int | None,
+    source_topic: str | None,
+    yes: bool,
+) -> int:
+    """Send chosen dead letters back to the topics they came from (key, value and timestamp as they
+    were, headers without the error headers), once the bug is fixed: --all, or a range of the
+    dead-letter topic (--partition, --from, --to) and/or --source-topic. Replaying twice sends twice."""
+    from .dead_letters import choose, read_dead_letters, replay
+
+    if not everything and partition is None and first is None and last is None and source_topic is None:
+        raise click.UsageError("choose the letters: --all, or --partition/--from/--to/--source-topic")
+    app = _state(ctx).app()
+
+    async def _go() -> int:
+        letters = choose(
+            await read_dead_letters(app), partition=partition, first=first, last=last, source_topic=source_topic
+        )
+        for d in letters:
+            click.echo(f"{d.partition}@{d.offset} -> {d.source_topic}  ({d.exception}: {d.message})")
+        if not yes:
+            click.echo(f"{len(letters)} dead letter(s) chosen; nothing sent: pass --yes to send them")
+            return 1
+        try:
+            sent = await replay(app, letters)
+        except ValueError as exc:
+            click.echo(f"agentstream: replay refused: {exc}", err=True)
+            return 2
+        for d, md in sent:
+            click.echo(
+                orjson.dumps(
+                    {
+                        "from": f"{d.partition}@{d.offset}",
+                        "topic": md.topic,
+                        "partition": md.partition,
+                        "offset": md.offset,
+                    }
+                ).decode()
+            )
+        click.echo(f"replayed {len(sent)} dead letter(s)")
+        return 0
+
+    return int(_run(then_stop_clients(app, _go())))
 
 
 @cli.command("clean-versions")

@@ -85,6 +85,11 @@ class ProducerError(TransportError):
     """A record could not be delivered; offsets past it are not committed."""
 
 
+class RecordRejected(ProducerError):
+    """A record refused for good when it is sent (too large, a partition the topic does not have):
+    sending it again cannot succeed. The app's ``production_exception_handler`` decides."""
+
+
 class CommitFailed(TransportError):
     """Offsets were not committed (the group rebalanced, or the coordinator was unreachable).
 

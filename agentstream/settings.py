@@ -51,6 +51,8 @@ APP_ONLY = (
     "web_application_options",
     "logging_config",
     "loghandlers",
+    "processing_exception_handler",
+    "production_exception_handler",
 )
 """Settings only an App argument can give (objects, not text): no environment variable sets them."""
 
@@ -100,6 +102,42 @@ class Settings:
     agent_restart_max: int = 10  # restarts in a row of an agent that fails before handling a record
     agent_restart_backoff: float = 0.1  # first restart delay (doubles each time, at most 30 s)
     dead_letter_topic: str = ""
+    # -- exception handlers (docs/errors.md; Kafka Streams' KIP-1033 / KIP-1034) ----------------------
+    processing_exception_handler: Any = field(
+        default=None,
+        metadata={
+            "help": (
+                "fn(ErrorContext) -> 'continue' | 'fail' | 'dead-letter' | None, asked about a record that failed "
+                "to decode or made its agent raise; None leaves it to on_decode_error / on_agent_error "
+                "(App argument only)"
+            )
+        },
+    )
+    production_exception_handler: Any = field(
+        default=None,
+        metadata={
+            "help": (
+                "fn(ErrorContext) -> 'continue' | 'fail' | 'dead-letter' | None, asked about a send that failed "
+                "for good (not serialisable, too large, not authorised); None or no handler: fail "
+                "(App argument only)"
+            )
+        },
+    )
+    agent_retries: int = field(
+        default=0,
+        metadata={
+            "help": (
+                "times an agent runs again on the record it raised on before the error goes to the handler or "
+                "on_agent_error; the partition waits (in order, nothing committed past the record)"
+            )
+        },
+    )
+    agent_retry_backoff: float = field(
+        default=1.0,
+        metadata={
+            "help": "seconds before the first agent retry; each further retry waits twice as long (at most 60 s)"
+        },
+    )
     processing_guarantee: str = "at_least_once"
     table_standby_replicas: int = 1  # Faust's default: a warm copy on another worker (no effect on a lone worker)
     # -- scaling out without a restore stall (KIP-441; docs/deployment.md) ---------------------------
@@ -601,6 +639,7 @@ class Settings:
         for name in ("on_decode_error", "on_agent_error"):
             if getattr(self, name) not in POLICIES:
                 raise ConfigError(name, f"unknown policy {getattr(self, name)!r}", f"use one of {', '.join(POLICIES)}")
+        self._check_error_handling()
         if self.processing_guarantee not in GUARANTEES:
             raise ConfigError(
                 "processing_guarantee",
@@ -661,6 +700,26 @@ class Settings:
         check_client_settings(self)
         self._check_logging()
         broker_security(self)  # builds the TLS context: bad files fail here, naming the setting
+
+    def _check_error_handling(self) -> None:
+        for name in ("processing_exception_handler", "production_exception_handler"):
+            handler = getattr(self, name)
+            if handler is not None and not callable(handler):
+                raise ConfigError(
+                    name,
+                    f"must be a function of an ErrorContext, got {type(handler).__name__} {handler!r}",
+                    f"pass {name}=fn where fn(ctx) returns 'continue', 'fail', 'dead-letter' or None",
+                )
+        if self.agent_retries < 0:
+            raise ConfigError(
+                "agent_retries", f"must be >= 0, got {self.agent_retries!r}", "use 0 for no retries, e.g. 3"
+            )
+        if not self.agent_retry_backoff > 0:
+            raise ConfigError(
+                "agent_retry_backoff",
+                f"must be > 0 seconds, got {self.agent_retry_backoff!r}",
+                "set the first retry delay in seconds, e.g. 1.0 (it doubles, up to 60 s)",
+            )
 
     def _check_topic_settings(self) -> None:
         if self.topic_replication_factor == 0 or self.topic_replication_factor < -1:

@@ -37,8 +37,13 @@ HELP: dict[str, str] = {
     "producer_linger": "seconds the producer waits to fill a batch (0 sends as soon as the sender is free)",
     "producer_max_batch_size": "bytes per producer batch and partition",
     "consumer_fetch_max_wait": "seconds a fetch waits on the broker for data before it answers empty (restores wait at most 0.02)",
-    "on_decode_error": "what a record that cannot be decoded does: skip, stop or dead-letter",
-    "on_agent_error": "what an exception raised by an agent does: skip, stop or dead-letter",
+    "on_decode_error": (
+        "what a record that cannot be decoded does: skip, stop or dead-letter (after processing_exception_handler)"
+    ),
+    "on_agent_error": (
+        "what an exception raised by an agent does: skip, stop or dead-letter (after agent_retries and "
+        "processing_exception_handler)"
+    ),
     "dead_letter_topic": "topic for records the dead-letter policy sets aside (default <app id>-dead-letters)",
     "processing_guarantee": "at_least_once or exactly_once (needs a broker with transactions)",
     "table_standby_replicas": "standby copies of every table partition kept warm on other workers",

@@ -812,6 +812,11 @@ class InHand:
                 seen.setdefault(id(event), event)
         self.events = list(seen.values())
 
+    def redeliverable(self) -> bool:
+        """The records are held by the agent's own streams only (no tee or combine input holds
+        one): handing them out again to the restarted agent reaches the same code."""
+        return not self._inputs
+
     def release(self) -> None:
         for stream, events in self._pending:
             for event in events:

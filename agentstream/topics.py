@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 from mypy_extensions import mypyc_attr
 
 from . import codecs
+from .error_handling import production_failed
 from .events import current_event
+from .exceptions import RecordRejected
 from .runtime import current_task
 from .transport.append import Appender
 from .transport.base import Delivery, TopicSpec
@@ -225,14 +227,20 @@ class Topic:
         if schema is not None:
             key_serializer = key_serializer or getattr(schema, "key_serializer", None)
             value_serializer = value_serializer or getattr(schema, "value_serializer", None)
-        if key_serializer is None and value_serializer is None:
-            kb, vb = self.encode(key, value)
-        else:
-            kb, vb = self.encode(key if key_serializer is None else None, value if value_serializer is None else None)
-            if key_serializer is not None and key is not None:
-                kb = _as_bytes(_serializer_codec(key_serializer).dumps(key))
-            if value_serializer is not None and value is not None:
-                vb = _as_bytes(_serializer_codec(value_serializer).dumps(value))
+        try:
+            if key_serializer is None and value_serializer is None:
+                kb, vb = self.encode(key, value)
+            else:
+                kb, vb = self.encode(
+                    key if key_serializer is None else None, value if value_serializer is None else None
+                )
+                if key_serializer is not None and key is not None:
+                    kb = _as_bytes(_serializer_codec(key_serializer).dumps(key))
+                if value_serializer is not None and value is not None:
+                    vb = _as_bytes(_serializer_codec(value_serializer).dumps(value))
+        except Exception as exc:  # not serialisable: the app's production_exception_handler decides
+            failed: Delivery = await production_failed(self.app, exc, self.name, key, value)
+            return failed
         if callback is not None:
             sent = await self.send_raw(kb, vb, partition=partition, timestamp=timestamp, headers=headers)
             _after_delivery(sent, callback)
@@ -244,9 +252,13 @@ class Topic:
             if producer is not None:
                 event = current_event()
                 ts = -1 if event is None else event.message.timestamp_ms  # -1: none (format 0 records)
-                delivery: Delivery | None = producer.send_now(
-                    self.name, kb, vb, partition, ts if ts >= 0 else None, None
-                )
+                try:
+                    delivery: Delivery | None = producer.send_now(
+                        self.name, kb, vb, partition, ts if ts >= 0 else None, None
+                    )
+                except RecordRejected as exc:  # the memory producer refuses at once
+                    rejected: Delivery = await production_failed(self.app, exc, self.name, key, value)
+                    return rejected
                 if delivery is not None:
                     return delivery
         return await self.send_raw(kb, vb, partition=partition, timestamp=timestamp, headers=headers)
@@ -275,19 +287,22 @@ class Topic:
             states = self._observe_send(key, value, partition, ts_ms, headers)
         task = current_task.get()
         delivery: Delivery
-        if task is not None and task.txn is not None:  # exactly_once: into the task's transaction
-            delivery = await task.txn.send(
-                self.name, key, value, partition=partition, timestamp_ms=ts_ms, headers=headers
-            )
-        else:
-            producer = self.app.producer if self.app._producer_started else await self.app.start_producer()
-            now = producer.send_now(self.name, key, value, partition, ts_ms, headers)
-            if now is not None:
-                delivery = now
-            else:
-                delivery = await producer.send(
+        try:
+            if task is not None and task.txn is not None:  # exactly_once: into the task's transaction
+                delivery = await task.txn.send(
                     self.name, key, value, partition=partition, timestamp_ms=ts_ms, headers=headers
                 )
+            else:
+                producer = self.app.producer if self.app._producer_started else await self.app.start_producer()
+                now = producer.send_now(self.name, key, value, partition, ts_ms, headers)
+                if now is not None:
+                    delivery = now
+                else:
+                    delivery = await producer.send(
+                        self.name, key, value, partition=partition, timestamp_ms=ts_ms, headers=headers
+                    )
+        except RecordRejected as exc:  # refused for good at the send (too large, no such partition)
+            delivery = await production_failed(self.app, exc, self.name, key, value)
         if states:
             _report_delivery(app, delivery, states)
         return delivery

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..error_handling import strip_error_headers
 from ..events import current_event
 from ..ids import seed_ids
 from ..transport.base import TP
@@ -88,8 +89,8 @@ class Yielded:
 class DeadLetter:
     """A record the dead-letter policy set aside: its raw key and value, where it came from and why.
 
-    ``error`` is ``"ExceptionType: message"``, ``stage`` is ``"decode"`` or ``"agent"``; ``headers``
-    are the record's own (the policy's are read into the fields)."""
+    ``error`` is ``"ExceptionType: message"``, ``stage`` is ``"decode"``, ``"agent"`` or ``"produce"``;
+    ``headers`` are the record's own (the error headers are read into the fields)."""
 
     key: bytes | None
     value: bytes | None
@@ -312,7 +313,7 @@ class HarnessAssertions:
             headers = tuple(r.headers or ())
             source = (_header(headers, SOURCE_HEADER) or b"").decode()
             m = _SOURCE.match(source)
-            own = tuple((k, v) for k, v in headers if k not in (ERROR_HEADER, STAGE_HEADER, SOURCE_HEADER))
+            own = tuple(strip_error_headers(headers))  # the policy's (agentstream's and KIP-1034's) are fields
             out.append(
                 DeadLetter(
                     r.key,

@@ -75,6 +75,14 @@ _held_slots: ContextVar[list[int]] = ContextVar("agentstream_held_slots")
 """Per agent instance (its asyncio task's context): how many of the agent's shared slots it holds."""
 
 
+MAX_RETRY_DELAY: Final = 60.0  # agent_retry_backoff doubles per retry, up to this
+
+
+def _record_id(event: Event) -> tuple[str, int, int]:
+    m = event.message
+    return (m.topic, m.partition, m.offset)
+
+
 class TaskId(NamedTuple):
     """``(sub-topology, partition)``, printed like Kafka Streams' ``0_3``."""
 
@@ -105,6 +113,8 @@ class StreamTask(PolledInput):
         on_drained: Callable[[TP], None],
         restart_max: int = 10,
         restart_backoff: float = 0.1,
+        retries: int = 0,
+        retry_backoff: float = 1.0,
     ) -> None:
         self.id = task_id
         self.subtopology = subtopology
@@ -161,6 +171,12 @@ class StreamTask(PolledInput):
         self._yielded_at = 0.0  # clock.monotonic() when it last let the loop run
         self._yield_now = False  # poll_event found a yield due: the async pull makes it
         self._undecodable: tuple[Message, TP, Exception] | None = None  # left by _take() for the policy
+        # agent_retries: records an agent raised on, handed out again (first) after the backoff,
+        # and how many times the agent ran on each (by topic, partition, offset)
+        self.retries = retries
+        self.retry_backoff = retry_backoff
+        self._redeliver: list[tuple[Message, TP]] = []
+        self._attempts: dict[tuple[str, int, int], int] = {}
         # The stream's async pull (StreamInput.next_event): an attribute, not a method, so start()
         # picks it once, when it knows whether a gate or fault points are in the way, and the
         # common case awaits the inner pull directly. poll_event (the synchronous pull) checks
@@ -310,20 +326,25 @@ class StreamTask(PolledInput):
         if self.lifecycle.state is not _RUNNING:
             return None
         group = self.group
-        item = group.next()
-        if item is None:
-            return None
-        if isinstance(item, Wait):
-            self._wait = item.seconds
-            return None
-        message: Message = item
-        q = group.last
-        assert q is not None
-        tp = q.tp
-        if q.held_back and len(q.messages) <= self._low_water:
-            self._on_drained(tp)
-        if not self._ordered_acks:
-            self._inflight[tp].append(message.offset)
+        if self._redeliver:  # agent_retries: the record the agent raised on, again, before any other
+            message, tp = self._redeliver.pop(0)
+            q = group.queues[tp]
+        else:
+            item = group.next()
+            if item is None:
+                return None
+            if isinstance(item, Wait):
+                self._wait = item.seconds
+                return None
+            message = item
+            taken = group.last
+            assert taken is not None
+            q = taken
+            tp = q.tp
+            if q.held_back and len(q.messages) <= self._low_water:
+                self._on_drained(tp)
+            if not self._ordered_acks:
+                self._inflight[tp].append(message.offset)
         key_codec, value_codec = q.decoders
         raw_key, raw_value = message.key, message.value
         try:
@@ -541,9 +562,14 @@ class StreamTask(PolledInput):
     async def _agent_failed(self, hand: list[Stream], exc: Exception, handled: int, restarts: int) -> int:
         held = InHand(hand)  # each record once (a tee's copies hold the same one)
         events = held.events
+        if events and self.retries and held.redeliverable():
+            attempts = max(self._attempts.get(_record_id(e), 1) for e in events)
+            if attempts <= self.retries:
+                await self._retry_later(events, exc, attempts)
+                return 0
         if events:
             for event in events:
-                await self._errors.agent_failed(self, event, exc)
+                await self._errors.agent_failed(self, event, exc, self._attempts.pop(_record_id(event), 1))
             held.release()  # exactly these: handled by the policy, so acknowledged (noack() too)
         else:
             await self._errors.agent_failed(self, None, exc)  # under 'stop' this raises StopProcessing
@@ -570,11 +596,37 @@ class StreamTask(PolledInput):
             self.restart_max,
             delay,
         )
+        await self._pause(delay)
+        return restarts
+
+    async def _retry_later(self, events: list[Event], exc: Exception, attempts: int) -> None:
+        """agent_retries: wait (the app's clock, the partition held: nothing taken or acknowledged
+        past these records) and hand the same records out again, first, to the restarted agent."""
+        delay = min(self.retry_backoff * 2 ** (attempts - 1), MAX_RETRY_DELAY)
+        log.warning(
+            "agent %s raised on record %s (task %s): %s: %s; retry %d/%d in %.2fs (setting agent_retries)",
+            self.agent.name,
+            ", ".join(f"{e.message.topic}[{e.message.partition}]@{e.message.offset}" for e in events),
+            self.id,
+            type(exc).__name__,
+            exc,
+            attempts,
+            self.retries,
+            delay,
+        )
+        set_current_event(None)
+        self._attempts = {_record_id(e): attempts + 1 for e in events}  # only the records in retry
+        await self._pause(delay)
+        if self.lifecycle.state is _RUNNING:  # closed meanwhile: the records go to the next owner
+            self._redeliver = [(e.message, e.tp) for e in events]
+
+    async def _pause(self, delay: float) -> None:
+        """Wait ``delay`` on the app's clock, or until the task closes; out of the commit gate meanwhile."""
         gate = self.gate
         if gate is not None:
             gate.leave()  # a commit may run while the instance waits
         try:
-            try:  # not _wakeup: arriving records must not cut the backoff short
+            try:  # not _wakeup: arriving records must not cut the wait short
                 await self.clock.wait_for(self._closed.wait(), delay)
             except TimeoutError:
                 pass
@@ -584,7 +636,6 @@ class StreamTask(PolledInput):
             raise
         if gate is not None:
             await gate.enter()  # back in the agent: never while a commit holds the gate closed
-        return restarts
 
     def _instance_done(self, task: asyncio.Task[None]) -> None:
         if self.gate is not None:
@@ -633,6 +684,7 @@ class StreamTask(PolledInput):
                 await asyncio.wait(pending)
         self._instances.clear()
         self._sensed.clear()
+        self._redeliver.clear()
         for q in self.group.queues.values():
             q.clear()
 

@@ -99,6 +99,8 @@ class TaskManager:
                     on_drained=self.fetcher.drained,
                     restart_max=self.settings.agent_restart_max,
                     restart_backoff=self.settings.agent_restart_backoff,
+                    retries=self.settings.agent_retries,
+                    retry_backoff=self.settings.agent_retry_backoff,
                 )
                 if self.eos is not None:
                     tasks[tid].gate = CommitGate()

@@ -366,7 +366,9 @@ class Worker:
         specs = [t.spec() for t in self.app.topics.values()]
         for table in self.app.tables.values():
             specs.append(table.changelog_topic.spec())
-        if "dead-letter" in (self.settings.on_decode_error, self.settings.on_agent_error):
+        if "dead-letter" in (self.settings.on_decode_error, self.settings.on_agent_error) or (
+            self.settings.processing_exception_handler or self.settings.production_exception_handler
+        ):  # a handler may answer dead-letter
             specs.append(TopicSpec(self.settings.dead_letter_topic, 1))
         seen: dict[str, TopicSpec] = {}
         for spec in specs:

@@ -25,7 +25,15 @@ from aiokafka.record.default_records import (  # type: ignore[import-untyped,unu
     DefaultRecordBatchBuilder,
 )
 
-from ...exceptions import GroupFenced, ProducerError, ProducerFenced, TransactionsUnsupported, TransportError, caused
+from ...exceptions import (
+    GroupFenced,
+    ProducerError,
+    ProducerFenced,
+    RecordRejected,
+    TransactionsUnsupported,
+    TransportError,
+    caused,
+)
 from ..append import Appender
 from ..base import TP, Delivery, Headers
 from .abort import abort_producer
@@ -170,7 +178,7 @@ class KafkaProducer(Appender):
             route = self._routes[topic]
         chosen = self._partition(topic, route, key, partition)
         if chosen < 0:
-            raise ProducerError(f"could not send to {topic}[{partition}]: the topic has partitions 0..{route[0] - 1}")
+            raise RecordRejected(f"could not send to {topic}[{partition}]: the topic has partitions 0..{route[0] - 1}")
         hdrs = list(headers) if headers else _NO_HEADERS
         batch = route[2].get(chosen)
         if batch is not None:
@@ -182,7 +190,7 @@ class KafkaProducer(Appender):
         # max_request_size below it, so this is where aiokafka's max_request_size check belongs.
         size = DefaultRecordBatchBuilder.estimate_size_in_bytes(key, value, hdrs)
         if size > self._max_request_size:
-            raise ProducerError(
+            raise RecordRejected(
                 f"could not send to {topic}: the record is {size} bytes, more than producer_max_request_size="
                 f"{self._max_request_size}"
             )
@@ -291,6 +299,12 @@ class KafkaProducer(Appender):
         """The topic's partition count from aiokafka's metadata; ``error(what: cause)`` if it has none."""
         try:
             partitions = await self._require().partitions_for(topic)
+        except kafka_errors.TopicAuthorizationFailedError as exc:
+            if error is ProducerError:  # a send: refused for good (the production_exception_handler decides)
+                raise caused(
+                    RecordRejected(f"{what}: the app is not authorised to write it ({describe(exc)})"), exc
+                ) from exc
+            raise caused(error(f"{what}: {describe(exc)}"), exc) from exc
         except kafka_errors.KafkaError as exc:
             raise caused(error(f"{what}: {describe(exc)}"), exc) from exc
         return len(partitions)

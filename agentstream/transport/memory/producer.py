@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Unpack
 
 from aiokafka.structs import RecordMetadata  # type: ignore[import-untyped, unused-ignore]
 
-from agentstream.exceptions import ProducerError, ProducerFenced, TransportError
+from agentstream.exceptions import ProducerError, ProducerFenced, RecordRejected, TransportError
 from agentstream.transport.append import Appender
 from agentstream.transport.base import TP, Headers, SendOptions
 from agentstream.transport.partitioner import default_partition
@@ -158,6 +158,8 @@ class MemoryProducer(Appender):
         if txn is not None:
             self._check_not_failed(txn, "send")
         n = len(self._broker.topic(topic).partitions)
+        if partition is not None and not 0 <= partition < n:  # as the kafka:// producer
+            raise RecordRejected(f"could not send to {topic}[{partition}]: the topic has partitions 0..{n - 1}")
         if partition is None:
             if key is not None:
                 partition = default_partition(key, n)

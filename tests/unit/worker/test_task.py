@@ -388,9 +388,9 @@ async def test_a_tee_noack_agent_that_fails_has_each_record_handled_once_and_the
     handled: list[int] = []
     policy = h.errors.agent_failed
 
-    async def agent_failed(task: Any, event: Any, exc: BaseException) -> None:
+    async def agent_failed(task: Any, event: Any, exc: BaseException, attempts: int = 1) -> None:
         handled.append(event.offset)
-        await policy(task, event, exc)
+        await policy(task, event, exc, attempts)
 
     h.errors.agent_failed = agent_failed  # type: ignore[method-assign]
     task = await h.build()
