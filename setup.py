@@ -241,6 +241,8 @@ setup(
         "spark": ["pyspark>=4.0", "pandas<3", "pyarrow"],
         # Faust's client monitors: faust.sensors.prometheus / .statsd / .datadog
         "metrics": ["prometheus_client>=0.17", "statsd>=3.3", "datadog>=0.44"],
+        # OpenTelemetry tracing and metrics: agentstream.otel, faust.contrib.opentelemetry, faust.sensors.otel
+        "otel": ["opentelemetry-api>=1.27", "opentelemetry-sdk>=1.27"],
         "test": [
             "pytest>=8",
             "pytest-asyncio>=0.23",
@@ -253,6 +255,8 @@ setup(
             "prometheus_client>=0.17",  # the metrics extra: its sensor modules are tested
             "statsd>=3.3",
             "datadog>=0.44",
+            "opentelemetry-api>=1.27",  # the otel extra: its tracing and metrics are tested
+            "opentelemetry-sdk>=1.27",
         ],
         "docs": ["mkdocs-material>=9.5"],
     },
