@@ -8,24 +8,20 @@ units and attributes of faust-streaming's ``faust.sensors.otel``) from the senso
 its published status snapshot (:mod:`agentstream.worker.status`, what ``/metrics`` and ``/status``
 read) every ``interval`` seconds, with the meanings ``/metrics`` gives them:
 
-========================================  ======  ============================================================
-instrument                                 unit    meaning (attributes)
-========================================  ======  ============================================================
-``agentstream.consumer.lag``               {record}  high watermark minus the next offset to handle (topic, partition)
-``agentstream.consumer.highwater``         {offset}  partition end offset seen in the last fetch (topic, partition)
-``agentstream.records.processed``          {record}  records handled per agent since the worker started (agent)
-``agentstream.commits``                    {commit}  commits done (tables, producer, offsets)
-``agentstream.rebalances``                 {assignment}  assignments received (the group generation)
-``agentstream.assigned.partitions``        {partition}  partition numbers owned (role: active/standby)
-``agentstream.table.keys``                 {key}   keys per local table partition (table, partition, role)
-``agentstream.table.partition.ready``      1       1 when the table partition is restored and serving
-``agentstream.table.restoring``            1       1 while tables are being restored
-``agentstream.table.restored_records``     {record}  changelog records replayed into stores
-``agentstream.table.ready``                %       served table partitions restored (restore progress)
-``agentstream.rocksdb.memory``             By      RocksDB memory per partition (table, partition, role, kind:
-                                                   memtables, table_readers, block_cache)
-``agentstream.errors``                     {record}  records that failed (kind: decode, agent, dead_lettered)
-========================================  ======  ============================================================
+* ``agentstream.consumer.lag`` ({record}; topic, partition): high watermark minus the next offset to handle;
+* ``agentstream.consumer.highwater`` ({offset}; topic, partition): the end offset seen in the last fetch;
+* ``agentstream.records.processed`` ({record}; agent): records handled since the worker started;
+* ``agentstream.commits`` ({commit}): commits done (tables, producer, offsets);
+* ``agentstream.rebalances`` ({assignment}): assignments received (the group generation);
+* ``agentstream.assigned.partitions`` ({partition}; role active/standby): partition numbers owned;
+* ``agentstream.table.keys`` ({key}; table, partition, role): keys per local table partition;
+* ``agentstream.table.partition.ready`` (1; table, partition, role): 1 when restored and serving;
+* ``agentstream.table.restoring`` (1): 1 while tables are being restored;
+* ``agentstream.table.restored_records`` ({record}): changelog records replayed into stores;
+* ``agentstream.table.ready`` (%): served table partitions restored (restore progress);
+* ``agentstream.rocksdb.memory`` (By; table, partition, role, kind memtables/table_readers/block_cache):
+  what RocksDB holds in memory per partition;
+* ``agentstream.errors`` ({record}; kind decode/agent/dead_lettered): records that failed.
 
 Commit latency is Faust's ``faust.commit.latency`` (ms: the whole commit unit, from the caches'
 flush to the checkpoints). The observable instruments report the last sample (none before the
