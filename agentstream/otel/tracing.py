@@ -126,17 +126,46 @@ def _agent(stream: Any) -> Any:
     return getattr(getattr(stream, "_input", None), "agent", None)
 
 
-def _end(state: Any, error: BaseException | None = None) -> None:
-    """Detach the context a start hook attached (when it is still the current one) and end its span."""
-    if not isinstance(state, dict):
-        return
-    span, token = state.pop("span", None), state.pop("token", None)
-    try:
-        if token is not None and trace.get_current_span() is span:
-            otel_context.detach(token)
-    except Exception as exc:  # pragma: no cover - telemetry never stops processing
-        log.debug("OpenTelemetry: could not detach context: %r", exc)
-    if span is not None:
+MAX_SKIPPED = 10_000
+"""Bound of the spans ended while not current whose context a later restore skips (see _Contexts)."""
+
+
+class _Contexts:
+    """Makes a span current and, when it ends, the context before it again.
+
+    Records of a batch (``stream.take``) or acknowledged out of order (``noack``) end while another
+    record's span is current: that one is left current, and the ended span's context is skipped when
+    the span above it ends (contextvars tokens would restore the ended span's context instead)."""
+
+    def __init__(self) -> None:
+        self._skipped: dict[Any, Any] = {}  # ended span -> the context before it
+
+    def enter(self, span: Any) -> dict[str, Any]:
+        previous = otel_context.get_current()
+        otel_context.attach(trace.set_span_in_context(span, previous))
+        return {"span": span, "previous": previous}
+
+    def leave(self, state: Any, error: BaseException | None = None) -> None:
+        if not isinstance(state, dict):
+            return
+        span, previous = state.pop("span", None), state.pop("previous", None)
+        if span is None:
+            return
+        try:
+            if trace.get_current_span() is span:
+                context = previous
+                while True:  # past the spans that ended under this one
+                    before = self._skipped.pop(trace.get_current_span(context), None)
+                    if before is None:
+                        break
+                    context = before
+                otel_context.attach(context)
+            else:
+                if len(self._skipped) >= MAX_SKIPPED:
+                    self._skipped.clear()
+                self._skipped[span] = previous
+        except Exception as exc:  # pragma: no cover - telemetry never stops processing
+            log.debug("OpenTelemetry: could not restore the context: %r", exc)
         try:
             if error is not None:
                 span.record_exception(error)
@@ -163,6 +192,7 @@ class OpenTelemetrySensor(Sensor):
             )
         self._explicit_tracer = tracer
         self._tracer: Any = None
+        self._contexts = _Contexts()
 
     @property
     def tracer(self) -> Any:
@@ -206,15 +236,14 @@ class OpenTelemetrySensor(Sensor):
                 kind=SpanKind.CONSUMER,
                 attributes=self._process_attributes(tp, offset, stream, event),
             )
-            token = otel_context.attach(trace.set_span_in_context(span))
+            return self._contexts.enter(span)
         except Exception as exc:  # telemetry never stops processing
             log.debug("OpenTelemetry: could not start a process span: %r", exc)
             return None
-        return {"span": span, "token": token}
 
     def on_stream_event_out(self, tp: TP, offset: int, stream: Any, event: Any, state: Any = None) -> None:
         """The record is acknowledged: end its span."""
-        _end(state)
+        self._contexts.leave(state)
 
     # -- sends -----------------------------------------------------------------------------------
     def on_send_initiated(self, producer: Any, topic: str, message: Any, keysize: int, valsize: int) -> Any:
@@ -253,14 +282,13 @@ class OpenTelemetrySensor(Sensor):
                     "agentstream.agent": str(agent.name),
                 },
             )
-            token = otel_context.attach(trace.set_span_in_context(span))
+            return self._contexts.enter(span)
         except Exception as exc:  # pragma: no cover
             log.debug("OpenTelemetry: could not start an ask span: %r", exc)
             return None
-        return {"span": span, "token": token}
 
     def on_ask_end(self, agent: Any, state: Any, error: BaseException | None) -> None:
-        _end(state, error)
+        self._contexts.leave(state, error)
 
     def on_reply_received(self, tp: TP, offset: int, message: Any) -> None:
         """A reply reached this process: a ``receive`` span under the replying agent's span."""

@@ -190,3 +190,25 @@ def test_setup_registers_one_sensor() -> None:
     first = tracing.setup_opentelemetry(app)
     assert first is not None and tracing.setup_opentelemetry(app) is first
     assert [s for s in app.sensors if isinstance(s, tracing.OpenTelemetrySensor)] == [first]
+
+
+def test_records_acknowledged_together_leave_no_ended_span_current() -> None:
+    """A batch (``stream.take``): two records in hand, acknowledged in order. While the batch is
+    handled the last record's span is current; afterwards none is (not the first, already ended)."""
+    from opentelemetry import trace
+
+    from agentstream.events import Event
+    from agentstream.transport.base import TP
+    from agentstream.transport.message import Message
+
+    sensor = tracing.OpenTelemetrySensor(tracer=TracerProvider().get_tracer("test"))
+    tp = TP("t", 0)
+    events = [Event(None, i, Message("t", 0, i, i, 0, None, b"1", None, 0, 1, ())) for i in range(2)]
+    before = trace.get_current_span()
+    states = [sensor.on_stream_event_in(tp, i, None, e) for i, e in enumerate(events)]
+    assert trace.get_current_span() is states[1]["span"]
+    spans = [s["span"] for s in states]
+    for i, (event, state) in enumerate(zip(events, states)):
+        sensor.on_stream_event_out(tp, i, None, event, state)
+    assert trace.get_current_span() is before
+    assert all(not s.is_recording() for s in spans)
