@@ -241,6 +241,8 @@ setup(
         "spark": ["pyspark>=4.0", "pandas<3", "pyarrow"],
         # Faust's client monitors: faust.sensors.prometheus / .statsd / .datadog
         "metrics": ["prometheus_client>=0.17", "statsd>=3.3", "datadog>=0.44"],
+        # OpenTelemetry tracing and metrics: agentstream.otel, faust.contrib.opentelemetry, faust.sensors.otel
+        "otel": ["opentelemetry-api>=1.27", "opentelemetry-sdk>=1.27"],
         "test": [
             "pytest>=8",
             "pytest-asyncio>=0.23",
@@ -254,6 +256,8 @@ setup(
             "statsd>=3.3",
             "datadog>=0.44",
             "pyyaml>=6",  # tests/integration/test_deploy.py reads deploy/k8s's manifests
+            "opentelemetry-api>=1.27",  # the otel extra: its tracing and metrics are tested
+            "opentelemetry-sdk>=1.27",
         ],
         "docs": ["mkdocs-material>=9.5"],
     },

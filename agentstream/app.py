@@ -511,7 +511,7 @@ class App:
         """Run ``async def fun()`` every ``interval`` seconds (or a timedelta) while a worker runs.
 
         ``max_drift_correction`` (Faust's, default 0.1 s): a sleep that ends late shortens the next
-        one by as much, up to this. ``traced`` does not apply (agentstream has no tracer)."""
+        one by as much, up to this. ``traced`` does not apply (no OpenTracing tracer; OpenTelemetry traces records)."""
         faust_arguments.check("app.timer", traced=traced)
         secs = to_seconds(interval)
         if secs <= 0:

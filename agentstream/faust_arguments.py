@@ -46,7 +46,10 @@ class FaustArgument:
 
 
 H, R, NA = Status.HONOURED, Status.REFUSED, Status.NOT_APPLICABLE
-_NO_TRACER = "Faust traces it only through an OpenTracing `app.tracer`; agentstream has no tracer, and it runs the same"
+_NO_TRACER = (
+    "Faust traces it only through an OpenTracing `app.tracer`; agentstream has none (its OpenTelemetry tracing, "
+    "docs/observability.md, follows records, not timers), and it runs the same"
+)
 _LOOP = "the worker runs its own event loop (uvloop); objects bind to it when the worker starts"
 _BEACON = "mode's service-graph beacon: agentstream's worker starts and stops services itself"
 _STREAM_KWARGS = (

@@ -15,6 +15,12 @@ signatures); add it with ``app.sensors.add(sensor)``. Each hook is called where 
   ``on_rebalance_start/return/end`` (revoked / assignment received / tasks restored and running),
   ``on_web_request_start/end`` around each web request.
 
+agentstream's additions, for tracing (no-ops by default): ``on_send_initiated`` gets the record
+about to be sent as an :class:`OutgoingMessage` whose ``headers`` list a sensor may change (Faust's
+tracing sensors inject into ``message.headers`` there); ``on_ask_start``/``on_ask_end`` around
+``agent.ask()`` (from before the request is sent to the reply or error), ``on_reply_received``
+when this process's reply reader takes a reply.
+
 ``on_threaded_producer_buffer_processed`` exists for Faust's ``producer_threaded`` setting, which
 agentstream does not have: it is never called. :meth:`Sensor.on_messages_handled` (an agentstream
 addition) tells, at each commit, how many records each partition handled since the last one.
@@ -34,10 +40,37 @@ from .transport.base import TP
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Sensor", "Monitor", "TableState", "SensorDelegate", "stream_label"]
+__all__ = ["Sensor", "Monitor", "TableState", "SensorDelegate", "OutgoingMessage", "stream_label"]
 
 MAX_AVG_HISTORY = 100
 MAX_LATENCY_HISTORY = 30
+
+
+class OutgoingMessage:
+    """The record a send is about to append, as ``on_send_initiated`` sees it (Faust's
+    ``PendingMessage`` role): ``headers`` is the list that goes out, so a sensor may add or
+    replace a header (a trace context) before the record is appended. Key and value are bytes."""
+
+    __slots__ = ("topic", "key", "value", "partition", "timestamp", "headers")
+
+    def __init__(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        timestamp: float | None,
+        headers: list[tuple[str, bytes]],
+    ) -> None:
+        self.topic = topic
+        self.key = key
+        self.value = value
+        self.partition = partition
+        self.timestamp = timestamp
+        self.headers = headers
+
+    def __repr__(self) -> str:
+        return f"<OutgoingMessage {self.topic} headers={[name for name, _ in self.headers]}>"
 
 
 class Sensor:
@@ -76,6 +109,9 @@ class Sensor:
 
     def on_web_request_end(self, app: Any, request: Any, response: Any, state: Any, *, view: Any = None) -> None: ...
     def on_threaded_producer_buffer_processed(self, app: Any, size: int) -> None: ...
+    def on_ask_start(self, agent: Any, correlation_id: str) -> Any: ...
+    def on_ask_end(self, agent: Any, state: Any, error: BaseException | None) -> None: ...
+    def on_reply_received(self, tp: TP, offset: int, message: Any) -> None: ...
 
     def asdict(self) -> Mapping[str, Any]:
         return {}
@@ -537,6 +573,31 @@ class SensorDelegate:
 
     def on_threaded_producer_buffer_processed(self, app: Any, size: int) -> None:
         self.call("on_threaded_producer_buffer_processed", app=app, size=size)
+
+    # -- agentstream's tracing hooks (a sensor without them, not a Sensor subclass, is skipped) -------
+    def _optional(self, hook: str, *args: Any) -> dict[Any, Any]:
+        states: dict[Any, Any] = {}
+        for sensor in self._sensors:
+            method = getattr(sensor, hook, None)
+            if method is not None:
+                try:
+                    states[sensor] = method(*args)
+                except Exception as exc:
+                    log.exception("sensor %r raised in %s: %s", sensor, hook, exc)
+        return states
+
+    def on_ask_start(self, agent: Any, correlation_id: str) -> dict[Any, Any]:
+        return self._optional("on_ask_start", agent, correlation_id)
+
+    def on_ask_end(self, agent: Any, state: Any, error: BaseException | None) -> None:
+        for sensor, sensor_state in (state or {}).items():
+            try:
+                sensor.on_ask_end(agent, sensor_state, error)
+            except Exception as exc:
+                log.exception("sensor %r raised in on_ask_end: %s", sensor, exc)
+
+    def on_reply_received(self, tp: TP, offset: int, message: Any) -> None:
+        self._optional("on_reply_received", tp, offset, message)
 
     def on_tp_commit(self, tp_offsets: Mapping[TP, int]) -> None:
         """The committed offsets, to each sensor that keeps them (Faust's ``Monitor.on_tp_commit``)."""

@@ -17,6 +17,7 @@ from .error_handling import production_failed
 from .events import current_event
 from .exceptions import RecordRejected
 from .runtime import current_task
+from .sensors import OutgoingMessage
 from .transport.append import Appender
 from .transport.base import Delivery, TopicSpec
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from .types import AppT as App  # the App's interface: app.py imports this module
     from .types import TopicOptions
 
-__all__ = ["Topic", "TopicGroup", "prepare_headers", "topic_configs"]
+__all__ = ["Topic", "TopicGroup", "prepare_headers", "topic_configs", "observe_send", "report_delivery"]
 
 _CALLBACKS: set[asyncio.Future[None]] = set()  # send(callback=) tasks waiting for their delivery
 
@@ -284,7 +285,7 @@ class Topic:
         app = self.app
         states: dict[Any, Any] | None = None
         if app.sensors._sensors or app.on_produce_message.receivers:  # Faust's signal and sensor hooks
-            states = self._observe_send(key, value, partition, ts_ms, headers)
+            states, headers = observe_send(app, self.name, key, value, partition, ts_ms, headers)
         task = current_task.get()
         delivery: Delivery
         try:
@@ -304,7 +305,7 @@ class Topic:
         except RecordRejected as exc:  # refused for good at the send (too large, no such partition)
             delivery = await production_failed(self.app, exc, self.name, key, value)
         if states:
-            _report_delivery(app, delivery, states)
+            report_delivery(app, delivery, states)
         return delivery
 
     def send_soon(
@@ -371,31 +372,6 @@ class Topic:
         """Faust's ``topic.stream()``: ``app.stream(topic)``."""
         return self.app.stream(self, **kwargs)
 
-    def _observe_send(
-        self,
-        key: bytes | None,
-        value: bytes | None,
-        partition: int | None,
-        ts_ms: int | None,
-        headers: Sequence[tuple[str, bytes]] | None,
-    ) -> dict[Any, Any]:
-        """Faust's ``on_produce_message`` signal, then the sensors' ``on_send_initiated`` (their
-        states, for the delivery's ``on_send_completed``/``on_send_error``)."""
-        app = self.app
-        app.on_produce_message.send(
-            app,
-            key=key,
-            value=value,
-            partition=partition,
-            timestamp=None if ts_ms is None else ts_ms / 1000.0,
-            headers=headers,
-        )
-        if not app.sensors._sensors:
-            return {}
-        return app.sensors.on_send_initiated(
-            app._producer, self.name, None, len(key) if key else 0, len(value) if value else 0
-        )
-
     # -- Faust's decode-error hooks: the worker awaits them with the error and the record --------
     async def on_key_decode_error(self, exc: Exception, message: Any) -> None:
         """A record's key did not decode (``exc`` a KeyDecodeError). By default on_decode_error,
@@ -415,7 +391,39 @@ class Topic:
         return f"<Topic {self.name} partitions={self.partitions}>"
 
 
-def _report_delivery(app: App, delivery: Delivery, states: dict[Any, Any]) -> None:
+def observe_send(
+    app: App,
+    topic: str,
+    key: bytes | None,
+    value: bytes | None,
+    partition: int | None,
+    ts_ms: int | None,
+    headers: Sequence[tuple[str, bytes]] | None,
+) -> tuple[dict[Any, Any], list[tuple[str, bytes]] | None]:
+    """Faust's ``on_produce_message`` signal, then the sensors' ``on_send_initiated`` with the
+    record as an :class:`~agentstream.sensors.OutgoingMessage` (a tracing sensor puts the trace
+    context in its headers). Returns the sensors' states (for the delivery's
+    ``on_send_completed``/``on_send_error``) and the headers to send."""
+    app.on_produce_message.send(
+        app,
+        key=key,
+        value=value,
+        partition=partition,
+        timestamp=None if ts_ms is None else ts_ms / 1000.0,
+        headers=headers,
+    )
+    if not app.sensors._sensors:
+        return {}, None if headers is None else list(headers)
+    message = OutgoingMessage(
+        topic, key, value, partition, None if ts_ms is None else ts_ms / 1000.0, list(headers or ())
+    )
+    states = app.sensors.on_send_initiated(
+        app._producer, topic, message, len(key) if key else 0, len(value) if value else 0
+    )
+    return states, message.headers or None
+
+
+def report_delivery(app: App, delivery: Delivery, states: dict[Any, Any]) -> None:
     """When the delivery settles: Faust's ``on_send_completed`` (with the record's metadata) or
     ``on_send_error``, each sensor with the state its ``on_send_initiated`` returned."""
     sensors, producer = app.sensors, app._producer

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Union
 from ..events import Event, current_event
 from ..exceptions import TopologyError
 from ..streams import SplitPoint, Stream
-from ..topics import prepare_headers
+from ..topics import observe_send, prepare_headers, report_delivery
 from .replies import CORRELATION_ID, REPLY_TO, allowed_reply_to, reply_topic_allowed
 
 if TYPE_CHECKING:
@@ -129,7 +129,15 @@ class Agent:
                 cid = event.header(CORRELATION_ID) or b""
                 data = None if value is None else self.app.reply_codec.dumps(value)
                 producer = await self.app.start_producer()
-                await producer.send(reply_to.decode(), None, data, headers=[(CORRELATION_ID, cid)])
+                topic = reply_to.decode()
+                headers: list[tuple[str, bytes]] | None = [(CORRELATION_ID, cid)]
+                sensors = self.app.sensors
+                states: dict[Any, Any] = {}
+                if sensors:  # Faust's send hooks (a tracing sensor adds the handling span's context)
+                    states, headers = observe_send(self.app, topic, None, data, None, None, headers)
+                delivery = await producer.send(topic, None, data, headers=headers)
+                if states:
+                    report_delivery(self.app, delivery, states)
 
     # -- talking to the agent -----------------------------------------------------------------
     async def send(
@@ -231,11 +239,19 @@ class Agent:
             fut = asyncio.get_running_loop().create_future()
             replies.expect_promise(correlation_id, fut)
         request = self._request_headers(headers, replies.topic_name, correlation_id)
+        sensors = self.app.sensors
+        asked = sensors.on_ask_start(self, correlation_id) if sensors else None  # a tracing sensor's ask span
+        error: BaseException | None = None
         try:
             await self.channel.send(key=key, value=value, partition=partition, timestamp=timestamp, headers=request)
             return await asyncio.wait_for(fut, timeout)
+        except BaseException as exc:
+            error = exc
+            raise
         finally:
             replies.forget(correlation_id)
+            if asked:
+                sensors.on_ask_end(self, asked, error)
 
     async def ask_nowait(
         self,

@@ -212,6 +212,9 @@ class ReplyConsumer:
                     self._resolve(message)
 
     def _resolve(self, message: Any) -> None:
+        sensors = self.app.sensors
+        if sensors:  # a tracing sensor's reply span, under the replying agent's
+            sensors.on_reply_received(TP(message.topic, message.partition), message.offset, message)
         cid = correlation_id(message.headers)
         if cid is None:
             self._bad_reply(message)

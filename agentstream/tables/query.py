@@ -170,6 +170,18 @@ def get(
 
 
 # -- key counts ----------------------------------------------------------------------------------------
+def memory_usage(part: TablePartition) -> tuple[tuple[str, int], ...]:
+    """Bytes the partition's store holds in memory, by kind, sorted (RocksDB's ``memory_usage``);
+    empty for a store that does not say (the memory store: its size is the Python heap's)."""
+    report = getattr(part.store, "memory_usage", None)
+    if report is None:
+        return ()
+    try:
+        return tuple(sorted(report().items()))
+    except Exception:  # a store closed under the reader: no figure
+        return ()
+
+
 def key_count(part: TablePartition) -> int:
     """Keys in a partition, unflushed writes included, without scanning (never blocks).
 

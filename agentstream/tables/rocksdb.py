@@ -47,12 +47,19 @@ from rocksdict import (
 from agentstream.exceptions import StoreCorrupt, StoreError, StoreUnavailable
 from agentstream.tables.store_files import destroy_store, remove_destroy_leftovers
 
-__all__ = ["MAX_OPEN_FILES", "RocksDBStore"]
+__all__ = ["MAX_OPEN_FILES", "MEMORY_PROPERTIES", "RocksDBStore"]
 
 MAX_OPEN_FILES = 64
 """SST files one partition's DB keeps open (RocksDB's table cache closes the least recently used
 beyond it). A partition holding millions of keys has a few dozen files at most with the memtable
 size below; 64 stores stay within a 4096 limit plus sockets."""
+
+MEMORY_PROPERTIES = (
+    ("memtables", "rocksdb.cur-size-all-mem-tables"),
+    ("table_readers", "rocksdb.estimate-table-readers-mem"),
+    ("block_cache", "rocksdb.block-cache-usage"),
+)
+"""What :meth:`RocksDBStore.memory_usage` reports: kind -> RocksDB property."""
 
 
 def _options() -> Options:
@@ -344,6 +351,22 @@ class RocksDBStore:
         except Exception as exc:
             _raise_translated(exc, self._path, "len")
         return n or 0
+
+    def memory_usage(self) -> dict[str, int]:
+        """Bytes this DB holds in memory, by kind (RocksDB's own figures): ``memtables`` (writes
+        not flushed yet), ``table_readers`` (SST indexes and filters), ``block_cache`` (read
+        blocks). Empty once closed."""
+        if self._closed:
+            return {}
+        out: dict[str, int] = {}
+        for kind, prop in MEMORY_PROPERTIES:
+            try:
+                value = self._db.property_int_value(prop)
+            except Exception:  # a closed or failing DB: no figure rather than an error in a metrics read
+                continue
+            if value is not None:
+                out[kind] = int(value)
+        return out
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, bytes) and self.get(key) is not None

@@ -196,6 +196,23 @@ class Stats:
                     partition=part.partition,
                     role=role,
                 )
+        m.family(
+            "agentstream_rocksdb_memory_bytes",
+            "gauge",
+            "Bytes RocksDB holds in memory per table partition, by kind: memtables, table_readers, block_cache.",
+        )
+        for table in st.tables:
+            for part in table.parts:
+                role = "active" if part.active or table.is_global else "standby"
+                for kind, size in part.memory:
+                    m.sample(
+                        "agentstream_rocksdb_memory_bytes",
+                        size,
+                        table=table.name,
+                        partition=part.partition,
+                        role=role,
+                        kind=kind,
+                    )
         m.family("agentstream_table_restored_records_total", "counter", "Changelog records replayed into stores.")
         m.sample("agentstream_table_restored_records_total", st.restore.restored_records)
         m.family("agentstream_table_restoring", "gauge", "1 while tables are being restored.")
@@ -260,6 +277,7 @@ def tables_json(st: WorkerStatus) -> dict[str, dict[str, Any]]:
                     "active": p.active,
                     "ready": p.ready,
                     "changelog_offset": p.changelog_offset,
+                    "memory": dict(p.memory),
                 }
                 for p in t.parts
             },

@@ -13,7 +13,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from ..tables.query import key_count
+from ..tables.query import key_count, memory_usage
 from ..transport.base import TP
 
 Worker = Any  # agentstream.worker.worker.Worker, which imports this module
@@ -72,6 +72,9 @@ class TablePartitionStatus:
     ready: bool  # restored and serving
     changelog_offset: int | None
     keys: int | None  # unflushed writes included; RocksDB: its estimate-num-keys (never a scan); None: not counted
+    # bytes the store holds in memory, by kind (RocksDB: memtables, table_readers, block_cache); () when
+    # not reported (memory store) or not asked (keys=False)
+    memory: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -138,8 +141,8 @@ class WorkerStatus:
 async def snapshot(worker: Worker, *, now: float, lag: bool = True, keys: bool = True) -> WorkerStatus:
     """The worker's status at this moment (``now``: ``time.monotonic()``); ``lag=False`` leaves
     :attr:`WorkerStatus.partitions` empty (it may wait briefly for fetch positions); ``keys=False``
-    leaves each table partition's key count None (counting merges the unflushed writes of every
-    partition: too dear for probes and metadata)."""
+    leaves each table partition's key count None and its memory figures empty (counting merges the
+    unflushed writes of every partition: too dear for probes and metadata)."""
     a = worker.assignor.assignment
     tables = _tables(worker, keys)
     return WorkerStatus(
@@ -201,7 +204,13 @@ def _tables(worker: Worker, keys: bool) -> tuple[TableStatus, ...]:
     for name, table in sorted(worker.app.tables.items()):
         parts = tuple(
             TablePartitionStatus(
-                p, part.state.value, part.active, part.ready, part.changelog_offset, key_count(part) if keys else None
+                p,
+                part.state.value,
+                part.active,
+                part.ready,
+                part.changelog_offset,
+                key_count(part) if keys else None,
+                memory_usage(part) if keys else (),
             )
             for p, part in sorted(table.parts.items())
         )

@@ -1,0 +1,1 @@
+"""``faust.contrib``: Faust's optional integrations that apply here (``opentelemetry``)."""
