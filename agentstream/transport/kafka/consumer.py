@@ -11,6 +11,7 @@ from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unuse
 
 from ...exceptions import CommitFailed, GroupFenced, TransportError
 from ..base import TP, Assignor, Message, RebalanceListener
+from . import conn_guard
 from .assignor import AssignorAdapter
 from .config import CONSUMER_KEYS, describe, pick, started
 from .fetch import as_message, raw_bytes
@@ -121,6 +122,7 @@ class KafkaConsumer:
             config["partition_assignment_strategy"] = (self._assignor,)
         # records come as compiled Messages (transport/kafka/fetch.py), else getmany converts them
         self._convert = not install_fetch_hook()
+        conn_guard.install()  # a request on a connection a dead broker reset fails as a connection error
         consumer = AIOKafkaConsumer(
             bootstrap_servers=self._bootstrap,
             group_id=self.group_id,
