@@ -18,6 +18,7 @@ from .fetch import as_message, raw_bytes
 from .fetch import install as install_fetch_hook
 from .follower_sync import MAX_WAIT_S as SYNC_WAIT_MAX_S
 from .follower_sync import install as sync_after_leader
+from .metadata_task import revive as revive_metadata_task
 from .security import start_client
 
 __all__ = ["KafkaConsumer"]
@@ -195,8 +196,10 @@ class KafkaConsumer:
     async def getmany(
         self, *partitions: TP, timeout_ms: int = 0, max_records: int | None = None
     ) -> dict[TP, list[Message]]:
+        consumer = self._require()
+        revive_metadata_task(consumer._client, f"consumer (group {self.group_id!r})")
         try:
-            batch: dict[TP, list[Message]] = await self._require().getmany(
+            batch: dict[TP, list[Message]] = await consumer.getmany(
                 *partitions, timeout_ms=timeout_ms, max_records=max_records
             )
         except kafka_errors.NoOffsetForPartitionError as exc:

@@ -17,6 +17,7 @@ then resets the connection, and a request is started the moment the reset reache
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import struct
 from collections.abc import Awaitable, Callable
@@ -28,7 +29,7 @@ from aiokafka.errors import KafkaConnectionError, KafkaError
 from aiokafka.protocol.admin import ApiVersionResponse_v0
 from aiokafka.protocol.metadata import MetadataRequest, MetadataResponse_v0
 
-from agentstream.transport.kafka import conn_guard
+from agentstream.transport.kafka import KafkaConsumer, conn_guard
 
 uvloop = pytest.importorskip("uvloop")
 
@@ -148,6 +149,41 @@ def test_a_metadata_refresh_meeting_a_connection_the_broker_just_reset_goes_on()
             assert await asyncio.wait_for(client.force_metadata_update(), 5) is True  # the background task lives
         finally:
             await client.close()
+            broker.close()
+
+    _on_uvloop(scenario)
+
+
+def test_a_consumer_whose_metadata_task_ended_starts_it_again_at_its_next_poll(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The net under any other cause: aiokafka's metadata task ending on an unexpected exception left
+    every refresh waiting forever; our consumer's next poll logs it and starts the task again."""
+
+    async def scenario() -> None:
+        broker = FakeBroker()
+        await broker.start()
+        consumer = KafkaConsumer([f"127.0.0.1:{broker.port}"], None, None, {})
+        consumer.assign([])
+        await consumer.start()
+        try:
+            client = consumer._consumer._client
+            original = client._metadata_update
+
+            async def fails_once(*args: Any) -> bool:
+                client._metadata_update = original
+                raise RuntimeError("unexpected")
+
+            client._metadata_update = fails_once
+            refresh = client.force_metadata_update()
+            await asyncio.wait({client._sync_task}, timeout=5)
+            assert client._sync_task.done()  # the refresh now waits for a task that is gone
+            with caplog.at_level(logging.ERROR, logger="agentstream.transport"):
+                await consumer.getmany(timeout_ms=0)
+            assert await asyncio.wait_for(refresh, 5) is True
+            assert "aiokafka's metadata task ended on RuntimeError('unexpected')" in caplog.text
+        finally:
+            await consumer.stop()
             broker.close()
 
     _on_uvloop(scenario)
