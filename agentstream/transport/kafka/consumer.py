@@ -197,7 +197,7 @@ class KafkaConsumer:
         self, *partitions: TP, timeout_ms: int = 0, max_records: int | None = None
     ) -> dict[TP, list[Message]]:
         consumer = self._require()
-        revive_metadata_task(consumer._client, f"consumer (group {self.group_id!r})")
+        revive_metadata_task(getattr(consumer, "_client", None), self.group_id)
         try:
             batch: dict[TP, list[Message]] = await consumer.getmany(
                 *partitions, timeout_ms=timeout_ms, max_records=max_records

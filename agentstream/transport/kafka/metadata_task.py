@@ -22,19 +22,20 @@ __all__ = ["revive"]
 log = logging.getLogger("agentstream.transport")
 
 
-def revive(client: Any, what: str) -> bool:
-    """Start a new metadata task for ``client`` if its task ended on an exception; True if it did."""
+def revive(client: Any, group: str | None) -> bool:
+    """Start a new metadata task for a consumer's ``client`` (of consumer group ``group``) if its task
+    ended on an exception; True if it did. Cheap when it did not: it runs at every poll."""
     task = getattr(client, "_sync_task", None)
-    loop_fn = getattr(client, "_md_synchronizer", None)
-    if not isinstance(task, asyncio.Task) or loop_fn is None or not task.done() or task.cancelled():
-        return False
+    if not isinstance(task, asyncio.Task) or not task.done() or task.cancelled():
+        return False  # running (or none yet, or cancelled by the client's close)
     exc = task.exception()
-    if exc is None:
+    loop_fn = getattr(client, "_md_synchronizer", None)
+    if exc is None or loop_fn is None:
         return False
     log.error(
-        "%s: aiokafka's metadata task ended on %r, which left every metadata refresh (and whatever waits "
+        "consumer (group %r): aiokafka's metadata task ended on %r, which left every metadata refresh (and whatever waits "
         "for one, such as the group coordinator's lookup) hanging; starting it again",
-        what,
+        group,
         exc,
     )
     client._sync_task = asyncio.ensure_future(loop_fn())
