@@ -16,8 +16,9 @@ from aiokafka.admin.config_resource import (  # type: ignore[import-untyped,unus
 
 from ...exceptions import PartitionCountMismatch, TransportError
 from ..base import TP, TopicSpec
-from . import conn_guard, topic_requests
+from . import topic_requests
 from .config import describe
+from .conn_guard import install as install_conn_guard
 from .security import start_client
 from .topic_requests import BROKER_DEFAULT
 
@@ -60,7 +61,7 @@ class TopicAdmin:
             self._admin_lock = asyncio.Lock()
         async with self._admin_lock:
             if self._admin is None:
-                conn_guard.install()  # a request on a connection a dead broker reset fails as a connection error
+                install_conn_guard()  # a request on a connection a dead broker reset fails as a connection error
                 admin = AIOKafkaAdminClient(
                     bootstrap_servers=self._bootstrap, request_timeout_ms=self._request_timeout_ms, **self._security
                 )

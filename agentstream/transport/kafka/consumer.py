@@ -11,9 +11,9 @@ from aiokafka import errors as kafka_errors  # type: ignore[import-untyped,unuse
 
 from ...exceptions import CommitFailed, GroupFenced, TransportError
 from ..base import TP, Assignor, Message, RebalanceListener
-from . import conn_guard
 from .assignor import AssignorAdapter
 from .config import CONSUMER_KEYS, describe, pick, started
+from .conn_guard import install as install_conn_guard
 from .fetch import as_message, raw_bytes
 from .fetch import install as install_fetch_hook
 from .follower_sync import MAX_WAIT_S as SYNC_WAIT_MAX_S
@@ -123,7 +123,7 @@ class KafkaConsumer:
             config["partition_assignment_strategy"] = (self._assignor,)
         # records come as compiled Messages (transport/kafka/fetch.py), else getmany converts them
         self._convert = not install_fetch_hook()
-        conn_guard.install()  # a request on a connection a dead broker reset fails as a connection error
+        install_conn_guard()  # a request on a connection a dead broker reset fails as a connection error
         consumer = AIOKafkaConsumer(
             bootstrap_servers=self._bootstrap,
             group_id=self.group_id,

@@ -28,11 +28,11 @@ from aiokafka.record.default_records import (  # type: ignore[import-untyped,unu
 from ...exceptions import GroupFenced, ProducerError, TransactionsUnsupported, TransportError, caused
 from ..append import Appender
 from ..base import TP, Delivery, Headers
-from . import conn_guard
 from .abort import abort_producer
 from .accumulator import Accumulator
 from .batches import OpenBatch, RecordDelivery
 from .config import PRODUCER_KEYS, describe, pick, started
+from .conn_guard import install as install_conn_guard
 from .partitioning import Partitioning
 from .security import start_client
 from .sender import Sender
@@ -85,7 +85,7 @@ class KafkaProducer(Appender):
     async def start(self) -> None:
         if self._producer is not None or self._fenced is not None:
             return
-        conn_guard.install()  # a request on a connection a dead broker reset fails as a connection error
+        install_conn_guard()  # a request on a connection a dead broker reset fails as a connection error
         producer = self._client_factory(bootstrap_servers=self._bootstrap, **self._config, **self._security)
         try:
             await start_client(producer.start, producer.stop, self._security, "producer", ",".join(self._bootstrap))
