@@ -14,7 +14,8 @@ closed the other way round:
    flight, which the reset fails at once. aiokafka's ``stop()`` would otherwise cancel it a second
    time and await it, raising that CancelledError into the caller (seen on Kafka when a broker
    died: the fence ended there, before it asked the group to rejoin, and the worker idled);
-5. then it is stopped, which has nothing left to flush.
+5. then it is stopped, which has nothing left to flush; bounded all the same (:data:`STOP_S`): the
+   fence must go on to ask the group to rejoin whatever aiokafka's ``stop()`` waits for.
 
 This reaches into aiokafka's producer (``_sender``, ``_message_accumulator``, ``client._conns``):
 checked against aiokafka 0.14; a missing attribute only skips its step (step 4 still runs).
@@ -31,6 +32,7 @@ __all__ = ["abort_producer", "reset_connections"]
 
 _LINGER_RESET = struct.pack("ii", 1, 0)  # l_onoff=1, l_linger=0: close() sends RST, drops the send buffer
 SENDER_END_S = 5.0  # how long the cancelled sender may take over its failed requests before stop() goes on
+STOP_S = 5.0  # how long the discarded producer's stop() may take before the fence goes on without it
 
 
 def reset_connections(client: Any) -> int:
@@ -68,12 +70,12 @@ async def abort_producer(producer: Any, error: BaseException) -> int:
     if isinstance(task, asyncio.Future) and not task.done():
         await asyncio.wait({task}, timeout=SENDER_END_S)  # raises only if we are cancelled ourselves
     try:
-        await producer.stop()
+        await asyncio.wait_for(producer.stop(), STOP_S)
     except asyncio.CancelledError:
         current = asyncio.current_task()
         if current is not None and current.cancelling():
             raise  # our own cancellation
         # the sender's, re-raised by aiokafka's stop(): the producer is closed all the same
-    except Exception:  # closing a producer we are discarding: its errors change nothing
+    except Exception:  # closing a producer we are discarding: its errors (or its hanging) change nothing
         pass
     return reset

@@ -18,6 +18,7 @@ from ...exceptions import PartitionCountMismatch, TransportError
 from ..base import TP, TopicSpec
 from . import topic_requests
 from .config import describe
+from .conn_guard import install as install_conn_guard
 from .security import start_client
 from .topic_requests import BROKER_DEFAULT
 
@@ -60,6 +61,7 @@ class TopicAdmin:
             self._admin_lock = asyncio.Lock()
         async with self._admin_lock:
             if self._admin is None:
+                install_conn_guard()  # a request on a connection a dead broker reset fails as a connection error
                 admin = AIOKafkaAdminClient(
                     bootstrap_servers=self._bootstrap, request_timeout_ms=self._request_timeout_ms, **self._security
                 )

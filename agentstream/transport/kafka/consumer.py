@@ -13,10 +13,12 @@ from ...exceptions import CommitFailed, GroupFenced, TransportError
 from ..base import TP, Assignor, Message, RebalanceListener
 from .assignor import AssignorAdapter
 from .config import CONSUMER_KEYS, describe, pick, started
+from .conn_guard import install as install_conn_guard
 from .fetch import as_message, raw_bytes
 from .fetch import install as install_fetch_hook
 from .follower_sync import MAX_WAIT_S as SYNC_WAIT_MAX_S
 from .follower_sync import install as sync_after_leader
+from .metadata_task import revive as revive_metadata_task
 from .security import start_client
 
 __all__ = ["KafkaConsumer"]
@@ -121,6 +123,7 @@ class KafkaConsumer:
             config["partition_assignment_strategy"] = (self._assignor,)
         # records come as compiled Messages (transport/kafka/fetch.py), else getmany converts them
         self._convert = not install_fetch_hook()
+        install_conn_guard()  # a request on a connection a dead broker reset fails as a connection error
         consumer = AIOKafkaConsumer(
             bootstrap_servers=self._bootstrap,
             group_id=self.group_id,
@@ -193,8 +196,10 @@ class KafkaConsumer:
     async def getmany(
         self, *partitions: TP, timeout_ms: int = 0, max_records: int | None = None
     ) -> dict[TP, list[Message]]:
+        consumer = self._require()
+        revive_metadata_task(getattr(consumer, "_client", None), self.group_id)
         try:
-            batch: dict[TP, list[Message]] = await self._require().getmany(
+            batch: dict[TP, list[Message]] = await consumer.getmany(
                 *partitions, timeout_ms=timeout_ms, max_records=max_records
             )
         except kafka_errors.NoOffsetForPartitionError as exc:

@@ -40,6 +40,7 @@ from .abort import abort_producer
 from .accumulator import Accumulator
 from .batches import OpenBatch, RecordDelivery
 from .config import PRODUCER_KEYS, describe, pick, started
+from .conn_guard import install as install_conn_guard
 from .partitioning import Partitioning
 from .security import start_client
 from .sender import Sender
@@ -95,6 +96,7 @@ class KafkaProducer(Appender):
         await self._start_client()
 
     async def _start_client(self) -> None:
+        install_conn_guard()  # a request on a connection a dead broker reset fails as a connection error
         producer = self._client_factory(bootstrap_servers=self._bootstrap, **self._config, **self._security)
         try:
             await start_client(producer.start, producer.stop, self._security, "producer", ",".join(self._bootstrap))

@@ -19,7 +19,7 @@ import agentstream
 from agentstream.exceptions import GroupFenced, MembershipLapsed
 from agentstream.testing_faults import FailingCall
 from agentstream.transport.base import TP
-from agentstream.transport.kafka import KafkaProducer
+from agentstream.transport.kafka import KafkaProducer, abort
 from agentstream.transport.kafka.abort import reset_connections
 from agentstream.transport.memory import MemoryConsumer, MemoryTransport
 from agentstream.worker.fencing import fence_margin
@@ -271,6 +271,30 @@ async def test_a_fenced_kafka_producer_fails_its_unacknowledged_records_and_rese
     await producer.send("t", b"k", b"v3", partition=0)
     await producer.flush()
     await producer.stop()
+
+
+async def test_a_fence_whose_aiokafka_producer_never_finishes_stopping_still_returns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fence asks the group to rejoin only after the producer's abort: an aiokafka ``stop()`` that
+    waits for ever (a flush of batches no sender will drain, a connection that never reports closed)
+    must not hold it, or the fenced worker idles with its tasks closed and never rejoins (issue 39)."""
+    monkeypatch.setattr(abort, "STOP_S", 0.05)
+    hung: list[bool] = []
+
+    class HangingStop(ScriptedClient):
+        async def stop(self) -> None:
+            hung.append(True)
+            await asyncio.Event().wait()
+
+    producer = KafkaProducer(["fake:9092"], {}, client_factory=lambda **config: HangingStop())
+    await producer.start()
+    delivery = await producer.send("t", b"k", b"v", partition=0)
+    error = MembershipLapsed("no heartbeat answered")
+    await asyncio.wait_for(producer.fence(error), 10)  # returns although stop() never does
+    assert hung
+    with pytest.raises(MembershipLapsed):
+        await delivery
 
 
 async def test_reset_connections_drops_what_the_kernel_has_not_sent() -> None:
