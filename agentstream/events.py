@@ -88,9 +88,13 @@ class Event:
         self._headers = dict(headers)
 
     def header(self, name: str) -> bytes | None:
-        for k, v in self.message.headers or ():
-            if k == name:
-                return v
+        # typed Any on purpose: a header from outside may carry a null value (Kafka allows it), which
+        # the compiled build would refuse while unpacking a tuple[str, bytes]
+        headers: Any = self.message.headers or ()
+        for item in headers:
+            if item[0] == name:
+                value: Any = item[1]
+                return value if value is None or isinstance(value, bytes) else None
         return None
 
     def ack(self) -> bool:
