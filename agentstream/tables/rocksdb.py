@@ -11,6 +11,9 @@ Design choices (each verified against rocksdict 0.3.29):
 * **One memory budget for all stores of the process** (``rocksdb_memory_mb``): a shared block
   cache holding index and filter blocks too, and a write-buffer manager charged to it
   (:mod:`~agentstream.tables.rocksdb_memory`).
+* **Options are given for the default column family too** (``column_families=``): otherwise
+  rocksdict reopens an existing DB with the column-family options saved in its ``OPTIONS`` file,
+  each store with a new 8 MB block cache outside the budget.
 * **Raw mode** (``Options(raw_mode=True)``): keys/values are stored as given, no pickling. The
   same options are rebuilt by :func:`_options` at every open.
 * **Scans use a plain DB iterator**, which RocksDB pins to an implicit snapshot when it is
@@ -250,7 +253,11 @@ class RocksDBStore:
         self._path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         _check_bookkeeping(self._path)
         try:
-            db = Rdict(str(self._path), options=_options(self._memory))
+            opts = _options(self._memory)
+            # column_families given: without it rocksdict reopens an existing DB with the column
+            # family options saved in its OPTIONS file and a new 8 MB block cache of its own, so
+            # the budget (cache, memtable size, table format) would hold for new DBs only
+            db = Rdict(str(self._path), options=opts, column_families={"default": opts})
         except Exception as exc:
             _raise_translated(exc, self._path, "open")
         db.set_write_options(_write_options())

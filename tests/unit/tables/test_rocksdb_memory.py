@@ -52,6 +52,21 @@ def _check_shared_cache(stores: list[RocksDBStore], budget_mb: int) -> None:
     assert usage["memtable_usage"] >= 2 * MiB
 
 
+def test_a_reopened_store_is_in_the_budget_again(tmp_path: Path) -> None:
+    """rocksdict reopens an existing DB with the options saved in it (and a block cache of its own)
+    unless told otherwise: a restarted worker's stores must share the budget as new ones do."""
+    first = store_for("rocksdb://", tmp_path / "0", memory_mb=48)
+    first.put(b"k", b"v")
+    first.close()
+    again = store_for("rocksdb://", tmp_path / "0", memory_mb=40)
+    assert isinstance(again, RocksDBStore)
+    try:
+        assert again.get(b"k") == b"v"
+        assert again.property_int("rocksdb.block-cache-capacity") == 40 * MiB
+    finally:
+        again.close()
+
+
 def test_the_memtables_of_all_stores_together_stay_within_the_budget(stores: list[RocksDBStore]) -> None:
     """64 MB written across 8 stores without a flush: each store alone would keep its share in
     memtables (8 MB, under one store's own limits); the write-buffer manager flushes at 16 MB for
