@@ -43,7 +43,6 @@ MAX_WRITE_BUFFER_SIZE = 16 * MiB  # measured best for random-key inserts (see ro
 MIN_WRITE_BUFFER_SIZE = 1 * MiB
 MEMTABLES_PER_STORE = 3  # one being written, up to two being flushed
 BLOCK_SIZE = 8 * 1024  # twice RocksDB's 4 KB: half the index for the same data, a little more read per miss
-FORMAT_VERSION = 5  # RocksDB >= 6.6: the faster bloom filter; what partitioned filters work best with
 
 
 @dataclass(frozen=True)
@@ -99,7 +98,6 @@ class RocksDBMemory:
         table = BlockBasedOptions()
         table.set_block_cache(self.cache)
         table.set_block_size(BLOCK_SIZE)
-        table.set_format_version(FORMAT_VERSION)
         table.set_cache_index_and_filter_blocks(True)
         table.set_pin_l0_filter_and_index_blocks_in_cache(True)
         table.set_index_type(BlockBasedIndexType.two_level_index_search())
