@@ -201,7 +201,8 @@ ARGUMENTS: Final[tuple[FaustArgument, ...]] = (
         "options",
         None,
         R,
-        "per-table RocksDB options are not offered: every table's store uses the worker's RocksDB settings",
+        "per-table RocksDB options are not offered: every table's store shares the worker's RocksDB memory budget "
+        "(rocksdb_memory_mb, docs/deployment.md)",
     ),
     FaustArgument("app.Table", "beacon", None, NA, _BEACON),
     FaustArgument("app.Table", "loop", None, NA, _LOOP),

@@ -30,6 +30,9 @@ NON_SETTING_VARIABLES = frozenset(
     {"AGENTSTREAM_ARTIFACTS", "AGENTSTREAM_FAULT_SENTENCES", "AGENTSTREAM_PURE", "AGENTSTREAM_COMPILE"}
 )
 STORE_SCHEMES = ("rocksdb", "memory")
+# rocksdb_memory_mb (agentstream/tables/rocksdb_memory.py): the one memory budget of all RocksDB stores
+ROCKSDB_MEMORY_DEFAULT_MB = 256
+ROCKSDB_MEMORY_MIN_MB = 32  # half of it memtables: 16 MB for every store's, 1 MB memtables at least
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?$")
 
 POLICIES = ("skip", "stop", "dead-letter")
@@ -179,6 +182,16 @@ class Settings:
         },
     )
     table_cache_size: int = 10_000
+    rocksdb_memory_mb: int = field(
+        default=ROCKSDB_MEMORY_DEFAULT_MB,
+        metadata={
+            "help": (
+                "MiB of memory all RocksDB stores of the worker process share (actives, standbys, global "
+                "tables, restores): one block cache holding index and filter blocks too, half of it for "
+                "memtables (Kafka Streams' BoundedMemoryRocksDBConfig); docs/deployment.md says how to size it"
+            )
+        },
+    )
     web_enabled: bool = True
     web_port: int = 6066
     # -- the web server for deployments (docs/deployment.md): Faust's web_bind / web_host / canonical_url --
@@ -660,6 +673,12 @@ class Settings:
             )
         if self.table_cache_size < 0:
             raise ConfigError("table_cache_size", "must be >= 0", "use 0 to write every table update through")
+        if self.rocksdb_memory_mb < ROCKSDB_MEMORY_MIN_MB:
+            raise ConfigError(
+                "rocksdb_memory_mb",
+                f"must be >= {ROCKSDB_MEMORY_MIN_MB} (MiB), got {self.rocksdb_memory_mb!r}",
+                f"give the RocksDB stores at least {ROCKSDB_MEMORY_MIN_MB} MiB (default {ROCKSDB_MEMORY_DEFAULT_MB})",
+            )
         if not (0 <= self.web_port < 65536):
             raise ConfigError(
                 "web_port", f"{self.web_port} is not a TCP port", "use a port in 1..65535 (0 picks a free one)"

@@ -163,7 +163,7 @@ async def run_restore(args: argparse.Namespace) -> dict[str, Any]:
     parts = {}
     for p in range(args.partitions):
         path = root / str(p)
-        store = store_for(app.settings.store, path)  # rocksdb:// by default, as in a worker
+        store = store_for(app.settings.store, path, memory_mb=app.settings.rocksdb_memory_mb)  # as in a worker
         parts[TP(topic, p)] = TablePartition(table, p, store, path / CHECKPOINT_FILE, app.settings.table_cache_size)
     # The restore consumer exactly as TableManager builds it (its poll size and fetch wait).
     from agentstream.tables.manager import RESTORE_MAX_POLL_RECORDS, restore_fetch_max_wait_ms

@@ -25,8 +25,10 @@ SIZE, STEP = 60_000, 20_000  # ms
 
 
 def rocksdb_options() -> Options:
-    """The options agentstream's stores use (tables/rocksdb.py), so both sides store alike: lz4,
-    16 MB memtables (4), a bloom filter, the default 8 MB block cache."""
+    """What a hand-written loop would set, as agentstream's stores did before ``rocksdb_memory_mb``:
+    lz4, 16 MB memtables (4), a bloom filter, RocksDB's default block cache (32 MB per DB; index
+    and filter blocks outside it). agentstream's stores share one bounded budget instead
+    (tables/rocksdb_memory.py)."""
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
     opts.increase_parallelism(2)

@@ -580,7 +580,9 @@ def case_large_state(case: Case, n: int) -> dict[str, Any]:
         side["correct"] = side.get("window_keys") == sides["raw"]["window_keys"]
     return {
         "keys": keys,
-        "rocksdb": "lz4, 16 MB memtables x4, bloom 10 bits, 8 MB block cache (both sides); table_cache_size 10000",
+        "rocksdb": "both: lz4, bloom 10 bits; agentstream: rocksdb_memory_mb 256 (one block cache with index and "
+        "filter blocks, memtables flushed at 128 MB for all stores, 16 MB each), table_cache_size 10000; raw: 16 MB "
+        "memtables x4 and RocksDB's default 32 MB block cache per DB",
         **sides,
     }
 

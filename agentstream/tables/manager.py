@@ -170,11 +170,11 @@ class TableManager:
         try:
             # a corrupt store is wiped by the store itself, under its lock: a second worker
             # sharing this data dir by mistake cannot wipe a live store it merely failed to open
-            store = store_for(url, path, on_corrupt=wiping)
+            store = store_for(url, path, on_corrupt=wiping, memory_mb=self.settings.rocksdb_memory_mb)
         except StoreCorrupt as exc:
             wiping(exc)
             destroy_store(path)
-            store = store_for(url, path)
+            store = store_for(url, path, memory_mb=self.settings.rocksdb_memory_mb)
         except StoreUnavailable as exc:
             raise StoreUnavailable(
                 path, f"{exc.problem}. Fix: give every worker on this machine its own --data-dir"

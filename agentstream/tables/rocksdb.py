@@ -8,6 +8,12 @@ Design choices (each verified against rocksdict 0.3.29):
   from the checkpoint does not bring back. It makes restore's bulk batches and the per-record path
   equally cheap, with no "bulk mode" to forget to switch off. ``flush()`` is skipped when nothing
   was written since the last one, and ``close()`` flushes.
+* **One memory budget for all stores of the process** (``rocksdb_memory_mb``): a shared block
+  cache holding index and filter blocks too, and a write-buffer manager charged to it
+  (:mod:`~agentstream.tables.rocksdb_memory`).
+* **Options are given for the default column family too** (``column_families=``): otherwise
+  rocksdict reopens an existing DB with the column-family options saved in its ``OPTIONS`` file,
+  each store with a new 8 MB block cache outside the budget.
 * **Raw mode** (``Options(raw_mode=True)``): keys/values are stored as given, no pickling. The
   same options are rebuilt by :func:`_options` at every open.
 * **Scans use a plain DB iterator**, which RocksDB pins to an implicit snapshot when it is
@@ -33,7 +39,6 @@ from pathlib import Path
 from typing import NoReturn
 
 from rocksdict import (
-    BlockBasedOptions,
     DbClosedError,
     DBCompressionType,
     Options,
@@ -45,6 +50,7 @@ from rocksdict import (
 )
 
 from agentstream.exceptions import StoreCorrupt, StoreError, StoreUnavailable
+from agentstream.tables.rocksdb_memory import RocksDBMemory, shared_memory
 from agentstream.tables.store_files import destroy_store, remove_destroy_leftovers
 
 __all__ = ["MAX_OPEN_FILES", "MEMORY_PROPERTIES", "RocksDBStore"]
@@ -62,8 +68,10 @@ MEMORY_PROPERTIES = (
 """What :meth:`RocksDBStore.memory_usage` reports: kind -> RocksDB property."""
 
 
-def _options() -> Options:
-    """Options used at every open (they must not change between opens of one DB)."""
+def _options(memory: RocksDBMemory) -> Options:
+    """Options used at every open. Memtables and table format come from the process's memory
+    budget (:mod:`~agentstream.tables.rocksdb_memory`); they may differ between opens of one DB
+    (a new budget applies to the files written from then on), the rest must not."""
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
     opts.set_paranoid_checks(True)
@@ -73,14 +81,12 @@ def _options() -> Options:
     # RocksDB's default (-1) keeps every SST file open for the DB's life: descriptors grow with
     # the state and with the number of partitions. Bounded, least recently used files are closed.
     opts.set_max_open_files(MAX_OPEN_FILES)
-    # Small memtables (default 64 MB): random-key inserts stay cache-friendly and full ones are
-    # flushed in the background while writing continues. Measured on 1M random 16-byte keys:
-    # ~30-40% faster bulk restore, and flush() at commit has less to write.
-    opts.set_write_buffer_size(16 << 20)
-    opts.set_max_write_buffer_number(4)
-    table = BlockBasedOptions()
-    table.set_bloom_filter(10, False)  # point reads on the hot path mostly miss or hit one file
-    opts.set_block_based_table_factory(table)
+    # Small memtables (at most 16 MB; default 64 MB): random-key inserts stay cache-friendly and
+    # full ones are flushed in the background while writing continues. Measured on 1M random
+    # 16-byte keys: ~30-40% faster bulk restore, and flush() at commit has less to write. The
+    # shared block cache, with index and bloom filter blocks inside it, and the write-buffer
+    # manager bound all stores of the process together (rocksdb_memory_mb).
+    memory.apply(opts)
     return opts
 
 
@@ -213,13 +219,20 @@ class RocksDBStore:
 
     ``on_corrupt``: when given, a store found corrupt at open is wiped and reopened empty under the
     store's lock (the callback hears why; the caller restores it from the changelog); without it,
-    :class:`StoreCorrupt` is raised.
+    :class:`StoreCorrupt` is raised. ``memory``: the budget shared with the process's other stores
+    (default: :func:`~agentstream.tables.rocksdb_memory.shared_memory` of the default size).
     """
 
     persistent = True
 
-    def __init__(self, path: Path, on_corrupt: Callable[[StoreCorrupt], None] | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        on_corrupt: Callable[[StoreCorrupt], None] | None = None,
+        memory: RocksDBMemory | None = None,
+    ) -> None:
         self._path = Path(path)
+        self._memory = memory if memory is not None else shared_memory()
         self._scans: weakref.WeakSet[_Scan] = weakref.WeakSet()
         self._dirty = False
         self._closed = False
@@ -247,7 +260,11 @@ class RocksDBStore:
         self._path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         _check_bookkeeping(self._path)
         try:
-            db = Rdict(str(self._path), options=_options())
+            opts = _options(self._memory)
+            # column_families given: without it rocksdict reopens an existing DB with the column
+            # family options saved in its OPTIONS file and a new 8 MB block cache of its own, so
+            # the budget (cache, memtable size, table format) would hold for new DBs only
+            db = Rdict(str(self._path), options=opts, column_families={"default": opts})
         except Exception as exc:
             _raise_translated(exc, self._path, "open")
         db.set_write_options(_write_options())
@@ -272,6 +289,11 @@ class RocksDBStore:
     @property
     def path(self) -> Path:
         return self._path
+
+    @property
+    def memory(self) -> RocksDBMemory:
+        """The memory budget this store shares with the process's other stores."""
+        return self._memory
 
     # -- reads / writes: hot path, so no wrapper layers beyond a try ----------------------------
 
@@ -370,6 +392,14 @@ class RocksDBStore:
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, bytes) and self.get(key) is not None
+
+    def property_int(self, name: str) -> int | None:
+        """RocksDB's integer property ``name`` of this DB (``rocksdb.block-cache-usage``, ...), or None."""
+        try:
+            value: int | None = self._db.property_int_value(name)
+        except Exception as exc:
+            _raise_translated(exc, self._path, "property")
+        return value
 
     # -- lifecycle -------------------------------------------------------------------------------
 

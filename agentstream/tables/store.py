@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from agentstream.exceptions import ConfigError, StoreCorrupt
+from agentstream.settings import ROCKSDB_MEMORY_DEFAULT_MB
 from agentstream.tables.store_files import _fsync_dir, destroy_store, remove_destroy_leftovers
 
 __all__ = [
@@ -145,19 +146,28 @@ def persistent_store(url: str) -> bool:
     return bool(sep) and scheme.lower() == "rocksdb"
 
 
-def store_for(url: str, path: Path, on_corrupt: Callable[[StoreCorrupt], None] | None = None) -> Store:
+def store_for(
+    url: str,
+    path: Path,
+    on_corrupt: Callable[[StoreCorrupt], None] | None = None,
+    *,
+    memory_mb: int = ROCKSDB_MEMORY_DEFAULT_MB,
+) -> Store:
     """Build the store named by the ``store`` setting (``memory://`` or ``rocksdb://``).
 
     ``on_corrupt``: a persistent store found corrupt at open is wiped under its lock and opened
-    empty, after this callback hears why (see :class:`~agentstream.tables.rocksdb.RocksDBStore`)."""
+    empty, after this callback hears why (see :class:`~agentstream.tables.rocksdb.RocksDBStore`).
+    ``memory_mb``: the ``rocksdb_memory_mb`` setting; every RocksDB store of the process opened
+    with it shares its one block cache and write-buffer manager."""
     scheme, sep, _ = url.partition("://")
     scheme = scheme.lower()
     if sep and scheme == "memory":
         return MemoryStore(path)
     if sep and scheme == "rocksdb":
         from agentstream.tables.rocksdb import RocksDBStore  # import lazily: native dependency
+        from agentstream.tables.rocksdb_memory import shared_memory
 
-        return RocksDBStore(path, on_corrupt)
+        return RocksDBStore(path, on_corrupt, shared_memory(memory_mb))
     raise ConfigError(
         "store",
         f"unsupported store URL {url!r}",

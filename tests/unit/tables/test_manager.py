@@ -440,3 +440,19 @@ async def test_the_restore_reader_asks_for_short_fetch_waits_and_the_standby_rea
     finally:
         await manager.stop()
         await env.app.stop_clients()
+
+
+# -- memory budget ---------------------------------------------------------------------------------------
+
+
+async def test_every_store_of_the_worker_shares_the_rocksdb_memory_budget(env: Env) -> None:
+    """Active, standby and global table partitions alike: one block cache of rocksdb_memory_mb."""
+    env.app.settings.rocksdb_memory_mb = 40
+    glob = env.app.GlobalTable("config-mem", default=int)
+    await env.transport.ensure_topics([glob.changelog_topic.spec()])
+    manager = await env.manager()
+    await manager.on_assigned(Assignment(active=[0], standby=[1]))
+    parts = [env.table.parts[0], env.table.parts[1], *glob.parts.values()]
+    assert len(parts) == 2 + PARTITIONS
+    assert {part.store.property_int("rocksdb.block-cache-capacity") for part in parts} == {40 << 20}  # type: ignore[attr-defined]
+    assert len({id(part.store.memory) for part in parts}) == 1  # type: ignore[attr-defined]

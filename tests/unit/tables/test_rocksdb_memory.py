@@ -1,0 +1,89 @@
+"""``rocksdb_memory_mb``: one block cache and one write-buffer manager bound every RocksDB store of
+the process together (Kafka Streams' BoundedMemoryRocksDBConfig)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentstream.exceptions import ConfigError
+from agentstream.settings import ROCKSDB_MEMORY_MIN_MB, Settings
+from agentstream.tables.rocksdb import RocksDBStore
+from agentstream.tables.store import store_for
+
+MiB = 1 << 20
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> Iterator[list[RocksDBStore]]:
+    """Eight stores opened as a worker opens them, under a 32 MiB budget (16 MiB of memtables)."""
+    opened: list[RocksDBStore] = []
+    for p in range(8):
+        store = store_for("rocksdb://", tmp_path / str(p), memory_mb=ROCKSDB_MEMORY_MIN_MB)
+        assert isinstance(store, RocksDBStore)
+        opened.append(store)
+    yield opened
+    for store in opened:
+        store.close()
+
+
+def test_every_store_reports_one_shared_cache_of_the_budget(tmp_path: Path) -> None:
+    stores = [store_for("rocksdb://", tmp_path / str(p), memory_mb=48) for p in range(2)]
+    assert all(isinstance(s, RocksDBStore) for s in stores)
+    try:
+        _check_shared_cache(stores, 48)  # type: ignore[arg-type]  # RocksDBStores, checked above
+    finally:
+        for s in stores:
+            s.close()
+
+
+def _check_shared_cache(stores: list[RocksDBStore], budget_mb: int) -> None:
+    assert {s.property_int("rocksdb.block-cache-capacity") for s in stores} == {budget_mb * MiB}
+    before = stores[1].property_int("rocksdb.block-cache-usage") or 0
+    for i in range(4000):  # ~4 MB into store 0's memtable, charged to the shared cache
+        stores[0].put(b"k%08d" % i, b"v" * 1000)
+    # store 1 sees store 0's memtable in its cache's usage: the same cache
+    assert (stores[1].property_int("rocksdb.block-cache-usage") or 0) >= before + 2 * MiB
+    usage = stores[0].memory.usage()
+    assert usage["capacity"] == budget_mb * MiB
+    assert usage["memtable_limit"] == budget_mb * MiB // 2
+    assert usage["memtable_usage"] >= 2 * MiB
+
+
+def test_a_reopened_store_is_in_the_budget_again(tmp_path: Path) -> None:
+    """rocksdict reopens an existing DB with the options saved in it (and a block cache of its own)
+    unless told otherwise: a restarted worker's stores must share the budget as new ones do."""
+    first = store_for("rocksdb://", tmp_path / "0", memory_mb=48)
+    first.put(b"k", b"v")
+    first.close()
+    again = store_for("rocksdb://", tmp_path / "0", memory_mb=40)
+    assert isinstance(again, RocksDBStore)
+    try:
+        assert again.get(b"k") == b"v"
+        assert again.property_int("rocksdb.block-cache-capacity") == 40 * MiB
+    finally:
+        again.close()
+
+
+def test_the_memtables_of_all_stores_together_stay_within_the_budget(stores: list[RocksDBStore]) -> None:
+    """64 MB written across 8 stores without a flush: each store alone would keep its share in
+    memtables (8 MB, under one store's own limits); the write-buffer manager flushes at 16 MB for
+    all of them together."""
+    limit = stores[0].memory.memtable_limit
+    peak = 0
+    value = b"v" * 1000
+    for i in range(64 * 1024):
+        stores[i % 8].put(b"k%08d" % i, value)
+        if i % 512 == 0:
+            peak = max(peak, sum(s.property_int("rocksdb.size-all-mem-tables") or 0 for s in stores))
+    assert peak < 2 * limit, f"memtables of all stores peaked at {peak / MiB:.1f} MiB, limit {limit / MiB:.0f} MiB"
+    assert [s.get(b"k%08d" % i) for i, s in enumerate(stores)] == [value] * 8  # flushed, not lost
+
+
+def test_a_budget_below_the_minimum_is_refused_naming_the_setting_and_the_minimum() -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.build("a", {"rocksdb_memory_mb": ROCKSDB_MEMORY_MIN_MB - 1}, environ={})
+    assert info.value.setting == "rocksdb_memory_mb" and str(ROCKSDB_MEMORY_MIN_MB) in info.value.problem
+    assert Settings.build("a", {"rocksdb_memory_mb": ROCKSDB_MEMORY_MIN_MB}, environ={}).rocksdb_memory_mb == 32
