@@ -277,7 +277,7 @@ def test_kit_manifests_parse_and_every_kustomization_resolves() -> None:
     env = manifests.pod_environment(base_c, {"metadata.name": "wordcount-0", "spec.nodeName": "n"})
     assert trigger["metadata"]["consumerGroup"] == settings.Settings.build(app.id, {}, env).id
     topic = trigger["metadata"]["topic"]
-    assert topic in {t.name for agent in app.agents for t in agent.topics}, f"no agent reads {topic}"
+    assert topic in {t.name for agent in app.agents.values() for t in agent.topics}, f"no agent reads {topic}"
     assert scaled["spec"]["minReplicaCount"] <= scaled["spec"]["maxReplicaCount"] <= app.topics[topic].partitions
 
 
