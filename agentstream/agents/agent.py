@@ -177,9 +177,8 @@ class Agent:
             force=force,
         )
 
-    def _request_headers(self, headers: Any, reply_to: Any, correlation_id: str) -> list[tuple[str, bytes]]:
-        """``headers`` with Faust's request headers added (reply_to's topic, the correlation id);
-        warns when this app's agents would not answer on that topic."""
+    def _reply_topic(self, reply_to: Any) -> str:
+        """The topic ``reply_to`` names; warns when this app's agents would not answer on it."""
         topic_name = _topic_name(reply_to)
         if not reply_topic_allowed(self.app, topic_name):
             log.warning(
@@ -190,6 +189,12 @@ class Agent:
                 self.app.settings.id,
                 topic_name,
             )
+        return topic_name
+
+    def _request_headers(self, headers: Any, reply_to: Any, correlation_id: str) -> list[tuple[str, bytes]]:
+        """``headers`` with Faust's request headers added (reply_to's topic, the correlation id);
+        warns when this app's agents would not answer on that topic."""
+        topic_name = self._reply_topic(reply_to)
         return [
             *(prepare_headers(headers) or ()),
             (REPLY_TO, topic_name.encode()),
@@ -274,16 +279,7 @@ class Agent:
         those the ``reply_topics`` setting allows (a warning says so here)."""
         if reply_to is None:
             raise TypeError("Missing reply_to argument")
-        topic_name = _topic_name(reply_to)
-        if not reply_topic_allowed(self.app, topic_name):
-            log.warning(
-                "agent %r: reply_to=%r is not a reply topic of app %r, so this app's agents will not answer "
-                "there; allow it with the reply_topics setting (reply_topics=%r), or use agent.ask()",
-                self.name,
-                topic_name,
-                self.app.settings.id,
-                topic_name,
-            )
+        topic_name = self._reply_topic(reply_to)
         promise = ReplyPromise(topic_name, correlation_id or uuid.uuid4().hex)
         replies = getattr(self.app, "_replies", None)  # this process's reply reader, when started
         if replies is not None and replies.topic_name == topic_name:

@@ -123,12 +123,8 @@ class View:
         reason: str | None = None,
         headers: Any = None,
     ) -> web.Response:
-        return web.Response(
-            text=value,
-            status=status,
-            reason=reason,
-            headers=_headers(headers),
-            content_type=content_type or "text/plain",
+        return _plain(
+            text=value, status=status, reason=reason, headers=headers, content_type=content_type or "text/plain"
         )
 
     def html(
@@ -140,12 +136,8 @@ class View:
         reason: str | None = None,
         headers: Any = None,
     ) -> web.Response:
-        return web.Response(
-            text=value,
-            status=status,
-            reason=reason,
-            headers=_headers(headers),
-            content_type=content_type or "text/html",
+        return _plain(
+            text=value, status=status, reason=reason, headers=headers, content_type=content_type or "text/html"
         )
 
     def bytes(
@@ -157,11 +149,11 @@ class View:
         reason: str | None = None,
         headers: Any = None,
     ) -> web.Response:
-        return web.Response(
+        return _plain(
             body=value,
             status=status,
             reason=reason,
-            headers=_headers(headers),
+            headers=headers,
             content_type=content_type or "application/octet-stream",
         )
 
@@ -188,6 +180,11 @@ class View:
 
     def response_to_bytes(self, response: web.StreamResponse) -> _bytes:
         return response_to_bytes(response)
+
+
+def _plain(*, status: int, reason: str | None, headers: Any, content_type: str, **body: Any) -> web.Response:
+    """A text or bytes answer (``text=`` or ``body=``): what ``text``, ``html`` and ``bytes`` share."""
+    return web.Response(status=status, reason=reason, headers=_headers(headers), content_type=content_type, **body)
 
 
 def _headers(headers: Any) -> dict[str, str] | None:
