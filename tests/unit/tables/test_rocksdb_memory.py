@@ -3,6 +3,7 @@ the process together (Kafka Streams' BoundedMemoryRocksDBConfig)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,11 +17,15 @@ from agentstream.tables.store import store_for
 MiB = 1 << 20
 
 
+STORES = 32
+
+
 @pytest.fixture
 def stores(tmp_path: Path) -> Iterator[list[RocksDBStore]]:
-    """Eight stores opened as a worker opens them, under a 32 MiB budget (16 MiB of memtables)."""
+    """32 stores opened as a worker opens them, under a 32 MiB budget (16 MiB of memtables, 2 MiB
+    per store's memtable)."""
     opened: list[RocksDBStore] = []
-    for p in range(8):
+    for p in range(STORES):
         store = store_for("rocksdb://", tmp_path / str(p), memory_mb=ROCKSDB_MEMORY_MIN_MB)
         assert isinstance(store, RocksDBStore)
         opened.append(store)
@@ -68,18 +73,32 @@ def test_a_reopened_store_is_in_the_budget_again(tmp_path: Path) -> None:
 
 
 def test_the_memtables_of_all_stores_together_stay_within_the_budget(stores: list[RocksDBStore]) -> None:
-    """64 MB written across 8 stores without a flush: each store alone would keep its share in
-    memtables (8 MB, under one store's own limits); the write-buffer manager flushes at 16 MB for
-    all of them together."""
+    """~58 MB written across 32 stores, each store's part (1.8 MB) under its own memtable size (2 MiB):
+    no store would flush on its own, so without the shared write-buffer manager all of it would stay
+    in memtables. With it, the stores flush once all their memtables together pass 16 MiB.
+
+    Flushes run in RocksDB's background threads and may lag the writes on a busy machine, so the
+    bound is checked once they have settled (what stays resident), not as a racy peak."""
     limit = stores[0].memory.memtable_limit
-    peak = 0
+    per_store = stores[0].memory.write_buffer_size * 9 // 10
     value = b"v" * 1000
-    for i in range(64 * 1024):
-        stores[i % 8].put(b"k%08d" % i, value)
-        if i % 512 == 0:
-            peak = max(peak, sum(s.property_int("rocksdb.size-all-mem-tables") or 0 for s in stores))
-    assert peak < 2 * limit, f"memtables of all stores peaked at {peak / MiB:.1f} MiB, limit {limit / MiB:.0f} MiB"
-    assert [s.get(b"k%08d" % i) for i, s in enumerate(stores)] == [value] * 8  # flushed, not lost
+    written = 0
+    for i in range(per_store * STORES // len(value)):
+        stores[i % STORES].put(b"k%08d" % i, value)
+        written += len(value)
+    assert written > 3 * limit
+
+    def unflushed() -> int:
+        return sum(s.property_int("rocksdb.cur-size-all-mem-tables") or 0 for s in stores)
+
+    deadline = time.monotonic() + 60  # a bound on waiting, not a timing claim
+    while unflushed() > limit and time.monotonic() < deadline:
+        time.sleep(0.05)
+    held = unflushed()
+    assert held <= limit, (
+        f"memtables of all stores hold {held / MiB:.1f} MiB after flushes, limit {limit / MiB:.0f} MiB"
+    )
+    assert [s.get(b"k%08d" % i) for i, s in enumerate(stores)] == [value] * STORES  # flushed, not lost
 
 
 def test_a_budget_below_the_minimum_is_refused_naming_the_setting_and_the_minimum() -> None:
