@@ -22,7 +22,6 @@ from agentstream.web.status_page import render_status_page
 
 from .test_web import get, url
 
-
 SERIES = 3000  # lag series at 1,000 partitions of three topics
 
 
