@@ -221,10 +221,12 @@ class _SessionState:
     def sessions(self, key: Any) -> dict[SessionRange, Any]:
         """``{(start, end): value}`` of the live sessions of ``key``, earliest first."""
         kb = self.table._key_dumps(key)
-        part = self.table._partition_for(kb, False)
-        ps = self.windows(part)
+        return self.sessions_in(self.table._partition_for(kb, False), kb)
+
+    def sessions_in(self, part: TablePartition, kb: bytes) -> dict[SessionRange, Any]:
+        """``{(start, end): value}`` of the live sessions of the key ``kb`` in ``part``."""
         out: dict[SessionRange, Any] = {}
-        for start, end in ps.by_key.get(kb, ()):
+        for start, end in self.windows(part).by_key.get(kb, ()):
             found, value = part.get_bytes(session_key(kb, start, end))
             if found:
                 out[(start / 1000, end / 1000)] = value
