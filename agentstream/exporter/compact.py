@@ -39,7 +39,7 @@ def partition_file(directory: str | Path, partition: int) -> Path:
 def identity_columns(names: list[str]) -> list[str]:
     """The columns that identify a row: the key, and the window of windowed tables (start and
     end: a session table's sessions of one key may share a start as they grow)."""
-    return ["key", "window_start", "window_end"] if "window_start" in names else ["key"]
+    return ["key"] + [c for c in ("window_start", "window_end") if c in names]
 
 
 def _hashable(value: Any) -> Any:

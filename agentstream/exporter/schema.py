@@ -263,8 +263,10 @@ def table_spec(table: Table, samples: Any = ()) -> TableSpec:
     state = getattr(table, "_windowed", None)
     session = bool(getattr(state, "is_session", False))
     size_ms = None if state is None else 0 if session else round(state.window.size * 1000)
-    window_format = "session" if session else (
-        "faust" if size_ms is not None and getattr(table, "faust_format", False) else "agentstream"
+    window_format = (
+        "session"
+        if session
+        else ("faust" if size_ms is not None and getattr(table, "faust_format", False) else "agentstream")
     )
     return TableSpec(
         table=table.name,

@@ -410,9 +410,7 @@ class TableViews:
         return json_response(body)
 
     @staticmethod
-    def _local_sessions(
-        table: Table, kb: bytes, window: str, part: Any, body: dict[str, Any]
-    ) -> web.Response | None:
+    def _local_sessions(table: Table, kb: bytes, window: str, part: Any, body: dict[str, Any]) -> web.Response | None:
         """A session table's key: every live session of it (``sessions``), and as ``window`` and
         ``value`` the latest (``?window=current``, the default) or the one containing the time
         ``?window=<epoch seconds>`` (``now``: the wall clock); None when there is none."""
