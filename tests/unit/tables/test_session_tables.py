@@ -358,3 +358,60 @@ async def test_exporter_rows_one_per_key_and_session() -> None:
         if not r["tombstone"]
     )
     assert live == sorted((k, s, e, v) for (k, (s, e)), v in AFTER_ALL.items())
+
+
+async def test_partition_coming_back_from_standby_has_the_sessions_and_stream_time_written_elsewhere(
+    tmp_path: Path,
+) -> None:
+    broker, app_id = f"memory://sstandby-{uuid.uuid4().hex[:8]}", f"sstandby-{uuid.uuid4().hex[:6]}"
+    closed: Closed = Closed()
+
+    def make(data_dir: str) -> tuple[Any, Any]:
+        return session_app(
+            "standby",
+            broker=broker,
+            app_id=app_id,
+            closed=closed,
+            partitions=2,
+            store="memory://",
+            data_dir=data_dir,
+            commit_interval=0.05,
+            max_warmup_replicas=0,
+            table_standby_replicas=1,
+        )
+
+    app_a, st_a = make(str(tmp_path / "a"))
+    ha = await run_worker(app_a)
+    hb: AppHarness | None = None
+    try:
+        from agentstream.transport.partitioner import default_partition
+
+        codec = app_a.topics["events"].key_codec
+        key_of = {default_partition(codec.dumps(k), 2): k for k in "abcdefgh"}
+        await send_all(ha, [(k, 0) for k in key_of.values()])
+
+        # B joins and takes one partition; A keeps following it as a standby
+        app_b, _ = make(str(tmp_path / "b"))
+        hb = await run_worker(app_b)
+        await app_a.transport.settle()
+        await asyncio.wait_for(ha.worker.assigned.wait(), 30)
+        (moved,) = hb.worker.assignor.assignment.active
+        key = key_of[moved]
+        await send_all(hb, [(key, 4), (key, 40)])  # on B: [0, 4] extended, then closed by 40 > 4 + 5 + 10
+        await hb.worker.stop()
+        hb = None
+
+        # B left: the partition is active on A again, with B's sessions and stream time
+        await app_a.transport.settle()
+        await asyncio.wait_for(ha.worker.assigned.wait(), 30)
+        assert moved in ha.worker.assignor.assignment.active
+        assert st_a.sessions(key) == {span(40, 40): 1}
+        await send_all(ha, [(key, 20)])  # 20 < 40 - 5 - 10: late on A too
+        assert st_a.late_dropped == 1
+        await send_all(ha, [(key, 36)])  # joins [40, 40]
+        assert st_a.sessions(key) == {span(36, 40): 2}
+        assert ((key, span(0, 4)), 2) in closed
+    finally:
+        if hb is not None:
+            await hb.worker.stop()
+        await ha.worker.stop()
