@@ -415,3 +415,44 @@ async def test_partition_coming_back_from_standby_has_the_sessions_and_stream_ti
         if hb is not None:
             await hb.worker.stop()
         await ha.worker.stop()
+
+
+async def test_the_tables_own_and_async_on_window_close_run_for_closed_sessions() -> None:
+    app = agentstream.App(f"cb-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
+    topic = app.topic("events", key_type=str, value_type=dict)
+    sync_closed: list[Any] = []
+    async_closed: list[Any] = []
+
+    async def later(window_key: Any, value: Any) -> None:
+        await asyncio.sleep(0)
+        async_closed.append((window_key, value))
+
+    by_table = app.Table("a", default=int, key_type=str, on_window_close=lambda k, v: sync_closed.append((k, v)))
+    st_a = by_table.session(GAP)
+    st_b = app.Table("b", default=int, key_type=str).session(GAP, on_window_close=later)
+
+    @app.agent(topic)
+    async def count(stream: agentstream.Stream) -> None:
+        async for event in stream.events():
+            st_a[event.key] += 1
+            st_b[event.key] += 2
+
+    async with AppHarness(app) as h:
+        await send_all(h, [("k", 0), ("k", 1), ("k", 20)])
+        await st_b.wait_callbacks()
+    assert sync_closed == [(("k", span(0, 1)), 2)]
+    assert async_closed == [(("k", span(0, 1)), 4)]
+
+
+def test_cli_tables_lists_the_session_window(capsys: pytest.CaptureFixture[str]) -> None:
+    import orjson
+
+    from agentstream.cli import main
+
+    app = agentstream.App(f"cli-{uuid.uuid4().hex[:6]}", broker="memory://")
+    app.Table("visits", default=int).session(GAP, grace=30)
+    assert main(["tables", "--json"], app=app) == 0
+    (row,) = orjson.loads(capsys.readouterr().out)
+    assert row["window"] == {"kind": "session", "gap": GAP, "grace": 30.0}
+    assert main(["tables"], app=app) == 0
+    assert "window=session gap=300s grace=30s" in capsys.readouterr().out
