@@ -71,6 +71,7 @@ __all__ = [
     "parse_session_key",
     "session_key_range",
     "sessions",
+    "refuse_windowing",
 ]
 
 SessionRange = tuple[float, float]
@@ -540,6 +541,16 @@ def session_changelog_configs(window: SessionWindows) -> dict[str, str]:
         "cleanup.policy": "compact,delete",
         "retention.ms": str(window.gap_ms + window.grace_ms + CHANGELOG_ADDITIONAL_RETENTION_MS),
     }
+
+
+def refuse_windowing(table: Table) -> None:
+    """``tumbling()``/``hopping()``/``using_window()`` of a table that already has session windows:
+    refused here, before the windowed tables' own check (which knows only its own window state)."""
+    state = getattr(table, "_windowed", None)
+    if getattr(state, "is_session", False):
+        raise TopologyError(
+            f"table {table.name!r} is already windowed ({state.window!r}); keep the SessionTable that session() returned"
+        )
 
 
 def sessions(

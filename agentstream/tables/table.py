@@ -524,6 +524,7 @@ class Table(Rows):
 
         ``key_index=True`` (Faust's): keep the table's keys in a ``<name>-key_index`` table, so
         ``keys()``, ``items()``, ``values()``, ``len()`` and iteration answer per key."""
+        sessions.refuse_windowing(self)
         wt = windowed.tumbling(
             self, size, expires, grace=grace, on_window_close=on_window_close or self.on_window_close
         )
@@ -540,6 +541,7 @@ class Table(Rows):
         key_index: bool = False,
     ) -> WindowedTable:
         """This table as a WindowedTable of ``size``-second windows starting every ``step`` seconds."""
+        sessions.refuse_windowing(self)
         wt = windowed.hopping(
             self, size, step, expires, grace=grace, on_window_close=on_window_close or self.on_window_close
         )
@@ -555,6 +557,7 @@ class Table(Rows):
     ) -> WindowedTable:
         """This table windowed by any window object (Faust's ``using_window``): a TumblingWindow,
         HoppingWindow or SlidingWindow."""
+        sessions.refuse_windowing(self)
         wt = windowed.windowed(self, window, grace, on_window_close or self.on_window_close)
         return self._with_key_index(wt) if key_index else wt
 
