@@ -546,7 +546,7 @@ def session_changelog_configs(window: SessionWindows) -> dict[str, str]:
 def refuse_windowing(table: Table) -> None:
     """``tumbling()``/``hopping()``/``using_window()`` of a table that already has session windows:
     refused here, before the windowed tables' own check (which knows only its own window state)."""
-    state = getattr(table, "_windowed", None)
+    state: Any = getattr(table, "_windowed", None)
     if getattr(state, "is_session", False):
         raise TopologyError(
             f"table {table.name!r} is already windowed ({state.window!r}); keep the SessionTable that session() returned"
