@@ -570,7 +570,9 @@ def tables(ctx: click.Context, as_json: bool) -> int:
     for name, table in sorted(app.tables.items()):
         state = table._windowed
         window: dict[str, Any] | None = None
-        if state is not None:
+        if getattr(state, "is_session", False):
+            window = {"kind": "session", "gap": state.window.gap, "grace": state.grace}
+        elif state is not None:
             w = state.window
             window = {
                 "kind": "tumbling" if w.step == w.size else "hopping",
@@ -596,6 +598,8 @@ def _table_line(r: dict[str, Any]) -> str:
     w = r["window"]
     if w is None:
         windowing = "-"
+    elif w["kind"] == "session":
+        windowing = f"session gap={w['gap']:g}s grace={w['grace']:g}s"
     else:
         kind = "tumbling" if w["kind"] == "tumbling" else f"hopping step={w['step']:g}s"
         windowing = f"{kind} size={w['size']:g}s expires={w['expires']:g}s grace={w['grace']:g}s"

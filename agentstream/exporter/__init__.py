@@ -13,6 +13,8 @@ Columns of :func:`~.spark.read_changelog` / ``agentstream export``:
     of the key bytes. Windowed tables: the logical key, not the store's composite key.
 ``window_start``, ``window_end`` (windowed tables only)
     Spark ``timestamp`` (UTC instants); ``window_end = window_start + size`` (end exclusive).
+    Session tables (``table.session(gap)``): one row per key and session, ``window_start`` and
+    ``window_end`` the times of its first and last record (both inclusive).
 ``value``
     typed where the type is known: the declared ``value_type`` (a Record -> a struct of its
     fields), a scalar ``default`` (``default=int`` -> long), or the Record that the ``__faust``

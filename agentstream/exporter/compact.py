@@ -37,8 +37,9 @@ def partition_file(directory: str | Path, partition: int) -> Path:
 
 
 def identity_columns(names: list[str]) -> list[str]:
-    """The columns that identify a row: the key, and the window start of windowed tables."""
-    return ["key", "window_start"] if "window_start" in names else ["key"]
+    """The columns that identify a row: the key, and the window of windowed tables (start and
+    end: a session table's sessions of one key may share a start as they grow)."""
+    return ["key"] + [c for c in ("window_start", "window_end") if c in names]
 
 
 def _hashable(value: Any) -> Any:

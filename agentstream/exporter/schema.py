@@ -37,6 +37,7 @@ import orjson
 
 from .. import codecs
 from ..models import Record, _type_hints, lookup_model, wire_fields
+from ..tables.sessions import parse_session_key
 from ..tables.windowed import STREAM_TIME_KEY
 from ..tables.windows import parse_faust_window_key, parse_window_key
 
@@ -146,7 +147,9 @@ class TableSpec:
     key: dict[str, Any]  # {"codec": "json"|"str"|"raw"|"pickled", "type": spec, "pickled": b64?}
     value: dict[str, Any]  # likewise; "json_text" codec = the stored JSON bytes as they are
     window_size_ms: int | None = None
-    window_format: str = "agentstream"  # how windowed keys are laid out: "agentstream" or "faust" (JSON)
+    # how windowed keys are laid out: "agentstream", "faust" (JSON) or "session" (start and end in
+    # the key; window_size_ms is 0)
+    window_format: str = "agentstream"
 
     @property
     def windowed(self) -> bool:
@@ -258,7 +261,13 @@ def table_spec(table: Table, samples: Any = ()) -> TableSpec:
     """The decode spec of an app's table (a WindowedTable's underlying table works too);
     ``samples``: some changelog values, whose ``__faust`` tag types an untyped table's column."""
     state = getattr(table, "_windowed", None)
-    size_ms = None if state is None else round(state.window.size * 1000)
+    session = bool(getattr(state, "is_session", False))
+    size_ms = None if state is None else 0 if session else round(state.window.size * 1000)
+    window_format = (
+        "session"
+        if session
+        else ("faust" if size_ms is not None and getattr(table, "faust_format", False) else "agentstream")
+    )
     return TableSpec(
         table=table.name,
         topic=table.changelog_topic.name,
@@ -269,7 +278,7 @@ def table_spec(table: Table, samples: Any = ()) -> TableSpec:
             hint=value_hint(table, samples) if getattr(table, "value_type", None) is None else None,
         ),
         window_size_ms=size_ms,
-        window_format="faust" if size_ms is not None and getattr(table, "faust_format", False) else "agentstream",
+        window_format=window_format,
     )
 
 
@@ -505,6 +514,14 @@ def _json_key_text(raw: bytes) -> str | None:
 
 def _load_codec(data: str) -> Any:
     return _cloudpickle().loads(base64.b64decode(data))
+
+
+def split_session_key(raw: bytes) -> tuple[bytes, int, int] | None:
+    """``(key bytes, start ms, end ms)`` of a session table's store key; None for bookkeeping keys."""
+    try:
+        return parse_session_key(raw)
+    except ValueError:
+        return None
 
 
 def split_window_key(raw: bytes, window_format: str = "agentstream") -> tuple[bytes, int] | None:

@@ -36,7 +36,7 @@ from pyspark.sql.types import StructType
 
 from ..bulk_gc import bulk_gc
 from .offsets import ExportError, PartitionRange, snapshot_ranges
-from .schema import TableSpec, bulk_decoder, side_decoder, split_window_key
+from .schema import TableSpec, bulk_decoder, side_decoder, split_session_key, split_window_key
 
 __all__ = [
     "ChangelogReader",
@@ -267,7 +267,14 @@ class _PartitionReader:
             if raw is None:
                 continue  # a table never writes keyless records
             try:
-                if window_ms is not None:
+                if window_format == "session":
+                    session = split_session_key(raw)
+                    if session is None:
+                        continue  # the session table's stream-time entry: bookkeeping, not data
+                    kb, start_ms, end_ms = session
+                    out.window_start.append(start_ms * 1000)
+                    out.window_end.append(end_ms * 1000)
+                elif window_ms is not None:
                     split = split_window_key(raw, window_format)
                     if split is None:
                         continue  # the windowed table's stream-time entry: bookkeeping, not data

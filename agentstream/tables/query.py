@@ -47,6 +47,8 @@ __all__ = [
     "encode_key",
     "key_partition",
     "window_info",
+    "is_session",
+    "sessions",
     "decode_entry",
     "stream_time",
     "window_at",
@@ -107,11 +109,17 @@ def key_partition(table: QueryableTable, key_bytes: bytes) -> int:
 class WindowInfo:
     """A windowed table's geometry, in seconds."""
 
-    kind: str  # "tumbling" or "hopping"
+    kind: str  # "tumbling", "hopping" or "session"
     size: float
     step: float
     expires: float
     grace: float
+    gap: float | None = None  # session windows: the inactivity gap (size, step and expires are 0)
+
+
+def is_session(table: QueryableTable) -> bool:
+    """Whether the table has session windows (``table.session(gap)``)."""
+    return bool(getattr(table._windowed, "is_session", False))
 
 
 def window_info(table: QueryableTable) -> WindowInfo | None:
@@ -119,6 +127,8 @@ def window_info(table: QueryableTable) -> WindowInfo | None:
     state = table._windowed
     if state is None:
         return None
+    if is_session(table):
+        return WindowInfo("session", 0.0, 0.0, 0.0, state.grace, state.window.gap)
     w = state.window
     return WindowInfo("tumbling" if w.step == w.size else "hopping", w.size, w.step, w.expires, state.grace)
 
@@ -131,6 +141,9 @@ def decode_entry(
     state = table._windowed
     if state is None:
         key, window = table.key_codec.loads(key_bytes), None
+    elif is_session(table):
+        kb, window = state.split_key(key_bytes)
+        key = table.key_codec.loads(kb)
     else:
         kb, start = state.parse_window_key(key_bytes)
         key, window = table.key_codec.loads(kb), state.window_range(start)
@@ -167,6 +180,12 @@ def get(
     if window is not None:
         key_bytes = table._windowed.window_key(key_bytes, window[0])
     return part.get_bytes(key_bytes)
+
+
+def sessions(table: QueryableTable, part: TablePartition, key_bytes: bytes) -> dict[WindowRange, Any]:
+    """``{(start, end): value}`` of the live sessions of a key in a local partition of a session
+    table, earliest first (empty for a key without one)."""
+    return table._windowed.sessions_in(part, key_bytes)  # type: ignore[no-any-return]
 
 
 # -- key counts ----------------------------------------------------------------------------------------

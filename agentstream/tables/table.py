@@ -32,11 +32,12 @@ from ..models import Record
 from ..naming import changelog_topic_name, faust_naming
 from ..runtime import current_task, runtime_for
 from ..transport.partitioner import default_partition
-from . import windowed
+from . import sessions, windowed
 from .joined import JoinedTable, from_topic
 from .partition import TableNotReady, TablePartition
 from .query import live_entries
 from .rows import Rows
+from .sessions import SessionTable
 from .windowed import WindowedTable
 
 if TYPE_CHECKING:
@@ -523,6 +524,7 @@ class Table(Rows):
 
         ``key_index=True`` (Faust's): keep the table's keys in a ``<name>-key_index`` table, so
         ``keys()``, ``items()``, ``values()``, ``len()`` and iteration answer per key."""
+        sessions.refuse_windowing(self)
         wt = windowed.tumbling(
             self, size, expires, grace=grace, on_window_close=on_window_close or self.on_window_close
         )
@@ -539,6 +541,7 @@ class Table(Rows):
         key_index: bool = False,
     ) -> WindowedTable:
         """This table as a WindowedTable of ``size``-second windows starting every ``step`` seconds."""
+        sessions.refuse_windowing(self)
         wt = windowed.hopping(
             self, size, step, expires, grace=grace, on_window_close=on_window_close or self.on_window_close
         )
@@ -554,8 +557,25 @@ class Table(Rows):
     ) -> WindowedTable:
         """This table windowed by any window object (Faust's ``using_window``): a TumblingWindow,
         HoppingWindow or SlidingWindow."""
+        sessions.refuse_windowing(self)
         wt = windowed.windowed(self, window, grace, on_window_close or self.on_window_close)
         return self._with_key_index(wt) if key_index else wt
+
+    def session(
+        self,
+        gap: Any,
+        *,
+        grace: Any = 0.0,
+        merge: Callable[[Any, Any], Any] | None = None,
+        on_window_close: Callable[[Any, Any], Any] | None = None,
+    ) -> SessionTable:
+        """This table as a :class:`~agentstream.tables.sessions.SessionTable`: one value per key
+        and session of activity, sessions ending after ``gap`` seconds without a record (Kafka
+        Streams' session windows). ``merge(a, b)`` combines two sessions a record bridges
+        (``+`` by default when the table's default is a number; required otherwise)."""
+        return sessions.sessions(
+            self, gap, grace=grace, merge=merge, on_window_close=on_window_close or self.on_window_close
+        )
 
     def _with_key_index(self, wt: WindowedTable) -> WindowedTable:
         """Faust's key index: a table ``<name>-key_index`` (key -> 1, same key type and

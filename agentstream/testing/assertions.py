@@ -136,8 +136,16 @@ class TableContents(dict[Any, Any]):
     def window(self, key: Any, at: float | WindowRange) -> Any:
         """The value of ``key`` at time ``at`` (epoch seconds): the latest-starting window that
         contains it, as Faust's ``table[key].current()``; or the window ``at=(start, end)``. A window
-        with no value reads as the table's default (a KeyError without one)."""
+        with no value reads as the table's default (a KeyError without one). A session table: the
+        session of ``key`` with ``start <= at <= end`` (or the session ``at=(start, end)``)."""
         state = self._windowed_state()
+        if getattr(state, "is_session", False):  # the session of ``key`` containing ``at``, or that session
+            for (k, w), v in self.items():
+                if k == key and (w == at if isinstance(at, tuple) else w[0] <= at <= w[1]):
+                    return v
+            if self._default is None:
+                raise KeyError((key, at))
+            return self._default()
         if isinstance(at, tuple):
             window = state.window_range(at[0])
         else:
@@ -277,7 +285,10 @@ class HarnessAssertions:
             if table.changelog_topic.name == topic:
                 state = table._windowed
                 decoded: Any = key
-                if key is not None and state is not None:
+                if key is not None and getattr(state, "is_session", False):
+                    kb, window = state.split_key(key)
+                    decoded = (table.key_codec.loads(kb), window)
+                elif key is not None and state is not None:
                     kb, start = state.parse_window_key(key)
                     decoded = (table.key_codec.loads(kb), state.window_range(start))
                 elif key is not None:

@@ -51,6 +51,13 @@ def _window_json(table: Table) -> dict[str, Any] | None:
     info = query.window_info(table)
     if info is None:
         return None
+    if info.gap is not None:  # session windows
+        return {
+            "kind": info.kind,
+            "gap": info.gap,
+            "grace": info.grace,
+            "late_dropped": table._windowed.late_dropped,
+        }
     return {"kind": info.kind, "size": info.size, "step": info.step, "expires": info.expires, "grace": info.grace}
 
 
@@ -373,6 +380,8 @@ class TableViews:
             "partition": partition,
             "served_by": self.server.address,
         }
+        if window is not None and query.is_session(table):
+            return self._local_sessions(table, kb, window, part, body)
         found_window: tuple[float, float] | None = None
         if window is not None:
             if window == "current":
@@ -398,6 +407,24 @@ class TableViews:
         if not found:
             return None
         body["value"] = value
+        return json_response(body)
+
+    @staticmethod
+    def _local_sessions(table: Table, kb: bytes, window: str, part: Any, body: dict[str, Any]) -> web.Response | None:
+        """A session table's key: every live session of it (``sessions``), and as ``window`` and
+        ``value`` the latest (``?window=current``, the default) or the one containing the time
+        ``?window=<epoch seconds>`` (``now``: the wall clock); None when there is none."""
+        found = query.sessions(table, part, kb)
+        if window == "current":
+            chosen = max(found) if found else None
+        else:
+            at = time.time() if window == "now" else float(window)
+            chosen = next((w for w in found if w[0] <= at <= w[1]), None)
+        if chosen is None:
+            return None
+        body["window"] = list(chosen)
+        body["value"] = found[chosen]
+        body["sessions"] = [{"window": list(w), "value": v} for w, v in found.items()]
         return json_response(body)
 
     async def _forward(
