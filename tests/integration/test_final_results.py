@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import random
 import threading
 import time
 import uuid
@@ -40,7 +41,8 @@ FLUSH_TS = 1000.0  # one click per user far ahead: closes every earlier window i
 
 
 def clicks() -> list[tuple[str, float]]:
-    return [(USERS[(i * 7 + i // 5) % len(USERS)], i * STEP_MS / 1000) for i in range(RECORDS)]
+    rnd = random.Random(42)
+    return [(rnd.choice(USERS), i * STEP_MS / 1000) for i in range(RECORDS)]
 
 
 def true_finals(records: list[tuple[str, float]]) -> dict[tuple[str, int], int]:
@@ -52,19 +54,53 @@ def true_finals(records: list[tuple[str, float]]) -> dict[tuple[str, int], int]:
     return dict(out)
 
 
-async def _produce(bootstrap: str, topic: str, records: list[tuple[str, float]]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=5)
-    await producer.start()
-    try:
-        for user, ts in records:
-            await producer.send(topic, orjson.dumps({"ts": ts}), key=user.encode())
-        await producer.flush()
-    finally:
-        await producer.stop()
+class Feed(threading.Thread):
+    """Sends ``records`` (in order: each partition's event time only goes up) in chunks with pauses, so
+    windows close all along while workers die and join; :attr:`sent` counts the acknowledged ones."""
+
+    def __init__(self, bootstrap: str, topic: str, records: list[tuple[str, float]], chunk: int, pause: float):
+        super().__init__(daemon=True)
+        self.bootstrap, self.topic, self.records, self.chunk, self.pause = bootstrap, topic, records, chunk, pause
+        self.sent = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            asyncio.run(self._produce())
+        except BaseException as exc:  # surfaced by finish()
+            self.error = exc
+
+    async def _produce(self) -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all", enable_idempotence=True, linger_ms=5)
+        await producer.start()
+        try:
+            for i in range(0, len(self.records), self.chunk):
+                for user, ts in self.records[i : i + self.chunk]:
+                    await producer.send(self.topic, orjson.dumps({"ts": ts}), key=user.encode())
+                await producer.flush()
+                self.sent = min(len(self.records), i + self.chunk)
+                await asyncio.sleep(self.pause)
+        finally:
+            await producer.stop()
+
+    def wait_sent(self, n: int, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.sent < n:
+            assert self.is_alive() or self.sent >= n, f"the feed stopped after {self.sent}: {self.error!r}"
+            assert time.monotonic() < deadline, f"the feed sent {self.sent} of {n} in {timeout}s"
+            time.sleep(0.02)
+
+    def finish(self) -> None:
+        self.join(60)
+        assert not self.is_alive(), "the feed did not finish"
+        if self.error is not None:
+            raise self.error
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[str, float]]) -> None:
-    asyncio.run(_produce(bootstrap, topic, records))
+    feed = Feed(bootstrap, topic, records, chunk=len(records), pause=0)
+    feed.start()
+    feed.finish()
 
 
 def finals_by_window(bootstrap: str, topic: str, committed: bool) -> dict[tuple[str, int], list[int]]:
@@ -103,14 +139,14 @@ def test_one_final_per_window_across_kill9_and_scale_out(
         produce(kafka.bootstrap, topic_in, records[:third])  # windows close on a
         b = start("b")  # scale-out while a closes windows
         everyone.append(b)
-        feeding = threading.Thread(target=produce, args=(kafka.bootstrap, topic_in, records[third : 2 * third]))
-        feeding.start()
         b.wait_log(RUNNING, timeout=60)
-        feeding.join()
-        a.kill()  # kill -9 mid-stream: b becomes the next owner of a's partitions
-        produce(kafka.bootstrap, topic_in, records[2 * third :])
-        c = start("c")  # and the group scales out again while those windows close
+        feed = Feed(kafka.bootstrap, topic_in, records[third:], chunk=20, pause=0.05)
+        feed.start()
+        feed.wait_sent(len(records) // 3)
+        a.kill()  # kill -9 mid-stream, windows closing: b becomes the next owner of a's partitions
+        c = start("c")  # and the group scales out again while windows close
         everyone.append(c)
+        feed.finish()
         produce(kafka.bootstrap, topic_in, [(user, FLUSH_TS) for user in USERS])
         deadline = time.monotonic() + 60
         got: dict[tuple[str, int], list[int]] = {}
