@@ -29,11 +29,16 @@ but whose final was not acknowledged is emitted by whoever owns the partition ne
 the partition is restored (at_least_once) or at its first record (exactly_once, where a restored
 buffer holds no closed window: emission and stream time commit together).
 
-The interface a window kind plugs into is three calls, all by partition number and in the task
-that writes the table: :meth:`FinalResults.updated` (a window got a value; its end may change,
-as a session's does when it grows), :meth:`FinalResults.removed` (a window is gone without a
-final: deleted by the app, or merged into another session) and :meth:`FinalResults.advance`
-(the partition's close time moved: emit every window with ``end + grace <= time``).
+The interface a window kind plugs into (session windows do, as tumbling, hopping and sliding
+ones): :func:`declare_final_results` with the kind's stream time per table partition and the set
+of futures its commit waits for, then, by partition number and in the task that writes the table,
+:meth:`FinalResults.written` (a record's window writes, then stream time: the common path), or
+the three calls it is made of: :meth:`FinalResults.updated` (a window got a value; its end may
+change, as a session's does when it grows), :meth:`FinalResults.removed` (a window is gone
+without a final: deleted by the app, or merged into another session) and
+:meth:`FinalResults.advance` (the partition's close time moved: emit every window with
+``end + grace <= time``). Windows are named by key bytes and start (one window per key and
+start, which sessions keep too).
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ import asyncio
 import heapq
 import logging
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..codecs import Codec
@@ -116,10 +121,23 @@ class _PartBuffer:
 class FinalResults:
     """The suppression buffer and the final-results topic of one windowed table."""
 
-    def __init__(self, table: Table, topic: Topic, grace_ms: int) -> None:
+    def __init__(
+        self,
+        table: Table,
+        topic: Topic,
+        grace_ms: int,
+        *,
+        stream_time: Callable[[TablePartition], int | None],
+        callbacks: set[asyncio.Future[Any]],
+    ) -> None:
+        """``stream_time(table partition)``: its stream time in ms (None before the first record);
+        ``callbacks``: where the sends are tracked, the set the commit waits for in its step 0 (the
+        windowed table's async close callbacks)."""
         self.table = table
         self.topic = topic
         self.grace_ms = grace_ms
+        self._stream_time = stream_time
+        self._callbacks = callbacks
         self.buffer: Table = table.app.Table(
             f"{table.name}{BUFFER_SUFFIX}",
             key_type=bytes,
@@ -164,19 +182,24 @@ class FinalResults:
         """A record's writes to the windows of ``values`` (``(start, end) -> value``; the table
         took those still open at ``stream_ms`` and not closed by the wall clock, ending after
         ``closed_ms``), then stream time ``stream_ms``: buffer the taken ones, emit what closed."""
-        if stream_ms is not None:
+        if stream_ms is not None and values:
+            pb = self._part(partition)
+            if pb is None:
+                return
             grace = self.grace_ms
             for (start, end), value in values.items():
                 end_ms = round(end * 1000)
                 if end_ms + grace > stream_ms and end_ms > closed_ms:
-                    self.updated(partition, kb, round(start * 1000), end_ms, value)
+                    self._buffer(pb, kb, round(start * 1000), end_ms, value)
         self.advance(partition, stream_ms)
 
     def updated(self, partition: int, kb: bytes, start_ms: int, end_ms: int, value: Any) -> None:
         """Window ``[start, end)`` of key ``kb`` now has ``value`` (not closed: the table took it)."""
         pb = self._part(partition)
-        if pb is None:
-            return
+        if pb is not None:
+            self._buffer(pb, kb, start_ms, end_ms, value)
+
+    def _buffer(self, pb: _PartBuffer, kb: bytes, start_ms: int, end_ms: int, value: Any) -> None:
         bk = window_key(kb, start_ms / 1000)
         pb.part.set(bk, (end_ms, value))
         close = end_ms + self.grace_ms
@@ -226,10 +249,9 @@ class FinalResults:
     def _emit(self, part: TablePartition, due: list[tuple[bytes, int, Any]], eos: bool) -> None:
         """Send the finals from a task tracked with the table's async close callbacks, so the commit
         of the record that closed the windows waits for it (commit step 0)."""
-        state = self.table._windowed
         future = asyncio.ensure_future(self._send(part, due, eos))
-        state.callbacks.add(future)
-        future.add_done_callback(state.callbacks.discard)
+        self._callbacks.add(future)
+        future.add_done_callback(self._callbacks.discard)
 
     async def _send(self, part: TablePartition, due: list[tuple[bytes, int, Any]], eos: bool) -> None:
         kloads = self.table.key_codec.loads
@@ -284,21 +306,27 @@ class FinalResults:
         next record does it (and a committed buffer holds no closed window there)."""
         if self.buffer.eos:
             return
-        state = self.table._windowed
         for partition, part in sorted(self.buffer.parts.items()):
             if not part.ready:
                 continue
             table_part = self.table.parts.get(partition)
             if table_part is None or not table_part.ready:
                 continue
-            n = self.advance(partition, state.windows(table_part).stream_ms)
+            n = self.advance(partition, self._stream_time(table_part))
             if n:
                 log.info("table %s partition %d: %d final results due after restore", self.table.name, partition, n)
 
 
-def declare_final_results(table: Table, topic: Any, grace_ms: int) -> FinalResults:
+def declare_final_results(
+    table: Table,
+    topic: Any,
+    grace_ms: int,
+    *,
+    stream_time: Callable[[TablePartition], int | None],
+    callbacks: set[asyncio.Future[Any]],
+) -> FinalResults:
     """Declare ``table``'s final results on ``topic`` (a Topic, a topic name, or None for
-    ``<table>-final``)."""
+    ``<table>-final``); the other arguments are :class:`FinalResults`'."""
     app = table.app
     if topic is None or isinstance(topic, str):
         topic = app.topic(
@@ -307,4 +335,4 @@ def declare_final_results(table: Table, topic: Any, grace_ms: int) -> FinalResul
             key_serializer=table.key_serializer,
             value_type=WindowFinal,
         )
-    return FinalResults(table, topic, grace_ms)
+    return FinalResults(table, topic, grace_ms, stream_time=stream_time, callbacks=callbacks)

@@ -778,7 +778,13 @@ class WindowedTable:
                 f"table {self.name!r} already sends its final results to {state.final.topic.name!r}; "
                 "keep the topic final_results() returned"
             )
-        state.final = declare_final_results(state.table, topic, state._grace_ms)
+        state.final = declare_final_results(
+            state.table,
+            topic,
+            state._grace_ms,
+            stream_time=lambda part: state.windows(part).stream_ms,
+            callbacks=state.callbacks,
+        )
         return state.final.topic  # type: ignore[no-any-return]
 
     def relative_to_stream(self) -> WindowedTable:

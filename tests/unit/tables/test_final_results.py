@@ -174,3 +174,52 @@ async def test_next_owner_emits_a_window_that_closed_without_its_final_once(
     finally:
         await hb.worker.stop()
     assert len(got) == 1 and b'"start":0.0' in got[0] and b'"value":2' in got[0]
+
+
+@pytest.mark.parametrize("guarantee", GUARANTEES)
+async def test_a_window_closed_by_the_wall_clock_cleanup_gets_its_final_once(guarantee: str) -> None:
+    """``expires=`` windows also close while no record comes (Faust's table cleanup): their final is
+    sent then, and a record arriving later for them is late (no second final)."""
+    app = agentstream.App(f"final-wall-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
+    topic = app.topic("events", key_type=str, value_type=dict)
+    wt = app.Table("counts", default=int, key_type=str).tumbling(10, expires=20, grace=2)
+    wt.final_results("count-finals")
+
+    @app.agent(topic)
+    async def count(stream: agentstream.Stream) -> None:
+        async for event in stream.events():
+            wt[event.key] += 1
+
+    async with AppHarness(app, virtual_time=True, processing_guarantee=guarantee) as h:
+        t0 = h.now()  # a multiple of 10
+        await h.send("events", {}, key="a", timestamp=t0 + 1)
+        await h.send("events", {}, key="a", timestamp=t0 + 2)
+        await h.advance(30)
+        assert finals(h) == []
+        await h.advance(30)  # the cleanup at t0 + 60 lets time go on from t0 + 2 by 30 s: [t0, t0 + 10) closes
+        assert finals(h) == [("a", t0, t0 + 10, 2)]
+        await h.send("events", {}, key="a", timestamp=t0 + 5)
+        await h.advance(120)
+        assert finals(h) == [("a", t0, t0 + 10, 2)]
+
+
+async def test_a_window_the_app_deletes_gets_no_final() -> None:
+    app = agentstream.App(f"final-del-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
+    topic = app.topic("events", key_type=str, value_type=dict)
+    wt = app.Table("counts", default=int, key_type=str).tumbling(10, expires=1000)
+    wt.final_results("count-finals")
+
+    @app.agent(topic)
+    async def count(stream: agentstream.Stream) -> None:
+        async for event in stream.events():
+            if event.value.get("delete"):
+                del wt[event.key]
+            else:
+                wt[event.key] += 1
+
+    async with AppHarness(app, virtual_time=True) as h:
+        await h.send("events", {}, key="a", timestamp=1.0)
+        await h.send("events", {}, key="b", timestamp=1.0)
+        await h.send("events", {"delete": True}, key="a", timestamp=2.0)
+        await h.send("events", {}, key="c", timestamp=30.0)
+        assert finals(h) == [("b", 0.0, 10.0, 1)]
