@@ -51,6 +51,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..codecs import Codec
+from ..exceptions import TopologyError
 from ..models.record import Record
 from ..runtime import runtime_for
 from .query import live_entries
@@ -153,10 +154,14 @@ class FinalResults:
         self.errors = 0  # finals whose send failed (left in the buffer: emitted again after a restore)
 
     # -- the buffer's partitions ---------------------------------------------------------------------
-    def _part(self, partition: int) -> _PartBuffer | None:
+    def _part(self, partition: int) -> _PartBuffer:
         part = runtime_for(self.table.app).partitions.get(self.buffer.name, {}).get(partition)
-        if part is None:
-            return None
+        if part is None:  # the worker opens every table's partitions together: this one came too late
+            raise TopologyError(
+                f"table {self.table.name!r}: final_results() was called after the worker started, so its "
+                f"suppression buffer {self.buffer.name!r} has no partition {partition} here and no final could "
+                "be kept. Fix: call final_results() where the windowed table is declared (at import time)"
+            )
         pb = self._parts.get(partition)
         if pb is not None and pb.part is part and pb.epoch == part.epoch:
             return pb
@@ -184,8 +189,6 @@ class FinalResults:
         ``closed_ms``), then stream time ``stream_ms``: buffer the taken ones, emit what closed."""
         if stream_ms is not None and values:
             pb = self._part(partition)
-            if pb is None:
-                return
             grace = self.grace_ms
             for (start, end), value in values.items():
                 end_ms = round(end * 1000)
@@ -195,9 +198,7 @@ class FinalResults:
 
     def updated(self, partition: int, kb: bytes, start_ms: int, end_ms: int, value: Any) -> None:
         """Window ``[start, end)`` of key ``kb`` now has ``value`` (not closed: the table took it)."""
-        pb = self._part(partition)
-        if pb is not None:
-            self._buffer(pb, kb, start_ms, end_ms, value)
+        self._buffer(self._part(partition), kb, start_ms, end_ms, value)
 
     def _buffer(self, pb: _PartBuffer, kb: bytes, start_ms: int, end_ms: int, value: Any) -> None:
         bk = window_key(kb, start_ms / 1000)
@@ -210,8 +211,6 @@ class FinalResults:
     def removed(self, partition: int, kb: bytes, start_ms: int) -> None:
         """Window starting ``start`` of key ``kb`` is gone without a final (deleted, merged away)."""
         pb = self._part(partition)
-        if pb is None:
-            return
         bk = window_key(kb, start_ms / 1000)
         if pb.close_of.pop(bk, None) is not None:
             pb.part.set(bk, None)
@@ -222,7 +221,7 @@ class FinalResults:
         if time_ms is None:
             return 0
         pb = self._part(partition)
-        if pb is None or not pb.heap or pb.heap[0][0] > time_ms:
+        if not pb.heap or pb.heap[0][0] > time_ms:
             return 0
         part = pb.part
         due: list[tuple[bytes, int, Any]] = []

@@ -227,3 +227,24 @@ async def test_a_window_the_app_deletes_gets_no_final() -> None:
         await h.send("events", {"delete": True}, key="a", timestamp=2.0)
         await h.send("events", {}, key="c", timestamp=30.0)
         assert finals(h) == [("b", 0.0, 10.0, 1)]
+
+
+async def test_final_results_declared_after_the_worker_started_is_refused_at_the_first_write() -> None:
+    """Its suppression buffer would have no partitions: no final could be kept, so the write says so."""
+    app = agentstream.App(f"final-late-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
+    topic = app.topic("events", key_type=str, value_type=dict)
+    wt = app.Table("counts", default=int, key_type=str).tumbling(10, expires=1000)
+    errors: list[BaseException] = []
+
+    @app.agent(topic)
+    async def count(stream: agentstream.Stream) -> None:
+        async for event in stream.events():
+            try:
+                wt[event.key] += 1
+            except agentstream.TopologyError as exc:
+                errors.append(exc)
+
+    async with AppHarness(app, virtual_time=True) as h:
+        wt.final_results("count-finals")
+        await h.send("events", {}, key="a", timestamp=1.0)
+    assert len(errors) == 1 and "final_results() was called after the worker started" in str(errors[0])
