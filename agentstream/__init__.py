@@ -37,6 +37,7 @@ from .sensors import Monitor, Sensor
 from .service import Service
 from .signals import Signal, SyncSignal
 from .streams import Stream
+from .tables.final_results import WindowFinal
 from .tables.kinds import GlobalTable, SetGlobalTable, SetTable
 from .tables.table import Table
 from .tables.windows import HoppingWindow, SlidingWindow, TumblingWindow
@@ -60,6 +61,7 @@ __all__ = [
     "TumblingWindow",
     "HoppingWindow",
     "SlidingWindow",
+    "WindowFinal",
     "Service",
     # running and observing
     "Worker",

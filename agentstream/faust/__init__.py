@@ -31,6 +31,7 @@ from agentstream.sensors import Monitor, Sensor
 from agentstream.service import Service
 from agentstream.signals import Signal, SyncSignal
 from agentstream.streams import Stream
+from agentstream.tables.final_results import WindowFinal
 from agentstream.tables.kinds import GlobalTable, SetGlobalTable, SetTable
 from agentstream.tables.table import Table
 from agentstream.tables.windows import HoppingWindow, SlidingWindow, TumblingWindow
@@ -68,6 +69,7 @@ __all__ = [
     "TumblingWindow",
     "HoppingWindow",
     "SlidingWindow",
+    "WindowFinal",
     "SSLCredentials",
     "SASLCredentials",
     "GSSAPICredentials",

@@ -58,6 +58,7 @@ from ..durations import to_seconds as seconds
 from ..events import Event, current_event
 from ..exceptions import AgentStreamError, SerializationError, TopologyError
 from ..runtime import current_clock
+from .final_results import declare_final_results
 from .query import STREAM_TIME_KEY, live_entries
 from .windows import (
     HoppingWindow,
@@ -69,6 +70,7 @@ from .windows import (
 )
 
 if TYPE_CHECKING:
+    from ..topics import Topic
     from .table import Table, TablePartition
 
 log = logging.getLogger(__name__)
@@ -251,6 +253,7 @@ class _WindowState:
         # time is not stored (a Faust reader could not decode the entry): it is rebuilt from
         # the latest window start after a restore.
         self.faust_format = bool(getattr(table, "faust_format", False))
+        self.final: Any = None  # final_results(): the suppression buffer (agentstream.tables.final_results)
 
     def window_key(self, kb: bytes, start: float) -> bytes:
         if self.faust_format:
@@ -351,6 +354,8 @@ class _WindowState:
             if wk not in pw.known:
                 pw.known.add(wk)
                 heapq.heappush(pw.live, (end_ms, wk))
+        if self.final is not None:  # buffer the windows taken, emit the finals of those closed
+            self.final.written(part.partition, kb, values, st, pw.closed_ms)
         if not wrote:
             self._late(key, ts, st)
         # Expiry (and with it on_window_close, as in Faust) runs after the record's own writes,
@@ -376,6 +381,8 @@ class _WindowState:
             return False
         wk = self.window_key(kb, start)
         part.set(wk, value)
+        if self.final is not None:
+            self.final.updated(part.partition, kb, _ms(start), end_ms, value)
         if wk not in pw.known:
             pw.known.add(wk)
             heapq.heappush(pw.live, (end_ms, wk))
@@ -387,6 +394,8 @@ class _WindowState:
         wk = self.window_key(kb, start)
         if part.get_bytes(wk)[0]:
             part.set(wk, None)
+        if self.final is not None:
+            self.final.removed(part.partition, kb, _ms(start))
 
     def stale(self, key: Any, ts: float) -> bool:
         """Whether every window of ``ts`` is closed at the partition's stream time."""
@@ -404,6 +413,8 @@ class _WindowState:
             wk = self.window_key(kb, start)
             if part.get_bytes(wk)[0]:
                 part.set(wk, None)
+            if self.final is not None:
+                self.final.removed(part.partition, kb, _ms(start))
 
     def _late(self, key: Any, ts: float, st: int) -> None:
         self.late_dropped += 1
@@ -491,6 +502,8 @@ class _WindowState:
         if bound <= pw.closed_ms:
             return 0
         pw.closed_ms = bound
+        if self.final is not None:  # the windows ending by ``bound`` take no more records: final
+            self.final.advance(part.partition, bound + self._grace_ms)
         expired = self._expire_due(pw, bound + self._expire_after_ms)
         self._run_callbacks(expired)
         return len(expired)
@@ -753,6 +766,26 @@ class WindowedTable:
     def late_dropped(self) -> int:
         """Records dropped because every window they belong to had closed (or had none)."""
         return self._state.late_dropped
+
+    def final_results(self, topic: Any = None) -> Topic:
+        """The topic that gets one :class:`~agentstream.tables.final_results.WindowFinal` per key and
+        window once the window closes (stream time past end + grace), Kafka Streams'
+        ``suppress(untilWindowCloses)``; durable through a changelogged suppression buffer (see
+        agentstream.tables.final_results). ``topic``: a Topic, a name, or None for ``<table>-final``."""
+        state = self._state
+        if state.final is not None:
+            raise TopologyError(
+                f"table {self.name!r} already sends its final results to {state.final.topic.name!r}; "
+                "keep the topic final_results() returned"
+            )
+        state.final = declare_final_results(
+            state.table,
+            topic,
+            state._grace_ms,
+            stream_time=lambda part: state.windows(part).stream_ms,
+            callbacks=state.callbacks,
+        )
+        return state.final.topic  # type: ignore[no-any-return]
 
     def relative_to_stream(self) -> WindowedTable:
         """Window by the record's timestamp (event time; the default)."""

@@ -105,6 +105,9 @@ class TaskTransaction:
         self.transactional_id = producer.transactional_id
         self.in_transaction = False
         self.sent = 0
+        # Sends run side by side (a commit flushes each table partition's changelog in its own
+        # coroutine): the first ones after a commit must begin the transaction once, not each.
+        self._beginning = asyncio.Lock()
 
     async def start(self) -> None:
         """InitProducerId: fences any older producer of this task and aborts its open transaction."""
@@ -114,10 +117,15 @@ class TaskTransaction:
         self, topic: str, key: bytes | None, value: bytes | None, **options: Unpack[SendOptions]
     ) -> Delivery:
         if not self.in_transaction:
-            await self.producer.begin_transaction()
-            self.in_transaction = True
+            await self._begin()
         self.sent += 1
         return await self.producer.send(topic, key, value, **options)
+
+    async def _begin(self) -> None:
+        async with self._beginning:
+            if not self.in_transaction:
+                await self.producer.begin_transaction()
+                self.in_transaction = True
 
     async def flush(self) -> None:
         await self.producer.flush()
@@ -130,8 +138,7 @@ class TaskTransaction:
         if not self.in_transaction and not offsets:
             return False
         if not self.in_transaction:
-            await self.producer.begin_transaction()
-            self.in_transaction = True
+            await self._begin()
         if offsets:
             await self.producer.send_offsets_to_transaction(offsets, self.group_id)
         await self.producer.flush()

@@ -35,6 +35,7 @@ EXPORTED = {
     "TumblingWindow": "agentstream.tables.windows:TumblingWindow",
     "HoppingWindow": "agentstream.tables.windows:HoppingWindow",
     "SlidingWindow": "agentstream.tables.windows:SlidingWindow",
+    "WindowFinal": "agentstream.tables.final_results:WindowFinal",
     "Service": "agentstream.service:Service",
     "Worker": "agentstream.faust.worker:Worker",
     "Sensor": "agentstream.sensors:Sensor",

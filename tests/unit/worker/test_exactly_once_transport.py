@@ -132,3 +132,37 @@ async def test_transactional_producer_refuses_sends_outside_a_transaction(transp
     await plain.start()
     with pytest.raises(TransportError, match="transactional_id"):
         await plain.begin_transaction()
+
+
+async def test_a_tasks_first_sends_side_by_side_begin_its_transaction_once(transport: MemoryTransport) -> None:
+    """A commit flushes each table partition's changelog in its own coroutine: when those are the
+    task's first sends since the last commit (a table and its suppression buffer, nothing sent by the
+    agent), each found no transaction open and began one; the Kafka producer refused the second
+    (IN_TRANSACTION -> IN_TRANSACTION) and the task died."""
+    import asyncio
+
+    from agentstream.worker.eos import TaskTransaction
+
+    inner = transport.producer(transactional_id="app-0_1")
+
+    class Yielding:
+        """The memory producer, with a begin_transaction that awaits the network as Kafka's does."""
+
+        transactional_id = "app-0_1"
+        begun = 0
+
+        async def begin_transaction(self) -> None:
+            await asyncio.sleep(0)
+            self.begun += 1
+            await inner.begin_transaction()
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(inner, name)
+
+    producer = Yielding()
+    txn = TaskTransaction(producer, "app")  # type: ignore[arg-type]
+    await txn.start()
+    await asyncio.gather(*(txn.send("out", None, v, partition=0) for v in (b"a", b"b", b"c")))
+    assert producer.begun == 1
+    assert await txn.commit({})
+    assert await read(transport, "read_committed") == [b"a", b"b", b"c"]
