@@ -219,13 +219,19 @@ class Table(Rows):
 
     def _routing_bytes(self, key_bytes: bytes) -> bytes:
         """The bytes the key's partition is hashed from: its store bytes, except in Faust's format,
-        where records reach a table through a topic keyed by the key's raw bytes (Faust's default
-        ``raw`` key serializer, e.g. a group_by), while the table stores it as JSON; Faust writes
-        the changelog to that record's partition, so the raw bytes are hashed."""
+        where the table stores a key as JSON but records reach it through the app's topics, keyed
+        with the app's ``key_serializer`` (Faust's default ``raw``, e.g. a group_by; ``json`` when
+        the app says so). Faust writes the changelog to that record's partition and its
+        ``table_route`` goes there too, so the key as those topics encode it is hashed."""
         if not self.faust_format or self.key_type is bytes:
             return key_bytes
         try:
-            return codecs.key_text(self.key_codec.loads(key_bytes))
+            key = self.key_codec.loads(key_bytes)
+            app_keys = self.app.key_serializer
+            if app_keys == "raw":
+                return codecs.key_text(key)
+            raw = codecs.side_codec(self.key_type, None, app_keys).dumps(key)
+            return key_bytes if raw is None else bytes(raw)
         except Exception:
             return key_bytes
 
