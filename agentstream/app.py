@@ -420,8 +420,8 @@ class App:
     ) -> Callable[[AgentFun], Agent]:
         """Decorate ``async def agent(stream)``: one instance per task over ``channel``'s partitions.
 
-        ``concurrency=N`` is Faust's: N instances share the worker's partitions, so at most N
-        records are in the agent's hands at once in this worker. Without it (or with
+        ``concurrency=N`` is Faust's: N instances of the body run in the worker, sharing its
+        partitions, so at most N records are in the agent's hands at once. Without it (or with
         ``isolated_partitions=True``, which needs concurrency=1) each task, so each partition, has
         its own instance. ``help`` (default: the docstring) is what ``agentstream agents`` shows, and
         ``key_type``/``value_type``/``key_serializer``/``value_serializer`` declare the agent's own topic
