@@ -873,7 +873,7 @@ class App:
         another (``redis://`` needs the redis package). Assign a backend to replace it."""
         backend: CacheBackend | None = self.__dict__.get("_cache")
         if backend is None:
-            backend = self.__dict__["_cache"] = backend_for(getattr(self.settings, "cache", None) or "memory://")
+            backend = self.__dict__["_cache"] = backend_for(self.settings.extra.get("cache") or "memory://")
         return backend
 
     @cache.setter

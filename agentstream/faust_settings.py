@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from .exceptions import ConfigError
 
-__all__ = ["Status", "FaustSetting", "FAUST_SETTINGS", "refuse_unsupported", "render_markdown"]
+__all__ = ["Status", "FaustSetting", "FAUST_SETTINGS", "refuse_unsupported", "render_markdown", "supervisor_name"]
 
 
 class Status(enum.Enum):
@@ -56,12 +56,15 @@ _TABLE: Final = [
     _s("tabledir", "tables", H, "tabledir: where table stores live, under data_dir/<id>/ unless absolute"),
     _s("debug", False, H, "debug: asyncio's debug mode on the worker's loop"),
     _s("env_prefix", None, H, "the prefix of Faust's environment variables (BROKER_URL...)"),
-    _s("id_format", "{id}-v{self.version}", R, "a version > 1 names the app <id>-v<version>, Faust's default format"),
+    _s("id_format", "{id}-v{self.version}", H, "id_format: a version > 1 names the app (its group, changelogs and "
+       "agent topics) with this format of {id} and the settings ({self.version})"),
     _s("origin", None, H, "autodiscover's root package"),
     _s("timezone", _UNSET, H, "timezone: the default timezone of @app.crontab schedules"),
     _s("version", 1, H, "version: <id>-v<version> names a new, isolated app (group, changelogs, agent topics)"),
-    _s("agent_supervisor", "mode.OneForOneSupervisor", R, "an agent that fails is restarted by its task with "
-       "backoff (agent_restart_max, agent_restart_backoff); mode's supervisors are not used"),
+    _s("agent_supervisor", "mode.OneForOneSupervisor", H, "agent_supervisor: OneForOneSupervisor restarts the "
+       "instance that failed (with backoff: agent_restart_max, agent_restart_backoff); CrashingSupervisor stops "
+       "the worker on an agent's error (on_agent_error='stop' unless given); the others (OneForAll, Forfeit...) "
+       "are refused at start: instances are restarted one by one, and a failed one always restarts"),
     _s("cython_optimizations", False, NA, "agentstream's hot path is compiled with mypyc when the build allows "
        "(AGENTSTREAM_PURE=1 turns it off); Faust's Cython switch has nothing to turn on"),
     _s("blocking_timeout", None, H, "blocking_timeout: a WARNING when the worker's event loop was blocked that "
@@ -138,8 +141,8 @@ _TABLE: Final = [
        "finish its record (up to shutdown_timeout); False, it cancels them at once (the records are handled again)"),
     _s("store", "memory://", H, "store (agentstream's default is rocksdb://)"),
     _s("table_cleanup_interval", 30.0, H, "table_cleanup_interval: windows given expires= close by the wall clock"),
-    _s("table_key_index_size", 1000, R, "the key index of tumbling(key_index=True) is a table of its own, "
-       "without an in-memory size"),
+    _s("table_key_index_size", 1000, H, "table_key_index_size: the most keys each table remembers the partition "
+       "of (its key -> partition cache; not given: 65536)"),
     _s("table_standby_replicas", 1, H, "table_standby_replicas"),
     _s("topic_allow_declare", True, H, "topic_allow_declare: False, the app creates no topic: the worker, "
        "topic.maybe_declare() and agent.ask() check each topic exists with the partitions the app needs and fail "
@@ -148,7 +151,8 @@ _TABLE: Final = [
        "leader): True asks for what it does; False, Faust's default, is no request"),
     _s("topic_partitions", 8, H, "topic_partitions"),
     _s("topic_replication_factor", 1, H, "topic_replication_factor: -1 (the default) asks for the broker's default (KIP-464), falling back to min(3, brokers); app.topic(replicas=) per topic"),
-    _s("cache", "memory://", R, "agentstream has no cache backend (Faust's app.cache)"),
+    _s("cache", "memory://", H, "cache: the backend of app.cache (memory://, redis:// or rediscluster://, which "
+       "need the redis package); another scheme is refused at start"),
     # -- web ------------------------------------------------------------------------------------------------
     _s("web", "aiohttp://", R, "the web server is aiohttp's; no other driver"),
     _s("web_bind", "0.0.0.0", H, "web_bind: the address the web server listens on (default web_host, else 127.0.0.1: docs/deployment.md)"),
@@ -193,10 +197,12 @@ _TABLE: Final = [
        "added to app.sensors on first use"),
     _s("ConsumerScheduler", "faust.transport.utils:DefaultSchedulingStrategy", R, "a task takes the buffered "
        "record with the lowest timestamp (Kafka Streams' partition group); the order is not pluggable"),
-    _s("stream_ack_cancelled_tasks", True, R, "a cancelled agent's records go to the error policy "
-       "(on_agent_error)"),
-    _s("stream_ack_exceptions", True, R, "an agent's exception goes to the error policy (on_agent_error: skip, "
-       "dead_letter or stop)"),
+    _s("stream_ack_cancelled_tasks", True, H, "stream_ack_cancelled_tasks: a record whose agent was cancelled is "
+       "never acknowledged (it is handled again after a restart or rebalance): what False asks; True, Faust's "
+       "default, would commit past a record not handled, which agentstream does not do"),
+    _s("stream_ack_exceptions", True, H, "stream_ack_exceptions: False, the records an agent raised on are not "
+       "acknowledged after the error policy (on_agent_error) ran: nothing is committed past them, so they are "
+       "handled again after a restart or rebalance; True: acknowledged"),
 ]  # fmt: skip
 
 FAUST_SETTINGS: Final[dict[str, FaustSetting]] = {s.name: s for s in _TABLE}
@@ -218,11 +224,53 @@ def _same(value: Any, default: Any) -> bool:
     return str(value) == str(default)
 
 
+def supervisor_name(value: Any) -> str | None:
+    """The class name of Faust's ``agent_supervisor`` (a mode class or its import path), or None."""
+    if value is None:
+        return None
+    if isinstance(value, type):
+        return value.__name__
+    return str(value).replace(":", ".").rsplit(".", 1)[-1]
+
+
+_SUPERVISORS = ("OneForOneSupervisor", "CrashingSupervisor")
+
+
+def _check_value(app_id: str, name: str, value: Any) -> None:
+    """An honoured setting whose value agentstream cannot do: ConfigError naming it and why."""
+    if name == "agent_supervisor" and supervisor_name(value) not in _SUPERVISORS:
+        raise ConfigError(
+            name,
+            f"app {app_id!r}: agent_supervisor={value!r} is not supported: agentstream restarts the agent instance "
+            "that failed (OneForOneSupervisor) or stops the worker (CrashingSupervisor); it never restarts all "
+            "instances at once nor leaves a failed one stopped",
+            "use mode.OneForOneSupervisor (the default) or mode.CrashingSupervisor",
+        )
+    if name == "cache":
+        import importlib.util
+        from urllib.parse import urlsplit
+
+        scheme = urlsplit(str(value)).scheme
+        if scheme not in ("memory", "redis", "rediscluster"):
+            raise ConfigError(
+                name,
+                f"app {app_id!r}: unknown cache backend {value!r}",
+                "use memory://, redis://host:port/db or rediscluster://",
+            )
+        if scheme != "memory" and importlib.util.find_spec("redis") is None:
+            raise ConfigError(name, f"app {app_id!r}: cache={value!r} needs the redis package", "pip install redis")
+    if name == "table_key_index_size" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(name, f"app {app_id!r}: {value!r} is not a positive number of keys", "e.g. 1000")
+
+
 def refuse_unsupported(app_id: str, given: dict[str, Any]) -> None:
     """Raise :class:`ConfigError` for the first refused Faust setting given a value other than
-    Faust's default: the app would otherwise run differently from what its settings say."""
+    Faust's default, or an honoured one given a value agentstream cannot do: the app would
+    otherwise run differently from what its settings say."""
     for name, value in given.items():
         entry = FAUST_SETTINGS.get(name)
+        if entry is not None and entry.status is Status.HONOURED and value is not None:
+            _check_value(app_id, name, value)
         if entry is None or entry.status is not Status.REFUSED or _same(value, entry.default):
             continue
         raise ConfigError(

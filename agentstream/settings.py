@@ -22,6 +22,7 @@ from .broker_urls import normalize_broker
 from .client_settings import check_client_settings
 from .credentials import SASL_MECHANISMS, Secret, broker_security, reveal
 from .exceptions import ConfigError
+from .faust_settings import supervisor_name
 
 log = logging.getLogger("agentstream.settings")
 ENV_PREFIX = "AGENTSTREAM_"
@@ -578,10 +579,11 @@ class Settings:
             if f.metadata.get("secret") and isinstance(getattr(self, f.name), str):
                 setattr(self, f.name, Secret(reveal(getattr(self, f.name)) or ""))
         self.validate()
-        if self.version > 1 and not self.id.endswith(f"-v{self.version}"):
+        if self.version > 1:
             # Faust's conf.id: a new version is a new app, its own consumer group and internal topics
-            # (changelogs, agent, repartition, reply and dead-letter topics), in either naming
-            self.id = f"{self.id}-v{self.version}"
+            # (changelogs, agent, repartition, reply and dead-letter topics), in either naming; named
+            # by Faust's id_format ("{id}-v{self.version}" unless the app gives another)
+            self.id = _versioned_id(self.id, self)
         if not self.dead_letter_topic:
             self.dead_letter_topic = f"{self.id}-dead-letters"
 
@@ -953,7 +955,26 @@ class Settings:
             if raw is not None and name not in APP_ONLY:
                 values[name] = _coerce(name, raw, fields[name].type)
         warn_unknown_variables(env)
+        if "on_agent_error" not in values and supervisor_name(extra.get("agent_supervisor")) == "CrashingSupervisor":
+            values["on_agent_error"] = "stop"  # Faust's CrashingSupervisor: an agent's error stops the worker
         return cls(id=id, extra=extra, **values)
+
+
+def _versioned_id(id: str, settings: Settings) -> str:
+    """``id`` named by Faust's ``id_format`` for a version > 1, once: an id already in that form
+    (a settings copy made by ``replace()``) is kept."""
+    fmt = str(settings.extra.get("id_format") or "{id}-v{self.version}")
+    if fmt.count("{id}") != 1:
+        raise ConfigError("id_format", f"{fmt!r} must name {{id}} once", 'e.g. id_format="{id}-v{self.version}"')
+    try:
+        head, tail = (part.format(self=settings) for part in fmt.split("{id}"))
+    except (AttributeError, IndexError, KeyError, ValueError) as exc:
+        raise ConfigError(
+            "id_format", f"{fmt!r} cannot be formatted: {exc!r}", "use {id} and the settings as {self.<name>}"
+        ) from exc
+    if id.startswith(head) and id.endswith(tail) and len(id) > len(head) + len(tail):
+        return id
+    return f"{head}{id}{tail}"
 
 
 # -- Faust's environment variables and the web checks (docs/deployment.md) --------------------------------

@@ -132,6 +132,8 @@ class Table(Rows):
             else _given_changelog(self, changelog_topic, partitions)
         )
         self._homes: dict[bytes, int] = {}
+        # Faust's table_key_index_size: how many keys' partitions the table remembers
+        self._homes_max: int = int(app.settings.extra.get("table_key_index_size") or _HOMES_MAX)
         self._warned: set[tuple[str, str]] = set()  # (kind, agent/topic): each problem is told once
         self._recover_callbacks: list[Callable[[], Any]] = []  # @table.on_recover (Faust's)
         self.key_index_table: Table | None = None  # tumbling(..., key_index=True): the window keys
@@ -208,11 +210,12 @@ class Table(Rows):
     # -- routing ---------------------------------------------------------------------------------
     def _home_partition(self, key_bytes: bytes) -> int:
         """The partition the key's bytes map to (Kafka's default partitioner), memoised: hot keys
-        are hashed once (the memo is dropped whole when it grows past ``_HOMES_MAX`` keys)."""
+        are hashed once (the memo is dropped whole when it grows past ``_homes_max`` keys: Faust's
+        ``table_key_index_size``, else ``_HOMES_MAX``)."""
         homes = self._homes
         home = homes.get(key_bytes)
         if home is None:
-            if len(homes) >= _HOMES_MAX:
+            if len(homes) >= self._homes_max:
                 homes.clear()
             home = homes[key_bytes] = default_partition(self._routing_bytes(key_bytes), self.partitions)
         return home

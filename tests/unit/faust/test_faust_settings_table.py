@@ -216,6 +216,9 @@ def test_every_honoured_setting_is_shown_somewhere() -> None:
         "worker_redirect_stdouts", "worker_redirect_stdouts_level", "Table", "SetTable", "GlobalTable",
         "SetGlobalTable", "Worker", "Monitor", "blocking_timeout", "stream_recovery_delay",
         "broker_commit_livelock_soft_timeout",
+        # tests/unit/faust/test_faust_settings_honoured_round_two.py
+        "id_format", "agent_supervisor", "table_key_index_size", "cache", "stream_ack_cancelled_tasks",
+        "stream_ack_exceptions",
     }  # fmt: skip  # the last ten: tests/unit/faust/test_faust_settings_honoured.py
     honoured = {n for n, e in FAUST_SETTINGS.items() if e.status is Status.HONOURED}
     assert honoured == set(HONOURED_VALUES) | by_feature

@@ -1,0 +1,157 @@
+"""More Faust settings agentstream used to refuse and now honours (issue 40, item 7): each test
+shows the setting's effect (or, for a value agentstream cannot do, the refusal naming it)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+
+import agentstream
+from agentstream.cache import MemoryCacheBackend
+from agentstream.testing import AppHarness
+from agentstream.transport.base import TP
+
+
+def _app(name: str, **options: Any) -> agentstream.App:
+    return agentstream.App(f"{name}-{uuid.uuid4().hex[:6]}", store="memory://", web_enabled=False, **options)
+
+
+async def _until(check: Any, rounds: int = 500) -> None:
+    for _ in range(rounds):
+        if check():
+            return
+        await asyncio.sleep(0.01)
+
+
+def test_id_format_names_a_new_version_of_the_app() -> None:
+    app = agentstream.App("shop", version=3, id_format="{id}.ver{self.version}")
+    assert app.conf.id == "shop.ver3"
+    assert app.settings.replace(commit_interval=1.0).id == "shop.ver3"  # a settings copy keeps it, once
+    assert agentstream.App("shop", version=3).conf.id == "shop-v3"  # Faust's default format
+    assert agentstream.App("shop", id_format="{id}.ver{self.version}").conf.id == "shop"  # version 1: the id
+    with pytest.raises(agentstream.ConfigError) as err:
+        agentstream.App("shop", version=2, id_format="v{self.version}")
+    assert err.value.setting == "id_format"
+
+
+async def test_agent_supervisor_crashing_supervisor_stops_the_worker_on_an_agent_error() -> None:
+    app = _app("crashing", topic_partitions=1, agent_supervisor="mode.CrashingSupervisor")
+    assert app.settings.on_agent_error == "stop"
+
+    @app.agent(app.topic("src", value_type=int))
+    async def boom(stream: Any) -> None:
+        async for value in stream:
+            if value == 1:
+                raise RuntimeError("boom")
+
+    async with AppHarness(app) as h:
+        await h.send("src", 0)
+        await h.send("src", 1)
+        await _until(lambda: h.worker.crashed is not None)
+        assert h.worker.crashed is not None
+    # OneForOne (the default) restarts the instance: the policy's skip, the worker goes on
+    assert _app("one-for-one", agent_supervisor="mode.OneForOneSupervisor").settings.on_agent_error == "skip"
+
+
+def test_agent_supervisors_agentstream_cannot_do_are_refused_naming_why() -> None:
+    for value in ("mode.OneForAllSupervisor", "mode.supervisors:ForfeitOneForOneSupervisor"):
+        with pytest.raises(agentstream.ConfigError, match="never restarts all instances") as err:
+            _app("one-for-all", agent_supervisor=value)
+        assert err.value.setting == "agent_supervisor"
+
+
+async def test_table_key_index_size_bounds_the_key_partition_cache() -> None:
+    app = _app("key-index", topic_partitions=4, table_key_index_size=3)
+    counts = app.Table("counts", default=int)
+
+    @app.agent(app.topic("words", key_type=str, value_type=str))
+    async def count(stream: Any) -> None:
+        async for word in stream:
+            counts[word] += 1
+
+    words = [f"w{i}" for i in range(10)]
+    async with AppHarness(app) as h:
+        for word in words * 2:
+            await h.send("words", word, key=word)
+            await h.wait_idle()
+            assert len(counts._homes) <= 3  # Faust's "key -> partition" cache, at most this many keys
+        assert h.table("counts") == {w: 2 for w in words}
+    assert len(_app("key-index-default").Table("t")._homes) == 0
+    with pytest.raises(agentstream.ConfigError):
+        _app("key-index-bad", table_key_index_size=0)
+
+
+def test_cache_names_the_backend_of_app_cache() -> None:
+    app = _app("cache", cache="memory://")
+    assert isinstance(app.cache, MemoryCacheBackend)
+    with pytest.raises(agentstream.ConfigError) as err:
+        _app("cache-memcached", cache="memcached://localhost")
+    assert err.value.setting == "cache" and "memcached" in str(err.value)
+
+
+def test_cache_redis_is_the_redis_backend_or_names_the_package() -> None:
+    try:
+        import redis  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        with pytest.raises(agentstream.ConfigError, match="pip install redis") as err:
+            _app("cache-redis", cache="redis://localhost:6379/0")
+        assert err.value.setting == "cache"
+        return
+    app = _app("cache-redis", cache="redis://localhost:6379/0")
+    assert app.cache.url == "redis://localhost:6379/0"  # type: ignore[attr-defined]
+
+
+def _blocking_app(name: str, release: asyncio.Event, seen: list[str], **options: Any) -> agentstream.App:
+    app = _app(name, topic_partitions=1, **options)
+
+    @app.agent(app.topic("src", value_type=str))
+    async def slow(stream: Any) -> None:
+        async for value in stream:
+            seen.append(value)
+            await release.wait()
+
+    return app
+
+
+async def test_stream_ack_cancelled_tasks_false_leaves_a_cancelled_record_uncommitted() -> None:
+    release, seen = asyncio.Event(), []
+    app = _blocking_app("ack-cancelled", release, seen, stream_ack_cancelled_tasks=False, stream_wait_empty=False)
+    h = AppHarness(app)
+    await h.__aenter__()
+    try:
+        await h.send("src", "a")
+        await h.send("src", "b")
+        await _until(lambda: seen == ["a"])
+        consumer = h.worker.consumer
+        await h.worker.stop()  # the agent is cancelled in the middle of "a"
+        assert await consumer.committed(TP("src", 0)) is None  # "a" is handled again by the next worker
+    finally:
+        await h.__aexit__(None, None, None)
+
+
+async def test_stream_ack_exceptions_false_commits_nothing_past_a_record_the_agent_raised_on() -> None:
+    async def run(**options: Any) -> tuple[list[int], int | None]:
+        app = _app("ack-exc", topic_partitions=1, **options)
+        handled: list[int] = []
+
+        @app.agent(app.topic("src", value_type=int))
+        async def flaky(stream: Any) -> None:
+            async for value in stream:
+                if value == 1:
+                    raise RuntimeError("flaky")
+                handled.append(value)
+
+        async with AppHarness(app) as h:
+            for i in range(4):
+                await h.send("src", i)
+            await _until(lambda: handled == [0, 2, 3])
+            for _ in range(20):
+                await asyncio.sleep(0)  # the agent asks for the next record: 3 is acknowledged
+            await h.worker.commit()
+            return handled, await h.worker.consumer.committed(TP("src", 0))
+
+    assert await run(stream_ack_exceptions=False) == ([0, 2, 3], 1)  # the records after it go on
+    assert await run() == ([0, 2, 3], 4)  # Faust's default: acknowledged, committed past
