@@ -160,10 +160,13 @@ _TABLE: Final = [
     _s("web_cors_options", None, H, "web_cors_options: CORS headers for those origins (pages' own cors_options override); '*' with allow_credentials is refused"),
     _s("web_enabled", True, H, "web_enabled"),
     _s("web_stats_enabled", None, H, "web_stats_enabled: False turns off /status"),
-    _s("web_graph_enabled", None, R, "agentstream serves no /graph page (the topology is in /status)"),
+    _s("web_graph_enabled", None, H, "web_graph_enabled: /graph/ serves the app's topology (topics, agents' stages) "
+       "as a Graphviz graph (text/vnd.graphviz; Faust renders its service tree as a PNG); not given: follows debug, "
+       "as in Faust"),
     _s("web_router_enabled", True, H, "web_router_enabled: False turns off /metadata (the table router)"),
     _s("web_tables_enabled", True, H, "web_tables_enabled: False turns off the table views"),
-    _s("web_metrics_enabled", False, R, "agentstream has no Faust /performance/ endpoint: its metrics are at /metrics and /status.json"),
+    _s("web_metrics_enabled", False, H, "web_metrics_enabled: /performance/ serves Faust's JSON (throughput, "
+       "latency, consumer lag, tables, errors) from app.monitor, which counts from the worker's start"),
     _s("web_host", None, H, "web_host"),
     _s("web_in_thread", False, R, "the web server runs on the worker's event loop (no threads)"),
     _s("web_port", 6066, H, "web_port"),

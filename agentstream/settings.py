@@ -251,10 +251,11 @@ class Settings:
     )
     web_metrics_enabled: bool = field(
         default=False,
-        metadata={"help": "Faust's /performance/ endpoint: refused when true (agentstream serves /metrics)"},
+        metadata={"help": "serve Faust's /performance/ (JSON from app.monitor: throughput, latency, lag, tables)"},
     )
-    web_graph_enabled: bool = field(
-        default=False, metadata={"help": "Faust's /graph endpoint: refused when true (no service graph)"}
+    web_graph_enabled: bool | None = field(
+        default=None,
+        metadata={"help": "serve Faust's /graph/ (the topology as a Graphviz graph); not given: follows debug"},
     )
     web_application_options: Any = field(
         default=None,
@@ -833,12 +834,10 @@ class Settings:
             raise ConfigError(
                 "web", f"{self.web!r}: agentstream's web server is aiohttp", "use aiohttp:// or leave it out"
             )
-        for name, why in (
-            ("web_metrics_enabled", "no Faust /performance/ endpoint: the metrics are at /metrics and /status.json"),
-            ("web_graph_enabled", "no Faust /graph endpoint (no service graph): /status.html shows the worker"),
-        ):
-            if getattr(self, name):
-                raise ConfigError(name, f"True: agentstream has {why}", f"remove {name}")
+        if self.web_graph_enabled is not None and not isinstance(self.web_graph_enabled, bool):
+            raise ConfigError(
+                "web_graph_enabled", f"must be true or false, got {self.web_graph_enabled!r}", "set it to True or False"
+            )
         opts = self.web_application_options
         if opts is not None and not (isinstance(opts, Mapping) and all(isinstance(k, str) for k in opts)):
             raise ConfigError(
@@ -1382,7 +1381,7 @@ def _coerce(name: str, raw: str, type_: Any, variable: str | None = None) -> Any
                     "set it to a finite number of seconds (NaN and infinity are not allowed)",
                 )
             return value
-        if t in ("bool", "<class 'bool'>"):
+        if t in ("bool", "<class 'bool'>", "bool | None"):
             if raw.lower() in ("1", "true", "yes", "on"):
                 return True
             if raw.lower() in ("0", "false", "no", "off"):

@@ -29,6 +29,7 @@ from ..exceptions import ConfigError
 from ..settings import allowed_hosts
 from ..worker.assignor import Assignment
 from .cors import CorsPolicy
+from .faust_pages import FaustPages, graph_enabled, metrics_enabled
 from .forward import Forwarder
 from .forward_auth import FORWARD_AUTH_HEADER, verify
 from .limits import GuardedSite, Limits, install_log_filter
@@ -253,6 +254,13 @@ class Web:
         if s.web_stats_enabled:
             routes += [("/status", self.status), ("/status.json", self.status_json), ("/status.html", self.status_html)]
         routes.append(("/metrics", self.metrics))
+        # Faust's optional endpoints, when the app's settings ask for them (web/faust_pages.py)
+        pages = FaustPages(self.app, lambda: self.worker.topology)
+        if metrics_enabled(s):
+            self.app.monitor  # noqa: B018  # counting from now: Faust's monitor runs from the start
+            routes += [("/performance", pages.performance), ("/performance/", pages.performance)]
+        if graph_enabled(s):
+            routes += [("/graph", pages.graph), ("/graph/", pages.graph)]
         return routes
 
     @staticmethod
@@ -450,6 +458,8 @@ class Web:
             *(["/metadata"] if s.web_router_enabled else ()),
             *(["/status", "/status.html"] if s.web_stats_enabled else ()),
             "/metrics",
+            *(["/performance/"] if metrics_enabled(s) else ()),
+            *(["/graph/"] if graph_enabled(s) else ()),
         ]
         # a built-in whose path an app page takes is listed where it stays (BUILTIN_PREFIX)
         taken = {p.split("/{")[0].rstrip("/") or "/" for p in self.shadowed}

@@ -155,3 +155,52 @@ async def test_stream_ack_exceptions_false_commits_nothing_past_a_record_the_age
 
     assert await run(stream_ack_exceptions=False) == ([0, 2, 3], 1)  # the records after it go on
     assert await run() == ([0, 2, 3], 4)  # Faust's default: acknowledged, committed past
+
+
+async def _get(url: str) -> tuple[int, str, str]:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as s, s.get(url) as r:
+        return r.status, r.content_type, await r.text()
+
+
+def _counting_app(name: str, **options: Any) -> agentstream.App:
+    app = agentstream.App(f"{name}-{uuid.uuid4().hex[:6]}", store="memory://", topic_partitions=2, **options)
+    out = app.topic("out", value_type=str)
+
+    @app.agent(app.topic("src", value_type=str), sink=[out])
+    async def upper(stream: Any) -> Any:
+        async for value in stream:
+            yield value.upper()
+
+    return app
+
+
+async def test_web_metrics_enabled_serves_fausts_performance_page() -> None:
+    import json
+
+    async with AppHarness(_counting_app("perf", web_metrics_enabled=True)) as h:
+        for v in ("a", "b", "c"):
+            await h.send("src", v)
+        await h.wait_idle()
+        status, kind, body = await _get(f"{h.web.url}/performance/")
+        assert (status, kind) == (200, "application/json")
+        got = json.loads(body)
+        assert set(got) == {"app", "throughput", "latency", "consumer", "tables", "errors", "topic_buffer_full"}
+        assert got["throughput"]["messages_received_total"] == 3
+        assert got["throughput"]["messages_sent"] >= 3  # the agent's (and the test's, through the app)
+        read = got["consumer"]["read_offsets"]["src"]
+        assert sorted(read) == ["0", "1"] and got["consumer"]["committed_offsets"]["src"]
+    async with AppHarness(_counting_app("no-perf")) as h:  # Faust's default: no such page
+        assert (await _get(f"{h.web.url}/performance/"))[0] == 404
+
+
+async def test_web_graph_enabled_serves_the_topology_as_a_graph() -> None:
+    async with AppHarness(_counting_app("graph", web_graph_enabled=True)) as h:
+        status, kind, body = await _get(f"{h.web.url}/graph/")
+        assert (status, kind) == (200, "text/vnd.graphviz")
+        assert body.startswith("digraph") and '"src" -> "upper (stage 0)"' in body
+    async with AppHarness(_counting_app("graph-debug", debug=True)) as h:  # not given: follows debug
+        assert (await _get(f"{h.web.url}/graph/"))[0] == 200
+    async with AppHarness(_counting_app("no-graph")) as h:
+        assert (await _get(f"{h.web.url}/graph/"))[0] == 404
