@@ -21,6 +21,7 @@ from .conf import Conf
 from .crontab import CronSchedule
 from .durations import Seconds, to_seconds
 from .exceptions import ConfigError, GroupFenced, TopologyError
+from .held_sends import HeldProducer
 from .logging_setup import redirect_level
 from .naming import agent_topic_name, legacy_agent_topic_name, repartition_topic_name
 from .runtime import runtime_for
@@ -814,7 +815,13 @@ class App:
     @property
     def producer(self) -> Producer:
         if self._producer is None:
-            self._producer = self.transport.producer(**self.producer_settings())
+            producer = self.transport.producer(**self.producer_settings())
+            if (
+                self.settings.extra.get("stream_publish_on_commit")
+                and self.settings.processing_guarantee != "exactly_once"
+            ):
+                producer = HeldProducer(producer)  # type: ignore[assignment]  # Faust's: agents' sends go out at the commit
+            self._producer = producer
         return self._producer
 
     async def start_producer(self) -> Producer:

@@ -133,8 +133,9 @@ _TABLE: Final = [
     _s("stream_buffer_maxsize", 4096, H, "buffer_max_records"),
     _s("stream_processing_timeout", 300.0, H, "stream_processing_timeout: a record an agent has held this long is "
        "logged once as a WARNING naming the agent, its task and the record (0: no watchdog)"),
-    _s("stream_publish_on_commit", False, R, "sends go out as they are made (exactly_once: in the task's "
-       "transaction, visible at its commit)"),
+    _s("stream_publish_on_commit", False, H, "stream_publish_on_commit: what an agent sends while it handles a "
+       "record is held and published at the next commit, before the offsets are committed (sends outside record "
+       "handling go at once, as in Faust); under exactly_once the transaction does this already"),
     _s("stream_recovery_delay", 0.0, H, "stream_recovery_delay: after each assignment the worker waits this long "
        "before restoring tables and starting the tasks"),
     _s("stream_wait_empty", True, H, "stream_wait_empty: True, a stopping or rebalancing worker lets each agent "

@@ -204,3 +204,27 @@ async def test_web_graph_enabled_serves_the_topology_as_a_graph() -> None:
         assert (await _get(f"{h.web.url}/graph/"))[0] == 200
     async with AppHarness(_counting_app("no-graph")) as h:
         assert (await _get(f"{h.web.url}/graph/"))[0] == 404
+
+
+async def test_stream_publish_on_commit_holds_an_agents_sends_until_the_commit() -> None:
+    async def run(**options: Any) -> tuple[list[Any], list[Any]]:
+        app = _app("publish-on-commit", topic_partitions=1, **options)
+        out = app.topic("out", value_type=str)
+        handled: list[str] = []
+
+        @app.agent(app.topic("src", value_type=str))
+        async def forward(stream: Any) -> None:
+            async for value in stream:
+                await out.send(value=value.upper())
+                handled.append(value)
+
+        async with AppHarness(app, commit_interval=3600.0) as h:
+            await h.send("src", "a")
+            await h.send("src", "b")
+            await _until(lambda: handled == ["a", "b"])
+            before = [v for _, v in h.read("out")]
+            await h.worker.commit()
+            return before, [v for _, v in h.read("out")]
+
+    assert await run(stream_publish_on_commit=True) == ([], ["A", "B"])  # visible once the commit comes
+    assert await run() == (["A", "B"], ["A", "B"])  # Faust's default: sent at once
