@@ -19,6 +19,7 @@ from .channels import Channel, ChannelAgent, stream_of
 from .clock import clock_for
 from .conf import Conf
 from .crontab import CronSchedule
+from .custom_partitioner import PartitionerProducer, check_partitioner
 from .durations import Seconds, to_seconds
 from .exceptions import ConfigError, GroupFenced, TopologyError
 from .held_sends import HeldProducer
@@ -132,6 +133,10 @@ def _check_class_settings(settings: Settings) -> None:
     }
     for name in _CLASS_SETTINGS:
         _class_setting(settings, name, bases[name])
+    if settings.extra.get("HttpClient") is not None:  # aiohttp is imported only when an app names one
+        from aiohttp import ClientSession
+
+        _class_setting(settings, "HttpClient", ClientSession)
     _check_class_setting("Stream", settings.stream_class, Stream)
     _check_class_setting("Agent", settings.agent_class, Agent)
     _check_class_setting("Topic", settings.topic_class, Topic)
@@ -816,6 +821,9 @@ class App:
     def producer(self) -> Producer:
         if self._producer is None:
             producer = self.transport.producer(**self.producer_settings())
+            partitioner = self.settings.extra.get("producer_partitioner")
+            if partitioner is not None:  # Faust's: the app's function places records sent without a partition
+                producer = PartitionerProducer(producer, check_partitioner(partitioner))  # type: ignore[assignment]
             if (
                 self.settings.extra.get("stream_publish_on_commit")
                 and self.settings.processing_guarantee != "exactly_once"
@@ -847,6 +855,9 @@ class App:
         if self._replies is not None:
             await self._replies.stop()
             self._replies = None
+        client = self.__dict__.pop("_http_client", None)
+        if client is not None and hasattr(client, "close"):
+            await client.close()
         try:
             if self._producer is not None and self._producer_started:
                 try:
@@ -872,6 +883,23 @@ class App:
         if not self.settings.id:
             raise ConfigError("id", "the app has no id", 'name the app: App("myapp", ...)')
         self.finalized = True
+
+    @property
+    def http_client(self) -> Any:
+        """Faust's ``app.http_client``: an HTTP client session for the app's own calls, made on first
+        use (in the event loop) from the ``HttpClient`` setting's class (aiohttp's ClientSession
+        unless the app names a subclass); closed with the app's clients. Assign one to replace it."""
+        client = self.__dict__.get("_http_client")
+        if client is None:
+            from aiohttp import ClientSession
+
+            cls = _class_setting(self.settings, "HttpClient", ClientSession) or ClientSession
+            client = self.__dict__["_http_client"] = cls()
+        return client
+
+    @http_client.setter
+    def http_client(self, client: Any) -> None:
+        self.__dict__["_http_client"] = client
 
     @property
     def cache(self) -> CacheBackend:

@@ -107,8 +107,10 @@ _TABLE: Final = [
     _s("producer_linger_ms", 0, H, "producer_linger (seconds)"),
     _s("producer_max_batch_size", 16384, H, "producer_max_batch_size"),
     _s("producer_max_request_size", 1000000, H, "producer_max_request_size: a larger record fails its send naming it"),
-    _s("producer_partitioner", None, R, "records go to Kafka's default partitioner (murmur2 of the key); a "
-       "custom one would split tables and joins from their topics"),
+    _s("producer_partitioner", None, H, "producer_partitioner: the function (key_bytes, all_partitions, "
+       "available_partitions) -> partition places each record sent without a partition (not callable, or an "
+       "answer outside the partitions: ConfigError); tables read a key from its murmur2 partition, so a table "
+       "fed through such a topic is told of the split (group_by re-keys it)"),
     _s("producer_request_timeout", 1200.0, H, "producer_request_timeout: a batch not delivered by then fails (agentstream's default 40 s)"),
     _s("producer_threaded", False, R, _NO_THREADS),
     _s("producer_metadata_max_age_ms", 300000, H, "producer_metadata_max_age_ms: passed to the producer"),
@@ -196,7 +198,8 @@ _TABLE: Final = [
     _s("PartitionAssignor", "faust.assignor:PartitionAssignor", R, _CLASS.format("assignor")),
     _s("LeaderAssignor", "faust.assignor:LeaderAssignor", R, _CLASS.format("leader assignor")),
     _s("Router", "faust.app.router:Router", R, _CLASS.format("router")),
-    _s("HttpClient", "aiohttp.client:ClientSession", R, _CLASS.format("HTTP client")),
+    _s("HttpClient", "aiohttp.client:ClientSession", H, "the class of app.http_client (made on first use, closed "
+       "with the app's clients): aiohttp's ClientSession or a subclass"),
     _s("Monitor", "faust.sensors:Monitor", H, "the class of app.monitor (a subclass of agentstream.sensors.Monitor), "
        "added to app.sensors on first use"),
     _s("ConsumerScheduler", "faust.transport.utils:DefaultSchedulingStrategy", R, "a task takes the buffered "
@@ -263,6 +266,12 @@ def _check_value(app_id: str, name: str, value: Any) -> None:
             )
         if scheme != "memory" and importlib.util.find_spec("redis") is None:
             raise ConfigError(name, f"app {app_id!r}: cache={value!r} needs the redis package", "pip install redis")
+    if name == "producer_partitioner" and not callable(value):
+        raise ConfigError(
+            name,
+            f"app {app_id!r}: {value!r} is not callable",
+            "pass a function (key_bytes, all_partitions, available_partitions) -> partition",
+        )
     if name == "table_key_index_size" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise ConfigError(name, f"app {app_id!r}: {value!r} is not a positive number of keys", "e.g. 1000")
 

@@ -228,3 +228,52 @@ async def test_stream_publish_on_commit_holds_an_agents_sends_until_the_commit()
 
     assert await run(stream_publish_on_commit=True) == ([], ["A", "B"])  # visible once the commit comes
     assert await run() == (["A", "B"], ["A", "B"])  # Faust's default: sent at once
+
+
+async def test_producer_partitioner_places_records_sent_without_a_partition() -> None:
+    calls: list[tuple[Any, list[int]]] = []
+
+    def last(key: bytes | None, all_partitions: list[int], available: list[int]) -> int:
+        calls.append((key, all_partitions))
+        return all_partitions[-1]
+
+    app = _app("partitioner", topic_partitions=3, producer_partitioner=last)
+    out = app.topic("out", key_type=str, value_type=str)
+
+    @app.agent(app.topic("src", key_type=str, value_type=str))
+    async def forward(stream: Any) -> None:
+        async for event in stream.events():
+            await out.send(key=event.key, value=event.value)
+            await out.send(key=event.key, value="pinned", partition=0)  # an explicit partition is kept
+
+    async with AppHarness(app) as h:
+        for k in ("a", "b", "c", "d"):
+            await h.send("src", k, key=k, partition=1)
+        await h.wait_idle()
+        placed = [(m.value, m.partition) for m in h.transport.read_topic("out")]
+    assert sorted(p for v, p in placed if v != b'"pinned"') == [2, 2, 2, 2]
+    assert [p for v, p in placed if v == b'"pinned"'] == [0, 0, 0, 0]
+    assert (b"a", [0, 1, 2]) in calls
+    with pytest.raises(agentstream.ConfigError) as err:
+        _app("partitioner-bad", producer_partitioner="murmur2")
+    assert err.value.setting == "producer_partitioner"
+
+
+@pytest.mark.filterwarnings("ignore:Inheritance class Session from ClientSession")
+async def test_http_client_names_the_class_of_app_http_client() -> None:
+    import aiohttp
+
+    class Session(aiohttp.ClientSession):
+        pass
+
+    app = _app("http-client", HttpClient=Session)
+    client = app.http_client
+    assert type(client) is Session and app.http_client is client  # made once
+    await app.stop_clients()
+    assert client.closed
+    default = _app("http-client-default")
+    assert type(default.http_client) is aiohttp.ClientSession
+    await default.stop_clients()
+    with pytest.raises(agentstream.ConfigError) as err:
+        _app("http-client-bad", HttpClient=dict)
+    assert err.value.setting == "HttpClient"
