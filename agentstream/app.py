@@ -772,6 +772,19 @@ class App:
             self._transport = get_transport(self.settings.broker, self.settings)
         return self._transport
 
+    @property
+    def producer_transport(self) -> Transport | None:
+        """Faust's ``broker_producer`` naming another cluster than the consumers' (``broker``): the
+        transport the app's producer sends through (the worker declares the app's topics there
+        too); None when the producer uses ``broker``."""
+        url = self.settings.extra.get("broker_producer")
+        if not url:
+            return None
+        transport: Transport | None = self.__dict__.get("_producer_transport")
+        if transport is None:
+            transport = self.__dict__["_producer_transport"] = get_transport(url, self.settings)
+        return transport
+
     def consumer_settings(self, *, group: bool = False) -> dict[str, Any]:
         """The consumers' arguments from the app's settings (agentstream.client_settings);
         ``group=True`` for the worker's group member (offset reset, static membership)."""
@@ -820,7 +833,8 @@ class App:
     @property
     def producer(self) -> Producer:
         if self._producer is None:
-            producer = self.transport.producer(**self.producer_settings())
+            transport = self.producer_transport or self.transport
+            producer = transport.producer(**self.producer_settings())
             partitioner = self.settings.extra.get("producer_partitioner")
             if partitioner is not None:  # Faust's: the app's function places records sent without a partition
                 producer = PartitionerProducer(producer, check_partitioner(partitioner))  # type: ignore[assignment]
@@ -869,6 +883,9 @@ class App:
         finally:
             self._producer = None
             self._producer_started = False
+            producer_transport = self.__dict__.pop("_producer_transport", None)
+            if producer_transport is not None:
+                await producer_transport.close()
             if self._transport is not None:
                 await self._transport.close()
                 self._transport = None

@@ -72,8 +72,10 @@ _TABLE: Final = [
     # -- the broker and its clients ------------------------------------------------------------------------
     _s("broker", None, H, "broker"),
     _s("url", None, H, "broker (Faust's old name for it)"),
-    _s("broker_consumer", None, R, "one broker URL serves both clients (broker=)"),
-    _s("broker_producer", None, R, "one broker URL serves both clients (broker=)"),
+    _s("broker_consumer", None, H, "broker_consumer: the consumers' cluster (the group, changelogs, topic "
+       "declarations), in place of broker"),
+    _s("broker_producer", None, H, "broker_producer: the producer's cluster when it is another (the worker declares "
+       "the app's topics there too); refused with exactly_once, whose transactions commit the consumers' offsets"),
     _s("broker_api_version", "auto", NA, "the Kafka clients negotiate the API version (aiokafka deprecated api_version; Faust no longer passes it)"),
     _s("broker_check_crcs", True, H, "broker_check_crcs: passed to the consumers"),
     _s("broker_client_id", _UNSET, H, "broker_client_id: the client id of the producer and the consumers"),

@@ -956,7 +956,30 @@ class Settings:
         warn_unknown_variables(env)
         if "on_agent_error" not in values and supervisor_name(extra.get("agent_supervisor")) == "CrashingSupervisor":
             values["on_agent_error"] = "stop"  # Faust's CrashingSupervisor: an agent's error stops the worker
+        _split_brokers(values, extra)
         return cls(id=id, extra=extra, **values)
+
+
+def _split_brokers(values: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Faust's ``broker_consumer`` / ``broker_producer`` (each defaults to ``broker``): the consumer's
+    cluster becomes ``broker`` (the group, changelogs, admin), the producer's ``extra['broker_producer']``
+    (left out when it is the same cluster)."""
+    consumer, producer = extra.pop("broker_consumer", None), extra.pop("broker_producer", None)
+    if consumer is None and producer is None:
+        return
+    main = values.get("broker", Settings.broker)
+    consumer_url = normalize_broker(consumer) if consumer is not None else main
+    producer_url = normalize_broker(producer) if producer is not None else normalize_broker(main)
+    values["broker"] = consumer_url
+    if producer_url != normalize_broker(consumer_url):
+        if values.get("processing_guarantee") == "exactly_once":
+            raise ConfigError(
+                "broker_producer",
+                f"the producer's cluster {producer_url!r} is not the consumer's {consumer_url!r}: under exactly_once "
+                "the offsets are committed in the producer's transactions, on the consumer group's cluster",
+                "use one cluster (broker=) with exactly_once",
+            )
+        extra["broker_producer"] = producer_url
 
 
 def _versioned_id(id: str, settings: Settings) -> str:

@@ -277,3 +277,33 @@ async def test_http_client_names_the_class_of_app_http_client() -> None:
     with pytest.raises(agentstream.ConfigError) as err:
         _app("http-client-bad", HttpClient=dict)
     assert err.value.setting == "HttpClient"
+
+
+async def test_broker_producer_sends_to_its_own_cluster_and_broker_consumer_is_the_groups() -> None:
+    from agentstream.transport.memory import MemoryTransport
+
+    elsewhere = f"memory://producer-side-{uuid.uuid4().hex[:6]}"
+    app = _app("split-brokers", topic_partitions=1, broker_producer=elsewhere)
+    out = app.topic("out", value_type=str)
+
+    @app.agent(app.topic("src", value_type=str))
+    async def forward(stream: Any) -> None:
+        async for value in stream:
+            await out.send(value=value.upper())
+
+    async with AppHarness(app) as h:  # the harness's broker is the consumers' (broker=)
+        feeder = h.transport.producer()
+        await feeder.start()
+        await feeder.send("src", None, b'"a"')
+        await feeder.flush()
+        producer_side = MemoryTransport(elsewhere)
+        await _until(lambda: "out" in producer_side.broker.topics and bool(producer_side.read_topic("out")))
+        assert [m.value for m in producer_side.read_topic("out")] == [b'"A"']
+        assert h.read("out") == []  # nothing on the consumers' cluster
+        await feeder.stop()
+    consumer_side = _app("split-consumer", broker_consumer="memory://consumers", broker="memory://other")
+    assert consumer_side.settings.broker == "memory://consumers"
+    assert consumer_side.settings.extra["broker_producer"] == "memory://other"  # Faust: broker_producer is broker
+    with pytest.raises(agentstream.ConfigError) as err:
+        _app("split-eos", broker_producer=elsewhere, processing_guarantee="exactly_once")
+    assert err.value.setting == "broker_producer"
