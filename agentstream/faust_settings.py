@@ -176,7 +176,8 @@ _TABLE: Final = [
     _s("web_in_thread", False, R, "the web server runs on the worker's event loop (no threads)"),
     _s("web_port", 6066, H, "web_port"),
     _s("web_ssl_context", None, H, "web_ssl_context: the web server speaks HTTPS with it (and advertises https)"),
-    _s("web_transport", "tcp:", R, "the web server listens on TCP only (other workers forward table lookups to its host:port)"),
+    _s("web_transport", "tcp:", H, "web_transport: tcp:// or unix:///path (the server listens on that socket; other "
+       "workers forward table lookups to canonical_url, a proxy in front of it); other schemes are refused"),
     _s("canonical_url", None, H, "canonical_url: the URL other workers are told (default http(s)://<web_host>:<port>)"),
     _s("worker_redirect_stdouts", True, H, "worker_redirect_stdouts: True, print() (sys.stdout and sys.stderr) goes "
        "to the log (logger agentstream.stdout) while the worker runs; False or not given: it is not redirected"),

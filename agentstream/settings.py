@@ -225,7 +225,10 @@ class Settings:
         },
     )
     web_transport: str = field(
-        default="tcp://", metadata={"help": "how the web server listens: tcp:// (unix:// sockets are refused)"}
+        default="tcp://",
+        metadata={
+            "help": "how the web server listens: tcp:// or unix:///path (other workers forward to canonical_url)"
+        },
     )
     web_in_thread: bool = field(
         default=False,
@@ -823,12 +826,12 @@ class Settings:
             _check_host(name, getattr(self, name))
         if self.canonical_url:
             _check_canonical_url(self.canonical_url)
-        if str(self.web_transport).rstrip("/") != "tcp:":
+        transport = str(self.web_transport)
+        if transport.rstrip("/") != "tcp:" and not (transport.startswith("unix://") and len(transport) > 7):
             raise ConfigError(
                 "web_transport",
-                f"{self.web_transport!r}: agentstream's web server listens on TCP only (other workers "
-                "forward table lookups to its host:port)",
-                "use tcp:// (the default); to serve on a unix socket put a proxy in front",
+                f"{self.web_transport!r}: the web server listens on TCP (tcp://) or a unix socket (unix:///path)",
+                "use tcp:// (the default) or unix:///path/to/socket",
             )
         if self.web.rstrip("/") != "aiohttp:":
             raise ConfigError(

@@ -307,3 +307,20 @@ async def test_broker_producer_sends_to_its_own_cluster_and_broker_consumer_is_t
     with pytest.raises(agentstream.ConfigError) as err:
         _app("split-eos", broker_producer=elsewhere, processing_guarantee="exactly_once")
     assert err.value.setting == "broker_producer"
+
+
+async def test_web_transport_unix_serves_on_that_socket(tmp_path: Any) -> None:
+    import aiohttp
+
+    path = tmp_path / "web.sock"
+    async with AppHarness(_counting_app("unix-web", web_transport=f"unix://{path}")) as h:
+        assert path.exists()
+        async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(path))) as s:
+            async with s.get("http://localhost/livez") as r:
+                assert r.status == 200
+            async with s.get("http://localhost/tables") as r:
+                assert r.status == 200 and "tables" in await r.json()
+        assert h.web is not None
+    with pytest.raises(agentstream.ConfigError) as err:
+        _app("unix-bad", web_transport="udp://x")
+    assert err.value.setting == "web_transport"
