@@ -56,8 +56,10 @@ _TABLE: Final = [
     _s("tabledir", "tables", H, "tabledir: where table stores live, under data_dir/<id>/ unless absolute"),
     _s("debug", False, H, "debug: asyncio's debug mode on the worker's loop"),
     _s("env_prefix", None, H, "the prefix of Faust's environment variables (BROKER_URL...)"),
-    _s("id_format", "{id}-v{self.version}", H, "id_format: a version > 1 names the app (its group, changelogs and "
-       "agent topics) with this format of {id} and the settings ({self.version})"),
+    _s("id_format", "{id}-v{self.version}", H, "id_format: read back as app.conf.id_format; a version > 1 names "
+       "the app <id>-v<version> whatever it says, as faust-streaming 0.15 does (it formats the id given to App() "
+       "before it reads id_format, so its group and topics carry that name; only a later app.conf.id = ... "
+       "applies it there, and agentstream refuses assigning the id)"),
     _s("origin", None, H, "autodiscover's root package"),
     _s("timezone", _UNSET, H, "timezone: the default timezone of @app.crontab schedules"),
     _s("version", 1, H, "version: <id>-v<version> names a new, isolated app (group, changelogs, agent topics)"),
@@ -207,12 +209,10 @@ _TABLE: Final = [
        "added to app.sensors on first use"),
     _s("ConsumerScheduler", "faust.transport.utils:DefaultSchedulingStrategy", R, "a task takes the buffered "
        "record with the lowest timestamp (Kafka Streams' partition group); the order is not pluggable"),
-    _s("stream_ack_cancelled_tasks", True, H, "stream_ack_cancelled_tasks: a record whose agent was cancelled is "
-       "never acknowledged (it is handled again after a restart or rebalance): what False asks; True, Faust's "
-       "default, would commit past a record not handled, which agentstream does not do"),
-    _s("stream_ack_exceptions", True, H, "stream_ack_exceptions: False, the records an agent raised on are not "
-       "acknowledged after the error policy (on_agent_error) ran: nothing is committed past them, so they are "
-       "handled again after a restart or rebalance; True: acknowledged"),
+    _s("stream_ack_cancelled_tasks", True, NA, "deprecated in Faust since 1.0, where it has no effect (faust-streaming "
+       "reads it nowhere); here a record whose agent was cancelled is never acknowledged (it is handled again)"),
+    _s("stream_ack_exceptions", True, NA, "deprecated in Faust since 1.0, where it has no effect (faust-streaming "
+       "reads it nowhere); here the records an agent raised on go where on_agent_error says"),
 ]  # fmt: skip
 
 FAUST_SETTINGS: Final[dict[str, FaustSetting]] = {s.name: s for s in _TABLE}

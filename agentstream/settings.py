@@ -583,11 +583,12 @@ class Settings:
             if f.metadata.get("secret") and isinstance(getattr(self, f.name), str):
                 setattr(self, f.name, Secret(reveal(getattr(self, f.name)) or ""))
         self.validate()
-        if self.version > 1:
+        if self.version > 1 and not self.id.endswith(f"-v{self.version}"):
             # Faust's conf.id: a new version is a new app, its own consumer group and internal topics
-            # (changelogs, agent, repartition, reply and dead-letter topics), in either naming; named
-            # by Faust's id_format ("{id}-v{self.version}" unless the app gives another)
-            self.id = _versioned_id(self.id, self)
+            # (changelogs, agent, repartition, reply and dead-letter topics), in either naming. Named
+            # with Faust's default id_format even when the app gives another: faust-streaming formats
+            # the id before it reads id_format, so its group and topics carry <id>-v<version>
+            self.id = f"{self.id}-v{self.version}"
         if not self.dead_letter_topic:
             self.dead_letter_topic = f"{self.id}-dead-letters"
 
@@ -983,23 +984,6 @@ def _split_brokers(values: dict[str, Any], extra: dict[str, Any]) -> None:
                 "use one cluster (broker=) with exactly_once",
             )
         extra["broker_producer"] = producer_url
-
-
-def _versioned_id(id: str, settings: Settings) -> str:
-    """``id`` named by Faust's ``id_format`` for a version > 1, once: an id already in that form
-    (a settings copy made by ``replace()``) is kept."""
-    fmt = str(settings.extra.get("id_format") or "{id}-v{self.version}")
-    if fmt.count("{id}") != 1:
-        raise ConfigError("id_format", f"{fmt!r} must name {{id}} once", 'e.g. id_format="{id}-v{self.version}"')
-    try:
-        head, tail = (part.format(self=settings) for part in fmt.split("{id}"))
-    except (AttributeError, IndexError, KeyError, ValueError) as exc:
-        raise ConfigError(
-            "id_format", f"{fmt!r} cannot be formatted: {exc!r}", "use {id} and the settings as {self.<name>}"
-        ) from exc
-    if id.startswith(head) and id.endswith(tail) and len(id) > len(head) + len(tail):
-        return id
-    return f"{head}{id}{tail}"
 
 
 # -- Faust's environment variables and the web checks (docs/deployment.md) --------------------------------

@@ -190,8 +190,6 @@ class StreamTask(PolledInput):
         # Faust's concurrency=N with N instances in the worker (set by the task manager): the input
         # the agent's instances share across the sub-topology's tasks; they run in its lead task.
         self.shared: SharedInput | None = None
-        # Faust's stream_ack_exceptions: False leaves the records an agent raised on unacknowledged
-        self._ack_exceptions = bool(self.agent.app.settings.extra.get("stream_ack_exceptions", True))
         self._inner_next: NextEvent = self._gated_next_event
         self._slot_poll = False  # poll_event takes records under the slots (no gate, no fault points)
         # The app's sensors while one is registered (set by the worker: sense()): records then go
@@ -450,15 +448,6 @@ class StreamTask(PolledInput):
         only up to the first record not acknowledged yet."""
         self._ordered_acks = False
 
-    def keep_unacked(self, tp: TP, offset: int) -> None:
-        """The record at ``offset`` is left unacknowledged for good (Faust's
-        ``stream_ack_exceptions=False``): the records after it are tracked one by one, and no
-        offset past it becomes committable in this task."""
-        self._ordered_acks = False
-        inflight = self._inflight.get(tp)
-        if inflight is not None and offset not in inflight:
-            self._inflight[tp] = deque(sorted([*inflight, offset]))
-
     def _ack(self, tp: TP, offset: int) -> None:
         """The one ack bookkeeping: in order (one instance, the common case) the offset after it
         is committable at once; out of order (concurrent instances, ``noack()``) only up to the
@@ -595,12 +584,7 @@ class StreamTask(PolledInput):
         if events:
             for event in events:
                 await self._errors.agent_failed(self, event, exc, self._attempts.pop(_record_id(event), 1))
-            if self._ack_exceptions:
-                held.release()  # exactly these: handled by the policy, so acknowledged (noack() too)
-            else:  # Faust's stream_ack_exceptions=False: never committed past, handled again later
-                for event in events:
-                    owner = self if self.shared is None else self.shared.owner(event.tp)
-                    owner.keep_unacked(event.tp, event.message.offset)
+            held.release()  # exactly these: handled by the policy, so acknowledged (noack() too)
         else:
             await self._errors.agent_failed(self, None, exc)  # under 'stop' this raises StopProcessing
         set_current_event(None)
