@@ -120,8 +120,9 @@ _TABLE: Final = [
     _s("producer_metadata_max_age_ms", 300000, H, "producer_metadata_max_age_ms: passed to the producer"),
     _s("producer_connections_max_idle_ms", 540000, H, "producer_connections_max_idle_ms: passed to the producer"),
     # -- stores, tables, streams ----------------------------------------------------------------------------
-    _s("recovery_consistency_check", True, R, "a restore always ends at the changelog's high watermark; a "
-       "partition whose checkpoint is past it is wiped and restored"),
+    _s("recovery_consistency_check", True, R, "Faust's True (its default) stops with ConsistencyError when a "
+       "store's offset is past its changelog's end, False keeps that store; agentstream does neither: it wipes the "
+       "partition and restores it from the changelog, so the table never holds what the changelog lacks"),
     _s("store_check_exists", True, NA, "for Aerospike stores, which agentstream does not have (store= refuses them)"),
     _s("crash_app_on_aerospike_exception", True, NA, "for Aerospike stores, which agentstream does not have"),
     _s("aerospike_retries_on_exception", 60, NA, "for Aerospike stores, which agentstream does not have"),
