@@ -27,9 +27,7 @@ from ..runtime import current_task
 from ..streams import SplitPoint
 from ..transport.base import TP
 
-__all__ = ["SharedInput", "IDLE_RECHECK"]
-
-IDLE_RECHECK = 0.05  # seconds an idle instance waits before asking the tasks again (a lagging input's wait)
+__all__ = ["SharedInput"]
 
 
 class SharedInput:
@@ -70,6 +68,7 @@ class SharedInput:
                 raise WorkerStopped(f"the tasks of agent {self.agent.name!r} are closing")
             self.wakeup.clear()
             n = len(self.tasks)
+            wait: float | None = None  # the least wait a task's lagging input asks for (None: none)
             for i in range(n):
                 task = self.tasks[(self._turn + i) % n]
                 if task.state is not TaskState.RUNNING:
@@ -83,12 +82,16 @@ class SharedInput:
                     self._turn = (self._turn + i + 1) % n
                     current_task.set(task)  # sends and table writes of this record are its task's
                     return event
-            wait = IDLE_RECHECK
+                if task.pending_wait is not None:
+                    wait = task.pending_wait if wait is None else min(wait, task.pending_wait)
             if deadline is not None:
                 remaining = deadline - clock.monotonic()
                 if remaining <= 0:
                     return None
-                wait = min(wait, remaining)
+                wait = remaining if wait is None else min(wait, remaining)
+            if wait is None:  # woken by a record, a task starting or closing, or a retry
+                await self.wakeup.wait()
+                continue
             try:
                 await clock.wait_for(self.wakeup.wait(), wait)
             except TimeoutError:

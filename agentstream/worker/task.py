@@ -190,6 +190,9 @@ class StreamTask(PolledInput):
         # Faust's concurrency=N with N instances in the worker (set by the task manager): the input
         # the agent's instances share across the sub-topology's tasks; they run in its lead task.
         self.shared: SharedInput | None = None
+        # what the last next_event(timeout) that found nothing left to wait for (a lagging input's
+        # wait, seconds; None: until a record comes): the shared instances wait the least of these
+        self.pending_wait: float | None = None
         self._inner_next: NextEvent = self._gated_next_event
         self._slot_poll = False  # poll_event takes records under the slots (no gate, no fault points)
         # The app's sensors while one is registered (set by the worker: sense()): records then go
@@ -406,6 +409,7 @@ class StreamTask(PolledInput):
             if deadline is not None:
                 remaining = deadline - clock.monotonic()
                 if remaining <= 0:
+                    self.pending_wait = wait
                     return None
                 wait = remaining if wait is None else min(wait, remaining)
             self._wakeup.clear()
@@ -492,6 +496,8 @@ class StreamTask(PolledInput):
         self.lifecycle.to(TaskState.RUNNING)
         self._pick_pull()
         shared = self.shared
+        if shared is not None:
+            shared.wakeup.set()  # records may have come while it restored
         instances = self.agent.concurrency if shared is None or shared.lead is self else 0
         for i in range(instances):
             task = asyncio.ensure_future(self._run_instance(i))

@@ -238,3 +238,21 @@ async def run_on(app: agentstream.App, n: int, partitions: int) -> dict[TP, int 
         await h.wait_idle()
         consumer = h.worker.consumer
         return {tp: await consumer.committed(tp) for tp in sorted(consumer.assignment())}
+
+
+async def test_idle_shared_instances_sleep_until_a_record_comes_under_virtual_time() -> None:
+    """The instances wait for a record (or a lagging input's wait), not on a timer: a day of the
+    harness's virtual time passes at once (a polling wait would wake 20 times per virtual second)."""
+    app = agentstream.App(f"conc-{uuid.uuid4().hex[:6]}", topic_partitions=4, store="memory://", web_enabled=False)
+    seen: list[int] = []
+
+    @app.agent(app.topic("jobs", value_type=int), concurrency=2)
+    async def work(stream: agentstream.Stream) -> None:
+        async for value in stream:
+            seen.append(value)
+
+    async with AppHarness(app, virtual_time=True) as h:
+        await h.send("jobs", 1, partition=0)
+        await asyncio.wait_for(h.advance(86_400.0), 30)  # a guard: polling would take minutes
+        await h.send("jobs", 2, partition=3)
+        assert seen == [1, 2]
