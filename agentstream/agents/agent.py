@@ -4,8 +4,8 @@ split points its stream operations declare; plus ``send``/``cast``/``ask`` to ta
 One *instance* of the agent function runs per task, iterating a stream fed by that task only, so
 ordering and offsets stay per partition. With ``concurrency=N`` given (Faust's mode, not
 ``isolated_partitions``), exactly N instances run in the worker, each with its own stream over all
-the agent's tasks there, as Faust's N actors (:mod:`agentstream.worker.actors`; under exactly_once
-each task runs N instances sharing N slots, :mod:`agentstream.worker.slots`).
+the agent's tasks there, as Faust's N actors (:mod:`agentstream.worker.actors`; under exactly_once,
+and in a joining stage, each task runs N instances sharing N slots, :mod:`agentstream.worker.slots`).
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ for the next one, so an offset becomes committable only once every record before
 partition is finished, whichever instance had it. The instances run in the sub-topology's first
 task here (its *lead*), which stops them with the others at a revoke or shutdown.
 
+Not used under exactly_once (each task's records go in its own transaction) nor in a stage that
+joins (its join state and stream time are per task): there each task runs its instances, which
+share N slots (:mod:`agentstream.worker.slots`).
+
 As in Faust, with more than one instance a partition's records may be handled out of order (two
 instances can hold two records of one partition at once); with ``concurrency=1`` the one
 instance takes them in order.

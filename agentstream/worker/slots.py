@@ -1,4 +1,4 @@
-"""Faust's ``concurrency=N`` under exactly_once: at most N instances of an agent handle a record at
+"""Faust's ``concurrency=N`` under exactly_once and in a joining stage: at most N instances of an agent handle a record at
 once in a worker, across all the partitions (tasks) of the agent's sub-topology. (Otherwise N
 instances share the tasks: :mod:`agentstream.worker.actors`.)
 

@@ -83,8 +83,9 @@ class TaskManager:
             limit = st.agent.max_in_flight
             # Faust's concurrency=N: N instances in the worker sharing the sub-topology's tasks.
             # Under exactly_once each task's records go in its own transaction, through its own
-            # commit gate: there the task's instances share N slots instead (at most N in hand).
-            shared_instances = limit is not None and self.eos is None
+            # commit gate, and a joining stage keeps its join state per task: there the tasks'
+            # instances share N slots instead (at most N in hand).
+            shared_instances = limit is not None and self.eos is None and not st.joined
             slots = None if limit is None or shared_instances else InstanceSlots(limit)
             made: list[StreamTask] = []
             by_number: dict[int, list[TP]] = {}
