@@ -19,8 +19,10 @@ from .channels import Channel, ChannelAgent, stream_of
 from .clock import clock_for
 from .conf import Conf
 from .crontab import CronSchedule
+from .custom_partitioner import PartitionerProducer, check_partitioner
 from .durations import Seconds, to_seconds
 from .exceptions import ConfigError, GroupFenced, TopologyError
+from .held_sends import HeldProducer
 from .logging_setup import redirect_level
 from .naming import agent_topic_name, legacy_agent_topic_name, repartition_topic_name
 from .runtime import runtime_for
@@ -131,6 +133,10 @@ def _check_class_settings(settings: Settings) -> None:
     }
     for name in _CLASS_SETTINGS:
         _class_setting(settings, name, bases[name])
+    if settings.extra.get("HttpClient") is not None:  # aiohttp is imported only when an app names one
+        from aiohttp import ClientSession
+
+        _class_setting(settings, "HttpClient", ClientSession)
     _check_class_setting("Stream", settings.stream_class, Stream)
     _check_class_setting("Agent", settings.agent_class, Agent)
     _check_class_setting("Topic", settings.topic_class, Topic)
@@ -420,8 +426,8 @@ class App:
     ) -> Callable[[AgentFun], Agent]:
         """Decorate ``async def agent(stream)``: one instance per task over ``channel``'s partitions.
 
-        ``concurrency=N`` is Faust's: N instances share the worker's partitions, so at most N
-        records are in the agent's hands at once in this worker. Without it (or with
+        ``concurrency=N`` is Faust's: N instances of the body run in the worker, sharing its
+        partitions, so at most N records are in the agent's hands at once. Without it (or with
         ``isolated_partitions=True``, which needs concurrency=1) each task, so each partition, has
         its own instance. ``help`` (default: the docstring) is what ``agentstream agents`` shows, and
         ``key_type``/``value_type``/``key_serializer``/``value_serializer`` declare the agent's own topic
@@ -766,6 +772,19 @@ class App:
             self._transport = get_transport(self.settings.broker, self.settings)
         return self._transport
 
+    @property
+    def producer_transport(self) -> Transport | None:
+        """Faust's ``broker_producer`` naming another cluster than the consumers' (``broker``): the
+        transport the app's producer sends through (the worker declares the app's topics there
+        too); None when the producer uses ``broker``."""
+        url = self.settings.extra.get("broker_producer")
+        if not url:
+            return None
+        transport: Transport | None = self.__dict__.get("_producer_transport")
+        if transport is None:
+            transport = self.__dict__["_producer_transport"] = get_transport(url, self.settings)
+        return transport
+
     def consumer_settings(self, *, group: bool = False) -> dict[str, Any]:
         """The consumers' arguments from the app's settings (agentstream.client_settings);
         ``group=True`` for the worker's group member (offset reset, static membership)."""
@@ -814,7 +833,17 @@ class App:
     @property
     def producer(self) -> Producer:
         if self._producer is None:
-            self._producer = self.transport.producer(**self.producer_settings())
+            transport = self.producer_transport or self.transport
+            producer = transport.producer(**self.producer_settings())
+            partitioner = self.settings.extra.get("producer_partitioner")
+            if partitioner is not None:  # Faust's: the app's function places records sent without a partition
+                producer = PartitionerProducer(producer, check_partitioner(partitioner))  # type: ignore[assignment]
+            if (
+                self.settings.extra.get("stream_publish_on_commit")
+                and self.settings.processing_guarantee != "exactly_once"
+            ):
+                producer = HeldProducer(producer)  # type: ignore[assignment]  # Faust's: agents' sends go out at the commit
+            self._producer = producer
         return self._producer
 
     async def start_producer(self) -> Producer:
@@ -840,6 +869,9 @@ class App:
         if self._replies is not None:
             await self._replies.stop()
             self._replies = None
+        client = self.__dict__.pop("_http_client", None)
+        if client is not None and hasattr(client, "close"):
+            await client.close()
         try:
             if self._producer is not None and self._producer_started:
                 try:
@@ -851,6 +883,9 @@ class App:
         finally:
             self._producer = None
             self._producer_started = False
+            producer_transport = self.__dict__.pop("_producer_transport", None)
+            if producer_transport is not None:
+                await producer_transport.close()
             if self._transport is not None:
                 await self._transport.close()
                 self._transport = None
@@ -867,13 +902,30 @@ class App:
         self.finalized = True
 
     @property
+    def http_client(self) -> Any:
+        """Faust's ``app.http_client``: an HTTP client session for the app's own calls, made on first
+        use (in the event loop) from the ``HttpClient`` setting's class (aiohttp's ClientSession
+        unless the app names a subclass); closed with the app's clients. Assign one to replace it."""
+        client = self.__dict__.get("_http_client")
+        if client is None:
+            from aiohttp import ClientSession
+
+            cls = _class_setting(self.settings, "HttpClient", ClientSession) or ClientSession
+            client = self.__dict__["_http_client"] = cls()
+        return client
+
+    @http_client.setter
+    def http_client(self, client: Any) -> None:
+        self.__dict__["_http_client"] = client
+
+    @property
     def cache(self) -> CacheBackend:
         """Faust's ``app.cache``: the backend ``@cache.view()`` web views keep their answers in when
         their Cache names none; ``memory://`` (this process) unless the app's ``cache`` setting names
         another (``redis://`` needs the redis package). Assign a backend to replace it."""
         backend: CacheBackend | None = self.__dict__.get("_cache")
         if backend is None:
-            backend = self.__dict__["_cache"] = backend_for(getattr(self.settings, "cache", None) or "memory://")
+            backend = self.__dict__["_cache"] = backend_for(self.settings.extra.get("cache") or "memory://")
         return backend
 
     @cache.setter

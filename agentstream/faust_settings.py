@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from .exceptions import ConfigError
 
-__all__ = ["Status", "FaustSetting", "FAUST_SETTINGS", "refuse_unsupported", "render_markdown"]
+__all__ = ["Status", "FaustSetting", "FAUST_SETTINGS", "refuse_unsupported", "render_markdown", "supervisor_name"]
 
 
 class Status(enum.Enum):
@@ -56,12 +56,17 @@ _TABLE: Final = [
     _s("tabledir", "tables", H, "tabledir: where table stores live, under data_dir/<id>/ unless absolute"),
     _s("debug", False, H, "debug: asyncio's debug mode on the worker's loop"),
     _s("env_prefix", None, H, "the prefix of Faust's environment variables (BROKER_URL...)"),
-    _s("id_format", "{id}-v{self.version}", R, "a version > 1 names the app <id>-v<version>, Faust's default format"),
+    _s("id_format", "{id}-v{self.version}", H, "id_format: read back as app.conf.id_format; a version > 1 names "
+       "the app <id>-v<version> whatever it says, as faust-streaming 0.15 does (it formats the id given to App() "
+       "before it reads id_format, so its group and topics carry that name; only a later app.conf.id = ... "
+       "applies it there, and agentstream refuses assigning the id)"),
     _s("origin", None, H, "autodiscover's root package"),
     _s("timezone", _UNSET, H, "timezone: the default timezone of @app.crontab schedules"),
     _s("version", 1, H, "version: <id>-v<version> names a new, isolated app (group, changelogs, agent topics)"),
-    _s("agent_supervisor", "mode.OneForOneSupervisor", R, "an agent that fails is restarted by its task with "
-       "backoff (agent_restart_max, agent_restart_backoff); mode's supervisors are not used"),
+    _s("agent_supervisor", "mode.OneForOneSupervisor", H, "agent_supervisor: OneForOneSupervisor restarts the "
+       "instance that failed (with backoff: agent_restart_max, agent_restart_backoff); CrashingSupervisor stops "
+       "the worker on an agent's error (on_agent_error='stop' unless given); the others (OneForAll, Forfeit...) "
+       "are refused at start: instances are restarted one by one, and a failed one always restarts"),
     _s("cython_optimizations", False, NA, "agentstream's hot path is compiled with mypyc when the build allows "
        "(AGENTSTREAM_PURE=1 turns it off); Faust's Cython switch has nothing to turn on"),
     _s("blocking_timeout", None, H, "blocking_timeout: a WARNING when the worker's event loop was blocked that "
@@ -69,8 +74,10 @@ _TABLE: Final = [
     # -- the broker and its clients ------------------------------------------------------------------------
     _s("broker", None, H, "broker"),
     _s("url", None, H, "broker (Faust's old name for it)"),
-    _s("broker_consumer", None, R, "one broker URL serves both clients (broker=)"),
-    _s("broker_producer", None, R, "one broker URL serves both clients (broker=)"),
+    _s("broker_consumer", None, H, "broker_consumer: the consumers' cluster (the group, changelogs, topic "
+       "declarations), in place of broker"),
+    _s("broker_producer", None, H, "broker_producer: the producer's cluster when it is another (the worker declares "
+       "the app's topics there too); refused with exactly_once, whose transactions commit the consumers' offsets"),
     _s("broker_api_version", "auto", NA, "the Kafka clients negotiate the API version (aiokafka deprecated api_version; Faust no longer passes it)"),
     _s("broker_check_crcs", True, H, "broker_check_crcs: passed to the consumers"),
     _s("broker_client_id", _UNSET, H, "broker_client_id: the client id of the producer and the consumers"),
@@ -104,15 +111,18 @@ _TABLE: Final = [
     _s("producer_linger_ms", 0, H, "producer_linger (seconds)"),
     _s("producer_max_batch_size", 16384, H, "producer_max_batch_size"),
     _s("producer_max_request_size", 1000000, H, "producer_max_request_size: a larger record fails its send naming it"),
-    _s("producer_partitioner", None, R, "records go to Kafka's default partitioner (murmur2 of the key); a "
-       "custom one would split tables and joins from their topics"),
+    _s("producer_partitioner", None, H, "producer_partitioner: the function (key_bytes, all_partitions, "
+       "available_partitions) -> partition places each record sent without a partition (not callable, or an "
+       "answer outside the partitions: ConfigError); tables read a key from its murmur2 partition, so a table "
+       "fed through such a topic is told of the split (group_by re-keys it)"),
     _s("producer_request_timeout", 1200.0, H, "producer_request_timeout: a batch not delivered by then fails (agentstream's default 40 s)"),
     _s("producer_threaded", False, R, _NO_THREADS),
     _s("producer_metadata_max_age_ms", 300000, H, "producer_metadata_max_age_ms: passed to the producer"),
     _s("producer_connections_max_idle_ms", 540000, H, "producer_connections_max_idle_ms: passed to the producer"),
     # -- stores, tables, streams ----------------------------------------------------------------------------
-    _s("recovery_consistency_check", True, R, "a restore always ends at the changelog's high watermark; a "
-       "partition whose checkpoint is past it is wiped and restored"),
+    _s("recovery_consistency_check", True, R, "Faust's True (its default) stops with ConsistencyError when a "
+       "store's offset is past its changelog's end, False keeps that store; agentstream does neither: it wipes the "
+       "partition and restores it from the changelog, so the table never holds what the changelog lacks"),
     _s("store_check_exists", True, NA, "for Aerospike stores, which agentstream does not have (store= refuses them)"),
     _s("crash_app_on_aerospike_exception", True, NA, "for Aerospike stores, which agentstream does not have"),
     _s("aerospike_retries_on_exception", 60, NA, "for Aerospike stores, which agentstream does not have"),
@@ -130,16 +140,17 @@ _TABLE: Final = [
     _s("stream_buffer_maxsize", 4096, H, "buffer_max_records"),
     _s("stream_processing_timeout", 300.0, H, "stream_processing_timeout: a record an agent has held this long is "
        "logged once as a WARNING naming the agent, its task and the record (0: no watchdog)"),
-    _s("stream_publish_on_commit", False, R, "sends go out as they are made (exactly_once: in the task's "
-       "transaction, visible at its commit)"),
+    _s("stream_publish_on_commit", False, H, "stream_publish_on_commit: what an agent sends while it handles a "
+       "record is held and published at the next commit, before the offsets are committed (sends outside record "
+       "handling go at once, as in Faust); under exactly_once the transaction does this already"),
     _s("stream_recovery_delay", 0.0, H, "stream_recovery_delay: after each assignment the worker waits this long "
        "before restoring tables and starting the tasks"),
     _s("stream_wait_empty", True, H, "stream_wait_empty: True, a stopping or rebalancing worker lets each agent "
        "finish its record (up to shutdown_timeout); False, it cancels them at once (the records are handled again)"),
     _s("store", "memory://", H, "store (agentstream's default is rocksdb://)"),
     _s("table_cleanup_interval", 30.0, H, "table_cleanup_interval: windows given expires= close by the wall clock"),
-    _s("table_key_index_size", 1000, R, "the key index of tumbling(key_index=True) is a table of its own, "
-       "without an in-memory size"),
+    _s("table_key_index_size", 1000, H, "table_key_index_size: the most keys each table remembers the partition "
+       "of (its key -> partition cache; not given: 65536)"),
     _s("table_standby_replicas", 1, H, "table_standby_replicas"),
     _s("topic_allow_declare", True, H, "topic_allow_declare: False, the app creates no topic: the worker, "
        "topic.maybe_declare() and agent.ask() check each topic exists with the partitions the app needs and fail "
@@ -148,7 +159,8 @@ _TABLE: Final = [
        "leader): True asks for what it does; False, Faust's default, is no request"),
     _s("topic_partitions", 8, H, "topic_partitions"),
     _s("topic_replication_factor", 1, H, "topic_replication_factor: -1 (the default) asks for the broker's default (KIP-464), falling back to min(3, brokers); app.topic(replicas=) per topic"),
-    _s("cache", "memory://", R, "agentstream has no cache backend (Faust's app.cache)"),
+    _s("cache", "memory://", H, "cache: the backend of app.cache (memory://, redis:// or rediscluster://, which "
+       "need the redis package); another scheme is refused at start"),
     # -- web ------------------------------------------------------------------------------------------------
     _s("web", "aiohttp://", R, "the web server is aiohttp's; no other driver"),
     _s("web_bind", "0.0.0.0", H, "web_bind: the address the web server listens on (default web_host, else 127.0.0.1: docs/deployment.md)"),
@@ -156,15 +168,19 @@ _TABLE: Final = [
     _s("web_cors_options", None, H, "web_cors_options: CORS headers for those origins (pages' own cors_options override); '*' with allow_credentials is refused"),
     _s("web_enabled", True, H, "web_enabled"),
     _s("web_stats_enabled", None, H, "web_stats_enabled: False turns off /status"),
-    _s("web_graph_enabled", None, R, "agentstream serves no /graph page (the topology is in /status)"),
+    _s("web_graph_enabled", None, H, "web_graph_enabled: /graph/ serves the app's topology (topics, agents' stages) "
+       "as a Graphviz graph (text/vnd.graphviz; Faust renders its service tree as a PNG); not given: follows debug, "
+       "as in Faust"),
     _s("web_router_enabled", True, H, "web_router_enabled: False turns off /metadata (the table router)"),
     _s("web_tables_enabled", True, H, "web_tables_enabled: False turns off the table views"),
-    _s("web_metrics_enabled", False, R, "agentstream has no Faust /performance/ endpoint: its metrics are at /metrics and /status.json"),
+    _s("web_metrics_enabled", False, H, "web_metrics_enabled: /performance/ serves Faust's JSON (throughput, "
+       "latency, consumer lag, tables, errors) from app.monitor, which counts from the worker's start"),
     _s("web_host", None, H, "web_host"),
     _s("web_in_thread", False, R, "the web server runs on the worker's event loop (no threads)"),
     _s("web_port", 6066, H, "web_port"),
     _s("web_ssl_context", None, H, "web_ssl_context: the web server speaks HTTPS with it (and advertises https)"),
-    _s("web_transport", "tcp:", R, "the web server listens on TCP only (other workers forward table lookups to its host:port)"),
+    _s("web_transport", "tcp:", H, "web_transport: tcp:// or unix:///path (the server listens on that socket; other "
+       "workers forward table lookups to canonical_url, a proxy in front of it); other schemes are refused"),
     _s("canonical_url", None, H, "canonical_url: the URL other workers are told (default http(s)://<web_host>:<port>)"),
     _s("worker_redirect_stdouts", True, H, "worker_redirect_stdouts: True, print() (sys.stdout and sys.stderr) goes "
        "to the log (logger agentstream.stdout) while the worker runs; False or not given: it is not redirected"),
@@ -188,15 +204,16 @@ _TABLE: Final = [
     _s("PartitionAssignor", "faust.assignor:PartitionAssignor", R, _CLASS.format("assignor")),
     _s("LeaderAssignor", "faust.assignor:LeaderAssignor", R, _CLASS.format("leader assignor")),
     _s("Router", "faust.app.router:Router", R, _CLASS.format("router")),
-    _s("HttpClient", "aiohttp.client:ClientSession", R, _CLASS.format("HTTP client")),
+    _s("HttpClient", "aiohttp.client:ClientSession", H, "the class of app.http_client (made on first use, closed "
+       "with the app's clients): aiohttp's ClientSession or a subclass"),
     _s("Monitor", "faust.sensors:Monitor", H, "the class of app.monitor (a subclass of agentstream.sensors.Monitor), "
        "added to app.sensors on first use"),
     _s("ConsumerScheduler", "faust.transport.utils:DefaultSchedulingStrategy", R, "a task takes the buffered "
        "record with the lowest timestamp (Kafka Streams' partition group); the order is not pluggable"),
-    _s("stream_ack_cancelled_tasks", True, R, "a cancelled agent's records go to the error policy "
-       "(on_agent_error)"),
-    _s("stream_ack_exceptions", True, R, "an agent's exception goes to the error policy (on_agent_error: skip, "
-       "dead_letter or stop)"),
+    _s("stream_ack_cancelled_tasks", True, NA, "deprecated in Faust since 1.0, where it has no effect (faust-streaming "
+       "reads it nowhere); here a record whose agent was cancelled is never acknowledged (it is handled again)"),
+    _s("stream_ack_exceptions", True, NA, "deprecated in Faust since 1.0, where it has no effect (faust-streaming "
+       "reads it nowhere); here the records an agent raised on go where on_agent_error says"),
 ]  # fmt: skip
 
 FAUST_SETTINGS: Final[dict[str, FaustSetting]] = {s.name: s for s in _TABLE}
@@ -218,11 +235,59 @@ def _same(value: Any, default: Any) -> bool:
     return str(value) == str(default)
 
 
+def supervisor_name(value: Any) -> str | None:
+    """The class name of Faust's ``agent_supervisor`` (a mode class or its import path), or None."""
+    if value is None:
+        return None
+    if isinstance(value, type):
+        return value.__name__
+    return str(value).replace(":", ".").rsplit(".", 1)[-1]
+
+
+_SUPERVISORS = ("OneForOneSupervisor", "CrashingSupervisor")
+
+
+def _check_value(app_id: str, name: str, value: Any) -> None:
+    """An honoured setting whose value agentstream cannot do: ConfigError naming it and why."""
+    if name == "agent_supervisor" and supervisor_name(value) not in _SUPERVISORS:
+        raise ConfigError(
+            name,
+            f"app {app_id!r}: agent_supervisor={value!r} is not supported: agentstream restarts the agent instance "
+            "that failed (OneForOneSupervisor) or stops the worker (CrashingSupervisor); it never restarts all "
+            "instances at once nor leaves a failed one stopped",
+            "use mode.OneForOneSupervisor (the default) or mode.CrashingSupervisor",
+        )
+    if name == "cache":
+        import importlib.util
+        from urllib.parse import urlsplit
+
+        scheme = urlsplit(str(value)).scheme
+        if scheme not in ("memory", "redis", "rediscluster"):
+            raise ConfigError(
+                name,
+                f"app {app_id!r}: unknown cache backend {value!r}",
+                "use memory://, redis://host:port/db or rediscluster://",
+            )
+        if scheme != "memory" and importlib.util.find_spec("redis") is None:
+            raise ConfigError(name, f"app {app_id!r}: cache={value!r} needs the redis package", "pip install redis")
+    if name == "producer_partitioner" and not callable(value):
+        raise ConfigError(
+            name,
+            f"app {app_id!r}: {value!r} is not callable",
+            "pass a function (key_bytes, all_partitions, available_partitions) -> partition",
+        )
+    if name == "table_key_index_size" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(name, f"app {app_id!r}: {value!r} is not a positive number of keys", "e.g. 1000")
+
+
 def refuse_unsupported(app_id: str, given: dict[str, Any]) -> None:
     """Raise :class:`ConfigError` for the first refused Faust setting given a value other than
-    Faust's default: the app would otherwise run differently from what its settings say."""
+    Faust's default, or an honoured one given a value agentstream cannot do: the app would
+    otherwise run differently from what its settings say."""
     for name, value in given.items():
         entry = FAUST_SETTINGS.get(name)
+        if entry is not None and entry.status is Status.HONOURED and value is not None:
+            _check_value(app_id, name, value)
         if entry is None or entry.status is not Status.REFUSED or _same(value, entry.default):
             continue
         raise ConfigError(

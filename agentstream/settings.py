@@ -22,6 +22,7 @@ from .broker_urls import normalize_broker
 from .client_settings import check_client_settings
 from .credentials import SASL_MECHANISMS, Secret, broker_security, reveal
 from .exceptions import ConfigError
+from .faust_settings import supervisor_name
 
 log = logging.getLogger("agentstream.settings")
 ENV_PREFIX = "AGENTSTREAM_"
@@ -224,7 +225,10 @@ class Settings:
         },
     )
     web_transport: str = field(
-        default="tcp://", metadata={"help": "how the web server listens: tcp:// (unix:// sockets are refused)"}
+        default="tcp://",
+        metadata={
+            "help": "how the web server listens: tcp:// or unix:///path (other workers forward to canonical_url)"
+        },
     )
     web_in_thread: bool = field(
         default=False,
@@ -250,10 +254,11 @@ class Settings:
     )
     web_metrics_enabled: bool = field(
         default=False,
-        metadata={"help": "Faust's /performance/ endpoint: refused when true (agentstream serves /metrics)"},
+        metadata={"help": "serve Faust's /performance/ (JSON from app.monitor: throughput, latency, lag, tables)"},
     )
-    web_graph_enabled: bool = field(
-        default=False, metadata={"help": "Faust's /graph endpoint: refused when true (no service graph)"}
+    web_graph_enabled: bool | None = field(
+        default=None,
+        metadata={"help": "serve Faust's /graph/ (the topology as a Graphviz graph); not given: follows debug"},
     )
     web_application_options: Any = field(
         default=None,
@@ -580,7 +585,9 @@ class Settings:
         self.validate()
         if self.version > 1 and not self.id.endswith(f"-v{self.version}"):
             # Faust's conf.id: a new version is a new app, its own consumer group and internal topics
-            # (changelogs, agent, repartition, reply and dead-letter topics), in either naming
+            # (changelogs, agent, repartition, reply and dead-letter topics), in either naming. Named
+            # with Faust's default id_format even when the app gives another: faust-streaming formats
+            # the id before it reads id_format, so its group and topics carry <id>-v<version>
             self.id = f"{self.id}-v{self.version}"
         if not self.dead_letter_topic:
             self.dead_letter_topic = f"{self.id}-dead-letters"
@@ -820,23 +827,21 @@ class Settings:
             _check_host(name, getattr(self, name))
         if self.canonical_url:
             _check_canonical_url(self.canonical_url)
-        if str(self.web_transport).rstrip("/") != "tcp:":
+        transport = str(self.web_transport)
+        if transport.rstrip("/") != "tcp:" and not (transport.startswith("unix://") and len(transport) > 7):
             raise ConfigError(
                 "web_transport",
-                f"{self.web_transport!r}: agentstream's web server listens on TCP only (other workers "
-                "forward table lookups to its host:port)",
-                "use tcp:// (the default); to serve on a unix socket put a proxy in front",
+                f"{self.web_transport!r}: the web server listens on TCP (tcp://) or a unix socket (unix:///path)",
+                "use tcp:// (the default) or unix:///path/to/socket",
             )
         if self.web.rstrip("/") != "aiohttp:":
             raise ConfigError(
                 "web", f"{self.web!r}: agentstream's web server is aiohttp", "use aiohttp:// or leave it out"
             )
-        for name, why in (
-            ("web_metrics_enabled", "no Faust /performance/ endpoint: the metrics are at /metrics and /status.json"),
-            ("web_graph_enabled", "no Faust /graph endpoint (no service graph): /status.html shows the worker"),
-        ):
-            if getattr(self, name):
-                raise ConfigError(name, f"True: agentstream has {why}", f"remove {name}")
+        if self.web_graph_enabled is not None and not isinstance(self.web_graph_enabled, bool):
+            raise ConfigError(
+                "web_graph_enabled", f"must be true or false, got {self.web_graph_enabled!r}", "set it to True or False"
+            )
         opts = self.web_application_options
         if opts is not None and not (isinstance(opts, Mapping) and all(isinstance(k, str) for k in opts)):
             raise ConfigError(
@@ -953,7 +958,32 @@ class Settings:
             if raw is not None and name not in APP_ONLY:
                 values[name] = _coerce(name, raw, fields[name].type)
         warn_unknown_variables(env)
+        if "on_agent_error" not in values and supervisor_name(extra.get("agent_supervisor")) == "CrashingSupervisor":
+            values["on_agent_error"] = "stop"  # Faust's CrashingSupervisor: an agent's error stops the worker
+        _split_brokers(values, extra)
         return cls(id=id, extra=extra, **values)
+
+
+def _split_brokers(values: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Faust's ``broker_consumer`` / ``broker_producer`` (each defaults to ``broker``): the consumer's
+    cluster becomes ``broker`` (the group, changelogs, admin), the producer's ``extra['broker_producer']``
+    (left out when it is the same cluster)."""
+    consumer, producer = extra.pop("broker_consumer", None), extra.pop("broker_producer", None)
+    if consumer is None and producer is None:
+        return
+    main = values.get("broker", Settings.broker)
+    consumer_url = normalize_broker(consumer) if consumer is not None else main
+    producer_url = normalize_broker(producer) if producer is not None else normalize_broker(main)
+    values["broker"] = consumer_url
+    if producer_url != normalize_broker(consumer_url):
+        if values.get("processing_guarantee") == "exactly_once":
+            raise ConfigError(
+                "broker_producer",
+                f"the producer's cluster {producer_url!r} is not the consumer's {consumer_url!r}: under exactly_once "
+                "the offsets are committed in the producer's transactions, on the consumer group's cluster",
+                "use one cluster (broker=) with exactly_once",
+            )
+        extra["broker_producer"] = producer_url
 
 
 # -- Faust's environment variables and the web checks (docs/deployment.md) --------------------------------
@@ -1361,7 +1391,7 @@ def _coerce(name: str, raw: str, type_: Any, variable: str | None = None) -> Any
                     "set it to a finite number of seconds (NaN and infinity are not allowed)",
                 )
             return value
-        if t in ("bool", "<class 'bool'>"):
+        if t in ("bool", "<class 'bool'>", "bool | None"):
             if raw.lower() in ("1", "true", "yes", "on"):
                 return True
             if raw.lower() in ("0", "false", "no", "off"):

@@ -36,6 +36,9 @@ class SubTopology:
     source_topic_objects: list[Topic]
     sink_topics: list[str] = field(default_factory=list)
     joins: list[str] = field(default_factory=list)  # how the stage's joins were written (messages)
+    # the stage joins a table or another stream: its join state and stream time are per task, so
+    # concurrency=1's one instance runs per task here, not one shared by the worker's tasks
+    joined: bool = False
 
     @property
     def source_topics(self) -> list[str]:
@@ -102,6 +105,7 @@ class Topology:
                         topics.append(src.topic)
                 st = SubTopology(len(subs), agent, stage, topics, sinks)
                 st.joins = sorted({what for what, _ in joined_tables(agent, stage)})
+                st.joined = bool(st.joins or join_sources(agent, stage))
                 _check_join_partitions(st, joined_tables(agent, stage))
                 subs.append(st)
         return cls(subs)

@@ -1,11 +1,11 @@
 """The ``@app.agent`` decorator object: the agent function, its source topics, sinks and the
 split points its stream operations declare; plus ``send``/``cast``/``ask`` to talk to it.
 
-One *instance* of the agent function runs per task (and per ``concurrency``), iterating a
-stream fed by that task only, so ordering and offsets stay per partition. With ``concurrency=N``
-given (Faust's default mode, not ``isolated_partitions``), the instances of all the agent's tasks
-in a worker share N slots: at most N records are in the agent's hands at once, as with Faust's N
-actors over one stream (:mod:`agentstream.worker.slots`).
+One *instance* of the agent function runs per task, iterating a stream fed by that task only, so
+ordering and offsets stay per partition. With ``concurrency=N`` given (Faust's mode, not
+``isolated_partitions``), exactly N instances run in the worker, each with its own stream over all
+the agent's tasks there, as Faust's N actors (:mod:`agentstream.worker.actors`; under exactly_once,
+and in a joining stage, each task runs N instances sharing N slots, :mod:`agentstream.worker.slots`).
 """
 
 from __future__ import annotations
@@ -69,8 +69,8 @@ class Agent:
         self.concurrency = 1 if concurrency is None else concurrency
         self.isolated_partitions = isolated_partitions
         # Faust's concurrency=N: N instances share the worker's partitions, so at most N records are
-        # in flight for the agent in this worker. Without concurrency= (or with isolated_partitions)
-        # each task runs its own instance: partitions are handled in parallel.
+        # in flight for the agent in this worker (worker/actors.py). Without concurrency= (or with
+        # isolated_partitions) each task runs its own instance: partitions are handled in parallel.
         self.max_in_flight: int | None = None if concurrency is None or isolated_partitions else concurrency
         self.splits: list[SplitPoint] = []
         self.discovered = False

@@ -133,6 +133,8 @@ class Table(Rows):
             else _given_changelog(self, changelog_topic, partitions)
         )
         self._homes: dict[bytes, int] = {}
+        # Faust's table_key_index_size: how many keys' partitions the table remembers
+        self._homes_max: int = int(app.settings.extra.get("table_key_index_size") or _HOMES_MAX)
         self._warned: set[tuple[str, str]] = set()  # (kind, agent/topic): each problem is told once
         self._recover_callbacks: list[Callable[[], Any]] = []  # @table.on_recover (Faust's)
         self.key_index_table: Table | None = None  # tumbling(..., key_index=True): the window keys
@@ -209,24 +211,31 @@ class Table(Rows):
     # -- routing ---------------------------------------------------------------------------------
     def _home_partition(self, key_bytes: bytes) -> int:
         """The partition the key's bytes map to (Kafka's default partitioner), memoised: hot keys
-        are hashed once (the memo is dropped whole when it grows past ``_HOMES_MAX`` keys)."""
+        are hashed once (the memo is dropped whole when it grows past ``_homes_max`` keys: Faust's
+        ``table_key_index_size``, else ``_HOMES_MAX``)."""
         homes = self._homes
         home = homes.get(key_bytes)
         if home is None:
-            if len(homes) >= _HOMES_MAX:
+            if len(homes) >= self._homes_max:
                 homes.clear()
             home = homes[key_bytes] = default_partition(self._routing_bytes(key_bytes), self.partitions)
         return home
 
     def _routing_bytes(self, key_bytes: bytes) -> bytes:
         """The bytes the key's partition is hashed from: its store bytes, except in Faust's format,
-        where records reach a table through a topic keyed by the key's raw bytes (Faust's default
-        ``raw`` key serializer, e.g. a group_by), while the table stores it as JSON; Faust writes
-        the changelog to that record's partition, so the raw bytes are hashed."""
+        where the table stores a key as JSON but records reach it through the app's topics, keyed
+        with the app's ``key_serializer`` (Faust's default ``raw``, e.g. a group_by; ``json`` when
+        the app says so). Faust writes the changelog to that record's partition and its
+        ``table_route`` goes there too, so the key as those topics encode it is hashed."""
         if not self.faust_format or self.key_type is bytes:
             return key_bytes
         try:
-            return codecs.key_text(self.key_codec.loads(key_bytes))
+            key = self.key_codec.loads(key_bytes)
+            app_keys = self.app.key_serializer
+            if app_keys == "raw":
+                return codecs.key_text(key)
+            raw = codecs.side_codec(self.key_type, None, app_keys).dumps(key)
+            return key_bytes if raw is None else bytes(raw)
         except Exception:
             return key_bytes
 

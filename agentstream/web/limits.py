@@ -243,6 +243,28 @@ class GuardedSite(web.BaseSite):
         )
 
 
+class GuardedUnixSite(web.BaseSite):
+    """:class:`GuardedSite` on a unix socket (Faust's ``web_transport='unix://<path>'``)."""
+
+    def __init__(self, runner: web.BaseRunner, path: str, limits: Limits) -> None:
+        super().__init__(runner, backlog=512)
+        self._path = path
+        self.limits = limits
+
+    @property
+    def name(self) -> str:
+        return f"http://unix:{self._path}:"
+
+    async def start(self) -> None:
+        await super().start()
+        server = self._runner.server
+        assert server is not None
+        limits = self.limits
+        self._server = await asyncio.get_running_loop().create_unix_server(
+            lambda: GuardedProtocol(_new_handler(server), limits), self._path, backlog=self._backlog
+        )
+
+
 class MalformedRequestFilter(logging.Filter):
     """Turns aiohttp's traceback for each malformed request into one line, at most one per
     ``interval`` seconds (with the number suppressed in between): hostile clients cannot flood

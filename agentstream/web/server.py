@@ -29,9 +29,10 @@ from ..exceptions import ConfigError
 from ..settings import allowed_hosts
 from ..worker.assignor import Assignment
 from .cors import CorsPolicy
+from .faust_pages import FaustPages, graph_enabled, metrics_enabled
 from .forward import Forwarder
 from .forward_auth import FORWARD_AUTH_HEADER, verify
-from .limits import GuardedSite, Limits, install_log_filter
+from .limits import GuardedSite, GuardedUnixSite, Limits, install_log_filter
 from .responses import error_response, json_response
 from .stats import Stats
 from .status_page import render_status_page
@@ -95,6 +96,9 @@ class Web:
         self.app = app
         self.worker = worker
         self.host = host
+        # Faust's web_transport='unix://<path>': the socket the server listens on instead of host:port
+        transport = str(app.settings.web_transport)
+        self.unix_path: str | None = transport[len("unix://") :] if transport.startswith("unix://") else None
         self.port = port
         extra = app.settings.extra
         self.redirect = bool(extra.get("web_redirect", False) if redirect is None else redirect)
@@ -253,6 +257,13 @@ class Web:
         if s.web_stats_enabled:
             routes += [("/status", self.status), ("/status.json", self.status_json), ("/status.html", self.status_html)]
         routes.append(("/metrics", self.metrics))
+        # Faust's optional endpoints, when the app's settings ask for them (web/faust_pages.py)
+        pages = FaustPages(self.app, lambda: self.worker.topology)
+        if metrics_enabled(s):
+            self.app.monitor  # noqa: B018  # counting from now: Faust's monitor runs from the start
+            routes += [("/performance", pages.performance), ("/performance/", pages.performance)]
+        if graph_enabled(s):
+            routes += [("/graph", pages.graph), ("/graph/", pages.graph)]
         return routes
 
     @staticmethod
@@ -279,6 +290,9 @@ class Web:
         install_log_filter()
         self._runner = web.AppRunner(self.build(), access_log=None, shutdown_timeout=2.0)
         await self._runner.setup()
+        if self.unix_path is not None:
+            await self._start_unix(self.unix_path)
+            return
         try:
             await GuardedSite(self._runner, self.host, self.port, self.limits, ssl_context=self.ssl_context).start()
         except OSError as exc:
@@ -325,6 +339,23 @@ class Web:
             self.port,
             self.url,
         )
+
+    async def _start_unix(self, path: str) -> None:
+        """Faust's ``web_transport='unix://<path>'``: serve on that socket. Other workers reach this
+        one at ``canonical_url`` (a proxy in front of the socket); without it, they cannot forward here."""
+        assert self._runner is not None
+        try:
+            await GuardedUnixSite(self._runner, path, self.limits).start()
+        except OSError as exc:
+            await self._runner.cleanup()
+            self._runner = None
+            raise ConfigError(
+                "web_transport",
+                f"cannot listen on the unix socket {path!r}: {exc.strerror or exc}",
+                "name a writable path",
+            ) from exc
+        self._sampler = asyncio.ensure_future(self.stats.run())
+        log.info("web server for %s listening on unix socket %s (advertised as %s)", self.app.id, path, self.url)
 
     async def stop(self) -> None:
         if self._sampler is not None:
@@ -450,6 +481,8 @@ class Web:
             *(["/metadata"] if s.web_router_enabled else ()),
             *(["/status", "/status.html"] if s.web_stats_enabled else ()),
             "/metrics",
+            *(["/performance/"] if metrics_enabled(s) else ()),
+            *(["/graph/"] if graph_enabled(s) else ()),
         ]
         # a built-in whose path an app page takes is listed where it stays (BUILTIN_PREFIX)
         taken = {p.split("/{")[0].rstrip("/") or "/" for p in self.shadowed}

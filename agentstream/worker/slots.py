@@ -1,5 +1,6 @@
-"""Faust's ``concurrency=N``: at most N instances of an agent handle a record at once in a worker,
-across all the partitions (tasks) of the agent's sub-topology.
+"""Faust's ``concurrency=N`` under exactly_once and in a joining stage: at most N instances of an agent handle a record at
+once in a worker, across all the partitions (tasks) of the agent's sub-topology. (Otherwise N
+instances share the tasks: :mod:`agentstream.worker.actors`.)
 
 Each task of such an agent runs N instances, and every instance takes a slot here before it hands
 a record to the agent function and gives it back when it asks for the next one. Slots go first come,

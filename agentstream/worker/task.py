@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from ..runtime import FaultPoints
     from ..sensors import SensorDelegate
     from ..topology import SubTopology
+    from .actors import SharedInput
     from .eos import CommitGate, TaskTransaction
     from .errors import ErrorPolicy
     from .slots import InstanceSlots
@@ -186,6 +187,12 @@ class StreamTask(PolledInput):
         # Faust's concurrency=N (set by the task manager): the slots this sub-topology's tasks share,
         # so at most N of the agent's instances hold a record at once in this worker. None: no cap.
         self.slots: InstanceSlots | None = None
+        # Faust's concurrency=N with N instances in the worker (set by the task manager): the input
+        # the agent's instances share across the sub-topology's tasks; they run in its lead task.
+        self.shared: SharedInput | None = None
+        # what the last next_event(timeout) that found nothing left to wait for (a lagging input's
+        # wait, seconds; None: until a record comes): the shared instances wait the least of these
+        self.pending_wait: float | None = None
         self._inner_next: NextEvent = self._gated_next_event
         self._slot_poll = False  # poll_event takes records under the slots (no gate, no fault points)
         # The app's sensors while one is registered (set by the worker: sense()): records then go
@@ -199,6 +206,8 @@ class StreamTask(PolledInput):
         """Buffer fetched records; returns the queue length so the fetcher can pause the partition."""
         n = self.group.add(tp, messages)
         self._wakeup.set()
+        if self.shared is not None:
+            self.shared.wakeup.set()
         return n
 
     def queue(self, tp: TP) -> RecordQueue:
@@ -400,6 +409,7 @@ class StreamTask(PolledInput):
             if deadline is not None:
                 remaining = deadline - clock.monotonic()
                 if remaining <= 0:
+                    self.pending_wait = wait
                     return None
                 wait = remaining if wait is None else min(wait, remaining)
             self._wakeup.clear()
@@ -410,6 +420,11 @@ class StreamTask(PolledInput):
                     await clock.wait_for(self._wakeup.wait(), wait)
                 except TimeoutError:
                     pass
+
+    def _handled(self) -> int:
+        """Records acknowledged by the task, or by every task its shared instances read."""
+        shared = self.shared
+        return self.processed if shared is None else shared.processed
 
     def _decode_pending(self) -> bool:
         """_take() left an undecodable record for the error policy."""
@@ -480,7 +495,11 @@ class StreamTask(PolledInput):
             self.lifecycle.to(TaskState.RESTORING)
         self.lifecycle.to(TaskState.RUNNING)
         self._pick_pull()
-        for i in range(self.agent.concurrency):
+        shared = self.shared
+        if shared is not None:
+            shared.wakeup.set()  # records may have come while it restored
+        instances = self.agent.concurrency if shared is None or shared.lead is self else 0
+        for i in range(instances):
             task = asyncio.ensure_future(self._run_instance(i))
             task.add_done_callback(self._instance_done)
             self._instances.append(task)
@@ -530,10 +549,11 @@ class StreamTask(PolledInput):
         streams_in_hand.set(hand)  # every stream the agent makes registers here
         self.hands.append(hand)
         restarts = 0
+        shared = self.shared
         while self.lifecycle.state is _RUNNING:
             hand.clear()
-            stream = self._stream_class(self)
-            handled = self.processed
+            stream = self._stream_class(self if shared is None else shared)
+            handled = self._handled()
             try:
                 await self.agent.run(stream)
                 return
@@ -574,7 +594,7 @@ class StreamTask(PolledInput):
         else:
             await self._errors.agent_failed(self, None, exc)  # under 'stop' this raises StopProcessing
         set_current_event(None)
-        if events or self.processed != handled:
+        if events or self._handled() != handled:
             return 0
         restarts += 1
         if restarts > self.restart_max:
@@ -618,7 +638,13 @@ class StreamTask(PolledInput):
         self._attempts = {_record_id(e): attempts + 1 for e in events}  # only the records in retry
         await self._pause(delay)
         if self.lifecycle.state is _RUNNING:  # closed meanwhile: the records go to the next owner
-            self._redeliver = [(e.message, e.tp) for e in events]
+            if self.shared is None:
+                self._redeliver = [(e.message, e.tp) for e in events]
+            else:  # each record again from its own task (the shared instances take it from there)
+                for e in events:
+                    owner = self.shared.owner(e.tp)
+                    owner._redeliver.append((e.message, e.tp))
+                self.shared.wakeup.set()
 
     async def _pause(self, delay: float) -> None:
         """Wait ``delay`` on the app's clock, or until the task closes; out of the commit gate meanwhile."""
@@ -659,6 +685,8 @@ class StreamTask(PolledInput):
             self.lifecycle.to(TaskState.CLOSED)
         self._wakeup.set()
         self._closed.set()
+        if self.shared is not None:
+            self.shared.wakeup.set()
         if self.slots is not None:
             self.slots.abandon(self)  # instances waiting for a slot stop waiting
         if self._instances:

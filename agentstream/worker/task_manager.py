@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from .actors import SharedInput
 from .eos import CommitGate
 from .slots import InstanceSlots
 from .task import StreamTask, TaskId
@@ -80,7 +81,13 @@ class TaskManager:
         tasks: dict[TaskId, StreamTask] = {}
         for st in self.topology.subtopologies:
             limit = st.agent.max_in_flight
-            slots = None if limit is None else InstanceSlots(limit)  # shared by this sub-topology's tasks
+            # Faust's concurrency=N: N instances in the worker sharing the sub-topology's tasks.
+            # Under exactly_once each task's records go in its own transaction, through its own
+            # commit gate, and a joining stage keeps its join state per task: there the tasks'
+            # instances share N slots instead (at most N in hand).
+            shared_instances = limit is not None and self.eos is None and not st.joined
+            slots = None if limit is None or shared_instances else InstanceSlots(limit)
+            made: list[StreamTask] = []
             by_number: dict[int, list[TP]] = {}
             for name in st.source_topics:
                 for tp in assigned:
@@ -106,6 +113,12 @@ class TaskManager:
                     tasks[tid].gate = CommitGate()
                 tasks[tid].faults = self.faults
                 tasks[tid].slots = slots
+                made.append(tasks[tid])
+            if shared_instances and made:
+                made.sort(key=lambda t: t.id.partition)
+                shared = SharedInput(made)
+                for task in made:
+                    task.shared = shared
         routes: dict[TP, list[StreamTask]] = {}
         for task in tasks.values():
             for tp in task.partitions:

@@ -258,6 +258,8 @@ class Worker:
         self.topology = app.topology()
         transport = app.transport
         counts = await transport.ensure_topics(self._topic_specs())
+        if app.producer_transport is not None:  # Faust's broker_producer: the records go to that cluster
+            await app.producer_transport.ensure_topics(self._topic_specs())
         self.topology.check_copartitioning(counts)
         if s.processing_guarantee == "exactly_once":
             self.eos = ExactlyOnce(app)

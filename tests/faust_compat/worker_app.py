@@ -41,19 +41,27 @@ concurrency_topic = app.topic(topic_name("concurrency"), value_type=int, partiti
 _in_flight = 0
 _max_in_flight = 0
 _handled = 0
+_instances = 0
+_fed: set[int] = set()  # the instances (Faust's actors) that handled a record
 
 
 @app.agent(concurrency_topic, concurrency=4)
 async def limited(stream: Any) -> None:
-    global _in_flight, _max_in_flight, _handled
+    global _in_flight, _max_in_flight, _handled, _instances
+    me = _instances  # the preamble: runs once per instance
+    _instances += 1
     async for _value in stream:
+        _fed.add(me)
         _in_flight += 1
         _max_in_flight = max(_max_in_flight, _in_flight)
         await asyncio.sleep(0.2)
         _in_flight -= 1
         _handled += 1
         if _handled == CONCURRENCY_RECORDS:
-            out("concurrency", {"handled": _handled, "max_in_flight": _max_in_flight})
+            out(
+                "concurrency",
+                {"handled": _handled, "max_in_flight": _max_in_flight, "instances_fed": len(_fed)},
+            )
 
 
 # -- a table, Faust's table views and a table_route page -------------------------------------------

@@ -162,3 +162,29 @@ async def app_agents_mapping() -> Any:
         list(app.agents) == [first.name],
         list(app.agents.values()) == [first],
     ]
+
+
+@scenario("Faust settings honoured: id_format (read back; the id as Faust names it), HttpClient makes app.http_client")
+async def settings_id_format_http_client() -> Any:
+    import warnings
+
+    import aiohttp
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # aiohttp discourages subclassing its session
+
+        class Session(aiohttp.ClientSession):
+            pass
+
+    app = faust.App(
+        "compat-idf", broker="kafka://localhost:9092", version=3, id_format="{id}.ver{self.version}", HttpClient=Session
+    )
+    client = app.http_client
+    got = {
+        "id": app.conf.id,
+        "id_format": app.conf.id_format,
+        "client": type(client).__name__,
+        "same": app.http_client is client,
+    }
+    await client.close()
+    return got

@@ -138,3 +138,121 @@ async def test_stopping_while_a_record_waits_for_a_slot_commits_neither_record()
         assert [await consumer.committed(tp) for tp in tps] == [None, None]
     finally:
         await h.__aexit__(None, None, None)
+
+
+async def test_concurrency_n_runs_exactly_n_instances_sharing_the_partitions() -> None:
+    """Faust's actors: the body runs N times in the worker (not N per partition), each instance
+    is fed, and no record is lost or handled twice (issue 40 item 4)."""
+    app = agentstream.App(f"conc-{uuid.uuid4().hex[:6]}", topic_partitions=4, store="memory://", web_enabled=False)
+    topic = app.topic("jobs", value_type=int)
+    instances: list[int] = []
+    fed: dict[int, list[int]] = {}
+    partitions: list[set[Any]] = []
+
+    @app.agent(topic, concurrency=3)
+    async def work(stream: agentstream.Stream) -> None:
+        if not stream.active_partitions:
+            return  # the topology probe's run (issue 40 item 8), not an instance
+        me = len(instances)
+        instances.append(me)  # the preamble: per-actor state (a connection, a batch) is made here
+        partitions.append(stream.active_partitions)
+        fed[me] = []
+        async for value in stream:
+            fed[me].append(value)
+            await asyncio.sleep(0.001)  # in hand while the other instances take records
+
+    committed = await run(app, 60)
+    assert instances == [0, 1, 2]
+    assert partitions == [{TP("jobs", p) for p in range(4)}] * 3  # each instance reads every partition
+    assert all(fed[i] for i in instances), fed  # every instance was fed
+    assert sorted(v for values in fed.values() for v in values) == list(range(60))
+    assert {i % 4 for i in fed[0] + fed[1] + fed[2]} == {0, 1, 2, 3}
+    assert committed == {TP("jobs", p): 15 for p in range(4)}
+
+
+async def test_shared_instances_commit_nothing_past_a_record_still_in_hand() -> None:
+    """Two instances over one partition: the second finishes the records after the one the first
+    holds, and the commit stops at the held record until it is finished."""
+    app = agentstream.App(f"conc-{uuid.uuid4().hex[:6]}", topic_partitions=1, store="memory://", web_enabled=False)
+    topic = app.topic("jobs", value_type=int)
+    release = asyncio.Event()
+    done: list[int] = []
+
+    @app.agent(topic, concurrency=2)
+    async def work(stream: agentstream.Stream) -> None:
+        async for value in stream:
+            if value == 2:
+                await release.wait()
+            done.append(value)
+
+    h = AppHarness(app)
+    await h.__aenter__()
+    try:
+        for i in range(6):
+            await h.send("jobs", i, partition=0)
+        for _ in range(500):
+            if sorted(done) == [0, 1, 3, 4, 5]:
+                break
+            await asyncio.sleep(0.005)
+        assert sorted(done) == [0, 1, 3, 4, 5]  # handled past the held record, out of order
+        await h.worker.commit()
+        (tp,) = h.worker.consumer.assignment()
+        assert await h.worker.consumer.committed(tp) == 2  # not past offset 2, still in hand
+        release.set()
+        await h.wait_idle()
+        assert await h.worker.consumer.committed(tp) == 6
+    finally:
+        await h.__aexit__(None, None, None)
+
+
+async def test_a_shared_instance_retries_a_record_from_its_own_partition() -> None:
+    """agent_retries with shared instances: the record is handed out again from its own partition
+    (the instance that failed may have been fed by another) and committed once handled."""
+    app = agentstream.App(
+        f"conc-{uuid.uuid4().hex[:6]}",
+        topic_partitions=3,
+        store="memory://",
+        web_enabled=False,
+        agent_retries=2,
+        agent_retry_backoff=0.01,
+    )
+    topic = app.topic("jobs", value_type=int)
+    attempts: dict[int, int] = {}
+
+    @app.agent(topic, concurrency=2)
+    async def work(stream: agentstream.Stream) -> None:
+        async for value in stream:
+            attempts[value] = attempts.get(value, 0) + 1
+            if value in (4, 8) and attempts[value] == 1:
+                raise RuntimeError(f"flaky {value}")
+
+    committed = await run_on(app, 12, 3)
+    assert attempts == {v: (2 if v in (4, 8) else 1) for v in range(12)}
+    assert committed == {TP("jobs", p): 4 for p in range(3)}
+
+
+async def run_on(app: agentstream.App, n: int, partitions: int) -> dict[TP, int | None]:
+    async with AppHarness(app) as h:
+        for i in range(n):
+            await h.send("jobs", i, partition=i % partitions)
+        await h.wait_idle()
+        consumer = h.worker.consumer
+        return {tp: await consumer.committed(tp) for tp in sorted(consumer.assignment())}
+
+
+async def test_idle_shared_instances_sleep_until_a_record_comes_under_virtual_time() -> None:
+    """The instances wait for a record (or a lagging input's wait), not on a timer: a day of the
+    harness's virtual time passes at once (a polling wait would wake 20 times per virtual second)."""
+    app = agentstream.App(f"conc-{uuid.uuid4().hex[:6]}", topic_partitions=4, store="memory://", web_enabled=False)
+    seen: list[int] = []
+
+    @app.agent(app.topic("jobs", value_type=int), concurrency=2)
+    async def work(stream: agentstream.Stream) -> None:
+        async for value in stream:
+            seen.append(value)
+
+    async with AppHarness(app, virtual_time=True) as h:
+        await h.send("jobs", 1, partition=0)
+        await asyncio.wait_for(h.advance(86_400.0), 30)  # a guard: polling would take minutes
+        await h.send("jobs", 2, partition=3)
+        assert seen == [1, 2]

@@ -110,9 +110,7 @@ def test_canonical_url_may_be_a_yarl_url_as_in_faust() -> None:
     assert app.conf.canonical_url == "http://w1:7000"
 
 
-@pytest.mark.parametrize(
-    ("setting", "value"), [("web_transport", "unix:///tmp/agentstream.sock"), ("web_in_thread", True)]
-)
+@pytest.mark.parametrize(("setting", "value"), [("web_transport", "udp://127.0.0.1:1"), ("web_in_thread", True)])
 def test_web_settings_it_cannot_honour_are_refused_naming_them(setting: str, value: Any) -> None:
     with pytest.raises(ConfigError) as info:
         agentstream.App("c", broker="memory://", **{setting: value})
