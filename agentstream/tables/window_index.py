@@ -62,6 +62,8 @@ class WindowIndex:
     """The windows of one partition by end: :meth:`note` before a window is written, :meth:`due`
     to take the ones whose end has passed a limit."""
 
+    __slots__ = ()
+
     def note(self, end_ms: int, wk: bytes, fresh: bool | None) -> None:
         """Window ``wk`` (ending at ``end_ms``) is about to be written. ``fresh``: whether it has
         no value yet, when the caller knows (None: look it up if the index needs to)."""

@@ -41,7 +41,9 @@ def held_bytes(wt: Any) -> int:
     return total
 
 
-def window_app(app_id: str, broker: str, store: str, data_dir: Path, closed: list[Any] | None = None) -> tuple[Any, Any]:
+def window_app(
+    app_id: str, broker: str, store: str, data_dir: Path, closed: list[Any] | None = None
+) -> tuple[Any, Any]:
     app = agentstream.App(
         app_id,
         broker=broker,
