@@ -25,10 +25,10 @@ Expiry is checked on every stream-time advance: each partition keeps its windows
 by end (:mod:`~agentstream.tables.window_index`: a min-heap for memory stores; for a persistent
 store, entries in the store itself, so memory does not grow with the keys), so a check costs
 O(1) when nothing is due (no timer). The index is rebuilt lazily from the store whenever the
-partition has been (re)restored. A sync ``on_window_close`` runs inline after the record's own writes, once the
-table's bookkeeping is done; an exception from it is logged with the key and window (and
-counted in ``callback_errors``) and never undoes or skips the record. An ``async`` one is
-started as a task (not awaited before the commit; see :meth:`WindowedTable.wait_callbacks`).
+partition has been (re)restored. A sync ``on_window_close`` runs inline after the record's own
+writes, once the table's bookkeeping is done; an exception from it is logged with the key and
+window (and counted in ``callback_errors``) and never undoes or skips the record. An ``async``
+one is started as a task (not awaited before the commit; see :meth:`WindowedTable.wait_callbacks`).
 Either may run again for the same window after a crash, like any processing since the last
 commit.
 
