@@ -37,6 +37,7 @@ COMPILED = [
     "agentstream/tables/table.py",
     "agentstream/tables/windows.py",
     "agentstream/tables/windowed.py",
+    "agentstream/tables/window_index.py",
     "agentstream/transport/kafka/batches.py",
     "agentstream/transport/kafka/producer.py",
     "agentstream/transport/kafka/reader.py",

@@ -36,7 +36,11 @@ against such a reference, with late and out-of-order input).
 
 Both sides live in one internal table, ``<app>-<agent>-join-<topic>`` (changelog topic
 ``<app>-<agent>-join-<topic>-changelog``), so a restarted or failed-over task gets its buffers and
-stream time back through the normal restore. Keys: side tag, key bytes, timestamp and the
+stream time back through the normal restore. In memory the join keeps an index of the buffered
+records (key, time, matched) and their values up to :data:`VALUES_MAX_BYTES`: past it the oldest
+records' values (raw and decoded) are dropped from memory, counted in ``values_spilled`` and
+logged, and read back from the buffer table when one of them matches or closes unmatched, so a
+large buffer costs reads, never results. Keys: side tag, key bytes, timestamp and the
 record's offset, so a record handled again after a crash (at-least-once) overwrites its own entry
 instead of being buffered twice (it may emit its matches again: duplicates, never losses).
 """
@@ -44,6 +48,7 @@ instead of being buffered twice (it may emit its matches again: duplicates, neve
 from __future__ import annotations
 
 import bisect
+import collections
 import heapq
 import logging
 import struct
@@ -78,6 +83,10 @@ _UID = struct.Struct(">q")
 _TOPIC_LEN = struct.Struct(">H")
 _BIAS = 1 << 63
 LATE_WARNING_EVERY = 10.0
+VALUES_MAX_BYTES = 64 << 20
+"""About the most one join holds in memory of its buffered records' values (raw bytes, a decoded
+value counted at its raw size again); beyond it the oldest are read back from the buffer table
+when needed (its store holds every buffered record)."""
 
 
 def buffer_key(side: int, kb: bytes, ts_ms: int, uid: int) -> bytes:
@@ -110,15 +119,17 @@ def _parse_value(data: bytes) -> tuple[bool, str, bytes]:
 class _Entry:
     """One buffered record."""
 
-    __slots__ = ("side", "kb", "ts", "uid", "topic", "raw", "matched", "skey", "value", "decoded")
+    __slots__ = ("side", "kb", "ts", "uid", "topic", "raw", "matched", "skey", "value", "decoded", "charge")
 
     def __init__(
         self, side: int, kb: bytes, ts: int, uid: int, topic: str, raw: bytes, matched: bool, skey: bytes
     ) -> None:
         self.side, self.kb, self.ts, self.uid = side, kb, ts, uid
-        self.topic, self.raw, self.matched, self.skey = topic, raw, matched, skey
+        self.topic, self.matched, self.skey = topic, matched, skey
+        self.raw: bytes | None = raw  # None: spilled (read back from the buffer table when needed)
         self.value: Any = None
         self.decoded = False
+        self.charge = 0  # bytes counted against the join's VALUES_MAX_BYTES while its values are held
 
     def order(self) -> tuple[int, int]:
         return self.ts, self.uid
@@ -173,6 +184,14 @@ class StreamStreamJoin:
         self._future_since_warning = 0
         self._last_future_warning = float("-inf")
         self._bufs: dict[int, _Buffers] = {}
+        self.max_value_bytes = VALUES_MAX_BYTES
+        self.values_held = 0  # bytes of buffered values in memory (see VALUES_MAX_BYTES)
+        self.values_spilled = 0  # buffered records whose values were dropped from memory
+        self.values_reread = 0  # reads of spilled values back from the buffer table
+        self.values_unreadable = 0  # spilled values missing from the table when needed (logged)
+        self._held: collections.deque[_Entry] = collections.deque()  # entries holding values, oldest first
+        self._spilled_since_warning = 0
+        self._last_spill_warning = float("-inf")
 
     # -- state ----------------------------------------------------------------------------------
     def _part(self, partition: int) -> TablePartition:
@@ -192,6 +211,9 @@ class StreamStreamJoin:
         b = self._bufs.get(partition)
         if b is not None and b.part is part and b.epoch == part.epoch:
             return b
+        if b is not None:
+            for old in b.entries.values():
+                self._release(old)
         b = _Buffers(part)
         stored: bytes | None = None
         ahead: list[bytes] = []
@@ -208,7 +230,9 @@ class StreamStreamJoin:
                 ahead.append(k)
                 continue
             matched, topic, raw = _parse_value(v)
-            b.add(_Entry(side, kb, ts, uid, topic, raw, matched, k))
+            e = _Entry(side, kb, ts, uid, topic, raw, matched, k)
+            b.add(e)
+            self._hold(e)
         for k in ahead:
             part.set(k, None)
         self.future_dropped += len(ahead)
@@ -246,12 +270,90 @@ class StreamStreamJoin:
             )
         return fallback
 
-    def _decode(self, e: _Entry) -> Any:
-        if not e.decoded:
-            topic = self.app.topics.get(e.topic)
-            e.value = e.raw if topic is None else topic.value_codec.loads(e.raw)
-            e.decoded = True
-        return e.value
+    # -- values in memory, bounded -----------------------------------------------------------------
+    def _hold(self, e: _Entry) -> None:
+        """Count ``e``'s values against the bound; spill the oldest held ones past it."""
+        raw = e.raw
+        if raw is None:
+            return
+        e.charge = len(raw) * (2 if e.decoded else 1) + 1
+        self.values_held += e.charge
+        self._held.append(e)
+        if self.values_held > self.max_value_bytes:
+            self._spill()
+
+    def _release(self, e: _Entry) -> None:
+        """``e`` left the buffer: its values no longer count."""
+        self.values_held -= e.charge
+        e.charge = 0
+        held = self._held
+        while held and held[0].charge == 0:
+            held.popleft()
+
+    def _spill(self) -> None:
+        held = self._held
+        n = 0
+        while self.values_held > self.max_value_bytes and held:
+            e = held.popleft()
+            if e.charge == 0:
+                continue  # left the buffer already
+            self.values_held -= e.charge
+            e.charge = 0
+            e.raw, e.value, e.decoded = None, None, False
+            n += 1
+        self.values_spilled += n
+        self._spilled_since_warning += n
+        now = time.monotonic()
+        if n and now - self._last_spill_warning >= LATE_WARNING_EVERY:
+            log.warning(
+                "join %s: %d buffered record value(s) dropped from memory since the last warning (%d in total; "
+                "the bound is %d bytes): they are read back from the buffer table when they match or close",
+                self.table.name,
+                self._spilled_since_warning,
+                self.values_spilled,
+                self.max_value_bytes,
+            )
+            self._spilled_since_warning = 0
+            self._last_spill_warning = now
+
+    def _raw(self, b: _Buffers, e: _Entry) -> bytes | None:
+        """``e``'s value bytes: held, or read back from the buffer table (None: missing there, logged)."""
+        if e.raw is not None:
+            return e.raw
+        self.values_reread += 1
+        found, stored = b.part.get_bytes(e.skey)
+        if found and isinstance(stored, bytes) and len(stored) >= 3:
+            return _parse_value(stored)[2]
+        self.values_unreadable += 1
+        log.error(
+            "join %s partition %d: buffered record %s@%d (time %d ms) is missing from the buffer table; "
+            "it cannot join (%d such in total)",
+            self.table.name,
+            b.part.partition,
+            e.topic,
+            e.uid,
+            e.ts,
+            self.values_unreadable,
+        )
+        return None
+
+    def _decode(self, b: _Buffers, e: _Entry) -> Any:
+        """``e``'s decoded value (kept while its raw value is held); raises KeyError when it is
+        missing from the buffer table (logged by :meth:`_raw`)."""
+        if e.decoded:
+            return e.value
+        raw = self._raw(b, e)
+        if raw is None:
+            raise KeyError(e.skey)
+        topic = self.app.topics.get(e.topic)
+        value = raw if topic is None else topic.value_codec.loads(raw)
+        if e.charge:  # held: keep the decoded value too, counted
+            e.value, e.decoded = value, True
+            e.charge += len(raw)
+            self.values_held += len(raw)
+            if self.values_held > self.max_value_bytes:
+                self._spill()
+        return value
 
     # -- the Joiner protocol ----------------------------------------------------------------------
     def on_left(self, event: Event) -> list[Event]:
@@ -290,22 +392,29 @@ class StreamStreamJoin:
             for e in others[start:]:
                 if e.ts > hi:
                     break
+                try:
+                    other = self._decode(b, e)
+                except KeyError:
+                    continue  # missing from the buffer table: logged and counted
                 matched = True
-                out.append(result_event(event.key, self._pair(side, event.value, self._decode(e)), event, max(t, e.ts)))
+                out.append(result_event(event.key, self._pair(side, event.value, other), event, max(t, e.ts)))
                 if not e.matched:
                     e.matched = True
-                    b.part.set(e.skey, _buffer_value(True, e.topic, e.raw))
+                    e_raw = self._raw(b, e)
+                    if e_raw is not None:
+                        b.part.set(e.skey, _buffer_value(True, e.topic, e_raw))
         skey = buffer_key(side, kb, t, m.offset)
         existing = b.entries.get(skey)
         if existing is not None:  # handled again after a crash: keep one entry
             if matched and not existing.matched:
                 existing.matched = True
-                b.part.set(skey, _buffer_value(True, existing.topic, existing.raw))
+                b.part.set(skey, _buffer_value(True, existing.topic, raw))  # the same record: its value
         else:
             e = _Entry(side, kb, t, m.offset, m.topic, raw, matched, skey)
             e.value, e.decoded = event.value, True
             b.add(e)
             b.part.set(skey, _buffer_value(matched, m.topic, raw))
+            self._hold(e)
         return out
 
     def _expire(self, b: _Buffers, out: list[Event]) -> None:
@@ -318,16 +427,23 @@ class StreamStreamJoin:
             e = b.entries.get(skey)
             if e is None:
                 continue
-            b.remove(e)
-            b.part.set(skey, None)
             if not e.matched and self.emits[e.side]:
-                out.append(self._unmatched(b, e))
+                unmatched = self._unmatched(b, e)  # before the delete: a spilled value is read back
+                if unmatched is not None:
+                    out.append(unmatched)
+            b.remove(e)
+            self._release(e)
+            b.part.set(skey, None)
 
-    def _unmatched(self, b: _Buffers, e: _Entry) -> Event:
+    def _unmatched(self, b: _Buffers, e: _Entry) -> Event | None:
+        raw = self._raw(b, e)
+        if raw is None:
+            return None  # missing from the buffer table: logged and counted
         topic = self.app.topics.get(e.topic)
         key = e.kb if topic is None else topic.key_codec.loads(e.kb)
-        message = Message(e.topic, b.part.partition, e.uid, e.ts, 0, e.kb, e.raw, None, -1, -1, ())
-        return Event(key, self._pair(e.side, self._decode(e), None), message)
+        value = e.value if e.decoded else raw if topic is None else topic.value_codec.loads(raw)
+        message = Message(e.topic, b.part.partition, e.uid, e.ts, 0, e.kb, raw, None, -1, -1, ())
+        return Event(key, self._pair(e.side, value, None), message)
 
     def _late(self, event: Event, st: int) -> None:
         self.late_dropped += 1

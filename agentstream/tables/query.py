@@ -11,6 +11,7 @@ pending writes or store, nor a window state's internals.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import struct
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator
@@ -40,6 +41,8 @@ class QueryableTable(Protocol):
 
 __all__ = [
     "STREAM_TIME_KEY",
+    "WINDOW_INDEX_PREFIX",
+    "WINDOW_INDEX_END",
     "WindowInfo",
     "live_entries",
     "local_partitions",
@@ -61,6 +64,13 @@ STREAM_TIME_KEY = b"\xff\xff\xff\xffagentstream.stream-time"
 """Reserved store key of a windowed partition's stream time: a 2**32-1 length prefix no window key
 can have, so it sorts last. :func:`live_entries` leaves it out unless asked."""
 
+WINDOW_INDEX_PREFIX = b"\xff\xff\xff\xfe"
+"""Reserved prefix of a windowed partition's expiry index in a persistent store
+(:mod:`agentstream.tables.window_index`): a length prefix no window key can have, sorting after every
+window key (and Faust's JSON keys) and before the stream-time entry. Store-only entries: never in the
+changelog, never in :func:`live_entries`."""
+WINDOW_INDEX_END = b"\xff\xff\xff\xff"
+
 SLICE_SECONDS = 0.002  # a scan gives the loop back after this long
 T = TypeVar("T")
 WindowRange = tuple[float, float]
@@ -70,12 +80,19 @@ def live_entries(part: TablePartition, *, reserved: bool = False) -> Iterator[tu
     """``(key bytes, value, decoded)`` of every live entry: cache over pending writes over the store.
 
     ``decoded`` says ``value`` is a Python value (from the cache) rather than stored bytes;
-    deleted keys are left out, and so is the stream-time entry unless ``reserved``.
+    deleted keys are left out, and so is the stream-time entry unless ``reserved``; a windowed
+    partition's expiry index (store-only entries) always is.
     """
     overlay: dict[bytes, tuple[Any, bool]] = {k: (raw, False) for k, raw in part.pending.items()}
     for k, v in part.cache.entries():
         overlay[k] = (v, True)
-    for k, raw in part.store.items():
+    store = part.store
+    scan: Iterable[tuple[bytes, bytes]]
+    if getattr(part.table, "_windowed", None) is not None:
+        scan = itertools.chain(store.items(None, WINDOW_INDEX_PREFIX), store.items(WINDOW_INDEX_END, None))
+    else:
+        scan = store.items()
+    for k, raw in scan:
         if k not in overlay and (reserved or k != STREAM_TIME_KEY):
             yield k, raw, False
     for k, (v, decoded) in overlay.items():
@@ -221,8 +238,11 @@ def key_count(part: TablePartition) -> int:
             n += 1
         elif not live and in_store:
             n -= 1
-    if part.table._windowed is not None and part.get_bytes(STREAM_TIME_KEY)[0]:
-        n -= 1
+    windowed = part.table._windowed
+    if windowed is not None:
+        n -= windowed.index_entries(part)  # the expiry index's store-only entries
+        if part.get_bytes(STREAM_TIME_KEY)[0]:
+            n -= 1
     return max(n, 0)
 
 

@@ -187,6 +187,10 @@ class _SessionState:
         kb, start, end = parse_session_key(raw)
         return kb, (start / 1000, end / 1000)
 
+    def index_entries(self, part: TablePartition) -> int:
+        """Store-only entries a key count leaves out: none (the session index lives in memory)."""
+        return 0
+
     def windows(self, part: TablePartition) -> _PartSessions:
         """The partition's index, rebuilt from its data when the partition object or epoch changed."""
         ps = self.parts.get(part.partition)

@@ -21,13 +21,14 @@ in :attr:`WindowedTable.late_dropped`). It *expires* once ``end + max(expires, g
 stream_time``: it is deleted (a tombstone goes to the changelog through the normal write path)
 and, as in Faust, ``on_window_close((key, (start, end)), final_value)`` runs then, once.
 
-Expiry is checked on every stream-time advance: the windows sit in per-partition min-heaps by
-end, so a check costs O(1) when nothing is due and a pop per window otherwise (no store scans,
-no timer). The heaps are rebuilt lazily from the store whenever the partition has been
-(re)restored. A sync ``on_window_close`` runs inline after the record's own writes, once the
-table's bookkeeping is done; an exception from it is logged with the key and window (and
-counted in ``callback_errors``) and never undoes or skips the record. An ``async`` one is
-started as a task (not awaited before the commit; see :meth:`WindowedTable.wait_callbacks`).
+Expiry is checked on every stream-time advance: each partition keeps its windows in an index
+by end (:mod:`~agentstream.tables.window_index`: a min-heap for memory stores; for a persistent
+store, entries in the store itself, so memory does not grow with the keys), so a check costs
+O(1) when nothing is due (no timer). The index is rebuilt lazily from the store whenever the
+partition has been (re)restored. A sync ``on_window_close`` runs inline after the record's own
+writes, once the table's bookkeeping is done; an exception from it is logged with the key and
+window (and counted in ``callback_errors``) and never undoes or skips the record. An ``async``
+one is started as a task (not awaited before the commit; see :meth:`WindowedTable.wait_callbacks`).
 Either may run again for the same window after a crash, like any processing since the last
 commit.
 
@@ -40,7 +41,6 @@ records for windows that had closed, or even expired, and silently re-create the
 from __future__ import annotations
 
 import asyncio
-import heapq
 import inspect
 import logging
 import operator
@@ -60,6 +60,7 @@ from ..exceptions import AgentStreamError, SerializationError, TopologyError
 from ..runtime import current_clock
 from .final_results import declare_final_results
 from .query import STREAM_TIME_KEY, live_entries
+from .window_index import HeapIndex, StoreIndex, WindowIndex, exists
 from .windows import (
     HoppingWindow,
     TumblingWindow,
@@ -208,21 +209,21 @@ class _WindowValueCodec:
 
 
 class _PartWindows:
-    """Stream time and the live windows of one table partition, as min-heaps by window end.
+    """Stream time and the live windows of one table partition, by window end.
 
-    ``open`` holds windows whose close (callback) is still due, ``live`` those not yet
-    expired; both are popped in end order as stream time passes, so a check costs O(1) when
-    nothing is due. Derived from the store, so rebuilt whenever the partition is (re)restored.
+    ``index`` holds the windows not yet expired, taken in end order as stream time passes, so a
+    check costs O(1) when nothing is due: in memory for a memory store, in the store for a
+    persistent one. Derived from the store, so rebuilt whenever the partition is (re)restored.
     """
 
-    __slots__ = ("part", "epoch", "stream_ms", "live", "known", "closed_ms", "anchor")
+    __slots__ = ("part", "epoch", "stream_ms", "index", "closed_ms", "anchor")
 
     def __init__(self, part: TablePartition) -> None:
         self.part = part
         self.epoch: int = getattr(part, "epoch", 0)
         self.stream_ms: int | None = None
-        self.live: list[tuple[int, bytes]] = []
-        self.known: set[bytes] = set()
+        # a persistent store keeps the index (memory flat in the keys); a memory store's data is in memory anyway
+        self.index: WindowIndex = StoreIndex(part) if getattr(part.store, "persistent", False) else HeapIndex()
         self.closed_ms = -1  # windows ending at or before this closed by the wall clock (cleanup)
         # (stream time, wall time) when a cleanup last saw stream time move: from there the
         # partition's time goes on with the wall clock while no record moves it
@@ -279,7 +280,12 @@ class _WindowState:
         if pw is not None and pw.part is part and pw.epoch == getattr(part, "epoch", 0):
             return pw
         pw = _PartWindows(part)
-        starts: list[tuple[int, bytes]] = []
+        index = pw.index
+        # A store index is written for a partition that takes writes: a standby's (which never
+        # expires anything) is built when it becomes active, which bumps its epoch.
+        indexing = not isinstance(index, StoreIndex) or bool(getattr(part, "ready", True))
+        windows = 0
+        latest_end: int | None = None
         for k, value, decoded in live_entries(part, reserved=True):
             if k == STREAM_TIME_KEY:
                 pw.stream_ms = value.ms if decoded else int(value)
@@ -288,7 +294,13 @@ class _WindowState:
                 _, start = self.parse_window_key(k)
             except ValueError:
                 continue
-            starts.append((_ms(start) + self._size_ms, k))
+            end_ms = _ms(start) + self._size_ms
+            windows += 1
+            if latest_end is None or end_ms > latest_end:
+                latest_end = end_ms
+            if indexing:
+                index.add(end_ms, k)
+        index.done_adding()
         bound = _future_bound_ms(self.table)
         if pw.stream_ms is not None and bound is not None and pw.stream_ms > bound:
             log.warning(
@@ -300,21 +312,17 @@ class _WindowState:
                 bound / 1000,
             )
             pw.stream_ms = bound
-        if pw.stream_ms is None and starts:
+        if pw.stream_ms is None and latest_end is not None:
             # Written by a version that did not store stream time: every window start is a
             # lower bound of it (the record that created the window was no earlier).
-            pw.stream_ms = max(end - self._size_ms for end, _ in starts)
-        for end_ms, k in starts:
-            pw.known.add(k)
-            pw.live.append((end_ms, k))
-        heapq.heapify(pw.live)
+            pw.stream_ms = latest_end - self._size_ms
         self.parts[part.partition] = pw
-        if starts:
+        if windows:
             log.debug(
                 "table %s partition %d: indexed %d windows, stream time %s",
                 self.table.name,
                 part.partition,
-                len(starts),
+                windows,
                 None if pw.stream_ms is None else pw.stream_ms / 1000,
             )
         return pw
@@ -325,9 +333,17 @@ class _WindowState:
         return self.part_for(kb, False).get_bytes(self.window_key(kb, start))
 
     # -- writes ----------------------------------------------------------------------------------
-    def write(self, key: Any, ts: float, values: Mapping[WindowRange, Any], wkeys: list[bytes] | None = None) -> bool:
+    def write(
+        self,
+        key: Any,
+        ts: float,
+        values: Mapping[WindowRange, Any],
+        wkeys: list[bytes] | None = None,
+        fresh: list[bool] | None = None,
+    ) -> bool:
         """Advance stream time to ``ts`` and write ``values`` to the windows that are still open.
-        ``wkeys``: the windows' store keys in ``values``' order, when the caller has them.
+        ``wkeys``: the windows' store keys in ``values``' order, when the caller has them;
+        ``fresh``: in the same order, whether each window had no value when the caller read it.
 
         Returns False (and counts the record as late) when none was open.
         """
@@ -345,15 +361,20 @@ class _WindowState:
         wrote = False
         if wkeys is None or len(wkeys) != len(values):
             wkeys = [self.window_key(kb, start) for start, _ in values]
+            fresh = None
+        elif fresh is not None and len(fresh) != len(wkeys):
+            fresh = None
+        index = pw.index
+        i = 0
         for ((_, end), value), wk in zip(values.items(), wkeys):
             end_ms = _ms(end)
             if end_ms + self._grace_ms <= st or end_ms <= pw.closed_ms:
+                i += 1
                 continue  # this window is closed (by stream time, or expired by the wall clock)
+            index.note(end_ms, wk, None if fresh is None else fresh[i])
             part.set(wk, value)
             wrote = True
-            if wk not in pw.known:
-                pw.known.add(wk)
-                heapq.heappush(pw.live, (end_ms, wk))
+            i += 1
         if self.final is not None:  # buffer the windows taken, emit the finals of those closed
             self.final.written(part.partition, kb, values, st, pw.closed_ms)
         if not wrote:
@@ -370,6 +391,11 @@ class _WindowState:
         pw = self.windows(self.part_for(kb, False))
         return None if pw.stream_ms is None else pw.stream_ms / 1000
 
+    def index_entries(self, part: TablePartition) -> int:
+        """Entries the partition's expiry index keeps in its store (what a key count leaves out)."""
+        pw = self.parts.get(part.partition)
+        return pw.index.stored() if pw is not None and pw.part is part else 0
+
     def put(self, key: Any, start: float, value: Any) -> bool:
         """Write one window by its start, without moving stream time; False if it is closed."""
         kb = self.table._key_dumps(key)
@@ -380,12 +406,10 @@ class _WindowState:
             self._late(key, start, pw.stream_ms)
             return False
         wk = self.window_key(kb, start)
+        pw.index.note(end_ms, wk, None)
         part.set(wk, value)
         if self.final is not None:
             self.final.updated(part.partition, kb, _ms(start), end_ms, value)
-        if wk not in pw.known:
-            pw.known.add(wk)
-            heapq.heappush(pw.live, (end_ms, wk))
         return True
 
     def delete_window(self, key: Any, start: float) -> None:
@@ -514,22 +538,19 @@ class _WindowState:
         st = pw.stream_ms
         if wall_ms is not None and (st is None or wall_ms > st):
             st = wall_ms
-        heap = pw.live
         out: list[tuple[bytes, Any]] = []
         if st is None:
             return out
         part = pw.part
         want_values = self.on_window_close is not None
-        while heap and heap[0][0] + self._expire_after_ms <= st:
-            _, wk = heapq.heappop(heap)
-            pw.known.discard(wk)
+        for wk in pw.index.due(st - self._expire_after_ms):
             if want_values:
                 found, value = part.get_bytes(wk)
                 if not found:
                     continue  # deleted by the application
                 part.set(wk, None)
                 out.append((wk, value))
-            elif _exists(part, wk):
+            elif exists(part, wk):
                 part.set(wk, None)
                 out.append((wk, None))
         if out:
@@ -548,16 +569,6 @@ class _WindowState:
                 yield (kloads(kb), self.window_range(start)), value if decoded else vloads(value)
 
 
-def _exists(part: TablePartition, key: bytes) -> bool:
-    """Whether ``key`` has a value, without decoding it."""
-    hit, value = part.cache.get(key)
-    if hit:
-        return value is not None
-    if key in part.pending:
-        return part.pending[key] is not None
-    return key in part.store
-
-
 _MISSING: Any = object()
 
 
@@ -570,7 +581,7 @@ class WindowSet:
     hands the results to :meth:`WindowedTable.__setitem__`, which writes the open ones.
     """
 
-    __slots__ = ("table", "key", "event", "_ts", "_updates", "_wkeys")
+    __slots__ = ("table", "key", "event", "_ts", "_updates", "_wkeys", "_fresh")
 
     def __init__(
         self,
@@ -580,6 +591,7 @@ class WindowSet:
         ts: float | None = None,
         updates: dict[WindowRange, Any] | None = None,
         wkeys: list[bytes] | None = None,
+        fresh: list[bool] | None = None,
     ) -> None:
         self.table = table
         self.key = key
@@ -589,6 +601,7 @@ class WindowSet:
         # The store keys of ``updates``' windows, in its order, when ``apply`` made them: the
         # write that follows a read-modify-write does not build them again.
         self._wkeys = wkeys
+        self._fresh = fresh  # per window of ``updates``: it had no value when read (a new window)
 
     # -- reads -----------------------------------------------------------------------------------
     def _at(self, timestamp: float) -> Any:
@@ -657,12 +670,14 @@ class WindowSet:
         part = state.part_for(kb, False)
         updates: dict[WindowRange, Any] = {}
         wkeys: list[bytes] = []
+        fresh: list[bool] = []
         for r in table.window.ranges(ts):
             wk = state.window_key(kb, r[0])
             found, value = part.get_bytes(wk)
             updates[r] = op(value if found else table._missing(self.key, r), other)
             wkeys.append(wk)
-        return WindowSet(table, self.key, self.event, ts, updates, wkeys)
+            fresh.append(not found)
+        return WindowSet(table, self.key, self.event, ts, updates, wkeys, fresh)
 
     def __iadd__(self, other: Any) -> WindowSet:
         return self.apply(operator.add, other)
@@ -847,7 +862,7 @@ class WindowedTable:
             if value._updates is None or value._ts is None:
                 return  # ``wt[k] = wt[k]``: nothing changed
             self._index(key)
-            self._state.write(key, value._ts, value._updates, value._wkeys)
+            self._state.write(key, value._ts, value._updates, value._wkeys, value._fresh)
             return
         self._index(key)
         ts = self.time_of()

@@ -348,3 +348,31 @@ async def test_the_join_bound_can_be_switched_off() -> None:
     async with Preloaded(app, records, max_message_time_difference=0) as h:
         await h.wait_idle()
     assert out == [("L1", "R1")]
+
+
+# -- issue 45 finding 6: the values a join holds in memory are bounded in bytes ---------------------------
+
+
+@pytest.mark.parametrize("kind", ["inner", "outer"])
+async def test_values_past_the_memory_bound_are_read_back_and_every_result_still_comes(
+    kind: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With room for a few values only, the oldest buffered records' values leave memory (counted and
+    logged) and are read back from the buffer table when they match or close: the results are the
+    nested-loop reference's, nothing lost."""
+    from agentstream.joins import windowed
+
+    monkeypatch.setattr(windowed, "VALUES_MAX_BYTES", 100)  # about 4 records' values ({"id": "r12"})
+    records = random_input(2)
+    with caplog.at_level(logging.WARNING, logger="agentstream.joins.windowed"):
+        got = await run_join(kind, records)
+    assert got == reference(records, kind, 2)
+    assert "value(s) dropped from memory" in caplog.text and "read back from the buffer table" in caplog.text
+
+
+async def test_spilled_values_come_back_after_a_restart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A restored buffer is held under the bound too: what does not fit is read from the table."""
+    from agentstream.joins import windowed
+
+    monkeypatch.setattr(windowed, "VALUES_MAX_BYTES", 60)
+    await test_buffers_survive_a_restart_through_the_changelog()

@@ -1,0 +1,188 @@
+"""Where a windowed table partition finds the windows due to expire, in end order.
+
+Expiry pops windows by ``(end, store key)`` as stream time passes, each once. Two indexes give
+that order, chosen by the partition's store:
+
+* :class:`HeapIndex` (memory stores, whose data is in memory anyway): a min-heap of ``(end,
+  key)`` and the set of keys in it, about 170 bytes a window.
+* :class:`StoreIndex` (persistent stores): one entry per window in the partition's own store,
+  under a reserved prefix, ``WINDOW_INDEX_PREFIX | end | window key`` with an empty value, so
+  RocksDB keeps them sorted by end and what stays in memory is a few integers and a bounded
+  buffer of new entries per partition, whatever the number of keys. The first due window is kept
+  in memory (``min_end``), so a stream-time advance with nothing due costs a comparison; when
+  windows are due one range scan over the prefix takes them all.
+
+The store entries are derived state, written to the store only (never to the changelog): a
+window written by a record gets its entry when it is created; a window restored from the
+changelog, or followed as a standby, gets it when the partition becomes active, since the
+windowed table rebuilds its index from the partition's data then (every activation, as the heap
+was rebuilt). An entry whose window is gone (deleted by the application, or an entry left by a
+crash before its window was committed) is dropped when it comes due; two writes of one window
+give the same entry key, so nothing is indexed twice.
+"""
+
+from __future__ import annotations
+
+import heapq
+import struct
+from typing import TYPE_CHECKING, Final
+
+from .query import WINDOW_INDEX_END, WINDOW_INDEX_PREFIX
+
+if TYPE_CHECKING:
+    from .partition import TablePartition
+
+__all__ = ["WindowIndex", "HeapIndex", "StoreIndex", "exists", "index_key", "NOTHING_DUE"]
+
+_END = struct.Struct(">Q")
+_BIAS: Final = 1 << 63
+_HEAD: Final = len(WINDOW_INDEX_PREFIX) + 8  # prefix + end: the window key follows
+NOTHING_DUE: Final = (1 << 62) - 1
+"""``min_end`` of an empty index: no window end is this late."""
+ADD_BATCH: Final = 1024
+"""New entries buffered in memory before one store write (they are written before any scan)."""
+
+
+def index_key(end_ms: int, wk: bytes) -> bytes:
+    """The store key of window ``wk``'s index entry (sorted by end, then by window key)."""
+    return WINDOW_INDEX_PREFIX + _END.pack(end_ms + _BIAS) + wk
+
+
+def exists(part: TablePartition, key: bytes) -> bool:
+    """Whether ``key`` has a value in the partition, without decoding it."""
+    hit, value = part.cache.get(key)
+    if hit:
+        return value is not None
+    if key in part.pending:
+        return part.pending[key] is not None
+    return key in part.store
+
+
+class WindowIndex:
+    """The windows of one partition by end: :meth:`note` before a window is written, :meth:`due`
+    to take the ones whose end has passed a limit."""
+
+    __slots__ = ()
+
+    def note(self, end_ms: int, wk: bytes, fresh: bool | None) -> None:
+        """Window ``wk`` (ending at ``end_ms``) is about to be written. ``fresh``: whether it has
+        no value yet, when the caller knows (None: look it up if the index needs to)."""
+        raise NotImplementedError
+
+    def add(self, end_ms: int, wk: bytes) -> None:
+        """Index a window found in the partition's data (the rebuild)."""
+        raise NotImplementedError
+
+    def done_adding(self) -> None:
+        """The rebuild has added every window."""
+
+    def due(self, limit_ms: int) -> list[bytes]:
+        """Remove and return the windows ending at or before ``limit_ms``, in (end, key) order."""
+        raise NotImplementedError
+
+    def stored(self) -> int:
+        """Entries this index keeps in the partition's store (0 for an in-memory index)."""
+        return 0
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+
+class HeapIndex(WindowIndex):
+    """A min-heap by end and the set of its keys (memory stores: the data is in memory too)."""
+
+    __slots__ = ("heap", "known")
+
+    def __init__(self) -> None:
+        self.heap: list[tuple[int, bytes]] = []
+        self.known: set[bytes] = set()
+
+    def note(self, end_ms: int, wk: bytes, fresh: bool | None) -> None:
+        if wk not in self.known:
+            self.known.add(wk)
+            heapq.heappush(self.heap, (end_ms, wk))
+
+    def add(self, end_ms: int, wk: bytes) -> None:
+        self.known.add(wk)
+        self.heap.append((end_ms, wk))
+
+    def done_adding(self) -> None:
+        heapq.heapify(self.heap)
+
+    def due(self, limit_ms: int) -> list[bytes]:
+        heap = self.heap
+        out: list[bytes] = []
+        while heap and heap[0][0] <= limit_ms:
+            _, wk = heapq.heappop(heap)
+            self.known.discard(wk)
+            out.append(wk)
+        return out
+
+    def __len__(self) -> int:
+        return len(self.heap)
+
+
+class StoreIndex(WindowIndex):
+    """Entries in the partition's store under :data:`WINDOW_INDEX_PREFIX` (persistent stores)."""
+
+    __slots__ = ("part", "adds", "min_end", "count", "in_store")
+
+    def __init__(self, part: TablePartition) -> None:
+        self.part = part
+        self.adds: list[bytes] = []  # new entries not yet in the store (at most ADD_BATCH)
+        self.min_end = NOTHING_DUE  # no entry ends earlier (stale entries aside, which due() drops)
+        self.count = 0  # entries indexed and not yet due (an estimate: a re-created window counts again)
+        self.in_store = 0  # of which written to the store
+
+    def note(self, end_ms: int, wk: bytes, fresh: bool | None) -> None:
+        if fresh is None:
+            fresh = not exists(self.part, wk)
+        if fresh:
+            self.add(end_ms, wk)
+
+    def add(self, end_ms: int, wk: bytes) -> None:
+        adds = self.adds
+        adds.append(index_key(end_ms, wk))
+        self.count += 1
+        if end_ms < self.min_end:
+            self.min_end = end_ms
+        if len(adds) >= ADD_BATCH:
+            self._flush()
+
+    def done_adding(self) -> None:
+        self._flush()
+
+    def _flush(self) -> None:
+        adds = self.adds
+        if adds:
+            self.part.store.write_many(adds, [b""] * len(adds))
+            self.in_store += len(adds)
+            self.adds = []
+
+    def due(self, limit_ms: int) -> list[bytes]:
+        out: list[bytes] = []
+        if self.min_end > limit_ms:
+            return out
+        self._flush()
+        store = self.part.store
+        gone: list[bytes] = []
+        next_end = NOTHING_DUE
+        for k, _ in store.items(WINDOW_INDEX_PREFIX, WINDOW_INDEX_END):
+            end_ms = _END.unpack_from(k, len(WINDOW_INDEX_PREFIX))[0] - _BIAS
+            if end_ms > limit_ms:
+                next_end = end_ms
+                break
+            gone.append(k)
+            out.append(k[_HEAD:])
+        if gone:
+            store.write_many(gone, [None] * len(gone))
+            self.count = max(0, self.count - len(gone))
+            self.in_store = max(0, self.in_store - len(gone))
+        self.min_end = next_end
+        return out
+
+    def stored(self) -> int:
+        return self.in_store
+
+    def __len__(self) -> int:
+        return self.count
