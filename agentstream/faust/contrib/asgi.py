@@ -12,32 +12,38 @@ aiohttp web server when ``web_enabled``), without signal handlers: the ASGI serv
 process's signals. Request handlers then read tables, send to topics and ask agents on the same
 loop. Nothing here imports FastAPI or Starlette: any ASGI callable works.
 
-Faust's other direction (``serve_asgi``/``AsgiService``: uvicorn inside ``faust worker`` in place of
-its aiohttp server) is not offered: agentstream's web server also routes table lookups between
-workers, so it cannot be replaced (docs/migrating-from-faust.md).
+The worker can also serve an ASGI application itself, in place of its aiohttp web server
+(``serve_asgi(app, api)``: uvicorn on ``web_bind``/``web_port``, started and stopped with the
+worker; :class:`AsgiService` is the service it registers with ``app.web_server``). Then
+``@app.page`` views and the table endpoints are not served, and other workers' table lookups
+routed to this one find no table endpoint, as in Faust.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from agentstream.autodiscover import autodiscover_modules
 from agentstream.exceptions import ImproperlyConfigured
 from agentstream.otel.tracing import sdk_is_configured
+from agentstream.service import Service
 from agentstream.web.runner import run_worker
 
 __all__ = [
     "LoopMismatch",
+    "AsgiService",
     "FaustLifespanMiddleware",
     "bind_to_running_loop",
     "faust_app_running",
     "faust_lifespan",
     "instrument_asgi_app",
+    "serve_asgi",
 ]
 
 log = logging.getLogger(__name__)
@@ -204,3 +210,129 @@ class FaustLifespanMiddleware:
         got = message.get("type") if isinstance(message, Mapping) else None
         if got != expected:
             raise RuntimeError(f"expected the ASGI message {expected!r}, received {got!r}")
+
+
+def _first(*values: Any) -> Any:
+    return next(v for v in values if v is not None)
+
+
+@contextlib.contextmanager
+def _no_signal_handlers() -> Iterator[None]:
+    """In place of uvicorn's ``capture_signals``: the worker (or the CLI) owns SIGINT/SIGTERM."""
+    yield
+
+
+class AsgiService(Service):
+    """Serves an ASGI application with uvicorn on the worker's loop (what :func:`serve_asgi`
+    registers). ``host``/``port``: given, else the class's, else the app's ``web_bind`` and
+    ``web_port``. ``uvicorn_options`` go to ``uvicorn.Config`` (``loop``, ``lifespan`` and
+    ``log_config`` default to running inside this loop, with the ASGI app's lifespan, under the
+    worker's logging). A port that cannot be bound fails the worker's start."""
+
+    asgi_app: Any = None
+    faust_app: Any = None
+    host: str | None = None
+    port: int | None = None
+    uvicorn_options: Mapping[str, Any] = {}
+    server_shutdown_timeout: float = 10.0  # seconds the server gets to finish its requests at stop
+    opentelemetry: bool | None = None  # instrument_asgi_app's: None auto-detects, False never
+    driver_version = "ASGI"
+
+    def __init__(
+        self,
+        asgi_app: Any = None,
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        uvicorn_options: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if asgi_app is not None:
+            self.asgi_app = asgi_app
+        settings = self.faust_app.settings if self.faust_app is not None else None
+        self.host = _first(host, self.host, settings.web_bind_address() if settings else None, "0.0.0.0")
+        self.port = _first(port, self.port, settings.web_port if settings else None, 8000)
+        if uvicorn_options is not None:
+            self.uvicorn_options = uvicorn_options
+        self._server: Any = None
+        self._serving: asyncio.Future[None] | None = None
+
+    def get_web_url(self) -> str:
+        """Where other workers and clients reach it (the address the group is told): the app's
+        advertised web host (``web_host``, else the bind address) with this server's port."""
+        host = self.faust_app.settings.web_advertised_host() if self.faust_app is not None else self.host
+        return f"http://{host}:{self.port}"
+
+    async def on_start(self) -> None:
+        if self.asgi_app is None:
+            raise ImproperlyConfigured("web_server", "AsgiService has no ASGI application", "serve_asgi(app, asgi_app)")
+        try:
+            import uvicorn
+        except ImportError:
+            raise ImproperlyConfigured(
+                "web_server", "serve_asgi needs uvicorn", "pip install 'agentstream[asgi]'"
+            ) from None
+        if self.opentelemetry is not False:
+            instrument_asgi_app(self.asgi_app, force=bool(self.opentelemetry))
+        options = {"loop": "none", "lifespan": "on", "log_config": None, **self.uvicorn_options}
+        server = uvicorn.Server(uvicorn.Config(self.asgi_app, host=self.host, port=self.port, **options))
+        if hasattr(server, "capture_signals"):
+            server.capture_signals = _no_signal_handlers
+        if hasattr(server, "install_signal_handlers"):  # uvicorn < 0.27
+            server.install_signal_handlers = lambda *a, **k: None
+        self._server = server
+        self._serving = asyncio.ensure_future(self._serve(server))
+        while not server.started:  # bound and its lifespan started, or failed
+            if self._serving.done():
+                self._serving.result()
+                raise ImproperlyConfigured("web_port", "the ASGI server stopped while starting", "see the log above")
+            await asyncio.sleep(0.01)
+
+    async def _serve(self, server: Any) -> None:
+        try:
+            await server.serve()
+        except SystemExit as exc:  # uvicorn exits the process when it cannot bind or start: fail the start instead
+            raise ImproperlyConfigured(
+                "web_port",
+                f"the ASGI server could not start on {self.host}:{self.port} (uvicorn exit code {exc.code})",
+                "free the port or choose another web_port",
+            ) from None
+
+    async def on_stop(self) -> None:
+        server, serving = self._server, self._serving
+        self._server = self._serving = None
+        if server is None or serving is None:
+            return
+        server.should_exit = True
+        try:
+            await asyncio.wait_for(asyncio.shield(serving), self.server_shutdown_timeout)
+        except TimeoutError:
+            log.warning("the ASGI server did not stop within %ss", self.server_shutdown_timeout)
+            server.force_exit = True
+            await asyncio.gather(serving, return_exceptions=True)
+
+    @property
+    def label(self) -> str:
+        return f"{type(self).__name__}: http://{self.host}:{self.port}"
+
+
+def serve_asgi(
+    app: Any, asgi_app: Any, *, host: str | None = None, port: int | None = None, **uvicorn_options: Any
+) -> type[AsgiService]:
+    """Serve ``asgi_app`` from the app's workers in place of agentstream's aiohttp web server
+    (registered with ``app.web_server``; ``web_enabled=False`` serves nothing); returns the
+    :class:`AsgiService` subclass registered."""
+    cls: type[AsgiService] = type(
+        "FaustAsgiService",
+        (AsgiService,),
+        {
+            "asgi_app": staticmethod(asgi_app),  # a plain ``async def`` app must not become a method
+            "faust_app": app,
+            "host": host,
+            "port": port,
+            "uvicorn_options": uvicorn_options,
+        },
+    )
+    app.web_server(cls)
+    return cls

@@ -137,3 +137,37 @@ async def web_drivers_by_url() -> Any:
     except ModuleNotFoundError as exc:
         missing = "Available choices: aiohttp" in str(exc)
     return {"found": found, "same": drivers.by_name("aiohttp") is drivers.by_url("aiohttp:"), "refused": missing}
+
+
+@scenario(
+    "app.web_server(service): the service is the app's web server, started and stopped with it", broker=True, timeout=15
+)
+async def app_web_server_service() -> Any:
+    name = f"compat-websrv-{kit.FRAMEWORK}-{uuid.uuid4().hex[:6]}"
+    async with _datadir() as datadir:
+        return await _web_server_service(name, datadir)
+
+
+async def _web_server_service(name: str, datadir: str) -> Any:
+    import asyncio
+
+    from faust.contrib.asgi import faust_app_running
+
+    app = faust.App(name, broker=os.environ["COMPAT_BROKER"], datadir=datadir)
+    seen: list[str] = []
+
+    @app.web_server
+    class Web(faust.Service):
+        async def on_start(self) -> None:
+            seen.append("start")
+
+        async def on_stop(self) -> None:
+            seen.append("stop")
+
+    async with faust_app_running(app):
+        for _ in range(500):  # Faust starts it once the tables are recovered
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        seen.append("running")
+    return seen

@@ -184,3 +184,84 @@ def test_opentelemetry_true_without_the_instrumentation_says_what_to_install(cap
     caplog.clear()
     assert asgi.instrument_asgi_app(object()) is False  # auto-detection: no SDK configured, nothing said
     assert caplog.text == ""
+
+
+def _uvicorn() -> None:
+    pytest.importorskip("uvicorn", reason="the asgi extra: pip install 'agentstream[asgi]'")
+
+
+async def _get(url: str) -> tuple[int, str]:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        return response.status, await response.text()
+
+
+async def test_serve_asgi_serves_the_asgi_app_in_place_of_the_web_server() -> None:
+    _uvicorn()
+    from agentstream.devbroker import free_port
+
+    port = free_port()
+    app, count, counts = _counting_app()
+    app.settings = app.settings.replace(web_enabled=True, web_port=port, web_host="127.0.0.1")
+    lifespan: list[str] = []
+
+    async def api(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":  # uvicorn runs the ASGI app's own lifespan too
+            while (message := await receive())["type"] != "lifespan.shutdown":
+                lifespan.append(message["type"])
+                await send({"type": "lifespan.startup.complete"})
+            lifespan.append(message["type"])
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        body = f"{counts[scope['path'].strip('/')]}".encode()  # a table, read by the worker's own server
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": body})
+
+    service = asgi.serve_asgi(app, api)
+    assert app.web_server_service is service and issubclass(service, asgi.AsgiService)
+    async with asgi.faust_app_running(app):
+        assert await count.ask(key="w", value="w") == "w:1"
+        assert await _get(f"http://127.0.0.1:{port}/w") == (200, "1")
+        assert (await _get(f"http://127.0.0.1:{port}/status"))[1] == "0"  # not agentstream's server: the ASGI app
+        assert app.worker is not None and app.worker.assignor.host == f"127.0.0.1:{port}"
+    assert lifespan == ["lifespan.startup", "lifespan.shutdown"]
+    import aiohttp
+
+    with pytest.raises(aiohttp.ClientConnectionError):  # stopped with the worker
+        await _get(f"http://127.0.0.1:{port}/w")
+
+
+async def test_serve_asgi_obeys_web_enabled_and_a_busy_port_fails_the_start() -> None:
+    _uvicorn()
+    import socket
+
+    async def api(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("not served")
+
+    app, _, _ = _counting_app()  # web_enabled=False: no server at all
+    asgi.serve_asgi(app, api)
+    async with asgi.faust_app_running(app):
+        assert app.worker is not None and app.worker.servers == []
+
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    try:
+        app, _, _ = _counting_app()
+        app.settings = app.settings.replace(web_enabled=True, web_port=busy.getsockname()[1], web_host="127.0.0.1")
+        asgi.serve_asgi(app, api, lifespan="off")
+        with pytest.raises(ConfigError) as err:
+            async with asgi.faust_app_running(app):
+                pass
+        assert err.value.setting == "web_port" and app.worker is None
+    finally:
+        busy.close()
+
+
+def test_one_web_server_per_app() -> None:
+    app = _app()
+    first = asgi.serve_asgi(app, object())
+    assert app.web_server(first) is first  # the same one again: fine
+    with pytest.raises(ConfigError, match="already has a web server"):
+        asgi.serve_asgi(app, object())
