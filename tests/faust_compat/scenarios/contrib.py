@@ -16,6 +16,10 @@ import faust
 from .. import kit
 from ..registry import scenario
 
+# the short group timeouts the compat workers get on the test broker (tansu holds a first join for the
+# rebalance timeout, and Faust's app start waits for its assignment); agentstream honours them too
+GROUP = {"broker_session_timeout": 6, "broker_heartbeat_interval": 1, "broker_rebalance_timeout": 6}
+
 
 @asynccontextmanager
 async def _datadir() -> AsyncIterator[str]:
@@ -54,7 +58,7 @@ async def asgi_lifespan_runs_the_app() -> Any:
 async def _lifespan_sends(name: str, datadir: str) -> Any:
     from faust.contrib.fastapi import faust_lifespan
 
-    app = faust.App(name, broker=os.environ["COMPAT_BROKER"], web_enabled=False, datadir=datadir)
+    app = faust.App(name, broker=os.environ["COMPAT_BROKER"], web_enabled=False, datadir=datadir, **GROUP)
     topic = app.topic(name, value_type=str)
 
     async def api(scope: Any, receive: Any, send: Any) -> None:  # what a framework's route would do
@@ -81,7 +85,7 @@ async def asgi_middleware_lifespan() -> Any:
 async def _middleware_sends(name: str, datadir: str) -> Any:
     from faust.contrib.asgi import FaustLifespanMiddleware
 
-    app = faust.App(name, broker=os.environ["COMPAT_BROKER"], web_enabled=False, datadir=datadir)
+    app = faust.App(name, broker=os.environ["COMPAT_BROKER"], web_enabled=False, datadir=datadir, **GROUP)
     topic = app.topic(name, value_type=str)
 
     async def plain(scope: Any, receive: Any, send: Any) -> None:
@@ -153,7 +157,7 @@ async def _web_server_service(name: str, datadir: str) -> Any:
 
     from faust.contrib.asgi import faust_app_running
 
-    app = faust.App(name, broker=os.environ["COMPAT_BROKER"], datadir=datadir)
+    app = faust.App(name, broker=os.environ["COMPAT_BROKER"], datadir=datadir, **GROUP)
     seen: list[str] = []
 
     @app.web_server
