@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
@@ -46,7 +47,10 @@ async def _request(asgi_app: Any, path: str) -> list[Any]:
 
 
 @scenario(
-    "faust.contrib.fastapi: faust_lifespan starts the app for the ASGI app; a request sends", broker=True, timeout=15
+    "faust.contrib.fastapi: faust_lifespan starts the app for the ASGI app; a request sends; app.web_server's "
+    "service starts and stops with the app",
+    broker=True,
+    timeout=15,
 )
 async def asgi_lifespan_runs_the_app() -> Any:
 
@@ -58,7 +62,7 @@ async def asgi_lifespan_runs_the_app() -> Any:
 async def _lifespan_sends(name: str, datadir: str) -> Any:
     from faust.contrib.fastapi import faust_lifespan
 
-    app = faust.App(name, broker=os.environ["COMPAT_BROKER"], web_enabled=False, datadir=datadir, **GROUP)
+    app = faust.App(name, broker=os.environ["COMPAT_BROKER"], datadir=datadir, **GROUP)
     topic = app.topic(name, value_type=str)
 
     async def api(scope: Any, receive: Any, send: Any) -> None:  # what a framework's route would do
@@ -66,10 +70,25 @@ async def _lifespan_sends(name: str, datadir: str) -> Any:
         await send({"type": "http.response.start", "status": 201, "headers": []})
         await send({"type": "http.response.body", "body": b"sent"})
 
+    seen: list[str] = []
+
+    @app.web_server  # in place of the built-in web server (one app start serves both checks)
+    class Web(faust.Service):
+        async def on_start(self) -> None:
+            seen.append("web server started")
+
+        async def on_stop(self) -> None:
+            seen.append("web server stopped")
+
     lifespan = faust_lifespan(app, opentelemetry=False)
     async with lifespan(api) as state:
         response = await _request(api, "/greet")
-    return {"state": state, "response": response, "records": await kit.read_broker_topic(name)}
+        for _ in range(500):  # Faust starts it once the tables are recovered
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        seen.append("running")
+    return {"state": state, "response": response, "records": await kit.read_broker_topic(name), "web_server": seen}
 
 
 @scenario(
@@ -141,37 +160,3 @@ async def web_drivers_by_url() -> Any:
     except ModuleNotFoundError as exc:
         missing = "Available choices: aiohttp" in str(exc)
     return {"found": found, "same": drivers.by_name("aiohttp") is drivers.by_url("aiohttp:"), "refused": missing}
-
-
-@scenario(
-    "app.web_server(service): the service is the app's web server, started and stopped with it", broker=True, timeout=15
-)
-async def app_web_server_service() -> Any:
-    name = f"compat-websrv-{kit.FRAMEWORK}-{uuid.uuid4().hex[:6]}"
-    async with _datadir() as datadir:
-        return await _web_server_service(name, datadir)
-
-
-async def _web_server_service(name: str, datadir: str) -> Any:
-    import asyncio
-
-    from faust.contrib.asgi import faust_app_running
-
-    app = faust.App(name, broker=os.environ["COMPAT_BROKER"], datadir=datadir, **GROUP)
-    seen: list[str] = []
-
-    @app.web_server
-    class Web(faust.Service):
-        async def on_start(self) -> None:
-            seen.append("start")
-
-        async def on_stop(self) -> None:
-            seen.append("stop")
-
-    async with faust_app_running(app):
-        for _ in range(500):  # Faust starts it once the tables are recovered
-            if seen:
-                break
-            await asyncio.sleep(0.01)
-        seen.append("running")
-    return seen
