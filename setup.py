@@ -244,6 +244,10 @@ setup(
         "metrics": ["prometheus_client>=0.17", "statsd>=3.3", "datadog>=0.44"],
         # OpenTelemetry tracing and metrics: agentstream.otel, faust.contrib.opentelemetry, faust.sensors.otel
         "otel": ["opentelemetry-api>=1.27", "opentelemetry-sdk>=1.27"],
+        # faust.contrib.sentry: logged errors to Sentry
+        "sentry": ["sentry-sdk>=2"],
+        # faust.contrib.asgi.serve_asgi: an ASGI app served by the worker (faust_lifespan needs nothing)
+        "asgi": ["uvicorn>=0.23"],
         "test": [
             "pytest>=8",
             "pytest-asyncio>=0.23",
@@ -259,6 +263,10 @@ setup(
             "pyyaml>=6",  # tests/integration/test_deploy.py reads deploy/k8s's manifests
             "opentelemetry-api>=1.27",  # the otel extra: its tracing and metrics are tested
             "opentelemetry-sdk>=1.27",
+            "sentry-sdk>=2",  # the sentry extra: faust.contrib.sentry is tested
+            "fastapi>=0.100",  # faust.contrib.fastapi: a FastAPI app's lifespan runs the app
+            "httpx>=0.24",  # FastAPI's TestClient
+            "uvicorn>=0.23",  # the asgi extra: serve_asgi is tested on a real server
         ],
         "docs": ["mkdocs-material>=9.5"],
     },

@@ -21,7 +21,7 @@ from .conf import Conf
 from .crontab import CronSchedule
 from .custom_partitioner import PartitionerProducer, check_partitioner
 from .durations import Seconds, to_seconds
-from .exceptions import ConfigError, GroupFenced, TopologyError
+from .exceptions import ConfigError, GroupFenced, ImproperlyConfigured, TopologyError
 from .held_sends import HeldProducer
 from .logging_setup import redirect_level
 from .naming import agent_topic_name, legacy_agent_topic_name, repartition_topic_name
@@ -48,6 +48,7 @@ def _caller_module() -> str | None:
 
 
 F = TypeVar("F", bound=Callable[..., Any])
+_S = TypeVar("_S")  # app.web_server: the service given, returned as it is
 
 if TYPE_CHECKING:
     from .tables.kinds import GlobalTable, SetGlobalTable, SetTable
@@ -235,6 +236,7 @@ class App:
         self.page_bases: dict[str, type] = {}  # path -> Faust's base= of a function page (a View subclass)
         self.page_names: dict[str, str] = {}  # path -> Faust's name= of the page (its route's name)
         self.commands: dict[str, Any] = {}  # name -> commands.CommandSpec (@app.command)
+        self.web_server_service: Any = None  # app.web_server(...): serves HTTP in place of the aiohttp server
         self._transport: Transport | None = None
         self._producer_object: Producer | None = None
         self._producer_is_started = False
@@ -567,6 +569,22 @@ class App:
         """Start an :class:`agentstream.Service` subclass (or instance) with every worker; stop it with it."""
         self.startup_tasks.append(service_runner(cls))
         return cls
+
+    def web_server(self, service: _S) -> _S:
+        """Faust 0.15's ``app.web_server(service)``: ``service`` (an :class:`agentstream.Service`
+        subclass or instance, e.g. ``faust.contrib.asgi.serve_asgi``'s) is this app's web server in
+        every worker, started and stopped with it in place of agentstream's aiohttp server (so
+        ``@app.page`` views and the table endpoints are not served); ``web_enabled=False`` starts
+        neither. Usable as a class decorator; a second, different service is refused."""
+        current = self.web_server_service
+        if current is not None and current is not service:
+            raise ImproperlyConfigured(
+                "web_server",
+                f"app {self.id!r} already has a web server registered ({current!r})",
+                "register one web server per app",
+            )
+        self.web_server_service = service
+        return service
 
     def channel(
         self,

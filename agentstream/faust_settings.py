@@ -162,7 +162,8 @@ _TABLE: Final = [
     _s("cache", "memory://", H, "cache: the backend of app.cache (memory://, redis:// or rediscluster://, which "
        "need the redis package); another scheme is refused at start"),
     # -- web ------------------------------------------------------------------------------------------------
-    _s("web", "aiohttp://", R, "the web server is aiohttp's; no other driver"),
+    _s("web", "aiohttp://", H, "web: a URL of scheme aiohttp is agentstream's web server; any other driver is "
+       "refused at start (the server also routes table lookups between workers)"),
     _s("web_bind", "0.0.0.0", H, "web_bind: the address the web server listens on (default web_host, else 127.0.0.1: docs/deployment.md)"),
     _s("web_application_options", None, H, "web_application_options: passed to the aiohttp Application"),
     _s("web_cors_options", None, H, "web_cors_options: CORS headers for those origins (pages' own cors_options override); '*' with allow_credentials is refused"),

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ._version import __version__
 from .broker_urls import normalize_broker
@@ -235,7 +236,8 @@ class Settings:
         metadata={"help": "Faust's web server thread: refused when true (the server runs on the worker's loop)"},
     )
     web: str = field(
-        default="aiohttp://", metadata={"help": "Faust's web driver: aiohttp:// (the only one; others are refused)"}
+        default="aiohttp://",
+        metadata={"help": "Faust's web driver: a URL of scheme aiohttp (the only one; others are refused)"},
     )
     web_tables_enabled: bool = field(
         default=True, metadata={"help": "serve the table endpoints (/tables/..., Faust's /table/...): table data"}
@@ -834,9 +836,12 @@ class Settings:
                 f"{self.web_transport!r}: the web server listens on TCP (tcp://) or a unix socket (unix:///path)",
                 "use tcp:// (the default) or unix:///path/to/socket",
             )
-        if self.web.rstrip("/") != "aiohttp:":
+        if urlsplit(str(self.web)).scheme != "aiohttp":  # Faust picks the driver by the URL's scheme
             raise ConfigError(
-                "web", f"{self.web!r}: agentstream's web server is aiohttp", "use aiohttp:// or leave it out"
+                "web",
+                f"{self.web!r}: agentstream's web server is aiohttp (the web driver's URL scheme); it also routes "
+                "table lookups between workers, so no other driver can take its place",
+                "use aiohttp:// or leave it out (an ASGI app runs beside the worker: faust.contrib.asgi)",
             )
         if self.web_graph_enabled is not None and not isinstance(self.web_graph_enabled, bool):
             raise ConfigError(

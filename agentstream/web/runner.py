@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .server import Web
+from .service_server import ServiceServer
 
 if TYPE_CHECKING:
     from ..worker.worker import Worker
@@ -20,7 +21,8 @@ __all__ = ["serve", "run_worker"]
 
 
 def serve(worker: Worker) -> Web | None:
-    """Attach the web server the worker's settings ask for (None with ``web_enabled=False``);
+    """Attach the web server the worker's settings ask for (None with ``web_enabled=False``, or
+    when the app registered its own with ``app.web_server(...)``, attached instead);
     call before the worker starts. A port that cannot be bound fails the start, naming ``web_port``.
     Idempotent: a worker that has a web server attached keeps it (``run_worker(faust.Worker(app))``
     would otherwise bind ``web_port`` twice)."""
@@ -30,6 +32,12 @@ def serve(worker: Worker) -> Web | None:
     for server in worker.servers:
         if isinstance(server, Web):
             return server
+        if isinstance(server, ServiceServer):
+            return None
+    registered = getattr(worker.app, "web_server_service", None)
+    if registered is not None:  # app.web_server(...): it serves HTTP, agentstream's server does not
+        worker.serve(ServiceServer(registered, fallback=f"{s.web_host}:{worker.web_port}"))
+        return None
     web = Web(worker.app, worker, host=s.web_bind_address(), port=worker.web_port)
     worker.serve(web)
     return web

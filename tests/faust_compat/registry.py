@@ -16,16 +16,17 @@ class Scenario:
     item: str
     body: Body
     broker: bool  # needs the real broker (its URL in $COMPAT_BROKER)
+    timeout: float | None = None  # seconds it may take (None: the runner's TIMEOUT); starting a whole app takes more
 
 
 SCENARIOS: dict[str, Scenario] = {}
 
 
-def scenario(item: str, *, broker: bool = False) -> Callable[[Body], Body]:
+def scenario(item: str, *, broker: bool = False, timeout: float | None = None) -> Callable[[Body], Body]:
     def register(body: Body) -> Body:
         name = body.__name__
         assert name not in SCENARIOS, name
-        SCENARIOS[name] = Scenario(name, item, body, broker)
+        SCENARIOS[name] = Scenario(name, item, body, broker, timeout)
         return body
 
     return register

@@ -38,13 +38,13 @@ async def _run_one(sc: Any) -> dict[str, Any]:
     start = time.perf_counter()
     try:
         with contextlib.redirect_stdout(buf):
-            result = await asyncio.wait_for(sc.body(), TIMEOUT)
+            result = await asyncio.wait_for(sc.body(), sc.timeout or TIMEOUT)
         row["result"] = _jsonable(result)
     except BaseException as exc:  # a scenario's failure is its result
         if isinstance(exc, KeyboardInterrupt):
             raise
         if isinstance(exc, TimeoutError | asyncio.TimeoutError):
-            row["error"] = f"TimeoutError: no result within {TIMEOUT}s"
+            row["error"] = f"TimeoutError: no result within {sc.timeout or TIMEOUT}s"
         else:
             row["error"] = f"{type(exc).__name__}: {exc}"
         row["traceback"] = traceback.format_exc(limit=-6)

@@ -154,3 +154,23 @@ def test_the_package_ships_py_typed(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "agentstream" / "py.typed").is_file()
+
+
+# faust-streaming 0.15's integrations: each module's names (agentstream adds instrument_asgi_app to asgi)
+FAUST_CONTRIB = {
+    "agentstream.faust.contrib.asgi": {
+        "LoopMismatch", "AsgiService", "FaustLifespanMiddleware", "bind_to_running_loop", "faust_app_running",
+        "faust_lifespan", "serve_asgi", "instrument_asgi_app",
+    },
+    "agentstream.faust.contrib.sentry": {"handler_from_dsn", "setup"},
+    "agentstream.faust.web.drivers": {"DRIVERS", "by_name", "by_url"},
+}  # fmt: skip
+
+
+def test_faust_contrib_modules_export_faust_s_names() -> None:
+    for module, names in FAUST_CONTRIB.items():
+        assert set(importlib.import_module(module).__all__) == names, module
+    asgi = importlib.import_module("agentstream.faust.contrib.asgi")
+    fastapi = importlib.import_module("agentstream.faust.contrib.fastapi")  # Faust's older name, the same objects
+    assert set(fastapi.__all__) == set(asgi.__all__)
+    assert all(getattr(fastapi, name) is getattr(asgi, name) for name in asgi.__all__)

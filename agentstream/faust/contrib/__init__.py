@@ -1,1 +1,2 @@
-"""``faust.contrib``: Faust's optional integrations that apply here (``opentelemetry``)."""
+"""``faust.contrib``: Faust's optional integrations: ``opentelemetry``, ``sentry`` (the sentry
+extra), and ``asgi`` with its alias ``fastapi`` (an app beside any ASGI application)."""

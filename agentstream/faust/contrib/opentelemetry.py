@@ -3,7 +3,7 @@
 ``OpenTelemetrySensor``. Unlike Faust's, agentstream writes the trace context into the headers of
 what an agent sends (Faust left that to aiokafka's instrumentation; agentstream's producer does
 not go through ``AIOKafkaProducer.send``), replacing any ``traceparent`` already there.
-Faust's ``instrument_asgi_app`` is not here: agentstream's web server is aiohttp, not ASGI."""
+``instrument_asgi_app`` traces an ASGI app run beside the worker (:mod:`.asgi`)."""
 
 from agentstream.otel.tracing import (
     INSTRUMENTATION_NAME,
@@ -13,10 +13,13 @@ from agentstream.otel.tracing import (
     setup_opentelemetry,
 )
 
+from .asgi import instrument_asgi_app
+
 __all__ = [
     "INSTRUMENTATION_NAME",
     "OpenTelemetrySensor",
     "opentelemetry_available",
     "sdk_is_configured",
     "setup_opentelemetry",
+    "instrument_asgi_app",
 ]

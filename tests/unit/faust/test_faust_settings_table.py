@@ -168,6 +168,7 @@ HONOURED_VALUES: dict[str, tuple[Any, str, Any]] = {
     "producer_linger": (0.01, "producer_linger", 0.01),
     "producer_linger_ms": (20, "producer_linger", 0.02),
     "producer_max_batch_size": (1000, "producer_max_batch_size", 1000),
+    "web": ("aiohttp://localhost", "web", "aiohttp://localhost"),  # Faust picks the driver by the scheme
     "web_enabled": (False, "web_enabled", False),
     "web_port": (7000, "web_port", 7000),
     "web_host": ("10.0.0.1", "web_host", "10.0.0.1"),
