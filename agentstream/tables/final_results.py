@@ -20,8 +20,9 @@ entry deleted:
 * ``exactly_once``: the send and the buffer's tombstone are in the task's transaction, with the
   record that moved stream time and its offset: a crash aborts all of them, the next owner
   restores the buffer and stream time as committed and closes the window again. One final each.
-* ``at_least_once``: the buffer entry is deleted only once the broker acknowledged the final,
-  and that deletion is committed with a later offset: a crash between the two leaves the entry,
+* ``at_least_once``: the buffer entry is deleted only once the broker acknowledged the final
+  (and not if a window of the same key and start was buffered meanwhile: a session can start
+  again at a closed one's start), and that deletion is committed with a later offset: a crash between the two leaves the entry,
   which the next owner emits again after its restore (a duplicate after a crash, never none).
 
 Stream time is restored with the windowed table (its reserved entry), so a window that closed
@@ -254,18 +255,19 @@ class FinalResults:
         if eos:
             for bk, _, _ in due:
                 part.set(bk, None)  # in the same transaction as the sends below
-        self._emit(part, due, eos)
+        self._emit(pb, due, eos)
         return len(due)
 
     # -- emission ---------------------------------------------------------------------------------------
-    def _emit(self, part: TablePartition, due: list[tuple[bytes, int, Any]], eos: bool) -> None:
+    def _emit(self, pb: _PartBuffer, due: list[tuple[bytes, int, Any]], eos: bool) -> None:
         """Send the finals from a task tracked with the table's async close callbacks, so the commit
         of the record that closed the windows waits for it (commit step 0)."""
-        future = asyncio.ensure_future(self._send(part, due, eos))
+        future = asyncio.ensure_future(self._send(pb, due, eos))
         self._callbacks.add(future)
         future.add_done_callback(self._callbacks.discard)
 
-    async def _send(self, part: TablePartition, due: list[tuple[bytes, int, Any]], eos: bool) -> None:
+    async def _send(self, pb: _PartBuffer, due: list[tuple[bytes, int, Any]], eos: bool) -> None:
+        part = pb.part
         kloads = self.table.key_codec.loads
         last = 0 if self.end_inclusive else 1  # ms from the end to the window's last instant
         sent: list[tuple[bytes, int, Any, Any]] = []
@@ -291,8 +293,10 @@ class FinalResults:
             except Exception as exc:
                 self._failed(part, bk, end_ms, value, eos, exc)
                 continue
-            # acknowledged: only now may the buffer forget it (at_least_once: never none)
-            if part.ready:
+            # acknowledged: only now may the buffer forget it (at_least_once: never none), unless a
+            # window of the same key and start was buffered since (a session a record started or
+            # extended back to the closed one's start): that entry is the newer window's
+            if part.ready and bk not in pb.close_of:
                 part.set(bk, None)
 
     def _failed(self, part: TablePartition, bk: bytes, end_ms: int, value: Any, eos: bool, exc: BaseException) -> None:

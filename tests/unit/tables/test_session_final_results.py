@@ -189,3 +189,29 @@ async def test_next_owner_emits_a_session_that_closed_without_its_final_once(gua
     assert len(got) == 2
     assert b'"start":1.0' in got[0] and b'"end":3.0' in got[0] and b'"value":2' in got[0]
     assert b'"start":20.0' in got[1] and b'"end":21.0' in got[1] and b'"value":2' in got[1]
+
+
+async def test_a_session_reusing_the_start_of_one_whose_final_awaits_its_ack_still_gets_its_final() -> None:
+    """at_least_once deletes a final's buffer entry once the broker acknowledged it. A record of the
+    closed session's start can still join a newer session (its merged end is recent): that session
+    is buffered under the same start. When the old final's acknowledgement comes after, it must not
+    delete the new session's entry (which then never got a final)."""
+    app, st = session_final_app(partitions=1)
+    events = app.topics["events"]
+    async with AppHarness(app) as h:
+        await events.send(key="a", value={}, timestamp=0.0)
+        await events.send(key="a", value={}, timestamp=1.0)  # [0, 1]
+        await h.wait_idle()
+        # in one batch: [0, 1] closes (its final is sent), then a's [5, 5] starts and the record
+        # at 0 extends it back to [0, 5], before the first final's acknowledgement is handled
+        for key, ts in [("z", 9.0), ("a", 5.0), ("a", 0.0)]:
+            await events.send(key=key, value={}, timestamp=ts)
+        await h.wait_idle()
+        assert st.sessions("a") == {(0.0, 5.0): 2}
+        await events.send(key="z", value={}, timestamp=100.0)
+        await h.wait_idle()
+        for _ in range(100):
+            if len(finals(h)) >= 3:
+                break
+            await asyncio.sleep(0.01)
+        assert finals(h) == [("a", 0.0, 1.0, 2), ("a", 0.0, 5.0, 2), ("z", 9.0, 9.0, 1)]
