@@ -20,8 +20,9 @@ entry deleted:
 * ``exactly_once``: the send and the buffer's tombstone are in the task's transaction, with the
   record that moved stream time and its offset: a crash aborts all of them, the next owner
   restores the buffer and stream time as committed and closes the window again. One final each.
-* ``at_least_once``: the buffer entry is deleted only once the broker acknowledged the final,
-  and that deletion is committed with a later offset: a crash between the two leaves the entry,
+* ``at_least_once``: the buffer entry is deleted only once the broker acknowledged the final
+  (and not if a window of the same key and start was buffered meanwhile: a session can start
+  again at a closed one's start), and that deletion is committed with a later offset: a crash between the two leaves the entry,
   which the next owner emits again after its restore (a duplicate after a crash, never none).
 
 Stream time is restored with the windowed table (its reserved entry), so a window that closed
@@ -38,7 +39,14 @@ change, as a session's does when it grows), :meth:`FinalResults.removed` (a wind
 without a final: deleted by the app, or merged into another session) and
 :meth:`FinalResults.advance` (the partition's close time moved: emit every window with
 ``end + grace <= time``). Windows are named by key bytes and start (one window per key and
-start, which sessions keep too).
+start, which sessions keep too: a session whose start moves, when an earlier record extends it or
+it is merged into an earlier one, is ``removed`` under its old start and ``updated`` under the
+new one, in the same record's writes).
+
+Session tables (:mod:`agentstream.tables.sessions`) declare theirs with ``end_inclusive=True``:
+a session ``[start, end]`` holds its last record's time, so it closes once stream time *passes*
+``end + grace`` (their ``grace_ms`` is the session's gap + grace, Kafka Streams' close time) and
+its final is stamped with ``end`` itself.
 """
 
 from __future__ import annotations
@@ -75,7 +83,8 @@ _END = struct.Struct(">q")
 class WindowFinal(Record, include_metadata=False):
     """The final value of one window of one key, sent once the window closed.
 
-    ``start``/``end`` are epoch seconds (``[start, end)``); ``value`` is the window's value as the
+    ``start``/``end`` are epoch seconds: ``[start, end)`` for a tumbling, hopping or sliding window;
+    ``[start, end]`` for a session, the times of its first and last record. ``value`` is the window's value as the
     table's value codec stores it (a Record value arrives as its fields unless the reading topic
     declares a typed WindowFinal subclass)."""
 
@@ -130,13 +139,18 @@ class FinalResults:
         *,
         stream_time: Callable[[TablePartition], int | None],
         callbacks: set[asyncio.Future[Any]],
+        end_inclusive: bool = False,
     ) -> None:
         """``stream_time(table partition)``: its stream time in ms (None before the first record);
         ``callbacks``: where the sends are tracked, the set the commit waits for in its step 0 (the
-        windowed table's async close callbacks)."""
+        windowed table's async close callbacks); ``end_inclusive``: windows are ``[start, end]``
+        (sessions), closed once stream time passes ``end + grace_ms``, not when it reaches it."""
         self.table = table
         self.topic = topic
         self.grace_ms = grace_ms
+        self.end_inclusive = end_inclusive
+        # stream times are whole ms: "passes end + grace" is "reaches end + grace + 1"
+        self._close_after_ms = grace_ms + 1 if end_inclusive else grace_ms
         self._stream_time = stream_time
         self._callbacks = callbacks
         self.buffer: Table = table.app.Table(
@@ -168,7 +182,7 @@ class FinalResults:
         pb = _PartBuffer(part)
         for k, value, decoded in live_entries(part):
             end_ms = value[0] if decoded else _END.unpack_from(value, 0)[0]
-            close = end_ms + self.grace_ms
+            close = end_ms + self._close_after_ms
             pb.close_of[k] = close
             pb.heap.append((close, k))
         heapq.heapify(pb.heap)
@@ -189,7 +203,7 @@ class FinalResults:
         ``closed_ms``), then stream time ``stream_ms``: buffer the taken ones, emit what closed."""
         if stream_ms is not None and values:
             pb = self._part(partition)
-            grace = self.grace_ms
+            grace = self._close_after_ms
             for (start, end), value in values.items():
                 end_ms = round(end * 1000)
                 if end_ms + grace > stream_ms and end_ms > closed_ms:
@@ -203,7 +217,7 @@ class FinalResults:
     def _buffer(self, pb: _PartBuffer, kb: bytes, start_ms: int, end_ms: int, value: Any) -> None:
         bk = window_key(kb, start_ms / 1000)
         pb.part.set(bk, (end_ms, value))
-        close = end_ms + self.grace_ms
+        close = end_ms + self._close_after_ms
         if pb.close_of.get(bk) != close:
             pb.close_of[bk] = close
             heapq.heappush(pb.heap, (close, bk))
@@ -217,7 +231,7 @@ class FinalResults:
 
     def advance(self, partition: int, time_ms: int | None) -> int:
         """Emit the final of every buffered window of ``partition`` with ``end + grace <= time_ms``
-        (the partition's stream time). O(1) when none is due. Returns how many were emitted."""
+        (``<``, for ``end_inclusive`` windows; ``time_ms``: the partition's stream time). O(1) when none is due. Returns how many were emitted."""
         if time_ms is None:
             return 0
         pb = self._part(partition)
@@ -241,19 +255,21 @@ class FinalResults:
         if eos:
             for bk, _, _ in due:
                 part.set(bk, None)  # in the same transaction as the sends below
-        self._emit(part, due, eos)
+        self._emit(pb, due, eos)
         return len(due)
 
     # -- emission ---------------------------------------------------------------------------------------
-    def _emit(self, part: TablePartition, due: list[tuple[bytes, int, Any]], eos: bool) -> None:
+    def _emit(self, pb: _PartBuffer, due: list[tuple[bytes, int, Any]], eos: bool) -> None:
         """Send the finals from a task tracked with the table's async close callbacks, so the commit
         of the record that closed the windows waits for it (commit step 0)."""
-        future = asyncio.ensure_future(self._send(part, due, eos))
+        future = asyncio.ensure_future(self._send(pb, due, eos))
         self._callbacks.add(future)
         future.add_done_callback(self._callbacks.discard)
 
-    async def _send(self, part: TablePartition, due: list[tuple[bytes, int, Any]], eos: bool) -> None:
+    async def _send(self, pb: _PartBuffer, due: list[tuple[bytes, int, Any]], eos: bool) -> None:
+        part = pb.part
         kloads = self.table.key_codec.loads
+        last = 0 if self.end_inclusive else 1  # ms from the end to the window's last instant
         sent: list[tuple[bytes, int, Any, Any]] = []
         for bk, end_ms, value in due:
             kb, start = parse_window_key(bk)
@@ -262,7 +278,7 @@ class FinalResults:
                 delivery = await self.topic.send(
                     key=key,
                     value=WindowFinal(key=key, start=start, end=end_ms / 1000, value=value),
-                    timestamp=max(0, end_ms - 1) / 1000,  # the window's last instant, whatever record closed it
+                    timestamp=max(0, end_ms - last) / 1000,  # the window's last instant, whatever record closed it
                 )
             except Exception as exc:
                 self._failed(part, bk, end_ms, value, eos, exc)
@@ -277,8 +293,10 @@ class FinalResults:
             except Exception as exc:
                 self._failed(part, bk, end_ms, value, eos, exc)
                 continue
-            # acknowledged: only now may the buffer forget it (at_least_once: never none)
-            if part.ready:
+            # acknowledged: only now may the buffer forget it (at_least_once: never none), unless a
+            # window of the same key and start was buffered since (a session a record started or
+            # extended back to the closed one's start): that entry is the newer window's
+            if part.ready and bk not in pb.close_of:
                 part.set(bk, None)
 
     def _failed(self, part: TablePartition, bk: bytes, end_ms: int, value: Any, eos: bool, exc: BaseException) -> None:
@@ -323,6 +341,7 @@ def declare_final_results(
     *,
     stream_time: Callable[[TablePartition], int | None],
     callbacks: set[asyncio.Future[Any]],
+    end_inclusive: bool = False,
 ) -> FinalResults:
     """Declare ``table``'s final results on ``topic`` (a Topic, a topic name, or None for
     ``<table>-final``); the other arguments are :class:`FinalResults`'."""
@@ -334,4 +353,6 @@ def declare_final_results(
             key_serializer=table.key_serializer,
             value_type=WindowFinal,
         )
-    return FinalResults(table, topic, grace_ms, stream_time=stream_time, callbacks=callbacks)
+    return FinalResults(
+        table, topic, grace_ms, stream_time=stream_time, callbacks=callbacks, end_inclusive=end_inclusive
+    )

@@ -30,6 +30,13 @@ write-back cache work unchanged. Stream time is kept under the reserved stream-t
 windowed tables keep it, so late-record decisions survive a restart. Per partition an index of the
 live sessions (per key, and a min-heap by close time) is rebuilt from the store whenever the
 partition is (re)restored.
+
+Final results (:meth:`SessionTable.final_results`): one
+:class:`~agentstream.tables.final_results.WindowFinal` per key and session when the session
+closes, through the suppression buffer of :mod:`agentstream.tables.final_results`. A session is
+buffered under its key and start whenever a record writes it; the sessions a record merges into
+another (or whose start an earlier record moved) leave the buffer in the same record's writes, so
+only the session they became gets a final, with the merged value and bounds.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from ..durations import Seconds
 from ..durations import to_seconds as seconds
 from ..events import Event, current_event
 from ..exceptions import TopologyError
+from .final_results import FinalResults, declare_final_results
 from .query import STREAM_TIME_KEY, live_entries
 from .windowed import (
     CHANGELOG_ADDITIONAL_RETENTION_MS,
@@ -59,6 +67,7 @@ from .windowed import (
 )
 
 if TYPE_CHECKING:
+    from ..topics import Topic
     from .partition import TablePartition
     from .table import Table
 
@@ -177,6 +186,7 @@ class _SessionState:
         self._late_since_warning = 0
         self._last_warning = float("-inf")
         self._close_after_ms = window.gap_ms + window.grace_ms
+        self.final: FinalResults | None = None  # final_results(): the suppression buffer
         table.value_codec = _WindowValueCodec(table.value_codec)
 
     is_session = True
@@ -288,6 +298,14 @@ class _SessionState:
             spans.sort()
             part.set(session_key(kb, start, end), value)
             heapq.heappush(ps.due, (end + self._close_after_ms, kb, start, end))
+            final = self.final
+            if final is not None:  # the sessions merged away (or moved) get no final of their own
+                for s, _ in joined:
+                    if s != start:
+                        final.removed(part.partition, kb, s)
+                final.updated(part.partition, kb, start, end, value)
+        if self.final is not None:  # emit the finals of the sessions closed at stream time
+            self.final.advance(part.partition, ps.stream_ms)
         self._run_callbacks(self._close_due(ps))
         return end + self._close_after_ms >= ps.stream_ms
 
@@ -509,6 +527,28 @@ class SessionTable:
 
     def as_dict(self) -> dict[tuple[Any, SessionRange], Any]:
         return dict(self._state.items())
+
+    def final_results(self, topic: Any = None) -> Topic:
+        """The topic that gets one :class:`~agentstream.tables.final_results.WindowFinal` per key and
+        session once the session closes (stream time past end + gap + grace), with its value and
+        bounds after every merge; a session merged into another gets none of its own. Durable
+        through a changelogged suppression buffer (see agentstream.tables.final_results).
+        ``topic``: a Topic, a name, or None for ``<table>-final``."""
+        state = self._state
+        if state.final is not None:
+            raise TopologyError(
+                f"table {self.name!r} already sends its final results to {state.final.topic.name!r}; "
+                "keep the topic final_results() returned"
+            )
+        state.final = declare_final_results(
+            state.table,
+            topic,
+            state._close_after_ms,
+            stream_time=lambda part: state.windows(part).stream_ms,
+            callbacks=state.callbacks,  # the set the commit's step 0 waits for (table._windowed.callbacks)
+            end_inclusive=True,
+        )
+        return state.final.topic
 
     async def wait_callbacks(self) -> None:
         """Until every ``async`` on_window_close started so far has finished (tests, shutdown)."""

@@ -397,13 +397,15 @@ class _WindowState:
         return pw.index.stored() if pw is not None and pw.part is part else 0
 
     def put(self, key: Any, start: float, value: Any) -> bool:
-        """Write one window by its start, without moving stream time; False if it is closed."""
+        """Write one window by its start, without moving stream time; False (counted as late) if
+        it is closed, by stream time or by the wall-clock cleanup (as :meth:`write` decides: a put
+        must not reopen a window whose final was sent or whose close callback ran)."""
         kb = self.table._key_dumps(key)
         part = self.part_for(kb, True)
         pw = self.windows(part)
         end_ms = _ms(start) + self._size_ms
-        if pw.stream_ms is not None and end_ms + self._grace_ms <= pw.stream_ms:
-            self._late(key, start, pw.stream_ms)
+        if (pw.stream_ms is not None and end_ms + self._grace_ms <= pw.stream_ms) or end_ms <= pw.closed_ms:
+            self._late(key, start, pw.stream_ms if pw.stream_ms is not None else pw.closed_ms)
             return False
         wk = self.window_key(kb, start)
         pw.index.note(end_ms, wk, None)

@@ -10,6 +10,9 @@ topic, read as a downstream reader would:
 - ``at_least_once``: every window at least once (never none); a duplicate only for a window whose
   partition a killed worker had.
 
+The same app counts the clicks per user and session (gap 0.25 s of the records' timestamps) too, with
+final results: the same counts hold per session, with the session's bounds.
+
 Each run prints its figures for docs/guarantees.md.
 """
 
@@ -39,6 +42,9 @@ RECORDS = 1200  # event time 0 .. 12 s: 24 windows of 0.5 s per user
 STEP_MS = 10
 WINDOW_MS = 500
 FLUSH_TS = 1000.0  # one click per user far ahead: closes every earlier window in every partition
+SESSION_GAP_MS = 250
+# record timestamps (the session table's time): the clicks' ts after this base, an hour back
+BASE_MS = (round(time.time()) - 3600) * 1000
 
 
 def clicks() -> list[tuple[str, float]]:
@@ -53,6 +59,22 @@ def true_finals(records: list[tuple[str, float]]) -> dict[tuple[str, int], int]:
         ms = round(ts * 1000)
         out[(user, ms - ms % WINDOW_MS)] += 1
     return dict(out)
+
+
+def true_sessions(records: list[tuple[str, float]]) -> dict[tuple[str, int], tuple[int, int]]:
+    """(user, session start ms) -> (session end ms, clicks in it): a click more than the gap after
+    the user's previous one starts a session (each user's clicks come in time order)."""
+    out: dict[tuple[str, int], tuple[int, int]] = {}
+    current: dict[str, int] = {}
+    for user, ts in records:
+        ms = BASE_MS + round(ts * 1000)
+        start = current.get(user)
+        if start is not None and ms - out[(user, start)][0] <= SESSION_GAP_MS:
+            out[(user, start)] = (ms, out[(user, start)][1] + 1)
+        else:
+            current[user] = ms
+            out[(user, ms)] = (ms, 1)
+    return out
 
 
 class Feed(threading.Thread):
@@ -77,7 +99,9 @@ class Feed(threading.Thread):
         try:
             for i in range(0, len(self.records), self.chunk):
                 for user, ts in self.records[i : i + self.chunk]:
-                    await producer.send(self.topic, orjson.dumps({"ts": ts}), key=user.encode())
+                    await producer.send(
+                        self.topic, orjson.dumps({"ts": ts}), key=user.encode(), timestamp_ms=BASE_MS + round(ts * 1000)
+                    )
                 await producer.flush()
                 self.sent = min(len(self.records), i + self.chunk)
                 await asyncio.sleep(self.pause)
@@ -116,6 +140,17 @@ def finals_by_window(bootstrap: str, topic: str, committed: bool) -> dict[tuple[
     return dict(out)
 
 
+def finals_by_session(bootstrap: str, topic: str, committed: bool) -> dict[tuple[str, int], list[tuple[int, int]]]:
+    """(user, session start ms) -> the (end ms, count) of the finals sent for it, in order."""
+    records = asyncio.run(_read(bootstrap, topic, "read_committed" if committed else "read_uncommitted"))
+    out: dict[tuple[str, int], list[tuple[int, int]]] = collections.defaultdict(list)
+    for r in sorted(records, key=lambda r: (r.partition, r.offset)):
+        final = orjson.loads(r.value)
+        assert r.key.decode() == final["key"]
+        out[(final["key"], round(final["start"] * 1000))].append((round(final["end"] * 1000), final["value"]))
+    return dict(out)
+
+
 @pytest.mark.parametrize("guarantee", ["exactly_once", "at_least_once"])
 def test_one_final_per_window_across_kill9_and_scale_out(
     guarantee: str, kafka: ClusterInfo, tmp_path: Path, request: pytest.FixtureRequest
@@ -124,8 +159,9 @@ def test_one_final_per_window_across_kill9_and_scale_out(
     logs = ARTIFACTS / request.node.name
     records = clicks()
     expected = true_finals(records)
+    expected_sessions = true_sessions(records)
     eos = guarantee == "exactly_once"
-    topic_in, topic_out = f"{app_id}-clicks", f"{app_id}-finals"
+    topic_in, topic_out, topic_sessions = f"{app_id}-clicks", f"{app_id}-finals", f"{app_id}-session-finals"
     env = {"FINAL_APP_ID": app_id, "FINAL_GUARANTEE": guarantee}
 
     def start(name: str) -> Worker:
@@ -153,7 +189,9 @@ def test_one_final_per_window_across_kill9_and_scale_out(
         got: dict[tuple[str, int], list[int]] = {}
         while time.monotonic() < deadline:
             got = finals_by_window(kafka.bootstrap, topic_out, eos)
-            if set(expected) <= set(got):
+            if set(expected) <= set(got) and set(expected_sessions) <= set(
+                finals_by_session(kafka.bootstrap, topic_sessions, eos)
+            ):
                 break
             dead = [w for w in (b, c) if w.proc.poll() is not None]
             assert not dead, f"{dead[0].name} exited:\n{dead[0].log()[-3000:]}"
@@ -161,6 +199,7 @@ def test_one_final_per_window_across_kill9_and_scale_out(
         for w in (b, c):
             assert w.terminate() == 0, w.log()[-3000:]
         got = finals_by_window(kafka.bootstrap, topic_out, eos)
+        got_sessions = finals_by_session(kafka.bootstrap, topic_sessions, eos)
         # what the survivors sent at once after restoring partitions (at_least_once: finals of windows
         # that closed on the killed worker without an acknowledged final)
         after_restore = sum(
@@ -183,9 +222,24 @@ def test_one_final_per_window_across_kill9_and_scale_out(
         # a window can only be counted twice by re-processing after the crash: never fewer clicks
         short = {w: (v, expected[w]) for w, v in got.items() if min(v) < expected[w]}
         assert not short, f"finals below the true count: {list(short.items())[:5]}"
+    missing_sessions = sorted(set(expected_sessions) - set(got_sessions))
+    assert not missing_sessions, f"{len(missing_sessions)} sessions never got a final, e.g. {missing_sessions[:5]}"
+    unexpected_sessions = sorted(set(got_sessions) - set(expected_sessions))
+    assert not unexpected_sessions, f"finals for sessions that never were or never closed: {unexpected_sessions[:5]}"
+    per_session = collections.Counter(len(v) for v in got_sessions.values())
+    wrong_bounds = {s: v for s, v in got_sessions.items() if any(end != expected_sessions[s][0] for end, _ in v)}
+    assert not wrong_bounds, f"session finals with other bounds: {list(wrong_bounds.items())[:5]}"
+    if eos:
+        assert per_session == {1: len(expected_sessions)}, f"finals per session: {dict(per_session)}"
+        wrong = {s: v for s, v in got_sessions.items() if v != [expected_sessions[s]]}
+        assert not wrong, f"session finals differing from the true count: {list(wrong.items())[:5]}"
+    else:
+        short = {s: v for s, v in got_sessions.items() if min(n for _, n in v) < expected_sessions[s][1]}
+        assert not short, f"session finals below the true count: {list(short.items())[:5]}"
     print(
         f"\nfinal results, {guarantee} on Kafka: {len(records)} clicks, {len(expected)} windows, 1 kill -9, "
         f"scale-out 1 -> 2 -> (kill) 1 -> 2; finals per window {dict(sorted(per_window.items()))}, "
         f"duplicates {duplicated}, missing 0; {after_restore} sent right after a restore "
-        f"({time.monotonic() - began:.0f}s)"
+        f"({time.monotonic() - began:.0f}s); {len(expected_sessions)} sessions (gap {SESSION_GAP_MS} ms), finals per "
+        f"session {dict(sorted(per_session.items()))}"
     )

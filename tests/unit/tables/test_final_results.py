@@ -207,6 +207,37 @@ async def test_a_window_closed_by_the_wall_clock_cleanup_gets_its_final_once(gua
         assert finals(h) == [("a", t0, t0 + 10, 2)]
 
 
+@pytest.mark.parametrize("guarantee", GUARANTEES)
+async def test_a_put_into_a_window_the_wall_clock_closed_is_late_and_sends_no_second_final(guarantee: str) -> None:
+    """``wt[key][(start, end)] = v`` into a window the cleanup closed (stream time still short of its
+    end + grace) is refused as late, like ``wt[key] += 1`` there: no second final, no reopened window."""
+    app = agentstream.App(f"final-put-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
+    topic = app.topic("events", key_type=str, value_type=dict)
+    wt = app.Table("counts", default=int, key_type=str).tumbling(10, expires=20, grace=2)
+    wt.final_results("count-finals")
+
+    @app.agent(topic)
+    async def count(stream: agentstream.Stream) -> None:
+        async for event in stream.events():
+            if "put" in event.value:
+                start = event.value["put"]
+                wt[event.key][(start, start + 10)] = 99
+            else:
+                wt[event.key] += 1
+
+    async with AppHarness(app, virtual_time=True, processing_guarantee=guarantee) as h:
+        t0 = h.now()  # a multiple of 10
+        await h.send("events", {}, key="a", timestamp=t0 + 1)
+        await h.send("events", {}, key="a", timestamp=t0 + 2)
+        await h.advance(60)  # the cleanup closes [t0, t0 + 10) (stream time is still t0 + 2)
+        assert finals(h) == [("a", t0, t0 + 10, 2)]
+        await h.send("events", {"put": t0}, key="a", timestamp=t0 + 3)
+        await h.advance(120)
+        assert finals(h) == [("a", t0, t0 + 10, 2)]
+        assert wt.late_dropped == 1
+        assert wt.as_dict() == {}
+
+
 async def test_a_window_the_app_deletes_gets_no_final() -> None:
     app = agentstream.App(f"final-del-{uuid.uuid4().hex[:6]}", broker="memory://", topic_partitions=1)
     topic = app.topic("events", key_type=str, value_type=dict)
