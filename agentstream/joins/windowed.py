@@ -52,11 +52,11 @@ import collections
 import heapq
 import logging
 import struct
-import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..clock import clock_for
+from ..drop_count import DropCount
 from ..events import Event
 from ..tables.partition import TableNotReady, TablePartition
 from ..tables.query import live_entries
@@ -82,7 +82,6 @@ _TS = struct.Struct(">Q")
 _UID = struct.Struct(">q")
 _TOPIC_LEN = struct.Struct(">H")
 _BIAS = 1 << 63
-LATE_WARNING_EVERY = 10.0
 VALUES_MAX_BYTES = 64 << 20
 """About the most one join holds in memory of its buffered records' values (raw bytes, a decoded
 value counted at its raw size again); beyond it the oldest are read back from the buffer table
@@ -177,21 +176,15 @@ class StreamStreamJoin:
         self.within = within_ms
         self.grace = grace_ms
         self.emits = (kind in ("left", "outer"), kind == "outer")
-        self.late_dropped = 0
-        self.future_dropped = 0  # records too far ahead of the wall clock (max_message_time_difference)
-        self._late_since_warning = 0
-        self._last_warning = float("-inf")
-        self._future_since_warning = 0
-        self._last_future_warning = float("-inf")
+        self.late = DropCount()
+        self.future = DropCount()  # records too far ahead of the wall clock (max_message_time_difference)
         self._bufs: dict[int, _Buffers] = {}
         self.max_value_bytes = VALUES_MAX_BYTES
         self.values_held = 0  # bytes of buffered values in memory (see VALUES_MAX_BYTES)
-        self.values_spilled = 0  # buffered records whose values were dropped from memory
+        self.spilled = DropCount()  # buffered records whose values were dropped from memory
         self.values_reread = 0  # reads of spilled values back from the buffer table
         self.values_unreadable = 0  # spilled values missing from the table when needed (logged)
         self._held: collections.deque[_Entry] = collections.deque()  # entries holding values, oldest first
-        self._spilled_since_warning = 0
-        self._last_spill_warning = float("-inf")
 
     # -- state ----------------------------------------------------------------------------------
     def _part(self, partition: int) -> TablePartition:
@@ -235,10 +228,25 @@ class StreamStreamJoin:
             self._hold(e)
         for k in ahead:
             part.set(k, None)
-        self.future_dropped += len(ahead)
+        self.future.total += len(ahead)  # logged by _loaded_stream_time
         b.stream_ms = self._loaded_stream_time(partition, stored, b, bound, len(ahead))
         self._bufs[partition] = b
         return b
+
+    @property
+    def late_dropped(self) -> int:
+        """Records dropped late (older than stream time minus within + grace)."""
+        return self.late.total
+
+    @property
+    def future_dropped(self) -> int:
+        """Records dropped as too far ahead of the wall clock (max_message_time_difference)."""
+        return self.future.total
+
+    @property
+    def values_spilled(self) -> int:
+        """Buffered records whose values were dropped from memory (read back when needed)."""
+        return self.spilled.total
 
     def _future_bound(self) -> int | None:
         """The latest acceptable record time (ms): the wall clock plus ``max_message_time_difference``."""
@@ -301,20 +309,16 @@ class StreamStreamJoin:
             e.charge = 0
             e.raw, e.value, e.decoded = None, None, False
             n += 1
-        self.values_spilled += n
-        self._spilled_since_warning += n
-        now = time.monotonic()
-        if n and now - self._last_spill_warning >= LATE_WARNING_EVERY:
+        reported = self.spilled.add(n)
+        if reported:
             log.warning(
                 "join %s: %d buffered record value(s) dropped from memory since the last warning (%d in total; "
                 "the bound is %d bytes): they are read back from the buffer table when they match or close",
                 self.table.name,
-                self._spilled_since_warning,
-                self.values_spilled,
+                reported,
+                self.spilled.total,
                 self.max_value_bytes,
             )
-            self._spilled_since_warning = 0
-            self._last_spill_warning = now
 
     def _raw(self, b: _Buffers, e: _Entry) -> bytes | None:
         """``e``'s value bytes: held, or read back from the buffer table (None: missing there, logged)."""
@@ -446,8 +450,6 @@ class StreamStreamJoin:
         return Event(key, self._pair(e.side, value, None), message)
 
     def _late(self, event: Event, st: int) -> None:
-        self.late_dropped += 1
-        self._late_since_warning += 1
         log.debug(
             "join %s: dropped late record %s at %d ms (stream time %d ms, within %d ms, grace %d ms)",
             self.table.name,
@@ -457,23 +459,19 @@ class StreamStreamJoin:
             self.within,
             self.grace,
         )
-        now = time.monotonic()
-        if now - self._last_warning >= LATE_WARNING_EVERY:
+        reported = self.late.add()
+        if reported:
             log.warning(
                 "join %s: dropped %d late record(s) (%d in total): older than stream time minus within + grace (%.3fs)",
                 self.table.name,
-                self._late_since_warning,
-                self.late_dropped,
+                reported,
+                self.late.total,
                 (self.within + self.grace) / 1000,
             )
-            self._late_since_warning = 0
-            self._last_warning = now
 
     def _too_far_ahead(self, event: Event, bound: int) -> None:
-        self.future_dropped += 1
-        self._future_since_warning += 1
-        now = time.monotonic()
-        if now - self._last_future_warning >= LATE_WARNING_EVERY:
+        reported = self.future.add()
+        if reported:
             log.warning(
                 "join %s: dropped record %s at %.3f: more than max_message_time_difference=%ss ahead of the "
                 "wall clock (%d such record(s) since the last warning, %d in total); as stream time it would "
@@ -482,8 +480,6 @@ class StreamStreamJoin:
                 event.where(),
                 event.message.timestamp_ms / 1000,
                 self.app.settings.max_message_time_difference,
-                self._future_since_warning,
-                self.future_dropped,
+                reported,
+                self.future.total,
             )
-            self._future_since_warning = 0
-            self._last_future_warning = now

@@ -43,21 +43,21 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-import inspect
 import logging
 import numbers
 import operator
 import struct
-import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ..drop_count import DropCount
 from ..durations import Seconds
 from ..durations import to_seconds as seconds
 from ..events import Event, current_event
 from ..exceptions import TopologyError
 from .final_results import FinalResults, declare_final_results
 from .query import STREAM_TIME_KEY, live_entries
+from .window_close import WindowCloseCalls
 from .windowed import (
     CHANGELOG_ADDITIONAL_RETENTION_MS,
     WindowTimeError,
@@ -85,8 +85,6 @@ __all__ = [
 
 SessionRange = tuple[float, float]
 MergeFn = Callable[[Any, Any], Any]
-LATE_WARNING_EVERY = 10.0
-"""Seconds between WARNING lines summarising dropped late records (each drop is logged at DEBUG)."""
 
 
 def _ms(secs: float) -> int:
@@ -177,14 +175,11 @@ class _SessionState:
         self.window = window
         self.grace = window.grace
         self.merge = merge
-        self.on_window_close = on_window_close
         self.parts: dict[int, _PartSessions] = {}
-        self.late_dropped = 0
-        self.callback_errors = 0
-        self.callbacks: set[asyncio.Future[Any]] = set()
+        self.late = DropCount()
+        self.close_calls = WindowCloseCalls(table.name, on_window_close, "session")
+        self.callbacks: set[asyncio.Future[Any]] = self.close_calls.pending  # the commit waits for these
         self.closes_by_wall_clock = False  # sessions close by stream time only, as in Kafka Streams
-        self._late_since_warning = 0
-        self._last_warning = float("-inf")
         self._close_after_ms = window.gap_ms + window.grace_ms
         self.final: FinalResults | None = None  # final_results(): the suppression buffer
         table.value_codec = _WindowValueCodec(table.value_codec)
@@ -306,12 +301,20 @@ class _SessionState:
                 final.updated(part.partition, kb, start, end, value)
         if self.final is not None:  # emit the finals of the sessions closed at stream time
             self.final.advance(part.partition, ps.stream_ms)
-        self._run_callbacks(self._close_due(ps))
+        self.close_calls.run(self._close_due(ps))
         return end + self._close_after_ms >= ps.stream_ms
 
+    @property
+    def late_dropped(self) -> int:
+        """Records dropped because the session they would join had closed."""
+        return self.late.total
+
+    @property
+    def callback_errors(self) -> int:
+        """on_window_close calls that raised (each logged)."""
+        return self.close_calls.errors
+
     def _late(self, key: Any, ts: float, st: int) -> None:
-        self.late_dropped += 1
-        self._late_since_warning += 1
         log.debug(
             "table %s: dropped late record for key %r at time %s (stream time %s, gap %ss, grace %ss)",
             self.table.name,
@@ -321,18 +324,16 @@ class _SessionState:
             self.window.gap,
             self.grace,
         )
-        now = time.monotonic()
-        if now - self._last_warning >= LATE_WARNING_EVERY:
+        reported = self.late.add()
+        if reported:
             log.warning(
                 "table %s: dropped %d late record(s) whose sessions had closed (%d in total; gap %ss, grace %ss)",
                 self.table.name,
-                self._late_since_warning,
-                self.late_dropped,
+                reported,
+                self.late.total,
                 self.window.gap,
                 self.grace,
             )
-            self._late_since_warning = 0
-            self._last_warning = now
 
     # -- closing ------------------------------------------------------------------------------------------
     def _close_due(self, ps: _PartSessions) -> list[tuple[Any, Any]]:
@@ -358,42 +359,6 @@ class _SessionState:
             part.set(sk, None)
             out.append(((self.table.key_codec.loads(kb), (start / 1000, end / 1000)), value))
         return out
-
-    def _run_callbacks(self, closed: list[tuple[Any, Any]]) -> None:
-        callback = self.on_window_close
-        if callback is None:
-            return
-        for window_key, value in closed:
-            try:
-                result = callback(window_key, value)
-            except Exception as exc:
-                self._callback_failed(window_key, exc)
-                continue
-            if inspect.isawaitable(result):
-                self._track(result, window_key)
-
-    def _callback_failed(self, window_key: Any, exc: BaseException) -> None:
-        self.callback_errors += 1
-        log.error(
-            "table %s: on_window_close raised for key %r session %r (the record that closed the session "
-            "is counted; the session is removed): %r",
-            self.table.name,
-            window_key[0],
-            window_key[1],
-            exc,
-            exc_info=exc,
-        )
-
-    def _track(self, result: Awaitable[Any], window_key: Any) -> None:
-        future = asyncio.ensure_future(result)
-        self.callbacks.add(future)
-
-        def done(f: asyncio.Future[Any]) -> None:
-            self.callbacks.discard(f)
-            if not f.cancelled() and f.exception() is not None:
-                self._callback_failed(window_key, f.exception())  # type: ignore[arg-type]
-
-        future.add_done_callback(done)
 
     # -- iteration ------------------------------------------------------------------------------------------
     def items(self) -> Iterator[tuple[tuple[Any, SessionRange], Any]]:

@@ -41,10 +41,8 @@ records for windows that had closed, or even expired, and silently re-create the
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import operator
-import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -53,6 +51,7 @@ from mypy_extensions import mypyc_attr
 
 from ..clock import clock_for
 from ..codecs import Codec
+from ..drop_count import DropCount
 from ..durations import Seconds
 from ..durations import to_seconds as seconds
 from ..events import Event, current_event
@@ -60,6 +59,7 @@ from ..exceptions import AgentStreamError, SerializationError, TopologyError
 from ..runtime import current_clock
 from .final_results import declare_final_results
 from .query import STREAM_TIME_KEY, live_entries
+from .window_close import WindowCloseCalls
 from .window_index import HeapIndex, StoreIndex, WindowIndex, exists
 from .windows import (
     HoppingWindow,
@@ -90,9 +90,6 @@ WindowRange = tuple[float, float]
 WindowCloseCallback = Callable[[Any, Any], None | Awaitable[None]]
 """``on_window_close((key, (start, end)), final_value)``; may be ``async``."""
 TimeSource = Callable[[Event | None], float]
-
-LATE_WARNING_EVERY = 10.0
-"""Seconds between WARNING lines summarising dropped late records (each drop is logged at DEBUG)."""
 
 
 class WindowTimeError(AgentStreamError):
@@ -239,16 +236,13 @@ class _WindowState:
         self.table = table
         self.window = window
         self.grace = grace
-        self.on_window_close = on_window_close
         self._size_ms = _ms(window.size)
         self._grace_ms = _ms(grace)
         self._expire_after_ms = max(_ms(window.expires), self._grace_ms)
         self.parts: dict[int, _PartWindows] = {}
-        self.late_dropped = 0
-        self.callback_errors = 0  # on_window_close calls that raised (each logged)
-        self._late_since_warning = 0
-        self._last_warning = float("-inf")
-        self.callbacks: set[asyncio.Future[Any]] = set()
+        self.late = DropCount()
+        self.close_calls = WindowCloseCalls(table.name, on_window_close)
+        self.callbacks: set[asyncio.Future[Any]] = self.close_calls.pending  # the commit waits for these
         table.value_codec = _WindowValueCodec(table.value_codec)
         # Faust's format (topic_naming='faust'): keys are JSON [key, [start, end]], and stream
         # time is not stored (a Faust reader could not decode the entry): it is rebuilt from
@@ -442,9 +436,17 @@ class _WindowState:
             if self.final is not None:
                 self.final.removed(part.partition, kb, _ms(start))
 
+    @property
+    def late_dropped(self) -> int:
+        """Records dropped because every window they belong to had closed."""
+        return self.late.total
+
+    @property
+    def callback_errors(self) -> int:
+        """on_window_close calls that raised (each logged)."""
+        return self.close_calls.errors
+
     def _late(self, key: Any, ts: float, st: int) -> None:
-        self.late_dropped += 1
-        self._late_since_warning += 1
         log.debug(
             "table %s: dropped late record for key %r at time %s (stream time %s, grace %ss)",
             self.table.name,
@@ -453,57 +455,27 @@ class _WindowState:
             st / 1000,
             self.grace,
         )
-        now = time.monotonic()
-        if now - self._last_warning >= LATE_WARNING_EVERY:
+        reported = self.late.add()
+        if reported:
             log.warning(
                 "table %s: dropped %d late record(s) whose windows had closed (%d in total; grace is %ss)",
                 self.table.name,
-                self._late_since_warning,
-                self.late_dropped,
+                reported,
+                self.late.total,
                 self.grace,
             )
-            self._late_since_warning = 0
-            self._last_warning = now
 
     def _run_callbacks(self, expired: list[tuple[bytes, Any]]) -> None:
         """``on_window_close((key, (start, end)), final value)`` for each expired window (Faust
         calls it when the window expires, not when it stops taking records)."""
-        callback = self.on_window_close
-        if callback is None or not expired:
+        if self.close_calls.callback is None or not expired:
             return
+        loads = self.table.key_codec.loads
+        closed: list[tuple[Any, Any]] = []
         for wk, value in expired:
             kb, start = self.parse_window_key(wk)
-            window_key = (self.table.key_codec.loads(kb), self.window_range(start))
-            try:
-                result = callback(window_key, value)
-            except Exception as exc:
-                self._callback_failed(window_key, exc)
-                continue
-            if inspect.isawaitable(result):
-                self._track(result, window_key)
-
-    def _callback_failed(self, window_key: Any, exc: BaseException) -> None:
-        self.callback_errors += 1
-        log.error(
-            "table %s: on_window_close raised for key %r window %r (the record that expired the window "
-            "is counted; the window is removed): %r",
-            self.table.name,
-            window_key[0],
-            window_key[1],
-            exc,
-            exc_info=exc,
-        )
-
-    def _track(self, result: Awaitable[Any], window_key: Any) -> None:
-        future = asyncio.ensure_future(result)
-        self.callbacks.add(future)
-
-        def done(f: asyncio.Future[Any]) -> None:
-            self.callbacks.discard(f)
-            if not f.cancelled() and f.exception() is not None:
-                self._callback_failed(window_key, f.exception())  # type: ignore[arg-type]
-
-        future.add_done_callback(done)
+            closed.append(((loads(kb), self.window_range(start)), value))
+        self.close_calls.run(closed)
 
     @property
     def closes_by_wall_clock(self) -> bool:
@@ -544,7 +516,7 @@ class _WindowState:
         if st is None:
             return out
         part = pw.part
-        want_values = self.on_window_close is not None
+        want_values = self.close_calls.callback is not None
         for wk in pw.index.due(st - self._expire_after_ms):
             if want_values:
                 found, value = part.get_bytes(wk)

@@ -276,7 +276,10 @@ class AsgiService(Service):
         if self.opentelemetry is not False:
             instrument_asgi_app(self.asgi_app, force=bool(self.opentelemetry))
         options = {"loop": "none", "lifespan": "on", "log_config": None, **self.uvicorn_options}
-        server = uvicorn.Server(uvicorn.Config(self.asgi_app, host=self.host, port=self.port, **options))
+        host, port = self.host, self.port
+        assert host is not None and port is not None  # set in __init__ (given, the app's, or a default)
+        # Any: uvicorn's signal handling is replaced below (the worker owns SIGINT/SIGTERM)
+        server: Any = uvicorn.Server(uvicorn.Config(self.asgi_app, host=host, port=port, **options))
         if hasattr(server, "capture_signals"):
             server.capture_signals = _no_signal_handlers
         if hasattr(server, "install_signal_handlers"):  # uvicorn < 0.27
