@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -43,6 +43,15 @@ RESTORE_MAX_POLL_RECORDS = 10_000  # restore and standby reads want big batches,
 RESTORE_FETCH_MAX_WAIT_MS = 20
 # How long a starting worker tries to learn the changelog ends of the copies in its data dir.
 ENDS_TIMEOUT_S = 2.0
+UNSENT_MAX_BYTES = 64 << 20
+"""About the most memory a worker's table writes may hold on their way to the changelog (written
+through the caches, not yet taken by a commit). Past it the worker commits at once and its fetcher
+hands out no records until the commit has taken them (``TableManager.room``): without the bound a
+table written faster than its changelog is sent (a large state, every write a new key) held every
+write since the last commit, more at each commit, which took longer each time (4 GB at 5M keys)."""
+UNSENT_ENTRY_BYTES = 360
+"""Python's memory for one write on its way to the changelog beyond its encoded key and value (the
+partition's pending entry, the queued item, its tuples and the bytes objects' headers)."""
 
 
 def restore_fetch_max_wait_ms(settings: Settings) -> int:
@@ -82,6 +91,15 @@ async def _send_changelog(producer: Any, part: TablePartition, chunks: list[list
             delivery = None if send_now is None else send_now(topic, key, value, partition, None, None)
             last = await producer.send(topic, key, value, partition=partition) if delivery is None else delivery
     part.last_send = last
+
+
+def _entry_bytes(part: TablePartition, items: list[tuple[bytes, bytes | None]]) -> float:
+    """About the memory one of ``items`` holds until its commit: the partition's running mean of
+    an entry's encoded size (measured exactly when the partition has no cache to learn it)."""
+    size = part.entry_bytes
+    if size <= 0.0 and items:
+        size = sum(len(k) + (0 if v is None else len(v)) for k, v in items) / len(items)
+    return UNSENT_ENTRY_BYTES + size
 
 
 def check_store_paths(settings: Settings, tables: Iterable[Table]) -> None:
@@ -131,6 +149,14 @@ class TableManager:
         self.store_url = settings.store
         self.cache_size = settings.table_cache_size
         self._sends: list[tuple[TablePartition, list[tuple[bytes, bytes | None]]]] = []
+        # About the memory the writes in _sends hold (UNSENT_ENTRY_BYTES + encoded size each), and
+        # the bound: past it ``room`` is cleared (the fetcher waits on it) and ``on_full`` runs (the
+        # worker commits at once); the commit that takes them sets it again.
+        self.unsent_bytes = 0.0
+        self.max_unsent_bytes = UNSENT_MAX_BYTES
+        self.room = asyncio.Event()
+        self.room.set()
+        self.on_full: Callable[[], None] | None = None
         self._restore_consumer: Consumer | None = None
         self._follow_consumer: Consumer | None = None
         self._follower: asyncio.Task[None] | None = None
@@ -378,6 +404,7 @@ class TableManager:
                                 part.partition,
                             )
                         part.standby(dirty=True)
+        self._recount()
 
     # -- standby / global following -----------------------------------------------------------------
     def _follow(self, parts: dict[TP, TablePartition]) -> None:
@@ -474,6 +501,23 @@ class TableManager:
     def queue_send(self, part: TablePartition, items: list[tuple[bytes, bytes | None]]) -> None:
         """A partition's ChangelogSink: ``items`` is the partition's own new list (kept, not copied)."""
         self._sends.append((part, items))
+        self.unsent_bytes += len(items) * _entry_bytes(part, items)
+        if self.unsent_bytes > self.max_unsent_bytes and self.room.is_set():
+            self._full()
+
+    def _full(self) -> None:
+        self.room.clear()
+        log.debug("table writes waiting for the changelog hold about %d bytes: committing now", self.unsent_bytes)
+        if self.on_full is not None:
+            self.on_full()
+
+    def _recount(self) -> None:
+        """After a commit took the queued writes (or they were dropped): what is queued since."""
+        self.unsent_bytes = float(sum(len(items) * _entry_bytes(part, items) for part, items in self._sends))
+        if self.unsent_bytes <= self.max_unsent_bytes:
+            self.room.set()
+        else:  # written while the commit ran (the tasks' buffered records): the next commit, at once
+            self._full()
 
     def dirty(self, writer: Any = None) -> bool:
         """Writes waiting for a commit (exactly_once: task ``writer``'s)."""
@@ -528,6 +572,7 @@ class TableManager:
                     part.checkpoint()
                 except (StoreError, OSError) as exc:
                     raise self._unwritable(part.store.path, "write", exc) from exc
+        self._recount()
 
     def _unwritable(self, path: Path, op: str, exc: BaseException) -> StoreUnavailable:
         """A read-only or full data dir: say which flag to fix, and that nothing is lost."""
@@ -547,3 +592,4 @@ class TableManager:
             self._sends = [s for s in self._sends if s[0].writer != writer]
         for part in self._parts(writer):
             part.discard_uncommitted()
+        self._recount()

@@ -6,6 +6,11 @@ next poll (``getmany(*partitions)``) until its tasks have drained half of it. ai
 most one prefetched response per partition meanwhile. Pausing would be worse: aiokafka drops a
 paused partition's prefetched records and fetches them again after ``resume()``, which costs
 the broker a second read and the worker a round trip of idle time at every toggle.
+
+The tables' writes on their way to the changelog hold back the whole poll the same way: while
+``state_room`` (the table manager's) is cleared, nothing is fetched until a commit has taken them,
+so records cannot be handled faster than their changelog records are sent (at most the tasks'
+buffered records are handled meanwhile).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ class Fetcher(Generic[T]):
         self._room = asyncio.Event()
         self.fetched = 0
         self.on_full: Callable[[TP], None] | None = None  # the sensors' on_topic_buffer_full, while any
+        self.state_room: asyncio.Event | None = None  # the tables' writes awaiting a commit fit (set)
 
     def set_routes(self, routes: dict[TP, list[T]]) -> None:
         self.routes = routes
@@ -61,6 +67,10 @@ class Fetcher(Generic[T]):
         consumer = self.consumer
         limit = self.buffer_max_records
         while True:
+            state_room = self.state_room
+            if state_room is not None and not state_room.is_set():
+                await state_room.wait()  # the worker is committing: it sets it when the writes are taken
+                continue
             routes = self.routes
             if self.held_back:
                 wanted = [tp for tp in routes if tp not in self.held_back]

@@ -113,6 +113,8 @@ class Worker:
         self.task_manager: TaskManager | None = None  # set in start() with the consumer: the assignment's tasks
         self.purge: RepartitionPurge | None = None  # set in start(): consumed repartition records deleted
         self.tables: TableManager | None = None  # set in start() when the app declares tables
+        # set by the table manager when its writes outrun the changelog (UNSENT_MAX_BYTES): commit now
+        self._commit_soon = asyncio.Event()
         self.servers: list[Server] = []  # started beside the worker (see serve())
         self.web_port = web_port if web_port is not None else self.settings.web_port
         self._background: list[asyncio.Task[Any]] = []
@@ -299,6 +301,9 @@ class Worker:
         self.fetcher = Fetcher[StreamTask](
             consumer, buffer_max_records=s.buffer_max_records, max_poll_records=s.max_poll_records
         )
+        if self.tables is not None:  # table writes outrunning their changelog: commit now, fetch nothing meanwhile
+            self.fetcher.state_room = self.tables.room
+            self.tables.on_full = self._commit_soon.set
         if self.eos is not None:
             self.committer = ExactlyOnceCommit(tables=lambda: self.tables, faults=self.faults)
         else:
@@ -593,18 +598,23 @@ class Worker:
             total = self._processed_total()
             if total < base:  # the tasks were recreated (a rebalance): count from them
                 base = 0
-            if total - base >= every:
+            if total - base >= every or self._commit_soon.is_set():
                 return
 
     async def _commit_loop(self) -> None:
         interval = self.settings.commit_interval
         every = int(self.settings.extra.get("broker_commit_every") or 0)
         livelock = LivelockWarning(float(self.settings.extra.get("broker_commit_livelock_soft_timeout", 300.0)))
+        soon = self._commit_soon
         while True:
             if every > 0:
                 await self._until_commit_due(interval, every)
-            else:
-                await self.clock.sleep(interval)
+            elif not soon.is_set():
+                try:
+                    await self.clock.wait_for(soon.wait(), interval)
+                except TimeoutError:
+                    pass
+            soon.clear()
             livelock.check(self.tasks.values(), self.last_commit, time.monotonic())
             try:
                 await self.commit()
