@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from agentstream.devbroker import _stop_with_parent_prefix, free_port
+from agentstream.devbroker import _stop_with_parent_prefix
 
 HERE = Path(__file__).resolve().parent
 POM = HERE / "pom.xml"
@@ -83,6 +83,22 @@ def classpath() -> str:
     return cached.read_text().strip()
 
 
+def _distinct_free_ports(n: int) -> list[int]:
+    """``n`` different free ports on 127.0.0.1: each socket stays bound until all are taken, so the OS
+    cannot hand out one port twice (one at a time it can, and Kafka refuses two listeners on one
+    port: the whole run's cluster failed to start)."""
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(n):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(sock)
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
 @dataclass
 class Node:
     """One KRaft node (broker and controller in one JVM)."""
@@ -133,10 +149,8 @@ class KafkaCluster:
         self._own_dir = work_dir is None
         self.work_dir = Path(work_dir or tempfile.mkdtemp(prefix="agentstream-kafka-"))
         self.cluster_id = _kraft_cluster_id()
-        self.nodes = [
-            Node(i, self.work_dir / f"node{i}", free_port(), free_port(), free_port(), free_port(), free_port())
-            for i in range(1, size + 1)
-        ]
+        ports = _distinct_free_ports(5 * size)
+        self.nodes = [Node(i, self.work_dir / f"node{i}", *ports[5 * (i - 1) : 5 * i]) for i in range(1, size + 1)]
         self.certs: dict[str, Path] = {}
 
     # -- addresses --------------------------------------------------------------------------------------------
