@@ -578,7 +578,7 @@ class Settings:
             self.data_dir = Path(_expand_datadir(str(self.data_dir), self))
         # Faust's broker forms (a list, ';'/','-separated, kafka:// on each part or none) -> one URL
         self.broker = normalize_broker(self.broker)
-        for name in ("canonical_url", "web_transport"):  # Faust takes yarl URLs too
+        for name in ("canonical_url", "web_transport", "web"):  # Faust takes yarl URLs too
             if type(getattr(self, name)).__name__ == "URL":
                 setattr(self, name, str(getattr(self, name)))
         for f in dataclasses.fields(self):

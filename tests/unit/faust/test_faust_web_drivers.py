@@ -33,3 +33,12 @@ def test_a_web_setting_of_another_scheme_is_refused_at_start_naming_it(url: str)
     with pytest.raises(ConfigError, match="routes table lookups between workers") as err:
         faust.App("web-driver", web=url)
     assert err.value.setting == "web"
+
+
+def test_a_web_setting_given_as_a_yarl_url_is_read_like_its_string() -> None:
+    """Faust's settings take yarl URLs (``web=URL('aiohttp://')``); the scheme decides as for a string."""
+    from yarl import URL
+
+    assert faust.App("web-driver", web=URL("aiohttp://localhost")).conf.web == "aiohttp://localhost"
+    with pytest.raises(ConfigError, match="routes table lookups between workers"):
+        faust.App("web-driver", web=URL("uvicorn://"))

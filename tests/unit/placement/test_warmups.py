@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import agentstream
+from agentstream.tables.query import live_entries
 from agentstream.worker.worker import Worker
 
 pytestmark = pytest.mark.asyncio
@@ -37,6 +38,16 @@ def counting_app(app_id: str, broker: str, store: str = "memory://", **settings:
             totals[event.key] += event.value
 
     return app
+
+
+def _keys_held(*workers: Worker) -> int:
+    """The keys of the partitions the workers serve, read back from their tables (status' count of a
+    RocksDB store is RocksDB's estimate, which runs high by the overwrites not compacted yet)."""
+    held = 0
+    for w in workers:
+        parts = w.app.tables["totals"].parts
+        held += sum(1 for p in w.assignment.active if p in parts for _ in live_entries(parts[p]))
+    return held
 
 
 async def _until(check: Any, what: str, seconds: float = 20.0) -> None:
@@ -177,8 +188,7 @@ async def test_a_newcomer_whose_data_dir_outlived_its_changelog_warms_up_from_no
         await _until(split, "the probing rebalance to hand the newcomer its share")
         await _send(app_a, [f"k{i}" for i in range(400, 420)])
         await _counted([wa, b], 420)
-        (table_a,), (table_b,) = (await wa.status()).tables, (await b.status()).tables
-        assert table_a.local_keys + table_b.local_keys == 420  # none of the 1000 old keys
+        assert _keys_held(wa, b) == 420  # none of the 1000 old keys
         assert b.tables is not None and b.tables.restored_records <= 20, b.tables.restored_records
     finally:
         if wb is not None:
@@ -233,8 +243,7 @@ async def test_a_worker_restarted_on_its_data_dir_takes_its_partition_back_witho
         assert first.active == [1] and not first.warmup  # no warm-up round: its copy was caught up
 
         async def every_key_held() -> bool:
-            (table_a,), (table_b,) = (await wa.status()).tables, (await back.status()).tables
-            return bool(table_a.local_keys + table_b.local_keys == 430)
+            return _keys_held(wa, back) == 430
 
         await _until(every_key_held, "every key held once, by a or b")
         assert back.tables is not None and back.tables.restored_records <= 10, back.tables.restored_records
