@@ -527,6 +527,8 @@ def case_large_state(case: Case, n: int) -> dict[str, Any]:
     asyncio.run(_large_setup(b.bootstrap, records))
     log(f"large-state: loaded {n} records over {keys} keys in {time.perf_counter() - t:.1f}s")
     del records
+    # a side's time limit grows with the input: 5M keys run at a few thousand records/s here
+    limit = max(600.0, n / 1500)
     a = case.run(
         "agentstream",
         [
@@ -534,6 +536,8 @@ def case_large_state(case: Case, n: int) -> dict[str, Any]:
             "worker",
             "--app",
             "bench.apps.large_state",
+            "--timeout",
+            str(limit),
             "--expect",
             str(n),
             "--data-dir",
@@ -541,6 +545,7 @@ def case_large_state(case: Case, n: int) -> dict[str, Any]:
             "--logfile",
             str(case.logs / "worker.log"),
         ],
+        timeout=limit + 300,
     )
     log(f"large-state: agentstream {a['records_per_s']:.0f} records/s")
     sides = {"agentstream": a}
@@ -561,6 +566,7 @@ def case_large_state(case: Case, n: int) -> dict[str, Any]:
                 "--data-dir",
                 str(case.scratch / side),
             ],
+            timeout=limit + 300,
         )
         log(f"large-state: {side} {r['records_per_s']:.0f} records/s, {r['window_keys']} window keys")
         sides[side] = r
