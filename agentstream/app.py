@@ -144,7 +144,7 @@ def _class_base(name: str) -> tuple[type | None, str]:
 
         return Schema, "agentstream.faust.Schema"
     if name == "Serializers":
-        from .serializers import Registry
+        from .serializer_registry import Registry
 
         return Registry, "agentstream.faust.serializers.Registry"
     if name == "TableManager":
@@ -1071,10 +1071,10 @@ class App:
         """Faust's ``app.serializers``: the registry that encodes and decodes keys and values by type
         and serializer (``dumps_key``, ``loads_value``...), made from the ``Serializers`` setting's
         class with the app's default serializers. Given that setting, the app's topics and tables
-        encode and decode through it (:mod:`agentstream.serializers`)."""
+        encode and decode through it (:mod:`agentstream.serializer_registry`)."""
         registry = self.__dict__.get("_serializers")
         if registry is None:
-            from .serializers import Registry
+            from .serializer_registry import Registry
 
             cls = self.class_setting("Serializers") or Registry
             registry = cls(key_serializer=self.key_serializer, value_serializer=self.value_serializer)
@@ -1087,7 +1087,7 @@ class App:
         keeps its own codec, with no call in between)."""
         if self.class_setting("Serializers") is None:
             return None
-        from .serializers import RegistryCodec
+        from .serializer_registry import RegistryCodec
 
         return RegistryCodec(self.serializers, side, type_, serializer)
 

@@ -1,5 +1,5 @@
 """``faust.serializers.registry``: Faust's ``Registry`` (agentstream's, :mod:`agentstream.serializers`)."""
 
-from agentstream.serializers import Registry
+from agentstream.serializer_registry import Registry
 
 __all__ = ["Registry"]
