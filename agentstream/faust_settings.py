@@ -203,7 +203,8 @@ _TABLE: Final = [
     _s("SetGlobalTable", "faust:SetGlobalTable", H, "the class app.SetGlobalTable() makes: a subclass of agentstream's "
        "SetGlobalTable"),
     _s("TableManager", "faust.tables:TableManager", H, "the class of the worker's table manager (it opens, "
-       "restores and checkpoints the table partitions): a subclass of agentstream.tables.manager.TableManager; "
+       "restores and checkpoints the table partitions): a subclass of agentstream.tables.manager.TableManager "
+       "(faust.tables.TableManager in the compat package); "
        "app.tables stays the mapping of tables by name"),
     _s("Serializers", "faust.serializers:Registry", H, "the class of app.serializers (a subclass of "
        "agentstream.faust.serializers.Registry, made with the app's key_serializer and value_serializer); given, "
@@ -213,10 +214,11 @@ _TABLE: Final = [
        "and execute_from_commandline())"),
     _s("PartitionAssignor", "faust.assignor:PartitionAssignor", H, "the class of the worker's group assignor "
        "(the leader's plan: assign(), the members' user data): a subclass of "
-       "agentstream.worker.assignor.PartitionNumberAssignor, made with its keyword arguments (host, "
+       "agentstream.worker.assignor.PartitionNumberAssignor (faust.assignor.PartitionAssignor), made with its keyword arguments (host, "
        "standby_replicas...), checked when the worker is made"),
     _s("LeaderAssignor", "faust.assignor:LeaderAssignor", H, "the class whose is_leader() answers app.is_leader() "
-       "and decides the on_leader timers, tasks and crontabs: a subclass of agentstream.leader.LeaderAssignor, "
+       "and decides the on_leader timers, tasks and crontabs: a subclass of agentstream.leader.LeaderAssignor "
+       "(faust.assignor.LeaderAssignor), "
        "made as LeaderAssignor(app) (agentstream's reads the group's leader: it makes no leader topic)"),
     _s("Router", "faust.app.router:Router", R, "@app.table_route requests are forwarded by the web server to the "
        "worker holding the key's partition (the partition the table writes the key to); there is no "
