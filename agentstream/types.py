@@ -20,9 +20,9 @@ from .transport.append import Appender
 from .transport.base import Producer, Transport
 
 if TYPE_CHECKING:
-    from .events import Event
     from .agents.agent import Agent
     from .agents.replies import ReplyConsumer
+    from .events import Event
     from .sensors import SensorDelegate
     from .signals import SyncSignal
     from .streams import SplitPoint
