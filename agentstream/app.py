@@ -159,11 +159,35 @@ def _class_base(name: str) -> tuple[type | None, str]:
     return None, ""
 
 
+def _check_event_signature(cls: type) -> None:
+    """The Event setting's class is made as agentstream's Event is, ``cls(key, value, message, tp)``:
+    a subclass whose ``__init__`` takes Faust's ``(app, key, value, headers, message)`` would fail on
+    the first record, so it is refused at start."""
+    import inspect
+
+    try:
+        signature = inspect.signature(cls)
+    except ValueError:  # a compiled __init__ without a signature: agentstream's own, which takes them
+        return
+    try:
+        signature.bind(None, None, None, None)
+    except TypeError as exc:
+        raise ConfigError(
+            "Event",
+            f"{cls.__qualname__}.__init__ cannot be called as {cls.__qualname__}(key, value, message, tp): {exc}",
+            "take agentstream.Event's arguments (key, value, message, tp=None) and pass them to super().__init__ "
+            "(Faust's Event(app, key, value, headers, message) signature differs)",
+        ) from exc
+
+
 def _check_class_settings(settings: Settings) -> None:
     """Every class setting names a class of the right kind: checked when the App is made."""
     for name in _CLASS_SETTINGS:
         if settings.extra.get(name) is not None:
             _class_setting(settings, name, *_class_base(name))
+    event_class = _class_setting(settings, "Event", Event) if settings.extra.get("Event") is not None else None
+    if event_class is not None:
+        _check_event_signature(event_class)
     if settings.extra.get("HttpClient") is not None:  # aiohttp is imported only when an app names one
         from aiohttp import ClientSession
 

@@ -93,6 +93,12 @@ def test_event_by_path_and_a_wrong_class_refused() -> None:
     _refused("Event", dict, "subclass of agentstream.Event")
     _refused("Event", "no.such.module:Event", "cannot import")
 
+    class FaustStyleEvent(agentstream.Event):  # Faust's constructor: it would fail on the first record
+        def __init__(self, app: Any, key: Any, value: Any, headers: Any, message: Any) -> None:
+            super().__init__(key, value, message)
+
+    _refused("Event", FaustStyleEvent, r"cannot be called as .*\(key, value, message, tp\)")
+
 
 # -- Schema ---------------------------------------------------------------------------------------------
 class JsonKeys(Schema):
