@@ -2,10 +2,11 @@
 decode keys and values by type and serializer, with the codecs agentstream's topics use.
 
 An app's ``Serializers`` setting (a subclass of :class:`Registry`, or its ``'module:Class'`` path)
-makes ``app.serializers``, and then every topic and table of the app encodes and decodes its keys
-and values through that object's ``dumps_key``/``loads_key``/``dumps_value``/``loads_value``, as
-Faust's topics do (:class:`RegistryCodec`). Without the setting the topics call their codecs
-directly, so the per-record path has no extra call.
+makes ``app.serializers``, and then every topic of the app encodes and decodes its keys and
+values through that object's ``dumps_key``/``loads_key``/``dumps_value``/``loads_value``, as
+Faust's topics do (:class:`RegistryCodec`); tables keep their codecs (their changelog format is
+fixed). Without the setting the topics call their codecs directly, so the per-record path has no
+extra call.
 """
 
 from __future__ import annotations
