@@ -21,6 +21,7 @@ from .conf import Conf
 from .crontab import CronSchedule
 from .custom_partitioner import PartitionerProducer, check_partitioner
 from .durations import Seconds, to_seconds
+from .events import Event
 from .exceptions import ConfigError, GroupFenced, ImproperlyConfigured, TopologyError
 from .held_sends import HeldProducer
 from .logging_setup import redirect_level
@@ -80,24 +81,27 @@ def command_line() -> Callable[..., int]:
     )
 
 
-def _check_class_setting(name: str, value: Any, base: type) -> None:
+def _check_class_setting(name: str, value: Any, base: type, base_name: str = "") -> None:
     """Faust's class settings (``App(..., Stream=MyStream)``): a subclass of ``base`` or None."""
     if value is not None and not (isinstance(value, type) and issubclass(value, base)):
+        shown = base_name or f"agentstream.{base.__name__}"
         raise ConfigError(
             name,
-            f"must be a subclass of agentstream.{base.__name__}, got {value!r}",
-            f"pass the class itself: App(..., {name}=My{base.__name__}) with "
-            f"class My{base.__name__}(agentstream.{base.__name__})",
+            f"must be a subclass of {shown}, got {value!r}",
+            f"pass the class itself: App(..., {name}=My{base.__name__}) with class My{base.__name__}({shown})",
         )
 
 
 # Faust's class settings agentstream honours beyond Agent/Stream/Topic (settings fields): kept in
 # settings.extra as given (a class, or a "module:attr" path as Faust's symbol_by_name takes it)
-_CLASS_SETTINGS = ("Table", "SetTable", "GlobalTable", "SetGlobalTable", "Monitor", "Worker")
+_CLASS_SETTINGS = (
+    *("Table", "SetTable", "GlobalTable", "SetGlobalTable", "Monitor", "Worker", "Event", "Schema"),
+    *("Serializers", "TableManager", "LeaderAssignor", "PartitionAssignor"),
+)
 _RUNTIME_WORKER = "agentstream.faust.worker:Worker"  # Faust's Worker setting, by path: it sits above the App
 
 
-def _class_setting(settings: Settings, name: str, base: type | None) -> Any:
+def _class_setting(settings: Settings, name: str, base: type | None, base_name: str = "") -> Any:
     """The class the app's Faust class setting ``name`` names (None: Faust's default, so ours)."""
     value = settings.extra.get(name)
     if value is None or (isinstance(value, str) and value == faust_settings.FAUST_SETTINGS[name].default):
@@ -112,28 +116,78 @@ def _class_setting(settings: Settings, name: str, base: type | None) -> Any:
                 name, f"cannot import {value!r}: {exc}", "name the class as 'module:Class', or pass the class"
             ) from exc
     if base is not None:
-        _check_class_setting(name, value, base)
+        _check_class_setting(name, value, base, base_name)
     elif not isinstance(value, type):
         raise ConfigError(name, f"must be a class, got {value!r}", f"pass the class itself: App(..., {name}=MyClass)")
     return value
 
 
+def _class_base(name: str) -> tuple[type | None, str]:
+    """The agentstream class a class setting's value must subclass, and how to name it (imported
+    only when the setting is given: the table manager is not needed to declare an app)."""
+    if name == "Table":
+        from .tables.table import Table
+
+        return Table, ""
+    if name in ("SetTable", "GlobalTable", "SetGlobalTable"):
+        from .tables import kinds
+
+        return getattr(kinds, name), ""
+    if name == "Monitor":
+        from .sensors import Monitor
+
+        return Monitor, "agentstream.sensors.Monitor"
+    if name == "Event":
+        return Event, ""
+    if name == "Schema":
+        from .schemas import Schema
+
+        return Schema, "agentstream.faust.Schema"
+    if name == "Serializers":
+        from .serializer_registry import Registry
+
+        return Registry, "agentstream.faust.serializers.Registry"
+    if name == "TableManager":
+        from .tables.manager import TableManager
+
+        return TableManager, "agentstream.tables.manager.TableManager"
+    if name == "LeaderAssignor":
+        from .leader import LeaderAssignor
+
+        return LeaderAssignor, "agentstream.leader.LeaderAssignor"
+    # Worker, PartitionAssignor: checked by the runtime that makes them (it sits above the App)
+    return None, ""
+
+
+def _check_event_signature(cls: type) -> None:
+    """The Event setting's class is made as agentstream's Event is, ``cls(key, value, message, tp)``:
+    a subclass whose ``__init__`` takes Faust's ``(app, key, value, headers, message)`` would fail on
+    the first record, so it is refused at start."""
+    import inspect
+
+    try:
+        signature = inspect.signature(cls)
+    except ValueError:  # a compiled __init__ without a signature: agentstream's own, which takes them
+        return
+    try:
+        signature.bind(None, None, None, None)
+    except TypeError as exc:
+        raise ConfigError(
+            "Event",
+            f"{cls.__qualname__}.__init__ cannot be called as {cls.__qualname__}(key, value, message, tp): {exc}",
+            "take agentstream.Event's arguments (key, value, message, tp=None) and pass them to super().__init__ "
+            "(Faust's Event(app, key, value, headers, message) signature differs)",
+        ) from exc
+
+
 def _check_class_settings(settings: Settings) -> None:
     """Every class setting names a class of the right kind: checked when the App is made."""
-    from .sensors import Monitor
-    from .tables.kinds import GlobalTable, SetGlobalTable, SetTable
-    from .tables.table import Table
-
-    bases: dict[str, type | None] = {
-        "Table": Table,
-        "SetTable": SetTable,
-        "GlobalTable": GlobalTable,
-        "SetGlobalTable": SetGlobalTable,
-        "Monitor": Monitor,
-        "Worker": None,  # checked when app.Worker() makes one (the runtime worker sits above the App)
-    }
     for name in _CLASS_SETTINGS:
-        _class_setting(settings, name, bases[name])
+        if settings.extra.get(name) is not None:
+            _class_setting(settings, name, *_class_base(name))
+    event_class = _class_setting(settings, "Event", Event) if settings.extra.get("Event") is not None else None
+    if event_class is not None:
+        _check_event_signature(event_class)
     if settings.extra.get("HttpClient") is not None:  # aiohttp is imported only when an app names one
         from aiohttp import ClientSession
 
@@ -387,6 +441,11 @@ class App:
             names = (name, *more) if name else tuple(more)
             members = [self.topic(n, **given) for n in names] if pattern is None else []
             return TopicGroup(self, names, members, pattern=pattern, options=given)
+        schema_class = self.class_setting("Schema")
+        if schema_class is not None and given.get("schema") is None:  # Faust's default schema: the class's
+            given["schema"] = schema_class(  # attributes fill in what the declaration leaves out
+                **{k: given.get(k) for k in ("key_type", "value_type", "key_serializer", "value_serializer")}
+            )
         faust = {key: given.pop(key) for key in list(given) if key not in TopicOptions.__optional_keys__}
         if faust:
             extra = faust_args.topic_options(name, more, faust)
@@ -598,6 +657,9 @@ class App:
         """An in-memory channel: ``@app.agent(channel)`` handles what ``channel.send()`` puts in
         (Faust's ``loop`` does not apply: logged once)."""
         faust_arguments.check("app.channel", loop=loop)
+        schema_class = self.class_setting("Schema")
+        if schema is None and schema_class is not None:  # Faust's default schema (the Schema setting)
+            schema = schema_class(key_type=key_type, value_type=value_type)
         if schema is not None:
             key_type = key_type or getattr(schema, "key_type", None)
             value_type = value_type or getattr(schema, "value_type", None)
@@ -1002,9 +1064,66 @@ class App:
 
     def is_leader(self) -> bool:
         """Faust's ``app.is_leader()``: True in the worker the last rebalance made the group
-        leader (False outside a running worker; Faust raises there)."""
-        worker = self.worker
-        return worker is not None and bool(worker.assignor.is_leader)
+        leader (False outside a running worker; Faust raises there), as the ``LeaderAssignor``
+        setting's object says (:mod:`agentstream.leader`)."""
+        return bool(self.leader_assignor.is_leader())
+
+    @property
+    def leader_assignor(self) -> Any:
+        """The object that answers :meth:`is_leader` (Faust's ``app._leader_assignor``): the
+        ``LeaderAssignor`` setting's class, else :class:`agentstream.leader.LeaderAssignor`."""
+        assignor = self.__dict__.get("_leader_assignor")
+        if assignor is None:
+            from .leader import LeaderAssignor
+
+            cls = self.class_setting("LeaderAssignor") or LeaderAssignor
+            assignor = self.__dict__["_leader_assignor"] = cls(self)
+        return assignor
+
+    def class_setting(self, name: str, base: type | None = None, base_name: str = "") -> Any:
+        """The class Faust's class setting ``name`` names (``Event``, ``TableManager``...), imported
+        from its ``'module:Class'`` path if need be and checked against ``base`` (by default the
+        agentstream class it must subclass); None when the app keeps agentstream's own."""
+        if self.settings.extra.get(name) is None:
+            return None
+        if base is None:
+            base, base_name = _class_base(name)
+        return _class_setting(self.settings, name, base, base_name)
+
+    @property
+    def serializers(self) -> Any:
+        """Faust's ``app.serializers``: the registry that encodes and decodes keys and values by type
+        and serializer (``dumps_key``, ``loads_value``...), made from the ``Serializers`` setting's
+        class with the app's default serializers. Given that setting, the app's topics and tables
+        encode and decode through it (:mod:`agentstream.serializer_registry`)."""
+        registry = self.__dict__.get("_serializers")
+        if registry is None:
+            from .serializer_registry import Registry
+
+            cls = self.class_setting("Serializers") or Registry
+            registry = cls(key_serializer=self.key_serializer, value_serializer=self.value_serializer)
+            self.__dict__["_serializers"] = registry
+        return registry
+
+    def codec_through_serializers(self, side: str, type_: Any, serializer: Any) -> Any:
+        """A codec that encodes and decodes one side (``"key"``/``"value"``) through
+        :attr:`serializers`, when the ``Serializers`` setting names a class; else None (the caller
+        keeps its own codec, with no call in between)."""
+        if self.class_setting("Serializers") is None:
+            return None
+        from .serializer_registry import RegistryCodec
+
+        return RegistryCodec(self.serializers, side, type_, serializer)
+
+    def create_event(self, key: Any, value: Any, headers: Any, message: Any) -> Event:
+        """Faust's ``app.create_event``: an event of the ``Event`` setting's class (a subclass of
+        :class:`agentstream.Event`), else an :class:`~agentstream.Event`. ``headers`` (a mapping or
+        pairs) become the event's headers when given; otherwise the message's are read."""
+        cls = self.class_setting("Event") or Event
+        event: Event = cls(key, value, message)
+        if headers is not None:
+            event.headers = dict(headers)
+        return event
 
     async def start_client(self) -> None:
         """Faust's client-only mode: start the producer and the reply reader only (no agents,

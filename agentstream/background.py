@@ -26,8 +26,8 @@ __all__ = ["leader_task", "crontab_runner", "service_runner"]
 
 
 def _is_leader(app: App) -> bool:
-    worker = app.worker
-    return worker is not None and bool(worker.assignor.is_leader)
+    """``app.is_leader()``: what the app's leader assignor says (the LeaderAssignor setting)."""
+    return app.is_leader()
 
 
 async def _call(fun: Callable[..., Any], app: App) -> None:

@@ -62,7 +62,8 @@ class Channel:
     ) -> Event:
         ts = int((clock_for(self.app).time() if timestamp is None else timestamp) * 1000)
         message = Message(self.name, 0, next(self._offsets), ts, 0, key, value, None, -1, -1, tuple(headers or ()))
-        return Event(key, value, message)
+        event: Event = self.app.create_event(key, value, None, message)  # the app's Event setting
+        return event
 
     async def send(
         self,
@@ -305,7 +306,8 @@ class _TopicInput:
         topic = self.topic
         key = None if message.key is None else topic.key_codec.loads(message.key)
         value = None if message.value is None else topic.value_codec.loads(message.value)
-        return Event(key, value, message)
+        event: Event = topic.app.create_event(key, value, None, message)  # the app's Event setting
+        return event
 
     def ack(self, event: Event) -> None:
         return None

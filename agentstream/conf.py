@@ -40,6 +40,10 @@ def effective(app: Any, name: str) -> Any:
         return getattr(settings, renamed)
     if name == "producer_linger_ms":
         return settings.producer_linger * 1000.0
+    if name[:1].isupper() and settings.extra.get(name) is not None and hasattr(app, "class_setting"):
+        cls = app.class_setting(name)  # a class setting given as 'module:Class' reads back as the class, as in Faust
+        if cls is not None:
+            return cls
     if name in settings.extra:
         return settings.extra[name]
     entry = FAUST_SETTINGS.get(name)

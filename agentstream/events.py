@@ -12,6 +12,8 @@ from contextvars import ContextVar
 from types import TracebackType
 from typing import Any, Final, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from .transport.base import TP, Message
 
 __all__ = ["Event", "current_event", "streams_in_hand"]
@@ -44,8 +46,10 @@ def _refuse_options(call: str, options: dict[str, Any]) -> None:
         )
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a public class: apps subclass it (Faust's Event setting)
 class Event:
-    """One record handed to an agent (Faust's ``Event``); ``message`` is the raw consumer record."""
+    """One record handed to an agent (Faust's ``Event``); ``message`` is the raw consumer record.
+    An app's ``Event`` setting names a subclass: the events its agents and streams get are of it."""
 
     __slots__ = ("key", "value", "message", "tp", "_headers")
 

@@ -42,7 +42,6 @@ class FaustSetting:
 _UNSET: Final = object()
 H, R, NA = Status.HONOURED, Status.REFUSED, Status.NOT_APPLICABLE
 _NO_THREADS = "agentstream runs everything on the worker's one event loop (no threads)"
-_CLASS = "agentstream has no pluggable {} class; subclass what agentstream exposes instead"
 
 
 def _s(name: str, default: Any, status: Status, how: str) -> FaustSetting:
@@ -191,20 +190,39 @@ _TABLE: Final = [
     _s("Agent", "faust:Agent", H, "agent_class"),
     _s("Stream", "faust:Stream", H, "stream_class"),
     _s("Topic", "faust:Topic", H, "topic_class"),
-    _s("Event", "faust:Event", R, _CLASS.format("Event")),
-    _s("Schema", "faust:Schema", R, _CLASS.format("Schema")),
+    _s("Event", "faust:Event", H, "the class of the events agents and streams get from topics and channels (and "
+       "of app.create_event()): a subclass of agentstream.Event (or its 'module:Class' path), made as "
+       "Event(key, value, message, tp); the pairs a join makes stay agentstream's Event"),
+    _s("Schema", "faust:Schema", H, "the class of the default schema of a topic or channel declared without "
+       "schema=: a subclass of agentstream.faust.Schema whose key_type, value_type, key_serializer and "
+       "value_serializer fill in what the declaration leaves out (a subclass overriding the encode/decode hooks "
+       "is refused when defined: topics decode with their codecs)"),
     _s("Table", "faust:Table", H, "the class app.Table() makes: a subclass of agentstream.Table (or its 'module:Class' path)"),
     _s("SetTable", "faust:SetTable", H, "the class app.SetTable() makes: a subclass of agentstream's SetTable"),
     _s("GlobalTable", "faust:GlobalTable", H, "the class app.GlobalTable() makes: a subclass of agentstream's GlobalTable"),
     _s("SetGlobalTable", "faust:SetGlobalTable", H, "the class app.SetGlobalTable() makes: a subclass of agentstream's "
        "SetGlobalTable"),
-    _s("TableManager", "faust.tables:TableManager", R, _CLASS.format("table manager")),
-    _s("Serializers", "faust.serializers:Registry", R, "codecs are registered with agentstream.codecs.register"),
+    _s("TableManager", "faust.tables:TableManager", H, "the class of the worker's table manager (it opens, "
+       "restores and checkpoints the table partitions): a subclass of agentstream.tables.manager.TableManager "
+       "(faust.tables.TableManager in the compat package); "
+       "app.tables stays the mapping of tables by name"),
+    _s("Serializers", "faust.serializers:Registry", H, "the class of app.serializers (a subclass of "
+       "agentstream.faust.serializers.Registry, made with the app's key_serializer and value_serializer); given, "
+       "the app's topics encode and decode keys and values through its dumps_key/loads_key/dumps_value/"
+       "loads_value, as Faust's do (tables keep their codecs: the changelog format is fixed)"),
     _s("Worker", "faust.worker:Worker", H, "the class app.Worker() makes (default agentstream.Worker: Faust's arguments "
        "and execute_from_commandline())"),
-    _s("PartitionAssignor", "faust.assignor:PartitionAssignor", R, _CLASS.format("assignor")),
-    _s("LeaderAssignor", "faust.assignor:LeaderAssignor", R, _CLASS.format("leader assignor")),
-    _s("Router", "faust.app.router:Router", R, _CLASS.format("router")),
+    _s("PartitionAssignor", "faust.assignor:PartitionAssignor", H, "the class of the worker's group assignor "
+       "(the leader's plan: assign(), the members' user data): a subclass of "
+       "agentstream.worker.assignor.PartitionNumberAssignor (faust.assignor.PartitionAssignor), made with its keyword arguments (host, "
+       "standby_replicas...), checked when the worker is made"),
+    _s("LeaderAssignor", "faust.assignor:LeaderAssignor", H, "the class whose is_leader() answers app.is_leader() "
+       "and decides the on_leader timers, tasks and crontabs: a subclass of agentstream.leader.LeaderAssignor "
+       "(faust.assignor.LeaderAssignor), "
+       "made as LeaderAssignor(app) (agentstream's reads the group's leader: it makes no leader topic)"),
+    _s("Router", "faust.app.router:Router", R, "@app.table_route requests are forwarded by the web server to the "
+       "worker holding the key's partition (the partition the table writes the key to); there is no "
+       "app.router object to replace"),
     _s("HttpClient", "aiohttp.client:ClientSession", H, "the class of app.http_client (made on first use, closed "
        "with the app's clients): aiohttp's ClientSession or a subclass"),
     _s("Monitor", "faust.sensors:Monitor", H, "the class of app.monitor (a subclass of agentstream.sensors.Monitor), "

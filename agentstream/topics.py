@@ -136,6 +136,10 @@ class Topic:
         if key_type is None and key_serializer is None and internal:
             self.key_codec = codecs.UntypedKeyCodec()  # repartition topics: raw keys, read back as text
         self.value_codec = codecs.side_codec(value_type, value_serializer, app.value_serializer)
+        if app.class_setting("Serializers") is not None:  # Faust's Serializers setting: through app.serializers
+            if not isinstance(self.key_codec, codecs.UntypedKeyCodec):
+                self.key_codec = app.codec_through_serializers("key", key_type, key_serializer)
+            self.value_codec = app.codec_through_serializers("value", value_type, value_serializer)
         # The app's producer while a plain send needs nothing but its synchronous append (the App
         # sets it on every topic it knows: App._refresh_plain_sends); None: the general path.
         self.plain_producer: Appender | None = app._plain_producer

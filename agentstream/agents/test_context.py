@@ -160,7 +160,7 @@ class AgentTestContext:
             channel.name, partition, self._offset, ts, 0, raw_key, raw_value, None, -1, -1, tuple(headers)
         )
         self._offset += 1
-        event = Event(key, value, message)
+        event = self.app.create_event(key, value, None, message)  # of the app's Event setting
         await self._asked.wait()
         self._asked.clear()
         await self._slot.put(event)

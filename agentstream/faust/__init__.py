@@ -98,6 +98,7 @@ _SUBMODULES = (
     "sensors",
     "models",
     "tables",
+    "assignor",
     "streams",
     "agents",
     "serializers",

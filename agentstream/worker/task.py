@@ -159,6 +159,8 @@ class StreamTask(PolledInput):
         self.hands: list[list[Stream]] = []
         # what agents iterate: the app's Stream subclass (Faust's Stream setting) or Stream
         self._stream_class: type[Stream] = self.agent.app.settings.stream_class or Stream
+        # Faust's Event setting: the app's Event subclass, or None for agentstream's Event (made inline)
+        self._event_class: type[Event] | None = self.agent.app.class_setting("Event")
         # Set when a commit step failed (or, exactly_once, an agent instance crashed mid-record):
         # the task commits nothing more, and its table partitions close dirty (see commit.py).
         self.dirty: BaseException | None = None
@@ -361,18 +363,22 @@ class StreamTask(PolledInput):
         except Exception as exc:
             self._undecodable = (message, tp, decode_error(exc, KeyDecodeError))  # the async path handles it
             return None
+        value: Any = None
         if raw_value is None:
             if tp.topic in self._no_empty:
                 problem = ValueError("a record without a value on a Record-typed topic declared allow_empty=False")
                 self._undecodable = (message, tp, decode_error(problem, ValueDecodeError))
                 return None
-            return Event(key, None, message, tp)
-        try:
-            value = value_codec.loads(raw_value)
-        except Exception as exc:
-            self._undecodable = (message, tp, decode_error(exc, ValueDecodeError))
-            return None
-        return Event(key, value, message, tp)
+        else:
+            try:
+                value = value_codec.loads(raw_value)
+            except Exception as exc:
+                self._undecodable = (message, tp, decode_error(exc, ValueDecodeError))
+                return None
+        event_class = self._event_class
+        if event_class is None:
+            return Event(key, value, message, tp)
+        return event_class(key, value, message, tp)
 
     def _take_wait(self) -> float | None:
         """The wait ``_take()`` left (a lagging input), once. A call, not an inline read: after

@@ -99,7 +99,14 @@ class Worker:
         self.settings = app.settings
         self.install_signal_handlers = install_signal_handlers
         self.topology: Topology | None = None
-        self.assignor = PartitionNumberAssignor(
+        # Faust's PartitionAssignor setting: a subclass of agentstream's assignor plans the group's assignment
+        assignor_class = (
+            app.class_setting(
+                "PartitionAssignor", PartitionNumberAssignor, "agentstream.worker.assignor.PartitionNumberAssignor"
+            )
+            or PartitionNumberAssignor
+        )
+        self.assignor = assignor_class(
             host=f"{self.settings.web_host}:{web_port if web_port is not None else self.settings.web_port}",
             standby_replicas=self.settings.table_standby_replicas,
             name=group_protocol_name(self.settings),
@@ -282,7 +289,8 @@ class Worker:
         if app.tables:
             from ..tables.manager import TableManager
 
-            self.tables = TableManager(
+            manager_class = app.class_setting("TableManager") or TableManager  # Faust's TableManager setting
+            self.tables = manager_class(
                 app.tables.values(),
                 settings=s,
                 runtime=rt,
@@ -646,7 +654,7 @@ class Worker:
             began = clock.monotonic()
             await clock.sleep(sleep)
             sleep = timer.next_sleep(clock.monotonic() - began)
-            if timer.on_leader and not self.assignor.is_leader:
+            if timer.on_leader and not self.app.is_leader():  # the app's leader assignor decides
                 continue
             try:
                 args = (self.app,) if len(inspect.signature(timer.fun).parameters) == 1 else ()
