@@ -19,6 +19,11 @@ windowed table rebuilds its index from the partition's data then (every activati
 was rebuilt). An entry whose window is gone (deleted by the application, or an entry left by a
 crash before its window was committed) is dropped when it comes due; two writes of one window
 give the same entry key, so nothing is indexed twice.
+
+A stream-stream join's buffer (:mod:`agentstream.joins.windowed`) keeps its records' index the
+same way, under sub-prefixes of the same reserved range: a :class:`StoreIndex` by record time
+(what closes when), and a :class:`StoreKeys` set ordered by the record's own key (the buffered
+records of one join key within a time range, by one range scan).
 """
 
 from __future__ import annotations
@@ -32,15 +37,25 @@ from .query import WINDOW_INDEX_END, WINDOW_INDEX_PREFIX
 if TYPE_CHECKING:
     from .partition import TablePartition
 
-__all__ = ["WindowIndex", "HeapIndex", "StoreIndex", "exists", "index_key", "NOTHING_DUE"]
+__all__ = [
+    "WindowIndex",
+    "HeapIndex",
+    "StoreIndex",
+    "StoreKeys",
+    "drop_entries",
+    "exists",
+    "index_key",
+    "NOTHING_DUE",
+]
 
 _END = struct.Struct(">Q")
 _BIAS: Final = 1 << 63
-_HEAD: Final = len(WINDOW_INDEX_PREFIX) + 8  # prefix + end: the window key follows
 NOTHING_DUE: Final = (1 << 62) - 1
 """``min_end`` of an empty index: no window end is this late."""
 ADD_BATCH: Final = 1024
 """New entries buffered in memory before one store write (they are written before any scan)."""
+DROP_BATCH: Final = 1024
+"""Entries deleted per store write by :func:`drop_entries`."""
 
 
 def index_key(end_ms: int, wk: bytes) -> bytes:
@@ -56,6 +71,24 @@ def exists(part: TablePartition, key: bytes) -> bool:
     if key in part.pending:
         return part.pending[key] is not None
     return key in part.store
+
+
+def drop_entries(part: TablePartition, lo: bytes, hi: bytes) -> int:
+    """Delete every store entry ``lo <= key < hi`` (store-only entries: nothing goes to the
+    changelog), a batch at a time; returns how many there were."""
+    store = part.store
+    batch: list[bytes] = []
+    n = 0
+    for k, _ in store.items(lo, hi):  # a snapshot: the deletes below do not disturb it
+        batch.append(k)
+        if len(batch) >= DROP_BATCH:
+            store.write_many(batch, [None] * len(batch))
+            n += len(batch)
+            batch = []
+    if batch:
+        store.write_many(batch, [None] * len(batch))
+        n += len(batch)
+    return n
 
 
 class WindowIndex:
@@ -123,12 +156,18 @@ class HeapIndex(WindowIndex):
 
 
 class StoreIndex(WindowIndex):
-    """Entries in the partition's store under :data:`WINDOW_INDEX_PREFIX` (persistent stores)."""
+    """Entries in the partition's store under :data:`WINDOW_INDEX_PREFIX` (persistent stores), or
+    under ``prefix`` (up to ``end``, excluded), a sub-range of it, for another user of the store."""
 
-    __slots__ = ("part", "adds", "min_end", "count", "in_store")
+    __slots__ = ("part", "adds", "min_end", "count", "in_store", "prefix", "end", "head")
 
-    def __init__(self, part: TablePartition) -> None:
+    def __init__(
+        self, part: TablePartition, prefix: bytes = WINDOW_INDEX_PREFIX, end: bytes = WINDOW_INDEX_END
+    ) -> None:
         self.part = part
+        self.prefix = prefix
+        self.end = end
+        self.head = len(prefix) + 8  # prefix + end: the window key follows
         self.adds: list[bytes] = []  # new entries not yet in the store (at most ADD_BATCH)
         self.min_end = NOTHING_DUE  # no entry ends earlier (stale entries aside, which due() drops)
         self.count = 0  # entries indexed and not yet due (an estimate: a re-created window counts again)
@@ -142,7 +181,7 @@ class StoreIndex(WindowIndex):
 
     def add(self, end_ms: int, wk: bytes) -> None:
         adds = self.adds
-        adds.append(index_key(end_ms, wk))
+        adds.append(self.prefix + _END.pack(end_ms + _BIAS) + wk)
         self.count += 1
         if end_ms < self.min_end:
             self.min_end = end_ms
@@ -167,13 +206,15 @@ class StoreIndex(WindowIndex):
         store = self.part.store
         gone: list[bytes] = []
         next_end = NOTHING_DUE
-        for k, _ in store.items(WINDOW_INDEX_PREFIX, WINDOW_INDEX_END):
-            end_ms = _END.unpack_from(k, len(WINDOW_INDEX_PREFIX))[0] - _BIAS
+        at = len(self.prefix)
+        head = self.head
+        for k, _ in store.items(self.prefix, self.end):
+            end_ms = _END.unpack_from(k, at)[0] - _BIAS
             if end_ms > limit_ms:
                 next_end = end_ms
                 break
             gone.append(k)
-            out.append(k[_HEAD:])
+            out.append(k[head:])
         if gone:
             store.write_many(gone, [None] * len(gone))
             self.count = max(0, self.count - len(gone))
@@ -186,3 +227,58 @@ class StoreIndex(WindowIndex):
 
     def __len__(self) -> int:
         return self.count
+
+
+class StoreKeys:
+    """A sorted set of store-only entries under ``prefix`` (persistent stores), read by range.
+
+    Each entry is ``prefix | key`` with an empty value. New entries wait in memory (at most
+    :data:`ADD_BATCH`) and are written in one batch; a :meth:`scan` names the ``group`` it reads
+    (leading bytes of every key it can return), and writes the waiting entries first only when
+    one of them is in that group, so a scan of a group nothing was added to costs no write.
+    """
+
+    __slots__ = ("part", "prefix", "end", "adds", "groups", "in_store")
+
+    def __init__(self, part: TablePartition, prefix: bytes, end: bytes) -> None:
+        self.part = part
+        self.prefix = prefix
+        self.end = end
+        self.adds: list[bytes] = []  # entries not yet in the store
+        self.groups: set[bytes] = set()  # the groups of those entries
+        self.in_store = 0  # entries written (an estimate: a re-added key counts again)
+
+    def add(self, key: bytes, group: bytes) -> None:
+        """Add ``key``, whose leading bytes are ``group``."""
+        self.adds.append(self.prefix + key)
+        self.groups.add(group)
+        if len(self.adds) >= ADD_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the waiting entries to the store."""
+        adds = self.adds
+        if adds:
+            self.part.store.write_many(adds, [b""] * len(adds))
+            self.in_store += len(adds)
+            self.adds = []
+            self.groups = set()
+
+    def scan(self, group: bytes, lo: bytes, hi: bytes) -> list[bytes]:
+        """The keys ``lo <= key < hi`` in ascending order; ``lo`` and ``hi`` start with ``group``."""
+        if group in self.groups:
+            self.flush()
+        skip = len(self.prefix)
+        return [k[skip:] for k, _ in self.part.store.items(self.prefix + lo, self.prefix + hi)]
+
+    def remove(self, keys: list[bytes]) -> None:
+        """Delete ``keys`` (waiting ones are written first, so none comes back after)."""
+        if not keys:
+            return
+        self.flush()
+        prefix = self.prefix
+        self.part.store.write_many([prefix + k for k in keys], [None] * len(keys))
+        self.in_store = max(0, self.in_store - len(keys))
+
+    def __len__(self) -> int:
+        return self.in_store + len(self.adds)
