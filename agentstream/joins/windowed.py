@@ -236,6 +236,11 @@ def _group(side: int, kb: bytes) -> bytes:
     return _TAGS[side] + _LEN.pack(len(kb)) + kb
 
 
+def _group_of(skey: bytes) -> bytes:
+    """:func:`_group` of a buffer key."""
+    return skey[: 5 + _LEN.unpack_from(skey, 1)[0]]
+
+
 class _StoreBuffers(_Index):
     """In the partition's store (persistent stores): two sets of store-only entries under the
     reserved index range (:mod:`agentstream.tables.window_index`), by key and by time, and no
@@ -275,7 +280,8 @@ class _StoreBuffers(_Index):
                 stale.append(skey)
             else:
                 out.append(e)
-        self.keys.remove(stale)
+        if stale:
+            self.keys.remove(stale, [group] * len(stale))
         return out
 
     def due(self, limit: int) -> list[_Entry]:
@@ -285,7 +291,7 @@ class _StoreBuffers(_Index):
             e = self.find(skey)
             if e is not None:
                 out.append(e)
-        self.keys.remove(skeys)
+        self.keys.remove(skeys, [_group_of(k) for k in skeys])
         return out
 
     def stored(self) -> int:

@@ -10,7 +10,10 @@ that order, chosen by the partition's store:
   RocksDB keeps them sorted by end and what stays in memory is a few integers and a bounded
   buffer of new entries per partition, whatever the number of keys. The first due window is kept
   in memory (``min_end``), so a stream-time advance with nothing due costs a comparison; when
-  windows are due one range scan over the prefix takes them all.
+  windows are due one range scan takes them all, starting at ``min_end`` (after the first scan,
+  which starts at the prefix and drops whatever an earlier run left below it): RocksDB keeps the
+  deleted entries as tombstones until a compaction, and a scan from the prefix stepped over all
+  of them each time (a join expiring a record at every record spent a millisecond a record).
 
 The store entries are derived state, written to the store only (never to the changelog): a
 window written by a record gets its entry when it is created; a window restored from the
@@ -159,7 +162,7 @@ class StoreIndex(WindowIndex):
     """Entries in the partition's store under :data:`WINDOW_INDEX_PREFIX` (persistent stores), or
     under ``prefix`` (up to ``end``, excluded), a sub-range of it, for another user of the store."""
 
-    __slots__ = ("part", "adds", "min_end", "count", "in_store", "prefix", "end", "head")
+    __slots__ = ("part", "adds", "adds_min", "gone", "min_end", "count", "in_store", "prefix", "end", "head", "scanned")
 
     def __init__(
         self, part: TablePartition, prefix: bytes = WINDOW_INDEX_PREFIX, end: bytes = WINDOW_INDEX_END
@@ -169,7 +172,11 @@ class StoreIndex(WindowIndex):
         self.end = end
         self.head = len(prefix) + 8  # prefix + end: the window key follows
         self.adds: list[bytes] = []  # new entries not yet in the store (at most ADD_BATCH)
+        self.adds_min = NOTHING_DUE  # the earliest end among them
+        # entries taken by due() not yet deleted from the store: all below min_end, where scans start
+        self.gone: list[bytes] = []
         self.min_end = NOTHING_DUE  # no entry ends earlier (stale entries aside, which due() drops)
+        self.scanned = False  # a due() scan ran: no entry of the store ends before min_end any more
         self.count = 0  # entries indexed and not yet due (an estimate: a re-created window counts again)
         self.in_store = 0  # of which written to the store
 
@@ -185,6 +192,8 @@ class StoreIndex(WindowIndex):
         self.count += 1
         if end_ms < self.min_end:
             self.min_end = end_ms
+        if end_ms < self.adds_min:
+            self.adds_min = end_ms
         if len(adds) >= ADD_BATCH:
             self._flush()
 
@@ -192,34 +201,43 @@ class StoreIndex(WindowIndex):
         self._flush()
 
     def _flush(self) -> None:
-        adds = self.adds
-        if adds:
+        adds, gone = self.adds, self.gone
+        if gone:  # deletes first: an entry taken and added again since is added after its delete
+            self.part.store.write_batch([*((k, None) for k in gone), *((k, b"") for k in adds)])
+            self.in_store = max(0, self.in_store - len(gone)) + len(adds)
+            self.adds, self.gone = [], []
+        elif adds:
             self.part.store.write_many(adds, [b""] * len(adds))
             self.in_store += len(adds)
             self.adds = []
+        self.adds_min = NOTHING_DUE
 
     def due(self, limit_ms: int) -> list[bytes]:
         out: list[bytes] = []
         if self.min_end > limit_ms:
             return out
-        self._flush()
+        if self.adds_min <= limit_ms or not self.scanned:
+            self._flush()  # some new entries are due: in the store first (waiting ones are all later)
         store = self.part.store
-        gone: list[bytes] = []
+        gone = self.gone
+        taken = len(gone)
         next_end = NOTHING_DUE
         at = len(self.prefix)
         head = self.head
-        for k, _ in store.items(self.prefix, self.end):
+        # entries are added at min_end or later: after the first scan, none is in the store below it
+        start = self.prefix + _END.pack(self.min_end + _BIAS) if self.scanned else self.prefix
+        self.scanned = True
+        for k, _ in store.items(start, self.end):
             end_ms = _END.unpack_from(k, at)[0] - _BIAS
             if end_ms > limit_ms:
                 next_end = end_ms
                 break
             gone.append(k)
             out.append(k[head:])
-        if gone:
-            store.write_many(gone, [None] * len(gone))
-            self.count = max(0, self.count - len(gone))
-            self.in_store = max(0, self.in_store - len(gone))
-        self.min_end = next_end
+        self.count = max(0, self.count - (len(gone) - taken))
+        self.min_end = min(next_end, self.adds_min)
+        if len(gone) >= ADD_BATCH:
+            self._flush()
         return out
 
     def stored(self) -> int:
@@ -232,53 +250,80 @@ class StoreIndex(WindowIndex):
 class StoreKeys:
     """A sorted set of store-only entries under ``prefix`` (persistent stores), read by range.
 
-    Each entry is ``prefix | key`` with an empty value. New entries wait in memory (at most
-    :data:`ADD_BATCH`) and are written in one batch; a :meth:`scan` names the ``group`` it reads
-    (leading bytes of every key it can return), and writes the waiting entries first only when
-    one of them is in that group, so a scan of a group nothing was added to costs no write.
+    Each entry is ``prefix | key`` with an empty value; every key belongs to a ``group`` (its
+    leading bytes, which a :meth:`scan` names). Changes wait in memory (new entries by group,
+    removed ones in a set; :data:`ADD_BATCH` in all at most) and are written in one batch; a scan
+    merges them with what it reads from the store, so reading costs no write.
     """
 
-    __slots__ = ("part", "prefix", "end", "adds", "groups", "in_store")
+    __slots__ = ("part", "prefix", "end", "waiting", "removed", "changes", "in_store")
 
     def __init__(self, part: TablePartition, prefix: bytes, end: bytes) -> None:
         self.part = part
         self.prefix = prefix
         self.end = end
-        self.adds: list[bytes] = []  # entries not yet in the store
-        self.groups: set[bytes] = set()  # the groups of those entries
+        self.waiting: dict[bytes, list[bytes]] = {}  # group -> keys added, not yet in the store
+        self.removed: set[bytes] = set()  # keys removed, maybe still in the store
+        self.changes = 0  # entries in both
         self.in_store = 0  # entries written (an estimate: a re-added key counts again)
 
     def add(self, key: bytes, group: bytes) -> None:
         """Add ``key``, whose leading bytes are ``group``."""
-        self.adds.append(self.prefix + key)
-        self.groups.add(group)
-        if len(self.adds) >= ADD_BATCH:
+        keys = self.waiting.get(group)
+        if keys is None:
+            self.waiting[group] = [key]
+        else:
+            keys.append(key)
+        self.removed.discard(key)
+        self.changes += 1
+        if self.changes >= ADD_BATCH:
+            self.flush()
+
+    def remove(self, keys: list[bytes], groups: list[bytes]) -> None:
+        """Remove ``keys`` (``groups``: the group of each, in the same order)."""
+        waiting = self.waiting
+        removed = self.removed
+        for key, group in zip(keys, groups):
+            held = waiting.get(group)
+            if held is not None and key in held:
+                left = [k for k in held if k != key]  # every add of it
+                if left:
+                    waiting[group] = left
+                else:
+                    del waiting[group]
+            removed.add(key)  # also when it was waiting: an earlier add of it may be in the store
+        self.changes += len(keys)
+        if self.changes >= ADD_BATCH:
             self.flush()
 
     def flush(self) -> None:
-        """Write the waiting entries to the store."""
-        adds = self.adds
-        if adds:
-            self.part.store.write_many(adds, [b""] * len(adds))
-            self.in_store += len(adds)
-            self.adds = []
-            self.groups = set()
+        """Write the waiting changes to the store."""
+        if not self.changes:
+            return
+        prefix = self.prefix
+        batch: list[tuple[bytes, bytes | None]] = [(prefix + k, None) for k in self.removed]
+        dropped = len(batch)
+        batch.extend((prefix + k, b"") for keys in self.waiting.values() for k in keys)
+        if batch:
+            self.part.store.write_batch(batch)
+        self.in_store = max(0, self.in_store - dropped) + len(batch) - dropped
+        self.waiting = {}
+        self.removed = set()
+        self.changes = 0
 
     def scan(self, group: bytes, lo: bytes, hi: bytes) -> list[bytes]:
         """The keys ``lo <= key < hi`` in ascending order; ``lo`` and ``hi`` start with ``group``."""
-        if group in self.groups:
-            self.flush()
         skip = len(self.prefix)
-        return [k[skip:] for k, _ in self.part.store.items(self.prefix + lo, self.prefix + hi)]
-
-    def remove(self, keys: list[bytes]) -> None:
-        """Delete ``keys`` (waiting ones are written first, so none comes back after)."""
-        if not keys:
-            return
-        self.flush()
-        prefix = self.prefix
-        self.part.store.write_many([prefix + k for k in keys], [None] * len(keys))
-        self.in_store = max(0, self.in_store - len(keys))
+        found = [k[skip:] for k, _ in self.part.store.items(self.prefix + lo, self.prefix + hi)]
+        removed = self.removed
+        if removed:
+            found = [k for k in found if k not in removed]
+        keys = self.waiting.get(group)
+        if keys:
+            new = [k for k in keys if lo <= k < hi]
+            if new:
+                found = sorted(set(found).union(new))
+        return found
 
     def __len__(self) -> int:
-        return self.in_store + len(self.adds)
+        return self.in_store
