@@ -57,6 +57,9 @@ NOTHING_DUE: Final = (1 << 62) - 1
 """``min_end`` of an empty index: no window end is this late."""
 ADD_BATCH: Final = 1024
 """New entries buffered in memory before one store write (they are written before any scan)."""
+LOOKAHEAD: Final = 64
+"""Entries a due scan reads past the limit and keeps, so the next expiries need no scan."""
+_KEY_MAX: Final = (1 << 64) - 1
 DROP_BATCH: Final = 1024
 """Entries deleted per store write by :func:`drop_entries`."""
 
@@ -162,7 +165,22 @@ class StoreIndex(WindowIndex):
     """Entries in the partition's store under :data:`WINDOW_INDEX_PREFIX` (persistent stores), or
     under ``prefix`` (up to ``end``, excluded), a sub-range of it, for another user of the store."""
 
-    __slots__ = ("part", "adds", "adds_min", "gone", "min_end", "count", "in_store", "prefix", "end", "head", "scanned")
+    __slots__ = (
+        "part",
+        "adds",
+        "adds_min",
+        "gone",
+        "min_end",
+        "count",
+        "in_store",
+        "prefix",
+        "end",
+        "head",
+        "scanned",
+        "ahead",
+        "ahead_at",
+        "ahead_last",
+    )
 
     def __init__(
         self, part: TablePartition, prefix: bytes = WINDOW_INDEX_PREFIX, end: bytes = WINDOW_INDEX_END
@@ -177,6 +195,11 @@ class StoreIndex(WindowIndex):
         self.gone: list[bytes] = []
         self.min_end = NOTHING_DUE  # no entry ends earlier (stale entries aside, which due() drops)
         self.scanned = False  # a due() scan ran: no entry of the store ends before min_end any more
+        # What the last scan read, in key order: every store entry from ahead[ahead_at] up to
+        # ahead_last (None: to the end of the index) until the next write of new entries.
+        self.ahead: list[bytes] | None = None
+        self.ahead_at = 0
+        self.ahead_last: bytes | None = None
         self.count = 0  # entries indexed and not yet due (an estimate: a re-created window counts again)
         self.in_store = 0  # of which written to the store
 
@@ -211,6 +234,7 @@ class StoreIndex(WindowIndex):
             self.in_store += len(adds)
             self.adds = []
         self.adds_min = NOTHING_DUE
+        self.ahead = None  # new entries may fall among those read
 
     def due(self, limit_ms: int) -> list[bytes]:
         out: list[bytes] = []
@@ -218,27 +242,53 @@ class StoreIndex(WindowIndex):
             return out
         if self.adds_min <= limit_ms or not self.scanned:
             self._flush()  # some new entries are due: in the store first (waiting ones are all later)
-        store = self.part.store
+        bound = self.prefix + _END.pack(min(limit_ms + 1 + _BIAS, _KEY_MAX))  # the due entries sort below
+        ahead = self.ahead
+        last = self.ahead_last
+        if ahead is None or (last is not None and last < bound):
+            ahead = self._read(bound)
+            last = self.ahead_last
+        i = self.ahead_at
+        n = len(ahead)
         gone = self.gone
-        taken = len(gone)
-        next_end = NOTHING_DUE
-        at = len(self.prefix)
         head = self.head
-        # entries are added at min_end or later: after the first scan, none is in the store below it
-        start = self.prefix + _END.pack(self.min_end + _BIAS) if self.scanned else self.prefix
-        self.scanned = True
-        for k, _ in store.items(start, self.end):
-            end_ms = _END.unpack_from(k, at)[0] - _BIAS
-            if end_ms > limit_ms:
-                next_end = end_ms
-                break
+        while i < n and ahead[i] < bound:
+            k = ahead[i]
             gone.append(k)
             out.append(k[head:])
-        self.count = max(0, self.count - (len(gone) - taken))
+            i += 1
+        self.ahead_at = i
+        self.count = max(0, self.count - len(out))
+        at = len(self.prefix)
+        if i < n:
+            next_end = _END.unpack_from(ahead[i], at)[0] - _BIAS
+        elif last is None:
+            next_end = NOTHING_DUE
+        else:  # read up to a later entry (none is left to take): nothing in the store ends earlier
+            next_end = _END.unpack_from(last, at)[0] - _BIAS
         self.min_end = min(next_end, self.adds_min)
         if len(gone) >= ADD_BATCH:
             self._flush()
         return out
+
+    def _read(self, bound: bytes) -> list[bytes]:
+        """Read the entries from ``min_end`` on: all those below ``bound`` and :data:`LOOKAHEAD`
+        more (kept as :attr:`ahead`)."""
+        # entries are added at min_end or later: after the first scan, none is in the store below it
+        start = self.prefix + _END.pack(self.min_end + _BIAS) if self.scanned else self.prefix
+        self.scanned = True
+        ahead: list[bytes] = []
+        last: bytes | None = None
+        past = 0
+        for k, _ in self.part.store.items(start, self.end):
+            ahead.append(k)
+            if k >= bound:
+                past += 1
+                if past >= LOOKAHEAD:
+                    last = k
+                    break
+        self.ahead, self.ahead_at, self.ahead_last = ahead, 0, last
+        return ahead
 
     def stored(self) -> int:
         return self.in_store
