@@ -36,11 +36,23 @@ against such a reference, with late and out-of-order input).
 
 Both sides live in one internal table, ``<app>-<agent>-join-<topic>`` (changelog topic
 ``<app>-<agent>-join-<topic>-changelog``), so a restarted or failed-over task gets its buffers and
-stream time back through the normal restore. In memory the join keeps an index of the buffered
-records (key, time, matched) and their values up to :data:`VALUES_MAX_BYTES`: past it the oldest
-records' values (raw and decoded) are dropped from memory, counted in ``values_spilled`` and
-logged, and read back from the buffer table when one of them matches or closes unmatched, so a
-large buffer costs reads, never results. Keys: side tag, key bytes, timestamp and the
+stream time back through the normal restore. The index of the buffered records (to find a record's
+matches, and to close records in time order) is derived from the table, rebuilt whenever its
+partition becomes active:
+
+* memory store (:class:`_Buffers`): in memory, the records (key, time, matched) and their values up to
+  :data:`VALUES_MAX_BYTES`: past it the oldest records' values (raw and decoded) are dropped from
+  memory, counted in ``values_spilled`` and logged, and read back from the buffer table when one of
+  them matches or closes unmatched, so a large buffer costs reads, never results;
+* persistent store (:class:`_StoreBuffers`): in the store, as store-only entries under the reserved
+  index range of :mod:`agentstream.tables.window_index` (never in the changelog; left out of the
+  table's reads and key counts): a :class:`~agentstream.tables.window_index.StoreKeys` set ordered
+  like the buffer keys (side, key, time, offset: a record's matches are one range scan) and a
+  :class:`~agentstream.tables.window_index.StoreIndex` by time. No value is held: records are read
+  from the buffer table when they match or close, so the Python memory does not grow with the
+  buffered records (a bounded batch of index changes per partition).
+
+Keys: side tag, key bytes, timestamp and the
 record's offset, so a record handled again after a crash (at-least-once) overwrites its own entry
 instead of being buffered twice (it may emit its matches again: duplicates, never losses).
 """
