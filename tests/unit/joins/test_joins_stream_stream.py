@@ -487,3 +487,78 @@ async def test_rocksdb_join_memory_does_not_grow_with_the_buffered_records(tmp_p
     # RocksDB: at most a batch of new index entries (1,024 of each kind, ~100 bytes) besides a few objects
     assert large < 400_000, large
     assert large < small + 200_000, (small, large)
+
+
+async def test_rocksdb_join_partition_back_from_a_standby_has_the_records_buffered_elsewhere(tmp_path: Path) -> None:
+    """Worker A buffers a record, B takes its partition (A follows it as a standby, its store keeping
+    A's index entries), B matches it, buffers two more and closes the first pair; B leaves. A's index
+    is rebuilt from what it followed: its records match and close on A as if nothing had moved."""
+    from agentstream.worker.worker import Worker
+
+    broker, app_id = f"memory://jstandby-{uuid.uuid4().hex[:8]}", f"jstandby-{uuid.uuid4().hex[:6]}"
+    out: list[Pair] = []
+
+    def make(data_dir: Path) -> agentstream.App:
+        app = agentstream.App(
+            app_id,
+            broker=broker,
+            store="rocksdb://",
+            data_dir=str(data_dir),
+            topic_partitions=2,
+            commit_interval=0.05,
+            max_warmup_replicas=0,
+            table_standby_replicas=1,
+            web_enabled=False,
+        )
+        left = app.topic("left", key_type=str, value_type=dict)
+        right = app.topic("right", key_type=str, value_type=dict)
+
+        @app.agent(left)
+        async def joiner(stream: agentstream.Stream) -> None:
+            async for lv, rv in stream.outer_join(right, within=W_S, grace=G_S):
+                out.append((None if lv is None else lv["id"], None if rv is None else rv["id"]))
+
+        return app
+
+    async def start(app: agentstream.App) -> AppHarness:
+        h = AppHarness(app)  # on the app's own broker URL, as a second process would be
+        h.worker = Worker(app)
+        await h.worker.start()
+        await asyncio.wait_for(h.worker.assigned.wait(), 30)
+        return h
+
+    async def send(h: AppHarness, topic: str, rec_id: str, key: str, ts: float) -> None:
+        await h.send(topic, {"id": rec_id}, key=key, timestamp=ts)
+        await h.wait_idle()
+
+    app_a = make(tmp_path / "a")
+    ha = await start(app_a)
+    hb: AppHarness | None = None
+    try:
+        key_of = {default_partition(app_a.topics["left"].key_codec.dumps(k), 2): k for k in "abcdefgh"}
+        for p, k in key_of.items():
+            await send(ha, "left", f"L1-{p}", k, 10.0)
+
+        app_b = make(tmp_path / "b")
+        hb = await start(app_b)
+        await app_a.transport.settle()
+        await asyncio.wait_for(ha.worker.assigned.wait(), 30)
+        (moved,) = hb.worker.assignor.assignment.active
+        key = key_of[moved]
+        await send(hb, "right", "R1", key, 12.0)  # matches L1, buffered on A, restored on B
+        await send(hb, "left", "L2", key, 30.0)
+        await send(hb, "left", "L3", key, 40.0)  # stream time 40: L1 and R1 (matched) close
+        assert out == [(f"L1-{moved}", "R1")]
+        await hb.worker.stop()
+        hb = None
+
+        await app_a.transport.settle()
+        await asyncio.wait_for(ha.worker.assigned.wait(), 30)
+        assert moved in ha.worker.assignor.assignment.active
+        await send(ha, "right", "R2", key, 33.0)  # matches L2 (B's), not L3 (7 s away)
+        await send(ha, "left", "Z", key, 60.0)  # stream time 60: L2, R2 close matched, L3 unmatched
+    finally:
+        if hb is not None:
+            await hb.worker.stop()
+        await ha.worker.stop()
+    assert out == [(f"L1-{moved}", "R1"), ("L2", "R2"), ("L3", None)]
