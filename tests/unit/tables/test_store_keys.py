@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from agentstream.tables.partition import TablePartition
 from agentstream.tables.store import Store, store_for
 from agentstream.tables.window_index import StoreIndex, StoreKeys, drop_entries
 
@@ -23,7 +24,7 @@ def part(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     store: Store = store_for(f"{request.param}://", tmp_path / "p")
     store.put(b"data", b"v")  # the partition's own data, around the index range
     store.put(b"\xff\xff\xff\xffafter", b"v")
-    yield SimpleNamespace(store=store)
+    yield TablePartition(SimpleNamespace(name="t"), 0, store, None, 0)  # the index uses only its store
     store.close()
 
 
