@@ -36,11 +36,23 @@ against such a reference, with late and out-of-order input).
 
 Both sides live in one internal table, ``<app>-<agent>-join-<topic>`` (changelog topic
 ``<app>-<agent>-join-<topic>-changelog``), so a restarted or failed-over task gets its buffers and
-stream time back through the normal restore. In memory the join keeps an index of the buffered
-records (key, time, matched) and their values up to :data:`VALUES_MAX_BYTES`: past it the oldest
-records' values (raw and decoded) are dropped from memory, counted in ``values_spilled`` and
-logged, and read back from the buffer table when one of them matches or closes unmatched, so a
-large buffer costs reads, never results. Keys: side tag, key bytes, timestamp and the
+stream time back through the normal restore. The index of the buffered records (to find a record's
+matches, and to close records in time order) is derived from the table, rebuilt whenever its
+partition becomes active:
+
+* memory store (:class:`_Buffers`): in memory, the records (key, time, matched) and their values up to
+  :data:`VALUES_MAX_BYTES`: past it the oldest records' values (raw and decoded) are dropped from
+  memory, counted in ``values_spilled`` and logged, and read back from the buffer table when one of
+  them matches or closes unmatched, so a large buffer costs reads, never results;
+* persistent store (:class:`_StoreBuffers`): in the store, as store-only entries under the reserved
+  index range of :mod:`agentstream.tables.window_index` (never in the changelog; left out of the
+  table's reads and key counts): a :class:`~agentstream.tables.window_index.StoreKeys` set ordered
+  like the buffer keys (side, key, time, offset: a record's matches are one range scan) and a
+  :class:`~agentstream.tables.window_index.StoreIndex` by time. No value is held: records are read
+  from the buffer table when they match or close, so the Python memory does not grow with the
+  buffered records (a bounded batch of index changes per partition).
+
+Keys: side tag, key bytes, timestamp and the
 record's offset, so a record handled again after a crash (at-least-once) overwrites its own entry
 instead of being buffered twice (it may emit its matches again: duplicates, never losses).
 """
@@ -53,14 +65,15 @@ import heapq
 import logging
 import struct
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..clock import clock_for
 from ..drop_count import DropCount
 from ..events import Event
 from ..tables.partition import TableNotReady, TablePartition
-from ..tables.query import live_entries
+from ..tables.query import WINDOW_INDEX_PREFIX, live_entries
 from ..tables.store import MemoryStore
+from ..tables.window_index import StoreIndex, StoreKeys, drop_entries
 from ..transport.message import Message
 from .core import result_event
 
@@ -134,15 +147,53 @@ class _Entry:
         return self.ts, self.uid
 
 
-class _Buffers:
-    """The index of one buffer partition: per side and key, entries in time order; expiry heap."""
+class _Index:
+    """The index of one buffer partition's records: by side, key and time (to find a record's
+    matches) and by time (to close records as stream time passes)."""
 
-    __slots__ = ("part", "epoch", "stream_ms", "by_key", "entries", "heap")
+    __slots__ = ("part", "epoch", "stream_ms")
+
+    holds_values: ClassVar[bool] = True
+    """Whether the records' values are kept in memory (under VALUES_MAX_BYTES) with the index."""
 
     def __init__(self, part: TablePartition) -> None:
         self.part = part
         self.epoch: int = part.epoch
         self.stream_ms: int | None = None
+
+    def add(self, e: _Entry) -> None:
+        """Index a buffered record."""
+        raise NotImplementedError
+
+    def find(self, skey: bytes) -> _Entry | None:
+        """The buffered record under ``skey``, if any."""
+        raise NotImplementedError
+
+    def others(self, side: int, kb: bytes, lo: int, hi: int) -> list[_Entry]:
+        """The buffered records of ``side`` with key ``kb`` and ``lo <= ts <= hi``, in (ts, uid) order."""
+        raise NotImplementedError
+
+    def due(self, limit: int) -> list[_Entry]:
+        """Remove from the index and return the records with ``ts < limit``, in (ts, side, key) order."""
+        raise NotImplementedError
+
+    def held(self) -> list[_Entry]:
+        """The records whose values the index keeps in memory (released when it is rebuilt)."""
+        return []
+
+    def stored(self) -> int:
+        """Entries the index keeps in the partition's store (0 for an in-memory index)."""
+        return 0
+
+
+class _Buffers(_Index):
+    """In memory (memory stores, whose data is in memory anyway): per side and key, entries in
+    time order; a heap by time."""
+
+    __slots__ = ("by_key", "entries", "heap")
+
+    def __init__(self, part: TablePartition) -> None:
+        super().__init__(part)
         self.by_key: tuple[dict[bytes, list[_Entry]], dict[bytes, list[_Entry]]] = ({}, {})
         self.entries: dict[bytes, _Entry] = {}
         self.heap: list[tuple[int, int, bytes]] = []
@@ -152,12 +203,111 @@ class _Buffers:
         bisect.insort(self.by_key[e.side].setdefault(e.kb, []), e, key=_Entry.order)
         heapq.heappush(self.heap, (e.ts, e.side, e.skey))
 
-    def remove(self, e: _Entry) -> None:
-        del self.entries[e.skey]
-        lst = self.by_key[e.side][e.kb]
-        lst.remove(e)
-        if not lst:
-            del self.by_key[e.side][e.kb]
+    def find(self, skey: bytes) -> _Entry | None:
+        return self.entries.get(skey)
+
+    def others(self, side: int, kb: bytes, lo: int, hi: int) -> list[_Entry]:
+        lst = self.by_key[side].get(kb)
+        out: list[_Entry] = []
+        if lst:
+            for i in range(bisect.bisect_left(lst, (lo, -_BIAS), key=_Entry.order), len(lst)):
+                e = lst[i]
+                if e.ts > hi:
+                    break
+                out.append(e)
+        return out
+
+    def due(self, limit: int) -> list[_Entry]:
+        heap = self.heap
+        out: list[_Entry] = []
+        while heap and heap[0][0] < limit:
+            _, _, skey = heapq.heappop(heap)
+            e = self.entries.pop(skey, None)
+            if e is None:
+                continue
+            lst = self.by_key[e.side][e.kb]
+            lst.remove(e)
+            if not lst:
+                del self.by_key[e.side][e.kb]
+            out.append(e)
+        return out
+
+    def held(self) -> list[_Entry]:
+        return list(self.entries.values())
+
+
+_INDEX_KEYS = WINDOW_INDEX_PREFIX + b"K"  # | buffer key: by side, key bytes, time, offset
+_INDEX_KEYS_END = WINDOW_INDEX_PREFIX + b"L"
+_INDEX_TIMES = WINDOW_INDEX_PREFIX + b"T"  # | time | buffer key: by time (closing)
+_INDEX_TIMES_END = WINDOW_INDEX_PREFIX + b"U"
+_TS_MAX = (1 << 64) - 1
+
+
+def _group(side: int, kb: bytes) -> bytes:
+    """The leading bytes of the buffer keys of one side and key (before the time)."""
+    return _TAGS[side] + _LEN.pack(len(kb)) + kb
+
+
+def _group_of(skey: bytes) -> bytes:
+    """:func:`_group` of a buffer key."""
+    return skey[: 5 + _LEN.unpack_from(skey, 1)[0]]
+
+
+class _StoreBuffers(_Index):
+    """In the partition's store (persistent stores): two sets of store-only entries under the
+    reserved index range (:mod:`agentstream.tables.window_index`), by key and by time, and no
+    values: a record is read from the buffer table (its cache, pending writes, then the store)
+    when it matches or closes. What stays in memory is a bounded batch of new entries."""
+
+    __slots__ = ("keys", "times")
+
+    holds_values: ClassVar[bool] = False
+
+    def __init__(self, part: TablePartition) -> None:
+        super().__init__(part)
+        self.keys = StoreKeys(part, _INDEX_KEYS, _INDEX_KEYS_END)
+        self.times = StoreIndex(part, _INDEX_TIMES, _INDEX_TIMES_END)
+
+    def add(self, e: _Entry) -> None:
+        self.keys.add(e.skey, _group(e.side, e.kb))
+        self.times.add(e.ts, e.skey)
+
+    def find(self, skey: bytes) -> _Entry | None:
+        found, stored = self.part.get_bytes(skey)
+        if not found or not isinstance(stored, bytes) or len(stored) < 3:
+            return None
+        side, kb, ts, uid = parse_buffer_key(skey)
+        matched, topic, raw = _parse_value(stored)
+        return _Entry(side, kb, ts, uid, topic, raw, matched, skey)
+
+    def others(self, side: int, kb: bytes, lo: int, hi: int) -> list[_Entry]:
+        group = _group(side, kb)
+        first = _TS.pack(min(max(lo + _BIAS, 0), _TS_MAX))
+        past = _TS.pack(min(max(hi + 1 + _BIAS, 0), _TS_MAX))
+        out: list[_Entry] = []
+        stale: list[bytes] = []
+        for skey in self.keys.scan(group, group + first, group + past):
+            e = self.find(skey)
+            if e is None:  # an entry left by a crash before its record was committed
+                stale.append(skey)
+            else:
+                out.append(e)
+        if stale:
+            self.keys.remove(stale, [group] * len(stale))
+        return out
+
+    def due(self, limit: int) -> list[_Entry]:
+        skeys = self.times.due(limit - 1)
+        out: list[_Entry] = []
+        for skey in skeys:
+            e = self.find(skey)
+            if e is not None:
+                out.append(e)
+        self.keys.remove(skeys, [_group_of(k) for k in skeys])
+        return out
+
+    def stored(self) -> int:
+        return self.times.stored() + self.keys.in_store
 
 
 def _raw_entries(part: TablePartition) -> Iterator[tuple[bytes, bytes]]:
@@ -178,13 +328,14 @@ class StreamStreamJoin:
         self.emits = (kind in ("left", "outer"), kind == "outer")
         self.late = DropCount()
         self.future = DropCount()  # records too far ahead of the wall clock (max_message_time_difference)
-        self._bufs: dict[int, _Buffers] = {}
+        self._bufs: dict[int, _Index] = {}
         self.max_value_bytes = VALUES_MAX_BYTES
         self.values_held = 0  # bytes of buffered values in memory (see VALUES_MAX_BYTES)
         self.spilled = DropCount()  # buffered records whose values were dropped from memory
         self.values_reread = 0  # reads of spilled values back from the buffer table
         self.values_unreadable = 0  # spilled values missing from the table when needed (logged)
         self._held: collections.deque[_Entry] = collections.deque()  # entries holding values, oldest first
+        table._index_entries = self.index_entries  # its store-only entries are not the table's keys
 
     # -- state ----------------------------------------------------------------------------------
     def _part(self, partition: int) -> TablePartition:
@@ -198,18 +349,33 @@ class StreamStreamJoin:
             self.table.parts[partition] = part
         return part
 
-    def buffers(self, partition: int) -> _Buffers:
+    def buffers(self, partition: int) -> _Index:
         """The partition's index, rebuilt when the partition was (re)opened or restored."""
         part = self._part(partition)
         b = self._bufs.get(partition)
         if b is not None and b.part is part and b.epoch == part.epoch:
             return b
         if b is not None:
-            for old in b.entries.values():
+            for old in b.held():
                 self._release(old)
-        b = _Buffers(part)
+        b = self._build(part)
+        self._bufs[partition] = b
+        return b
+
+    def _build(self, part: TablePartition) -> _Index:
+        """The index of ``part``, from its data: in memory for a memory store, in the store (its
+        old entries dropped first: they may be stale) for a persistent one."""
+        persistent = bool(getattr(part.store, "persistent", False))
+        b: _Index
+        if persistent:
+            drop_entries(part, _INDEX_KEYS, _INDEX_KEYS_END)
+            drop_entries(part, _INDEX_TIMES, _INDEX_TIMES_END)
+            b = _StoreBuffers(part)
+        else:
+            b = _Buffers(part)
         stored: bytes | None = None
         ahead: list[bytes] = []
+        latest: int | None = None
         bound = self._future_bound()
         for k, v in _raw_entries(part):
             if k == STREAM_TIME_KEY:
@@ -222,16 +388,29 @@ class StreamStreamJoin:
             if bound is not None and ts > bound:  # buffered before the bound existed
                 ahead.append(k)
                 continue
+            if latest is None or ts > latest:
+                latest = ts
+            if persistent:  # the value stays in the store: parse the key only
+                e = _Entry(side, kb, ts, uid, "", b"", False, k)
+                b.add(e)
+                continue
             matched, topic, raw = _parse_value(v)
             e = _Entry(side, kb, ts, uid, topic, raw, matched, k)
             b.add(e)
             self._hold(e)
+        if isinstance(b, _StoreBuffers):
+            b.keys.flush()
+            b.times.done_adding()
         for k in ahead:
             part.set(k, None)
         self.future.total += len(ahead)  # logged by _loaded_stream_time
-        b.stream_ms = self._loaded_stream_time(partition, stored, b, bound, len(ahead))
-        self._bufs[partition] = b
+        b.stream_ms = self._loaded_stream_time(part.partition, stored, latest, bound, len(ahead))
         return b
+
+    def index_entries(self, part: TablePartition) -> int:
+        """Entries the join's index keeps in the partition's store (what a key count leaves out)."""
+        b = self._bufs.get(part.partition)
+        return b.stored() if b is not None and b.part is part else 0
 
     @property
     def late_dropped(self) -> int:
@@ -254,7 +433,7 @@ class StreamStreamJoin:
         return None if limit <= 0 else int((clock_for(self.app).time() + limit) * 1000)
 
     def _loaded_stream_time(
-        self, partition: int, raw: bytes | None, b: _Buffers, bound: int | None, ahead: int
+        self, partition: int, raw: bytes | None, latest: int | None, bound: int | None, ahead: int
     ) -> int | None:
         """The stored stream time, unless it is missing, not a number or beyond ``bound`` (stored
         before the bound existed): then the latest buffered record's time (None: none buffered), a
@@ -265,7 +444,7 @@ class StreamStreamJoin:
             stored = None
         if stored is not None and (bound is None or stored <= bound):
             return stored
-        fallback = max((e.ts for e in b.entries.values()), default=None)
+        fallback = latest
         if raw is not None:
             log.warning(
                 "join %s partition %d: stored stream time %r is %s; using %s (the latest buffered record's time)%s",
@@ -320,7 +499,7 @@ class StreamStreamJoin:
                 self.max_value_bytes,
             )
 
-    def _raw(self, b: _Buffers, e: _Entry) -> bytes | None:
+    def _raw(self, b: _Index, e: _Entry) -> bytes | None:
         """``e``'s value bytes: held, or read back from the buffer table (None: missing there, logged)."""
         if e.raw is not None:
             return e.raw
@@ -341,7 +520,7 @@ class StreamStreamJoin:
         )
         return None
 
-    def _decode(self, b: _Buffers, e: _Entry) -> Any:
+    def _decode(self, b: _Index, e: _Entry) -> Any:
         """``e``'s decoded value (kept while its raw value is held); raises KeyError when it is
         missing from the buffer table (logged by :meth:`_raw`)."""
         if e.decoded:
@@ -389,57 +568,46 @@ class StreamStreamJoin:
             b.part.set(STREAM_TIME_KEY, b"%d" % t)
             self._expire(b, out)
         matched = False
-        others = b.by_key[1 - side].get(kb)
-        if others:
-            lo, hi = t - self.within, t + self.within
-            start = bisect.bisect_left(others, (lo, -_BIAS), key=_Entry.order)
-            for e in others[start:]:
-                if e.ts > hi:
-                    break
-                try:
-                    other = self._decode(b, e)
-                except KeyError:
-                    continue  # missing from the buffer table: logged and counted
-                matched = True
-                out.append(result_event(event.key, self._pair(side, event.value, other), event, max(t, e.ts)))
-                if not e.matched:
-                    e.matched = True
-                    e_raw = self._raw(b, e)
-                    if e_raw is not None:
-                        b.part.set(e.skey, _buffer_value(True, e.topic, e_raw))
+        for e in b.others(1 - side, kb, t - self.within, t + self.within):
+            try:
+                other = self._decode(b, e)
+            except KeyError:
+                continue  # missing from the buffer table: logged and counted
+            matched = True
+            out.append(result_event(event.key, self._pair(side, event.value, other), event, max(t, e.ts)))
+            if not e.matched:
+                e.matched = True
+                e_raw = self._raw(b, e)
+                if e_raw is not None:
+                    b.part.set(e.skey, _buffer_value(True, e.topic, e_raw))
         skey = buffer_key(side, kb, t, m.offset)
-        existing = b.entries.get(skey)
+        existing = b.find(skey)
         if existing is not None:  # handled again after a crash: keep one entry
             if matched and not existing.matched:
                 existing.matched = True
                 b.part.set(skey, _buffer_value(True, existing.topic, raw))  # the same record: its value
         else:
             e = _Entry(side, kb, t, m.offset, m.topic, raw, matched, skey)
-            e.value, e.decoded = event.value, True
             b.add(e)
             b.part.set(skey, _buffer_value(matched, m.topic, raw))
-            self._hold(e)
+            if b.holds_values:
+                e.value, e.decoded = event.value, True
+                self._hold(e)
         return out
 
-    def _expire(self, b: _Buffers, out: list[Event]) -> None:
+    def _expire(self, b: _Index, out: list[Event]) -> None:
         """Delete buffered records no acceptable record can match any more; emit unmatched ones."""
         assert b.stream_ms is not None
-        limit = b.stream_ms - 2 * self.within - self.grace  # expired: ts < limit
-        heap = b.heap
-        while heap and heap[0][0] < limit:
-            _, _, skey = heapq.heappop(heap)
-            e = b.entries.get(skey)
-            if e is None:
-                continue
-            if not e.matched and self.emits[e.side]:
+        emits = self.emits
+        for e in b.due(b.stream_ms - 2 * self.within - self.grace):  # expired: ts < limit
+            if not e.matched and emits[e.side]:
                 unmatched = self._unmatched(b, e)  # before the delete: a spilled value is read back
                 if unmatched is not None:
                     out.append(unmatched)
-            b.remove(e)
             self._release(e)
-            b.part.set(skey, None)
+            b.part.set(e.skey, None)
 
-    def _unmatched(self, b: _Buffers, e: _Entry) -> Event | None:
+    def _unmatched(self, b: _Index, e: _Entry) -> Event | None:
         raw = self._raw(b, e)
         if raw is None:
             return None  # missing from the buffer table: logged and counted

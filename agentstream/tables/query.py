@@ -68,7 +68,8 @@ WINDOW_INDEX_PREFIX = b"\xff\xff\xff\xfe"
 """Reserved prefix of a windowed partition's expiry index in a persistent store
 (:mod:`agentstream.tables.window_index`): a length prefix no window key can have, sorting after every
 window key (and Faust's JSON keys) and before the stream-time entry. Store-only entries: never in the
-changelog, never in :func:`live_entries`."""
+changelog, never in :func:`live_entries`. A stream-stream join's buffer keeps its record index under
+sub-prefixes of it (its table's ``_index_entries`` is set)."""
 WINDOW_INDEX_END = b"\xff\xff\xff\xff"
 
 SLICE_SECONDS = 0.002  # a scan gives the loop back after this long
@@ -80,15 +81,16 @@ def live_entries(part: TablePartition, *, reserved: bool = False) -> Iterator[tu
     """``(key bytes, value, decoded)`` of every live entry: cache over pending writes over the store.
 
     ``decoded`` says ``value`` is a Python value (from the cache) rather than stored bytes;
-    deleted keys are left out, and so is the stream-time entry unless ``reserved``; a windowed
-    partition's expiry index (store-only entries) always is.
+    deleted keys are left out, and so is the stream-time entry unless ``reserved``; the store-only
+    index entries of a windowed partition or a join buffer (the reserved index range) always are.
     """
     overlay: dict[bytes, tuple[Any, bool]] = {k: (raw, False) for k, raw in part.pending.items()}
     for k, v in part.cache.entries():
         overlay[k] = (v, True)
     store = part.store
     scan: Iterable[tuple[bytes, bytes]]
-    if getattr(part.table, "_windowed", None) is not None:
+    table = part.table
+    if getattr(table, "_windowed", None) is not None or getattr(table, "_index_entries", None) is not None:
         scan = itertools.chain(store.items(None, WINDOW_INDEX_PREFIX), store.items(WINDOW_INDEX_END, None))
     else:
         scan = store.items()
@@ -238,6 +240,9 @@ def key_count(part: TablePartition) -> int:
             n += 1
         elif not live and in_store:
             n -= 1
+    indexed = getattr(part.table, "_index_entries", None)
+    if indexed is not None:
+        n -= indexed(part)  # a join buffer's store-only index entries
     windowed = part.table._windowed
     if windowed is not None:
         n -= windowed.index_entries(part)  # the expiry index's store-only entries

@@ -23,6 +23,9 @@ Design choices (each verified against rocksdict 0.3.29):
   corrupt block; ``RdictIter`` + ``status()`` raises.
 * **Open iterators keep the DB LOCK file held after ``Rdict.close()``**, so a reopen in the same
   process fails. Every scan is tracked and released before the DB is closed.
+* **An iterator does not own its upper bound**: it reads the bound from the ``ReadOptions`` and
+  the bytes it was given, so a scan bounded by a key the caller built and dropped ended wherever
+  the reused memory said (found with a join's range scans). Each scan keeps both until it ends.
 * rocksdict raises a bare ``Exception`` for RocksDB errors: messages containing ``Corruption``
   become :class:`StoreCorrupt` (caller wipes and restores); anything else, e.g. the LOCK held by
   another process, becomes :class:`StoreUnavailable`, which must NOT lead to a wipe. On
@@ -104,11 +107,14 @@ class _Scan:
     corrupt block, while ``RdictIter.status()`` raises the error.
     """
 
-    __slots__ = ("__weakref__", "_it", "_path")
+    __slots__ = ("__weakref__", "_it", "_path", "_bound")
 
-    def __init__(self, it: RdictIter, path: Path) -> None:
+    def __init__(self, it: RdictIter, path: Path, bound: object = None) -> None:
         self._it: RdictIter | None = it
         self._path = path
+        # What the iterator reads its upper bound from: rocksdict 0.3.29 keeps a pointer to the
+        # bound's bytes, not a copy, so they must live as long as the iterator does.
+        self._bound = bound
 
     def __iter__(self) -> _Scan:
         return self
@@ -126,10 +132,12 @@ class _Scan:
         except Exception as exc:  # rocksdict raises bare Exception
             _raise_translated(exc, self._path, "scan")
         self._it = None
+        self._bound = None
         raise StopIteration
 
     def release(self) -> None:
         self._it = None  # the only reference: the native iterator is freed here
+        self._bound = None
 
 
 CORRUPT_MARK = "agentstream.corrupt"
@@ -362,7 +370,7 @@ class RocksDBStore:
                 raw.seek(lo)
         except Exception as exc:
             _raise_translated(exc, self._path, "scan")
-        scan = _Scan(raw, self._path)
+        scan = _Scan(raw, self._path, (read_opt, hi))
         self._scans.add(scan)
         return scan
 

@@ -62,6 +62,10 @@ class Table(Rows):
     _last_key: Any
     _last_kb: bytes
     _windowed: Any = None  # the shared window state once tumbling()/hopping() was called
+    # Set by an owner that keeps store-only entries in the reserved index range of this table's
+    # persistent partitions (a stream-stream join's buffer): partition -> how many it holds.
+    # Reads of the table (live_entries, key counts) leave that range out, as for a windowed table.
+    _index_entries: Any = None
     source_topic: Topic | None = None  # set by from_topic(): the table mirrors this topic
     eos = False  # set by the TableManager under processing_guarantee='exactly_once'
     _writer_subtopology: int | None = None  # exactly_once: the one sub-topology allowed to write

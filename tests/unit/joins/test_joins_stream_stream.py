@@ -12,17 +12,22 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import gc
 import logging
 import random
+import sys
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import agentstream
 from agentstream.exceptions import TopologyError
+from agentstream.tables.query import key_count, live_entries
 from agentstream.testing import AppHarness, use_memory
 from agentstream.transport.partitioner import default_partition
 
@@ -94,8 +99,13 @@ Pair = tuple[str | None, str | None]
 
 
 def reference(records: list[Rec], kind: str, partitions: int) -> collections.Counter[Pair]:
+    return reference_of(task_order(records, partitions).values(), kind)
+
+
+def reference_of(orders: Iterable[list[Rec]], kind: str) -> collections.Counter[Pair]:
+    """The results of tasks taking the records in ``orders`` (one list per partition)."""
     results: collections.Counter[Pair] = collections.Counter()
-    for order in task_order(records, partitions).values():
+    for order in orders:
         st: int | None = None
         accepted: list[Rec] = []
         for r in order:
@@ -376,3 +386,179 @@ async def test_spilled_values_come_back_after_a_restart(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(windowed, "VALUES_MAX_BYTES", 60)
     await test_buffers_survive_a_restart_through_the_changelog()
+
+
+# -- issue 45 finding 6: with a RocksDB store, the buffered records' index lives in the store -------------
+
+
+def join_table(app: agentstream.App) -> Any:
+    (table,) = [t for name, t in app.tables.items() if "-join-" in name]
+    return table
+
+
+@pytest.mark.parametrize("kind", ["left", "outer"])
+@pytest.mark.parametrize("same_store", [True, False], ids=["same-store", "restored-from-changelog"])
+async def test_rocksdb_buffers_match_the_nested_loop_reference_across_a_restart(
+    kind: str, same_store: bool, tmp_path: Path
+) -> None:
+    """Half the input, a restart (the same RocksDB store reopened, or a new one restored from the
+    changelog), the other half: the results are the nested-loop reference's for that task order,
+    and the index's store entries never show as the buffer table's keys."""
+    from agentstream.joins.windowed import STREAM_TIME_KEY, parse_buffer_key
+
+    records = random_input(3, n=240)
+    first, second = records[:120], records[120:]
+    app, out = join_app(kind)
+    async with Preloaded(app, first, store="rocksdb://", data_dir=str(tmp_path / "a")) as h:
+        await h.wait_idle()
+        table = join_table(app)
+        assert table.parts and all(p.store.persistent for p in table.parts.values())
+        await h.worker.stop()
+        if not same_store:
+            app.settings = app.settings.replace(data_dir=str(tmp_path / "b"))
+        for r in second:  # produced before the worker starts again: the task order is the reference's
+            await app.topics[r.topic].send(key=r.key, value={"id": r.id}, timestamp=r.ts / 1000)
+        await h.start_worker()
+        await h.wait_idle()
+        buffered = 0
+        for part in table.parts.values():
+            keys = [k for k, _, _ in live_entries(part, reserved=True) if k != STREAM_TIME_KEY]
+            for k in keys:
+                parse_buffer_key(k)  # a buffered record, not an index entry
+            buffered += len(keys)
+        assert buffered > 0  # some records are still buffered, so the index held entries
+    orders = [a + b for a, b in zip(task_order(first, 2).values(), task_order(second, 2).values())]
+    expected = reference_of(orders, kind)
+    assert collections.Counter(out) == expected
+    assert sum(expected.values()) > 20 and any(None in pair for pair in expected)
+
+
+_JOIN_MODULES = ("agentstream.joins.windowed", "agentstream.tables.window_index")
+_CONTAINERS = (list, set, frozenset, dict, tuple, collections.deque)
+
+
+def join_held_bytes(app: agentstream.App) -> int:
+    """Python memory the app's stream-stream joins hold: from the join objects, containers and the
+    join's own objects are followed, anything else counts its own size only (the app, the buffer
+    table and its partitions, whose write cache and pending writes are bounded on their own)."""
+    from agentstream.joins.windowed import StreamStreamJoin
+
+    joins = [o for o in gc.get_objects() if isinstance(o, StreamStreamJoin) and o.app is app]
+    assert joins
+    seen: set[int] = set()
+    stack: list[Any] = joins
+    total = 0
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        if isinstance(obj, _CONTAINERS) or type(obj).__module__ in _JOIN_MODULES:
+            stack.extend(o for o in gc.get_referents(obj) if not isinstance(o, type))
+    return total
+
+
+async def _held_after_buffering(n: int, store: str, data_dir: Path) -> int:
+    """What the join holds in memory once ``n`` records are buffered."""
+    app, out = join_app("inner", partitions=1)
+    # n records of n keys at one time on one side: all stay buffered, none matches or closes
+    records = [Rec("left", f"key-{i:06d}", f"L{i}", 100_000) for i in range(n)]
+    async with Preloaded(app, records, store=store, data_dir=str(data_dir)) as h:
+        await h.wait_idle()
+        (part,) = join_table(app).parts.values()
+        assert sum(1 for _ in live_entries(part)) == n + 1  # all buffered, and the stream time
+        held = join_held_bytes(app)
+        part.flush_cache()
+        part.write_store()
+        # the index's store entries (two a record) are not the table's keys (an estimate for RocksDB)
+        assert abs(key_count(part) - (n + 1)) <= n // 10, key_count(part)
+    assert out == []
+    return held
+
+
+async def test_rocksdb_join_memory_does_not_grow_with_the_buffered_records(tmp_path: Path) -> None:
+    """10x the buffered records, about the same Python memory held by the join: its index is in
+    RocksDB (what stays in memory is a bounded batch of new index entries)."""
+    small = await _held_after_buffering(400, "rocksdb://", tmp_path / "small")
+    large = await _held_after_buffering(4000, "rocksdb://", tmp_path / "large")
+    in_memory = await _held_after_buffering(4000, "memory://", tmp_path / "mem")
+    assert in_memory > 4000 * 150, in_memory  # the measure sees an index held in memory (a memory store's)
+    # RocksDB: at most a batch of new index entries (1,024 of each kind, ~100 bytes) besides a few objects
+    assert large < 400_000, large
+    assert large < small + 200_000, (small, large)
+
+
+async def test_rocksdb_join_partition_back_from_a_standby_has_the_records_buffered_elsewhere(tmp_path: Path) -> None:
+    """Worker A buffers a record, B takes its partition (A follows it as a standby, its store keeping
+    A's index entries), B matches it, buffers two more and closes the first pair; B leaves. A's index
+    is rebuilt from what it followed: its records match and close on A as if nothing had moved."""
+    from agentstream.worker.worker import Worker
+
+    broker, app_id = f"memory://jstandby-{uuid.uuid4().hex[:8]}", f"jstandby-{uuid.uuid4().hex[:6]}"
+    out: list[Pair] = []
+
+    def make(data_dir: Path) -> agentstream.App:
+        app = agentstream.App(
+            app_id,
+            broker=broker,
+            store="rocksdb://",
+            data_dir=str(data_dir),
+            topic_partitions=2,
+            commit_interval=0.05,
+            max_warmup_replicas=0,
+            table_standby_replicas=1,
+            web_enabled=False,
+        )
+        left = app.topic("left", key_type=str, value_type=dict)
+        right = app.topic("right", key_type=str, value_type=dict)
+
+        @app.agent(left)
+        async def joiner(stream: agentstream.Stream) -> None:
+            async for lv, rv in stream.outer_join(right, within=W_S, grace=G_S):
+                out.append((None if lv is None else lv["id"], None if rv is None else rv["id"]))
+
+        return app
+
+    async def start(app: agentstream.App) -> AppHarness:
+        h = AppHarness(app)  # on the app's own broker URL, as a second process would be
+        h.worker = Worker(app)
+        await h.worker.start()
+        await asyncio.wait_for(h.worker.assigned.wait(), 30)
+        return h
+
+    async def send(h: AppHarness, topic: str, rec_id: str, key: str, ts: float) -> None:
+        await h.send(topic, {"id": rec_id}, key=key, timestamp=ts)
+        await h.wait_idle()
+
+    app_a = make(tmp_path / "a")
+    ha = await start(app_a)
+    hb: AppHarness | None = None
+    try:
+        key_of = {default_partition(app_a.topics["left"].key_codec.dumps(k), 2): k for k in "abcdefgh"}
+        for p, k in key_of.items():
+            await send(ha, "left", f"L1-{p}", k, 10.0)
+
+        app_b = make(tmp_path / "b")
+        hb = await start(app_b)
+        await app_a.transport.settle()
+        await asyncio.wait_for(ha.worker.assigned.wait(), 30)
+        (moved,) = hb.worker.assignor.assignment.active
+        key = key_of[moved]
+        await send(hb, "right", "R1", key, 12.0)  # matches L1, buffered on A, restored on B
+        await send(hb, "left", "L2", key, 30.0)
+        await send(hb, "left", "L3", key, 40.0)  # stream time 40: L1 and R1 (matched) close
+        assert out == [(f"L1-{moved}", "R1")]
+        await hb.worker.stop()
+        hb = None
+
+        await app_a.transport.settle()
+        await asyncio.wait_for(ha.worker.assigned.wait(), 30)
+        assert moved in ha.worker.assignor.assignment.active
+        await send(ha, "right", "R2", key, 33.0)  # matches L2 (B's), not L3 (7 s away)
+        await send(ha, "left", "Z", key, 60.0)  # stream time 60: L2, R2 close matched, L3 unmatched
+    finally:
+        if hb is not None:
+            await hb.worker.stop()
+        await ha.worker.stop()
+    assert out == [(f"L1-{moved}", "R1"), ("L2", "R2"), ("L3", None)]

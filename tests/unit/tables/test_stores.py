@@ -94,6 +94,18 @@ def test_items_sorted_bounded_and_snapshot(store: Store) -> None:
     assert [first, *rest] == [(k, k[::-1]) for k in sorted(keys)]
 
 
+def test_a_scan_bounded_by_a_computed_key_reads_to_that_key(store: Store) -> None:
+    """The upper bound of a scan is a key the caller built and then dropped: the scan still ends
+    there, not where whatever reuses its memory says (rocksdict 0.3.29 keeps a pointer to it)."""
+    keys = [b"K%06d" % i for i in range(500)]
+    store.write_many(keys, [b""] * len(keys))
+    for _ in range(20):
+        scan = store.items(b"K" + b"%06d" % 10, b"K" + b"%06d" % 400)  # both keys freed after the call
+        litter = [b"\x00" * 7 + bytes([j & 1]) for j in range(2000)]  # reuses the freed memory
+        assert [k for k, _ in scan] == keys[10:400]
+        del litter
+
+
 def test_len_and_wipe(store: Store) -> None:
     store.write_batch((b"%03d" % i, b"v") for i in range(100))
     assert len(store) == 100  # exact for memory; the estimate is exact for fresh distinct puts
