@@ -771,15 +771,24 @@ class App:
         """Find every agent's split points (idempotent); done before the topology is built.
 
         Each agent's first instance is started and runs up to its first ``async for``
-        (:func:`agentstream.topology.discover_splits`). ``keep``: return them, by agent name, for the
-        worker's tasks to adopt (the preamble then runs once); otherwise they are stopped here."""
+        (:func:`agentstream.topology.discover_splits`). ``keep`` (the worker): every agent's, returned
+        by agent name for the worker's tasks to adopt (the preamble then runs once per instance);
+        otherwise only the agents not found yet, and their first instances are stopped here."""
         from .topology import discover_splits
 
         found: dict[str, FirstInstance] = {}
         for agent in self.agents.values():
-            if not agent.discovered:
+            # a worker (keep) starts every topic agent's first instance, found before or not: a
+            # second worker of the app in this process has instances of its own (channel agents
+            # have no topology: they are discovered from the start)
+            if not agent.discovered or (keep and (agent.topics or agent.patterns)):
                 agent.splits = []
-                first = await discover_splits(self, agent)
+                try:
+                    first = await discover_splits(self, agent)
+                except BaseException:
+                    for started in found.values():  # the start fails: no task will adopt them
+                        await started.close()
+                    raise
                 agent.splits = list(first.input.points)
                 agent.discovered = True
                 found[agent.name] = first

@@ -284,6 +284,9 @@ async def discover_splits(app: App, agent: Agent, timeout: float | None = None) 
     asked = asyncio.ensure_future(first.input.asked.wait())
     try:
         await asyncio.wait({first.task, asked}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:  # the start was cancelled: nothing will adopt the instance
+        first.task.cancel()
+        raise
     finally:
         asked.cancel()
     first.input.frozen = True
