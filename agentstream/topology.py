@@ -237,6 +237,15 @@ class FirstInstance:
         self.task.add_done_callback(self._done)
         self.on_fatal: Any = None  # set by the worker: a late split point stops it at once
         self.adopted = False
+        self.restarts = 0  # runs before this one that failed before their first record (discovery)
+
+    def failed(self) -> Exception | None:
+        """What the instance raised before asking for its first record (None: it asked, or runs)."""
+        task = self.task
+        if self.input.asked.is_set() or not task.done() or task.cancelled():
+            return None
+        exc = task.exception()
+        return exc if isinstance(exc, Exception) else None
 
     def _done(self, task: asyncio.Task[None]) -> None:
         if task.cancelled() or self.adopted:  # adopted: the task's instance handles what it raised
@@ -273,12 +282,51 @@ async def discover_splits(app: App, agent: Agent, timeout: float | None = None) 
     record; the split points it declared by then are its topology (``instance.input.points``).
 
     The preamble runs once, here, and never again for this instance: the worker's task adopts it.
-    An exception in the preamble is the agent's error, handled by the error policy when its task
-    adopts it (a :class:`TopologyError`, a declaration the app must fix, fails the start)."""
-    from .joins import reset_join_sources
-
+    An exception in the preamble is the agent's error: the instance is restarted here as the task
+    would restart it (``agent_restart_backoff``, up to ``agent_restart_max`` times, each logged
+    with the agent's name), so a transient failure at start does not hide a later ``group_by``;
+    the last failed run goes to the task, whose error policy goes on from that count. A
+    :class:`TopologyError` (a declaration the app must fix) fails the start."""
     if timeout is None:
         timeout = DISCOVERY_TIMEOUT
+    settings = app.settings
+    restarts = 0
+    while True:
+        first = await _start_first(app, agent, timeout)
+        first.restarts = restarts
+        exc = first.failed()
+        if exc is None or restarts >= settings.agent_restart_max:
+            break
+        restarts += 1
+        delay = min(settings.agent_restart_backoff * 2 ** (restarts - 1), MAX_DISCOVERY_BACKOFF)
+        log.warning(
+            "agent %s raised before its first record: %s: %s; restart %d/%d in %.2fs (setting agent_restart_max)",
+            agent.name,
+            type(exc).__name__,
+            exc,
+            restarts,
+            settings.agent_restart_max,
+            delay,
+        )
+        await asyncio.sleep(delay)
+    if not first.task.done() and not first.input.asked.is_set():
+        log.warning(
+            "agent %s did not iterate its stream within %.1fs of starting; its topology is the %d split "
+            "point(s) it made by then (a group_by/through made later stops the worker with an error naming it)",
+            agent.name,
+            timeout,
+            len(first.input.points),
+        )
+    return first
+
+
+MAX_DISCOVERY_BACKOFF = 30.0  # the task's MAX_RESTART_DELAY
+
+
+async def _start_first(app: App, agent: Agent, timeout: float) -> FirstInstance:
+    """One start of the first instance, waited for up to ``timeout`` (it asked, ended or is slow)."""
+    from .joins import reset_join_sources
+
     reset_join_sources(agent)
     first = FirstInstance(app, agent)
     asked = asyncio.ensure_future(first.input.asked.wait())
@@ -294,14 +342,6 @@ async def discover_splits(app: App, agent: Agent, timeout: float | None = None) 
         exc = first.task.exception()
         if isinstance(exc, TopologyError):
             raise exc
-    elif not first.input.asked.is_set():
-        log.warning(
-            "agent %s did not iterate its stream within %.1fs of starting; its topology is the %d split "
-            "point(s) it made by then (a group_by/through made later stops the worker with an error naming it)",
-            agent.name,
-            timeout,
-            len(first.input.points),
-        )
     return first
 
 

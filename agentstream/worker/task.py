@@ -557,11 +557,12 @@ class StreamTask(PolledInput):
         hand: list[Stream] = []
         streams_in_hand.set(hand)  # every stream the agent makes registers here
         self.hands.append(hand)
-        restarts = 0
         shared = self.shared
         source: Any = self if shared is None else shared
         first = self.first
         self.first = None
+        # the first instance's failed runs at discovery count as restarts in a row already
+        restarts = 0 if first is None else first.restarts
         # A stage before the agent's last runs what the agent declared before its split point and
         # forwards to the split topic (Faust's passive drainer): the agent body runs in its last stage.
         upstream = None if self.stage >= self.agent.stages - 1 else upstream_processors(self.agent.splits[self.stage])

@@ -124,6 +124,33 @@ async def test_a_preamble_that_raises_does_not_fail_the_start_the_error_policy_h
     assert any("agent" in r.getMessage() and "enrichment service not up yet" in r.getMessage() for r in caplog.records)
 
 
+async def test_a_transient_preamble_error_does_not_hide_a_group_by_made_after_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The first run raises before its group_by: it is restarted (agent_restart_backoff, logged
+    with the agent's name) until a run reaches its ``async for``, so the split point is found."""
+    app = new_app(topic_partitions=1, agent_restart_backoff=0.01)
+    runs: list[int] = []
+    seen: list[tuple[Any, int]] = []
+
+    @app.agent(app.topic("src", value_type=int))
+    async def flaky(stream: agentstream.Stream) -> None:
+        runs.append(1)
+        if len(runs) < 3:
+            raise ConnectionError("database not up yet")
+        async for key, value in stream.group_by(lambda v: f"p{v % 2}", name="parity").items():
+            seen.append((key, value))
+
+    caplog.set_level(logging.WARNING)
+    async with AppHarness(app) as h:
+        for n in range(4):
+            await h.send("src", n)
+        await h.wait_idle()
+        assert sorted(seen) == [("p0", 0), ("p0", 2), ("p1", 1), ("p1", 3)]
+    assert len(runs) == 3  # two failed runs, then the one that handles the records
+    assert sum("flaky" in r.getMessage() and "database not up yet" in r.getMessage() for r in caplog.records) == 2
+
+
 async def test_a_preamble_that_raises_under_on_agent_error_stop_stops_the_worker_with_its_error() -> None:
     app = new_app(topic_partitions=1, agent_restart_max=0, agent_restart_backoff=0.01)
 
