@@ -15,6 +15,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+from .error_handling import ErrorAnswer, answer_of
 from .events import Event, streams_in_hand
 from .exceptions import TopologyError
 from .streams import SplitPoint, Stream
@@ -295,8 +296,8 @@ async def discover_splits(app: App, agent: Agent, timeout: float | None = None) 
         first = await _start_first(app, agent, timeout)
         first.restarts = restarts
         exc = first.failed()
-        if exc is None or restarts >= settings.agent_restart_max:
-            break
+        if exc is None or restarts >= settings.agent_restart_max or answer_of(settings.on_agent_error) is FAIL:
+            break  # on_agent_error='stop': the task's policy stops the worker on this error (no restart)
         restarts += 1
         delay = min(settings.agent_restart_backoff * 2 ** (restarts - 1), MAX_DISCOVERY_BACKOFF)
         log.warning(
@@ -321,6 +322,7 @@ async def discover_splits(app: App, agent: Agent, timeout: float | None = None) 
 
 
 MAX_DISCOVERY_BACKOFF = 30.0  # the task's MAX_RESTART_DELAY
+FAIL = ErrorAnswer.FAIL
 
 
 async def _start_first(app: App, agent: Agent, timeout: float) -> FirstInstance:

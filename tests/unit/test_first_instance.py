@@ -13,7 +13,7 @@ import pytest
 
 import agentstream
 import agentstream.topology
-from agentstream.exceptions import TopologyError
+from agentstream.exceptions import StopProcessing, TopologyError
 from agentstream.testing import AppHarness
 
 
@@ -151,19 +151,32 @@ async def test_a_transient_preamble_error_does_not_hide_a_group_by_made_after_it
     assert sum("flaky" in r.getMessage() and "database not up yet" in r.getMessage() for r in caplog.records) == 2
 
 
-async def test_a_preamble_that_raises_under_on_agent_error_stop_stops_the_worker_with_its_error() -> None:
-    app = new_app(topic_partitions=1, agent_restart_max=0, agent_restart_backoff=0.01)
+@pytest.mark.parametrize(
+    "settings,runs_before_stop,error",
+    [
+        ({"agent_restart_max": 2}, 3, ConnectionError),  # the first run and 2 restarts, then the error stops it
+        ({"on_agent_error": "stop"}, 1, StopProcessing),  # 'stop': the first error stops the worker
+    ],
+    ids=["restart_max", "stop"],
+)
+async def test_a_preamble_that_always_raises_is_stopped_by_the_error_policy(
+    settings: dict[str, Any], runs_before_stop: int, error: type[BaseException]
+) -> None:
+    app = new_app(topic_partitions=1, agent_restart_backoff=0.01, **settings)
+    runs: list[int] = []
 
     @app.agent(app.topic("src", value_type=int))
     async def agent(stream: agentstream.Stream) -> None:
+        runs.append(1)
         raise ConnectionError("no service")
         async for _ in stream:  # pragma: no cover
             pass
 
     async with AppHarness(app) as h:
         await h.send("src", 1)
-        with pytest.raises(ConnectionError, match="no service"):
+        with pytest.raises(error, match="no service"):
             await h.wait_idle(timeout=10)
+    assert len(runs) == runs_before_stop
 
 
 async def test_a_group_by_made_after_discovery_gave_up_waiting_stops_the_worker_naming_it(
