@@ -54,7 +54,7 @@ _S = TypeVar("_S")  # app.web_server: the service given, returned as it is
 if TYPE_CHECKING:
     from .tables.kinds import GlobalTable, SetGlobalTable, SetTable
     from .tables.table import Table
-    from .topology import Topology
+    from .topology import FirstInstance, Topology
     from .worker.worker import Worker
 
 _TableT = TypeVar("_TableT", bound="Table")
@@ -829,16 +829,36 @@ class App:
             topic.value_type = src.value_type
         point.topic = topic
 
-    async def discover(self) -> None:
-        """Find every agent's split points (idempotent); done before the topology is built."""
+    async def discover(self, keep: bool = False) -> dict[str, FirstInstance]:
+        """Find every agent's split points (idempotent); done before the topology is built.
+
+        Each agent's first instance is started and runs up to its first ``async for``
+        (:func:`agentstream.topology.discover_splits`). ``keep`` (the worker): every agent's, returned
+        by agent name for the worker's tasks to adopt (the preamble then runs once per instance);
+        otherwise only the agents not found yet, and their first instances are stopped here."""
         from .topology import discover_splits
 
+        found: dict[str, FirstInstance] = {}
         for agent in self.agents.values():
-            if not agent.discovered:
+            # a worker (keep) starts every topic agent's first instance, found before or not: a
+            # second worker of the app in this process has instances of its own (channel agents
+            # have no topology: they are discovered from the start)
+            if not agent.discovered or (keep and (agent.topics or agent.patterns)):
                 agent.splits = []
-                points = await discover_splits(self, agent)
-                agent.splits = points
+                try:
+                    first = await discover_splits(self, agent)
+                except BaseException:
+                    for started in found.values():  # the start fails: no task will adopt them
+                        await started.close()
+                    raise
+                agent.splits = list(first.input.points)
                 agent.discovered = True
+                found[agent.name] = first
+        if not keep:
+            for first in found.values():
+                await first.close()
+            return {}
+        return found
 
     def topology(self) -> Topology:
         from .topology import Topology

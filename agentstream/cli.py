@@ -496,20 +496,22 @@ JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="print JSON (
 
 
 def _discover(app: App) -> None:
-    async def _go() -> None:
-        from .autodiscover import autodiscover_modules
+    """Import the modules the ``autodiscover`` setting lists (their agents and topics). No agent
+    code runs here: a listing never runs an agent's preamble (the split points a ``group_by`` or
+    ``through`` makes are found by a worker, from its agents' first instances)."""
+    from .autodiscover import autodiscover_modules
 
-        autodiscover_modules(app)  # Faust's autodiscover setting: agents declared in other modules
-        await app.discover()
-
-    _run(_go())
+    autodiscover_modules(app)  # Faust's autodiscover setting: agents declared in other modules
 
 
 @cli.command()
 @JSON_OPTION
 @click.pass_context
 def agents(ctx: click.Context, as_json: bool) -> int:
-    """List the agents and the topology."""
+    """List the agents (as Faust's: name, topics, help); no agent code runs.
+
+    The split points (``group_by``/``through``) and the sub-topologies they make are found by a
+    worker, from its agents' first instances: it logs them at start ("topology of <app>")."""
     as_json = as_json or _state(ctx).json  # Faust's --json before the command
     app = _begin(ctx)
     _discover(app)
@@ -518,31 +520,27 @@ def agents(ctx: click.Context, as_json: bool) -> int:
             "name": a.name,
             "topics": [t.name for t in a.topics],
             "concurrency": a.concurrency,
-            "sinks": [s.name for s in a.splits],
             "help": getattr(a, "help", ""),
         }
         for a in app.agents.values()
     ]
-    topology = app.topology().describe()
-    print_rows(
+    return print_rows(
         rows,
         as_json,
         lambda r: (
-            f"{r['name']}: topics={','.join(r['topics'])} concurrency={r['concurrency']} "
-            f"splits={','.join(r['sinks']) or '-'}" + (f"  {r['help'].splitlines()[0]}" if r["help"] else "")
+            f"{r['name']}: topics={','.join(r['topics'])} concurrency={r['concurrency']}"
+            + (f"  {r['help'].splitlines()[0]}" if r["help"] else "")
         ),
-        document={"agents": rows, "topology": topology},
+        document={"agents": rows},
     )
-    if not as_json:
-        click.echo(topology)
-    return 0
 
 
 @cli.command()
 @JSON_OPTION
 @click.pass_context
 def topics(ctx: click.Context, as_json: bool) -> int:
-    """List the topics the app uses (sources, sinks, internal and changelog topics)."""
+    """List the topics the app declares (sources, sinks, internal and changelog topics); the
+    repartition topics of ``group_by`` are the worker's (it finds them when it starts)."""
     as_json = as_json or _state(ctx).json  # Faust's --json before the command
     app = _begin(ctx)
     _discover(app)

@@ -235,6 +235,16 @@ def check_not_running(app: App, root: Path) -> None:
         )
 
 
+async def source_topics_without_running_agents(app: App) -> list[str]:
+    """The topics the app's workers read, found without running agent code: each agent's own
+    topics, and the repartition topics of the app (``<id>-...-repartition``) that exist on the
+    broker. A ``through()`` topic is one only when an agent also reads it directly."""
+    names = {t.name for agent in app.agents.values() for t in agent.topics}
+    prefix = f"{app.id}-"
+    names.update(n for n in await app.transport.list_topics() if n.startswith(prefix) and n.endswith("-repartition"))
+    return sorted(names)
+
+
 def reset_app(app: App, *, offsets: bool, yes: bool) -> int:
     """``agentstream -A app reset``: delete this app's local table stores (they restore from the
     changelogs on the next start, as in Faust); with ``--offsets`` also rewind the consumer group to
@@ -250,8 +260,9 @@ def reset_app(app: App, *, offsets: bool, yes: bool) -> int:
     if offsets:
 
         async def _sources() -> list[str]:
-            await app.discover()
-            return sorted(app.topology().source_topics)
+            # No agent code runs here: the agents' own topics, and the app's repartition topics
+            # (a group_by's) as they exist on the broker.
+            return await source_topics_without_running_agents(app)
 
         topics = asyncio.run(_sources())
         click.echo(

@@ -5,9 +5,10 @@ the next record is taken only when the agent asks for it: depth-first, and the p
 is acknowledged (its offset becomes committable) at exactly that moment.
 
 Stream operations that change partitioning (``group_by``, ``through``) are *split points*: the
-agent's sub-topology ends there. In a task that reads the agent's source, the stream forwards
-each record to the split topic and never yields; in a task that reads the split topic, the same
-agent code resumes from that point with the operations before it already applied upstream.
+agent's sub-topology ends there. A task that reads the agent's source does not run the agent: it
+runs the operations the agent made before the split and forwards each record to the split topic
+(:func:`upstream_processors`, Faust's passive drainer); the agent body runs in the tasks of its
+last stage, where the stream resumes after the split with the earlier operations applied upstream.
 """
 
 from __future__ import annotations
@@ -29,7 +30,16 @@ from .runtime import current_clock, current_runtime
 if TYPE_CHECKING:
     from .topics import Topic
 
-__all__ = ["Acked", "Stream", "StreamInput", "PolledInput", "SplitPoint", "InHand", "streams_in_hand"]
+__all__ = [
+    "Acked",
+    "Stream",
+    "StreamInput",
+    "PolledInput",
+    "SplitPoint",
+    "InHand",
+    "streams_in_hand",
+    "upstream_processors",
+]
 
 Processor = Callable[[Event], bool | Awaitable[bool]]
 _NOTHING_DONE: list[Event] = []  # poll_event's argument when there is nothing to acknowledge (never filled)
@@ -46,6 +56,9 @@ class SplitPoint:
     partitions: int | None = None
     key_serializer: str | None = None  # group_by: the new key's encoding (None: the app's, raw by default)
     faust_name: str | None = None  # Faust's name for the split (``Model.field``): topic_naming='faust'
+    # the operations between the previous split point (or the source) and this one, as the agent's
+    # first instance made them: the upstream stage runs these and the forwarder, not the agent body
+    processors: tuple[Processor, ...] = ()
 
 
 class StreamInput(Protocol):
@@ -94,6 +107,13 @@ class Stream:
         hand = streams_in_hand.get()
         if hand is not None:
             hand.append(self)
+
+    def _rebind(self, input: StreamInput) -> None:
+        """Read ``input`` from now on (the agent's first instance, started at discovery, gets its
+        task's input once partitions are assigned: its streams then take the task's fast path)."""
+        self._input = input
+        self._poll = input if isinstance(input, PolledInput) else None
+        self._ack = input.ack
 
     def __class_getitem__(cls, item: Any) -> Any:
         """``StreamT[float]``/``faust.Stream[Request]`` in annotations: the parameter is documentation."""
@@ -396,6 +416,7 @@ class Stream:
 
     def _split(self, point: SplitPoint) -> Stream:
         index = self._splits + 1
+        point.processors = self._processors  # kept when this call registers the split point
         resolved = self._input.split(index, point)
         stage = self._input.stage
         if index <= stage:
@@ -875,6 +896,12 @@ def _key_function(key: Any) -> tuple[Callable[[Any], Any], str | None]:
 def _join_key(key: Any) -> Callable[[Any], Any] | None:
     """A join's ``key=`` (a callable, a Record field or a field name) as a function; None: the record key."""
     return None if key is None else _key_function(key)[0]
+
+
+def upstream_processors(point: SplitPoint) -> tuple[Processor, ...]:
+    """What a task of the stage ending at ``point`` runs instead of the agent body (Faust's passive
+    drainer of a ``group_by``): the operations before the split, then the send to its topic."""
+    return point.processors + (_forwarder(point),)
 
 
 def _forwarder(point: SplitPoint) -> Processor:

@@ -2,19 +2,21 @@
 
 Each agent contributes one sub-topology per stage: stage 0 reads the agent's own topics and
 ends at its first ``group_by``/``through``; stage *n* reads that split point's topic. The split
-points are found by running each agent function once against a probe stream that stops it at
-its first ``__anext__`` (agent functions only declare stream operations before iterating).
+points are found from the agent's first instance, started before the worker joins the group: it
+runs its preamble once and waits at its first ``__anext__`` for records (:func:`discover_splits`);
+the worker's task adopts it later, so no agent code runs for discovery alone.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
+import contextvars
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from .events import Event
+from .error_handling import ErrorAnswer, answer_of
+from .events import Event, streams_in_hand
 from .exceptions import TopologyError
 from .streams import SplitPoint, Stream
 
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SubTopology", "Topology", "discover_splits"]
+__all__ = ["FirstInput", "FirstInstance", "SubTopology", "Topology", "discover_splits"]
 
 
 @dataclass
@@ -139,67 +141,210 @@ def _check_join_partitions(st: SubTopology, tables: list[tuple[str, Any]]) -> No
             )
 
 
-class _ProbeDone(BaseException):
-    """Stops an agent function at its first ``__anext__`` during discovery."""
+class FirstInput:
+    """The stream input of an agent's first instance, started before the worker joins the group.
 
-
-class _ProbeInput:
-    """A stream input that records split points and never yields a record."""
-
-    stage = 0
-    probing = True  # joins register their extra source topics only when they see this
+    Until partitions are assigned it hands out nothing: the instance runs its preamble (the code
+    before ``async for``) and waits at its first ``__anext__``. The split points it declares by
+    then are the agent's topology; a split declared after discovery ended (late in the preamble,
+    or inside the loop) is a :class:`TopologyError` naming it, never silently missed. Once a task
+    adopts the instance (:meth:`bind`), its streams read the task's input directly."""
 
     def __init__(self, app: App, agent: Agent) -> None:
         self.app = app
         self.agent = agent
         self.points: list[SplitPoint] = []
+        self.frozen = False  # discovery ended: the topology is built from ``points``
+        self.asked = asyncio.Event()  # the instance asked for its first record
+        self._bound = asyncio.Event()
+        self._target: Any = None
+        self._out_of_order = False
+
+    @property
+    def probing(self) -> bool:
+        """Joins made while discovery runs register their sources (agentstream.joins)."""
+        return not self.frozen
+
+    @property
+    def stage(self) -> int:
+        # every split the instance declares is upstream of it: it runs the agent's last stage
+        return len(self.points) if self._target is None else int(self._target.stage)
+
+    @property
+    def partitions(self) -> Any:
+        return getattr(self._target, "partitions", ())
 
     async def next_event(self, timeout: float | None = None) -> Event | None:
-        raise _ProbeDone()
+        if self._target is None:
+            self.asked.set()
+            if timeout is None:
+                await self._bound.wait()
+            else:
+                try:
+                    await asyncio.wait_for(self._bound.wait(), timeout)
+                except TimeoutError:
+                    return None
+        event: Event | None = await self._target.next_event(timeout)
+        return event
 
-    def ack(self, event: Event) -> None:  # pragma: no cover - nothing is ever handed out
-        pass
+    def ack(self, event: Event) -> None:
+        self._target.ack(event)
+
+    def acks_out_of_order(self) -> None:
+        self._out_of_order = True
+        if self._target is not None and hasattr(self._target, "acks_out_of_order"):
+            self._target.acks_out_of_order()
 
     def split(self, index: int, point: SplitPoint) -> SplitPoint:
         if index > len(self.points):
+            if self.frozen:
+                raise TopologyError(late_split_message(self.agent, point, len(self.points)))
             self.app._resolve_split(self.agent, point)
             self.points.append(point)
         return self.points[index - 1]
 
+    def bind(self, target: Any, hand: list[Stream]) -> None:
+        """Partitions are assigned: read ``target`` (a task or the agent's shared input)."""
+        self._target = target
+        if self._out_of_order and hasattr(target, "acks_out_of_order"):
+            target.acks_out_of_order()
+        for stream in hand:
+            if stream._input is cast(Any, self):
+                stream._rebind(target)
+        self._bound.set()
 
-async def discover_splits(app: App, agent: Agent, timeout: float = 2.0) -> list[SplitPoint]:
-    """Run ``agent`` up to its first ``__anext__`` and return the split points it declared."""
+
+def late_split_message(agent: Agent, point: SplitPoint, known: int) -> str:
+    return (
+        f"agent {agent.name!r} made {point.kind}({point.name!r}) as its split point #{known + 1} after its "
+        f"topology was fixed (split points known: {known}); the topology is found when the worker starts, "
+        "from the stream operations the agent's first instance makes before it first iterates its stream. Fix: make group_by()/through() before the `async for`"
+    )
+
+
+class FirstInstance:
+    """An agent's first instance: started by discovery, adopted by the first task of the agent's
+    last stage in this worker (it is that task's instance: its preamble ran once, at discovery)."""
+
+    def __init__(self, app: App, agent: Agent) -> None:
+        self.agent = agent
+        self.input = FirstInput(app, agent)
+        self.hand: list[Stream] = []  # every stream the instance makes (streams_in_hand)
+        self.context = contextvars.copy_context()
+        self.context.run(streams_in_hand.set, self.hand)
+        stream_class: Any = app.settings.stream_class or Stream
+        stream = self.context.run(stream_class, self.input)
+        self.task: asyncio.Task[None] = asyncio.get_running_loop().create_task(agent.run(stream), context=self.context)
+        self.task.add_done_callback(self._done)
+        self.on_fatal: Any = None  # set by the worker: a late split point stops it at once
+        self.adopted = False
+        self.restarts = 0  # runs before this one that failed before their first record (discovery)
+
+    def failed(self) -> Exception | None:
+        """What the instance raised before asking for its first record (None: it asked, or runs)."""
+        task = self.task
+        if self.input.asked.is_set() or not task.done() or task.cancelled():
+            return None
+        exc = task.exception()
+        return exc if isinstance(exc, Exception) else None
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or self.adopted:  # adopted: the task's instance handles what it raised
+            return
+        exc = task.exception()
+        if isinstance(exc, TopologyError) and self.input.frozen and self.on_fatal is not None:
+            log.error("agent %s: %s", self.agent.name, exc)
+            self.on_fatal(exc)
+
+    def adopt(self, target: Any, hand: list[Stream]) -> asyncio.Task[None]:
+        """Give the instance to its task: its streams read ``target``; ``hand`` becomes its hand."""
+        self.adopted = True
+        hand[:] = self.hand
+        self.hand = hand
+        self.context.run(streams_in_hand.set, hand)
+        self.input.bind(target, hand)
+        return self.task
+
+    async def close(self) -> None:
+        """Never adopted (the worker stops, or got no partition of the agent's last stage)."""
+        if not self.task.done():
+            self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+        if not self.task.cancelled() and (exc := self.task.exception()) is not None:
+            log.warning("agent %s raised before its first record (no task of it ran here): %r", self.agent.name, exc)
+
+
+DISCOVERY_TIMEOUT = 2.0
+"""Seconds discovery waits for an agent's first instance to reach its first ``async for``."""
+
+
+async def discover_splits(app: App, agent: Agent, timeout: float | None = None) -> FirstInstance:
+    """Start ``agent``'s first instance and wait (up to ``timeout``) until it asks for its first
+    record; the split points it declared by then are its topology (``instance.input.points``).
+
+    The preamble runs once, here, and never again for this instance: the worker's task adopts it.
+    An exception in the preamble is the agent's error: the instance is restarted here as the task
+    would restart it (``agent_restart_backoff``, up to ``agent_restart_max`` times, each logged
+    with the agent's name), so a transient failure at start does not hide a later ``group_by``;
+    the last failed run goes to the task, whose error policy goes on from that count. A
+    :class:`TopologyError` (a declaration the app must fix) fails the start."""
+    if timeout is None:
+        timeout = DISCOVERY_TIMEOUT
+    settings = app.settings
+    restarts = 0
+    while True:
+        first = await _start_first(app, agent, timeout)
+        first.restarts = restarts
+        exc = first.failed()
+        if exc is None or restarts >= settings.agent_restart_max or answer_of(settings.on_agent_error) is FAIL:
+            break  # on_agent_error='stop': the task's policy stops the worker on this error (no restart)
+        restarts += 1
+        delay = min(settings.agent_restart_backoff * 2 ** (restarts - 1), MAX_DISCOVERY_BACKOFF)
+        log.warning(
+            "agent %s raised before its first record: %s: %s; restart %d/%d in %.2fs (setting agent_restart_max)",
+            agent.name,
+            type(exc).__name__,
+            exc,
+            restarts,
+            settings.agent_restart_max,
+            delay,
+        )
+        await asyncio.sleep(delay)
+    if not first.task.done() and not first.input.asked.is_set():
+        log.warning(
+            "agent %s did not iterate its stream within %.1fs of starting; its topology is the %d split "
+            "point(s) it made by then (a group_by/through made later stops the worker with an error naming it)",
+            agent.name,
+            timeout,
+            len(first.input.points),
+        )
+    return first
+
+
+MAX_DISCOVERY_BACKOFF = 30.0  # the task's MAX_RESTART_DELAY
+FAIL = ErrorAnswer.FAIL
+
+
+async def _start_first(app: App, agent: Agent, timeout: float) -> FirstInstance:
+    """One start of the first instance, waited for up to ``timeout`` (it asked, ended or is slow)."""
     from .joins import reset_join_sources
 
     reset_join_sources(agent)
-    probe = _ProbeInput(app, agent)
-    result: Any = agent.fun(Stream(probe))
+    first = FirstInstance(app, agent)
+    asked = asyncio.ensure_future(first.input.asked.wait())
     try:
-        if inspect.isasyncgen(result):
-            await asyncio.wait_for(result.__anext__(), timeout)
-        elif inspect.isawaitable(result):
-            await asyncio.wait_for(result, timeout)
-    except _ProbeDone:
-        pass
-    except TimeoutError:
-        log.warning(
-            "agent %s did not iterate its stream within %.1fs of starting; assuming it has no group_by/through",
-            agent.name,
-            timeout,
-        )
-    except StopAsyncIteration:
-        pass
-    except Exception as exc:
-        raise TopologyError(f"agent {agent.name!r} raised while its topology was discovered: {exc!r}") from exc
+        await asyncio.wait({first.task, asked}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:  # the start was cancelled: nothing will adopt the instance
+        first.task.cancel()
+        raise
     finally:
-        if inspect.isasyncgen(result):
-            try:
-                await result.aclose()
-            except BaseException:
-                pass
-        elif inspect.iscoroutine(result):
-            result.close()
-    return probe.points
+        asked.cancel()
+    first.input.frozen = True
+    if first.task.done() and not first.task.cancelled():
+        exc = first.task.exception()
+        if isinstance(exc, TopologyError):
+            raise exc
+    return first
 
 
 async def adopt_partition_counts(app: App, transport: Any) -> None:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .streams import SplitPoint
     from .tables.table import Table
     from .topics import Topic
-    from .topology import Topology
+    from .topology import FirstInstance, Topology
     from .worker.worker import Worker
 
 _TableT = TypeVar("_TableT", bound="Table")
@@ -129,7 +129,7 @@ class AppT(Protocol):
 
     def command(self, *args: Any, **kwargs: Any) -> Any: ...
 
-    async def discover(self) -> None: ...
+    async def discover(self, keep: bool = False) -> dict[str, FirstInstance]: ...
 
     def is_leader(self) -> bool: ...
 

@@ -7,8 +7,8 @@ several input partitions hands out the buffered record with the lowest timestamp
 ``max_task_idle`` for a lagging input). So ``stream.join(payments, within=...)`` (and a join with a
 table declared ``from_topic(topic)``) makes the other topic an additional *source of the joining
 agent's sub-topology*: the agent is written over its own topic only (``@app.agent(orders)``), and
-the join call, made before the agent first iterates, is seen by the probe that discovers split
-points (:func:`agentstream.topology.discover_splits`). The alternative, making the agent
+the join call, made before the agent first iterates, is seen by the agent's first instance, which
+discovers the split points (:func:`agentstream.topology.discover_splits`). The alternative, making the agent
 declare ``@app.agent([orders, payments])`` and splitting by topic, gives the same task but makes
 every agent over the pair handle the other side's records itself; registering the source keeps
 the Faust-style ``async for order, payment in stream.join(payments, within=...)``.
@@ -58,7 +58,7 @@ one writer only. Keyed by app and table name (names are unique within an app).""
 
 
 def join_sources(agent: Agent, stage: int) -> list[JoinSource]:
-    """The topics joins add to ``agent``'s ``stage``-th sub-topology (found by the probe)."""
+    """The topics joins add to ``agent``'s ``stage``-th sub-topology (found at discovery)."""
     return list(_SOURCES.get(agent, {}).get(stage, ()))
 
 
@@ -68,7 +68,7 @@ def joined_tables(agent: Agent, stage: int) -> list[tuple[str, Table]]:
 
 
 def reset_join_sources(agent: Agent) -> None:
-    """Forget what an earlier discovery found (the probe registers everything again)."""
+    """Forget what an earlier discovery found (the first instance registers everything again)."""
     _SOURCES.pop(agent, None)
     _TABLE_REQUIREMENTS.pop(agent, None)
     writers = _WRITERS.get(agent.app, {})
@@ -84,7 +84,8 @@ def _agent_of(inp: Any) -> Agent | None:
 def register(stream: Stream, source: JoinSource | None, tables: list[Table], what: str) -> None:
     """Record a join for topology building (during discovery) or check it against the topology.
 
-    Only the probe registers (``probing`` is set on its input); a task checks that the agent makes
+    Only discovery registers (``probing`` is set on the first instance's input until the topology
+    is fixed); a task checks that the agent makes
     the same join it made at discovery, like :meth:`StreamTask.split` does for split points.
     """
     inp: Any = stream._input

@@ -32,8 +32,9 @@ from ..exceptions import (
 from ..lifecycle import TASK_TRANSITIONS, StateMachine, TaskState
 from ..models import Record
 from ..runtime import current_task
-from ..streams import InHand, PolledInput, SplitPoint, Stream, streams_in_hand
+from ..streams import InHand, PolledInput, SplitPoint, Stream, streams_in_hand, upstream_processors
 from ..tables.partition import TableNotReady
+from ..topology import late_split_message
 from ..transport.base import TP, Message
 from .errors import decode_error
 from .partition_group import PartitionGroup, RecordQueue, Wait
@@ -41,7 +42,7 @@ from .partition_group import PartitionGroup, RecordQueue, Wait
 if TYPE_CHECKING:
     from ..runtime import FaultPoints
     from ..sensors import SensorDelegate
-    from ..topology import SubTopology
+    from ..topology import FirstInstance, SubTopology
     from .actors import SharedInput
     from .eos import CommitGate, TaskTransaction
     from .errors import ErrorPolicy
@@ -202,6 +203,10 @@ class StreamTask(PolledInput):
         # of them. Each record handed out while sensed: id -> (event, stream, sensors, states).
         self.sensors: SensorDelegate | None = None
         self._sensed: dict[int, tuple[Event, Any, SensorDelegate, Any]] = {}
+        # The agent's first instance (set by the task manager on the first task of the agent's last
+        # stage): started at discovery, it ran its preamble there; this task's first instance adopts
+        # it instead of running the agent function again.
+        self.first: FirstInstance | None = None
 
     # -- fed by the fetcher -------------------------------------------------------------------
     def add(self, tp: TP, messages: list[Message]) -> int:
@@ -480,7 +485,11 @@ class StreamTask(PolledInput):
 
     def split(self, index: int, point: SplitPoint) -> SplitPoint:
         splits = self.agent.splits
-        if index > len(splits) or splits[index - 1].name != point.name:
+        if index > len(splits):
+            # made after the topology was found (inside the loop, or later than the first
+            # instance's preamble): the worker reads no such topic, so it stops, naming it
+            raise TopologyError(late_split_message(self.agent, point, len(splits)))
+        if splits[index - 1].name != point.name:
             raise AgentError(
                 f"agent {self.agent.name!r} called {point.kind}({point.name!r}) as its split point #{index}, "
                 f"but its topology (found when the worker started) has {[s.name for s in splits]}; "
@@ -554,14 +563,26 @@ class StreamTask(PolledInput):
         hand: list[Stream] = []
         streams_in_hand.set(hand)  # every stream the agent makes registers here
         self.hands.append(hand)
-        restarts = 0
         shared = self.shared
+        source: Any = self if shared is None else shared
+        first = self.first
+        self.first = None
+        # the first instance's failed runs at discovery count as restarts in a row already
+        restarts = 0 if first is None else first.restarts
+        # A stage before the agent's last runs what the agent declared before its split point and
+        # forwards to the split topic (Faust's passive drainer): the agent body runs in its last stage.
+        upstream = None if self.stage >= self.agent.stages - 1 else upstream_processors(self.agent.splits[self.stage])
         while self.lifecycle.state is _RUNNING:
             hand.clear()
-            stream = self._stream_class(self if shared is None else shared)
             handled = self._handled()
             try:
-                await self.agent.run(stream)
+                if first is not None:
+                    adopted, first = first, None
+                    await self._adopt(adopted, source, hand)
+                elif upstream is not None:
+                    await self._stream_class(source, upstream, self.stage + 1)._pull()
+                else:
+                    await self.agent.run(self._stream_class(source))
                 return
             except WorkerStopped:
                 return
@@ -584,6 +605,22 @@ class StreamTask(PolledInput):
                 raise  # a record whose output cannot be produced or stored is never skipped: stop uncommitted
             except Exception as exc:
                 restarts = await self._agent_failed(hand, exc, handled, restarts)
+
+    async def _adopt(self, first: FirstInstance, source: Any, hand: list[Stream]) -> None:
+        """Run the agent's first instance (started at discovery, waiting at its first ``__anext__``)
+        as this instance: its context gets this instance's task and slots, its streams ``source``."""
+        context = first.context
+        context.run(current_task.set, self)
+        held = _held_slots.get(None)
+        if held is not None:
+            context.run(_held_slots.set, held)
+        await first.adopt(source, hand)
+
+    def release_first(self) -> FirstInstance | None:
+        """The first instance, when this task was closed before it adopted it (the next task may)."""
+        first = self.first
+        self.first = None
+        return first
 
     async def _agent_failed(self, hand: list[Stream], exc: Exception, handled: int, restarts: int) -> int:
         held = InHand(hand)  # each record once (a tee's copies hold the same one)

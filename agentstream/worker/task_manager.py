@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..runtime import FaultPoints
     from ..settings import Settings
     from ..tables.manager import TableManager
-    from ..topology import Topology
+    from ..topology import FirstInstance, Topology
     from ..transport.base import TP, Consumer
     from .assignor import PartitionNumberAssignor
     from .commit import CommitUnit
@@ -52,8 +52,11 @@ class TaskManager:
         tables: TableManager | None,
         eos: ExactlyOnce | None,
         faults: FaultPoints | None,
+        first_instances: dict[str, FirstInstance] | None = None,
     ) -> None:
         self.topology = topology
+        # each agent's first instance (started at discovery), until a task of its last stage adopts it
+        self.first_instances: dict[str, FirstInstance] = {} if first_instances is None else first_instances
         self.settings = settings
         self.errors = errors
         self.consumer = consumer
@@ -114,11 +117,14 @@ class TaskManager:
                 tasks[tid].faults = self.faults
                 tasks[tid].slots = slots
                 made.append(tasks[tid])
+            made.sort(key=lambda t: t.id.partition)
             if shared_instances and made:
-                made.sort(key=lambda t: t.id.partition)
                 shared = SharedInput(made)
                 for task in made:
                     task.shared = shared
+            if made and st.stage == st.agent.stages - 1:
+                # the agent's first instance becomes this stage's first (or lead) task's instance
+                made[0].first = self.first_instances.pop(st.agent.name, None)
         routes: dict[TP, list[StreamTask]] = {}
         for task in tasks.values():
             for tp in task.partitions:
@@ -211,4 +217,7 @@ class TaskManager:
         """Forget the tasks, keeping their record counts."""
         for task in tasks:
             self.retired[task.agent.name] = self.retired.get(task.agent.name, 0) + task.processed
+            first = task.release_first()  # closed before it started: the next assignment's task adopts it
+            if first is not None:
+                self.first_instances[task.agent.name] = first
         self.tasks.clear()

@@ -29,7 +29,14 @@ from ..compiled import BUILD
 from ..exceptions import CommitFailed, GroupFenced, ProducerFenced, StopProcessing
 from ..lifecycle import WORKER_TRANSITIONS, StateMachine, WorkerState
 from ..naming import group_protocol_name
-from ..topology import Topology, adopt_partition_counts, autodiscover, resolve_patterns, warn_legacy_agent_topics
+from ..topology import (
+    FirstInstance,
+    Topology,
+    adopt_partition_counts,
+    autodiscover,
+    resolve_patterns,
+    warn_legacy_agent_topics,
+)
 from ..transport.base import TP, Consumer, TopicSpec
 from . import hooks
 from .assignor import Assignment, PartitionNumberAssignor
@@ -125,6 +132,8 @@ class Worker:
         self.servers: list[Server] = []  # started beside the worker (see serve())
         self.web_port = web_port if web_port is not None else self.settings.web_port
         self._background: list[asyncio.Task[Any]] = []
+        # each agent's first instance, started by discovery, until a task of its last stage adopts it
+        self.first_instances: dict[str, FirstInstance] = {}
         self._fetch_task: asyncio.Task[None] | None = None
         self._starting: asyncio.Task[None] | None = None
         self._stop_requested = asyncio.Event()
@@ -257,7 +266,9 @@ class Worker:
         await resolve_patterns(app, app.transport)  # app.topic(pattern=...): the matching topics, now
         # the split points first: a repartition topic is declared with its source's declared count,
         # and co-partitioning with the tables is checked per sub-topology, after the split points
-        await app.discover()
+        self.first_instances = await app.discover(keep=True)  # each agent's first instance, kept
+        for first in self.first_instances.values():
+            first.on_fatal = self._crash  # a split point made after discovery stops the worker, naming it
         await adopt_partition_counts(app, app.transport)  # existing source topics keep their count
         await warn_legacy_agent_topics(app, app.transport)
         if self.install_signal_handlers:
@@ -333,6 +344,7 @@ class Worker:
             tables=self.tables,
             eos=self.eos,
             faults=self.faults,
+            first_instances=self.first_instances,
         )
         self.purge = RepartitionPurge(transport, repartition_topics(app.agents.values()), s.repartition_purge_interval)
         consumer.subscribe(self.topology.source_topics, self)
@@ -463,6 +475,9 @@ class Worker:
                 await self.fetcher.stop(self._fetch_task)
                 manager.unroute()
             manager.retire(tasks)
+        for first in list(self.first_instances.values()):  # not adopted: no task of its last stage ran here
+            await first.close()
+        self.first_instances.clear()
         if self.purge is not None:
             await self.purge.stop()
         if self.consumer is not None:

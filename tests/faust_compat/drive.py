@@ -135,6 +135,10 @@ class Driver:
         self.produce("concurrency", [(f"k{i}", i, i % 4) for i in range(16)])
         return self.wait_output("concurrency")
 
+    def preamble(self) -> Any:
+        self.produce("preamble", [(f"k{i}", i, i % 4) for i in range(8)])
+        return self.wait_output("preamble")
+
     def table_views(self) -> Any:
         self.produce("words", [(w, w, None) for w in ("a", "b", "a")])
         self.wait_http("/table/compat_counts/a/", [200, 2])
@@ -230,6 +234,7 @@ class Driver:
 
     SCENARIOS = (
         "concurrency",
+        "preamble",
         "table_views",
         "table_route",
         "window_close",

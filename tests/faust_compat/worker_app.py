@@ -18,7 +18,7 @@ from faust import web
 PREFIX = os.environ.get("COMPAT_PREFIX", "x")
 CONCURRENCY_RECORDS = 16
 # made with 4 partitions by the test (set-manager: the SetTable's manager topic)
-SOURCE_TOPICS = ("concurrency", "words", "clicks", "set-ops", "set-manager", "echo", "points")
+SOURCE_TOPICS = ("concurrency", "words", "clicks", "set-ops", "set-manager", "echo", "points", "preamble")
 
 
 def out(name: str, value: Any) -> None:
@@ -60,8 +60,34 @@ async def limited(stream: Any) -> None:
         if _handled == CONCURRENCY_RECORDS:
             out(
                 "concurrency",
-                {"handled": _handled, "max_in_flight": _max_in_flight, "instances_fed": len(_fed)},
+                # instances: how often the preamble ran (once per actor, never for discovery)
+                {
+                    "handled": _handled,
+                    "max_in_flight": _max_in_flight,
+                    "instances_fed": len(_fed),
+                    "instances": _instances,
+                },
             )
+
+
+# -- agent code runs only to handle records: the preamble once per instance (issue 40, item 8), with a
+# group_by too (concurrency=N without one: the `limited` agent above counts its preamble runs) -------
+PREAMBLE_RECORDS = 8
+preamble_topic = app.topic(topic_name("preamble"), value_type=int, partitions=4)
+_preambles = 0
+_regrouped: list[int] = []
+
+
+# concurrency=1 given: Faust's one actor (Faust refuses group_by with concurrency>1; agentstream allows
+# it). Without concurrency= agentstream runs an instance per partition's task (docs/agents-and-streams.md).
+@app.agent(preamble_topic, concurrency=1)
+async def regroup(stream: Any) -> None:
+    global _preambles
+    _preambles += 1  # the preamble: once per instance (Faust's actor), never for discovery or forwarding
+    async for value in stream.group_by(lambda v: "even" if v % 2 == 0 else "odd", name="parity"):
+        _regrouped.append(value)
+        if len(_regrouped) == PREAMBLE_RECORDS:
+            out("preamble", {"preambles": _preambles, "handled": sorted(_regrouped)})
 
 
 # -- a table, Faust's table views and a table_route page -------------------------------------------

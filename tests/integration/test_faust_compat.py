@@ -36,7 +36,7 @@ ARTIFACTS = ROOT / "artifacts" / "faust_compat"
 SCENARIO_DIR = ROOT / "tests" / "faust_compat" / "scenarios"
 WORKER_APP = "tests.faust_compat.worker_app"
 # worker_app's (it imports faust)
-SOURCE_TOPICS = ("concurrency", "words", "clicks", "set-ops", "set-manager", "echo", "points")
+SOURCE_TOPICS = ("concurrency", "words", "clicks", "set-ops", "set-manager", "echo", "points", "preamble")
 FRAMEWORKS = ("faust", "agentstream")
 
 

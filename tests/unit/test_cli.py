@@ -47,9 +47,8 @@ def test_listings_print_json(command: str, capsys: pytest.CaptureFixture[str]) -
         (
             "agents",
             [
-                "split_sentences: topics=sentences concurrency=1 splits=-",
-                "count_words: topics=wordcount-words concurrency=1 splits=-",
-                "sub-topology 0: sentences -> agent split_sentences (stage 0)",
+                "split_sentences: topics=sentences concurrency=1",
+                "count_words: topics=wordcount-words concurrency=1",
             ],
         ),
         (

@@ -304,12 +304,15 @@ async def test_group_by_a_callable_without_a_name_is_refused_at_discovery() -> N
         await app.discover()
 
 
-async def test_an_agent_raising_while_its_topology_is_discovered_is_named() -> None:
+async def test_an_agent_raising_in_its_preamble_does_not_fail_discovery() -> None:
+    """Its error is the agent's (handled by the error policy when its task adopts the first
+    instance: tests/unit/test_first_instance.py); discovery keeps the split points made before."""
     app = new_app()
 
     @app.agent(app.topic("orders"))
     async def broken(stream: agentstream.Stream) -> None:
+        stream = stream.group_by(lambda v: v, name="before")
         raise KeyError("config missing")
 
-    with pytest.raises(TopologyError, match="agent 'broken' raised while its topology was discovered"):
-        await app.discover()
+    await app.discover()
+    assert [p.name for p in broken.splits] == ["before"]

@@ -151,13 +151,12 @@ async def test_concurrency_n_runs_exactly_n_instances_sharing_the_partitions() -
 
     @app.agent(topic, concurrency=3)
     async def work(stream: agentstream.Stream) -> None:
-        if not stream.active_partitions:
-            return  # the topology probe's run (issue 40 item 8), not an instance
         me = len(instances)
         instances.append(me)  # the preamble: per-actor state (a connection, a batch) is made here
-        partitions.append(stream.active_partitions)
         fed[me] = []
         async for value in stream:
+            if not fed[me]:  # the partitions are assigned by now (the first instance's preamble ran before)
+                partitions.append(stream.active_partitions)
             fed[me].append(value)
             await asyncio.sleep(0.001)  # in hand while the other instances take records
 

@@ -87,11 +87,12 @@ class Harness:
         )
         self.task: StreamTask | None = None
 
-    async def build(self, gated: bool = False) -> StreamTask:
+    async def build(self, gated: bool = False, stage: int = 0) -> StreamTask:
         """``gated``: give the task an exactly_once commit gate, which sends every record through
-        the task's async path (``next_event``) instead of its synchronous fast path (``poll_event``)."""
+        the task's async path (``next_event``) instead of its synchronous fast path (``poll_event``).
+        ``stage``: the task of the agent's ``stage``-th sub-topology."""
         await self.app.discover()
-        st = self.app.topology().subtopologies[0]
+        st = self.app.topology().subtopologies[stage]
         tps = [TP(name, 0) for name in st.source_topics]
         self.task = StreamTask(TaskId(st.id, 0), st, tps, errors=self.errors, on_drained=self._drained, **self.kwargs)  # type: ignore[arg-type]
         if gated:
@@ -651,7 +652,7 @@ async def test_an_agent_that_changes_its_stream_operations_between_runs_is_stopp
             pass
 
     h = Harness(agent, on_agent_error="stop")
-    task = await h.build()
+    task = await h.build(stage=1)  # the stage that runs the agent body (stage 0 only forwards)
     discovered[0] = True
     stopper.append(task)
     task.start()
