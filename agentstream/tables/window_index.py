@@ -1,4 +1,5 @@
-"""Where a windowed table partition finds the windows due to expire, in end order.
+"""Where a windowed or session table partition finds the windows due to expire (or the sessions
+due to close), in time order.
 
 Expiry pops windows by ``(end, store key)`` as stream time passes, each once. Two indexes give
 that order, chosen by the partition's store:
@@ -8,9 +9,13 @@ that order, chosen by the partition's store:
 * :class:`StoreIndex` (persistent stores): one entry per window in the partition's own store,
   under a reserved prefix, ``WINDOW_INDEX_PREFIX | end | window key`` with an empty value, so
   RocksDB keeps them sorted by end and what stays in memory is a few integers and a bounded
-  buffer of new entries per partition, whatever the number of keys. The first due window is kept
-  in memory (``min_end``), so a stream-time advance with nothing due costs a comparison; when
-  windows are due one range scan over the prefix takes them all.
+  buffer of new entries and of entries taken but not yet deleted, per partition, whatever the
+  number of keys. The first due window is kept in memory (``min_end``), so a stream-time advance
+  with nothing due costs a comparison; when windows are due one range scan takes them all,
+  starting where the last one ended (past its entries, deleted with the next batch).
+
+Session tables (:mod:`agentstream.tables.sessions`) use :class:`StoreIndex` too, with a session's
+close time (``end + gap + grace``) as the "end" and its session key as the window key.
 
 The store entries are derived state, written to the store only (never to the changelog): a
 window written by a record gets its entry when it is created; a window restored from the
@@ -39,8 +44,13 @@ _BIAS: Final = 1 << 63
 _HEAD: Final = len(WINDOW_INDEX_PREFIX) + 8  # prefix + end: the window key follows
 NOTHING_DUE: Final = (1 << 62) - 1
 """``min_end`` of an empty index: no window end is this late."""
+READ_AHEAD: Final = 128
+"""Entries a scan reads past the ones due and keeps, so that the next few stream-time advances take
+theirs without a scan (sessions come due a few at a time, about one per record)."""
+_NO_COVER: Final = -(1 << 62)
 ADD_BATCH: Final = 1024
-"""New entries buffered in memory before one store write (they are written before any scan)."""
+"""New entries and entries taken, buffered in memory before one store write (new entries are
+written before a scan that they could be part of)."""
 
 
 def index_key(end_ms: int, wk: bytes) -> bytes:
@@ -125,14 +135,29 @@ class HeapIndex(WindowIndex):
 class StoreIndex(WindowIndex):
     """Entries in the partition's store under :data:`WINDOW_INDEX_PREFIX` (persistent stores)."""
 
-    __slots__ = ("part", "adds", "min_end", "count", "in_store")
+    __slots__ = ("part", "adds", "adds_min", "drops", "min_end", "count", "in_store", "floor", "ahead", "at", "upto")
 
     def __init__(self, part: TablePartition) -> None:
         self.part = part
-        self.adds: list[bytes] = []  # new entries not yet in the store (at most ADD_BATCH)
+        self.adds: list[bytes] = []  # new entries not yet in the store
+        self.adds_min = NOTHING_DUE  # the earliest end among them
+        # entries taken by due() and not yet deleted from the store: the scans start past them
+        # (``floor``), so they are deleted with the next write of new entries, not one by one
+        self.drops: list[bytes] = []
         self.min_end = NOTHING_DUE  # no entry ends earlier (stale entries aside, which due() drops)
         self.count = 0  # entries indexed and not yet due (an estimate: a re-created window counts again)
         self.in_store = 0  # of which written to the store
+        # Where the next scan starts: no entry ends earlier, as every one up to a scan's limit was
+        # taken by it (None: from the prefix's start, which also drops entries left by a previous
+        # run). A scan from the start would step over the deleted entries' tombstones until a
+        # compaction removes them: when entries come due a few at a time, as sessions do, that is
+        # thousands of tombstones per scan.
+        self.floor: int | None = None
+        # read ahead by the last scan: ahead[at:] are every store entry ending from ``floor`` to
+        # ``upto`` (_NO_COVER: none read, or a new entry ends within them)
+        self.ahead: list[bytes] = []
+        self.at = 0
+        self.upto = _NO_COVER
 
     def note(self, end_ms: int, wk: bytes, fresh: bool | None) -> None:
         if fresh is None:
@@ -146,39 +171,88 @@ class StoreIndex(WindowIndex):
         self.count += 1
         if end_ms < self.min_end:
             self.min_end = end_ms
-        if len(adds) >= ADD_BATCH:
+        if end_ms < self.adds_min:
+            self.adds_min = end_ms
+        floor = self.floor
+        if floor is not None and end_ms < floor:
+            # due by the next scan, which flushes it first, and with it the taken entries it now
+            # starts before
+            self.floor = end_ms
+        if len(adds) + len(self.drops) >= ADD_BATCH:
             self._flush()
 
     def done_adding(self) -> None:
         self._flush()
 
     def _flush(self) -> None:
-        adds = self.adds
-        if adds:
-            self.part.store.write_many(adds, [b""] * len(adds))
-            self.in_store += len(adds)
-            self.adds = []
+        """One store write: the taken entries deleted, then the new ones (a re-added entry stays)."""
+        adds, drops = self.adds, self.drops
+        if not adds and not drops:
+            return
+        if self.adds_min <= self.upto:  # new entries among those read ahead: read them again
+            self.upto = _NO_COVER
+            self.ahead = []
+        store = self.part.store
+        if drops:
+            keys = drops + adds
+            values: list[bytes | None] = [None] * len(drops)
+            values.extend([b""] * len(adds))
+            store.write_many(keys, values)
+        else:
+            store.write_many(adds, [b""] * len(adds))
+        self.in_store = max(0, self.in_store + len(adds) - len(drops))
+        self.adds = []
+        self.adds_min = NOTHING_DUE
+        self.drops = []
 
     def due(self, limit_ms: int) -> list[bytes]:
         out: list[bytes] = []
         if self.min_end > limit_ms:
             return out
-        self._flush()
-        store = self.part.store
-        gone: list[bytes] = []
-        next_end = NOTHING_DUE
-        for k, _ in store.items(WINDOW_INDEX_PREFIX, WINDOW_INDEX_END):
-            end_ms = _END.unpack_from(k, len(WINDOW_INDEX_PREFIX))[0] - _BIAS
-            if end_ms > limit_ms:
-                next_end = end_ms
-                break
-            gone.append(k)
-            out.append(k[_HEAD:])
-        if gone:
-            store.write_many(gone, [None] * len(gone))
-            self.count = max(0, self.count - len(gone))
-            self.in_store = max(0, self.in_store - len(gone))
-        self.min_end = next_end
+        if self.adds_min <= limit_ms:
+            self._flush()  # a new entry is due: the scan must see it (the flush drops the read-ahead)
+        drops = self.drops
+        if limit_ms > self.upto:  # beyond what was read ahead: scan from where the last scan ended
+            floor = self.floor
+            ahead: list[bytes] = []
+            upto = NOTHING_DUE  # the scan reaches the end: every entry read
+            for k, _ in self.part.store.items(
+                WINDOW_INDEX_PREFIX if floor is None else index_key(floor, b""), WINDOW_INDEX_END
+            ):
+                if len(ahead) >= READ_AHEAD:
+                    # read up to the end before this entry's (others may end with it, unread)
+                    upto = _END.unpack_from(k, len(WINDOW_INDEX_PREFIX))[0] - _BIAS - 1
+                    break
+                ahead.append(k)
+                if _END.unpack_from(k, len(WINDOW_INDEX_PREFIX))[0] - _BIAS > limit_ms:
+                    continue
+                ahead.pop()
+                drops.append(k)
+                out.append(k[_HEAD:])
+            self.ahead, self.at, self.upto = ahead, 0, upto
+        else:
+            ahead = self.ahead
+            at = self.at
+            while at < len(ahead):
+                k = ahead[at]
+                if _END.unpack_from(k, len(WINDOW_INDEX_PREFIX))[0] - _BIAS > limit_ms:
+                    break
+                drops.append(k)
+                out.append(k[_HEAD:])
+                at += 1
+            self.at = at
+        ahead, at = self.ahead, self.at
+        if at < len(ahead):
+            next_end = _END.unpack_from(ahead[at], len(WINDOW_INDEX_PREFIX))[0] - _BIAS
+        elif self.upto == NOTHING_DUE:
+            next_end = NOTHING_DUE
+        else:
+            next_end = self.upto + 1  # unknown past the read-ahead: a scan will tell
+        self.min_end = min(next_end, self.adds_min)
+        self.count = max(0, self.count - len(out))
+        self.floor = limit_ms + 1
+        if len(drops) + len(self.adds) >= ADD_BATCH:
+            self._flush()
         return out
 
     def stored(self) -> int:

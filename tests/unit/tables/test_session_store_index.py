@@ -19,8 +19,6 @@ import pytest
 import agentstream
 from agentstream.testing import AppHarness
 
-pytestmark = pytest.mark.asyncio
-
 _SESSION_MODULES = ("agentstream.tables.sessions", "agentstream.tables.window_index")
 _CONTAINERS = (list, set, frozenset, dict, tuple)
 T0 = 1_700_000_000.0
@@ -254,3 +252,56 @@ async def test_rocksdb_partition_back_from_a_standby_closes_what_was_written_els
         if hb is not None:
             await hb.worker.stop()
         await ha.worker.stop()
+
+
+# -- the store index itself ----------------------------------------------------------------------------
+
+
+class _Part:
+    """What StoreIndex reads of a table partition: its store, write-back cache and pending writes."""
+
+    def __init__(self, store: Any) -> None:
+        from agentstream.tables.cache import RecordCache
+
+        self.store, self.cache, self.pending = store, RecordCache(), {}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_store_index_takes_every_entry_once_in_order_like_a_heap(tmp_path: Path, seed: int) -> None:
+    """Entries come due a few at a time (as sessions do) and in bulk, new ones land before, among
+    and after those read ahead, some end before the last limit (a rebuild's), some are added
+    twice: due() gives each entry once, in (end, key) order, and the store keeps exactly the
+    entries not taken."""
+    from agentstream.tables.query import WINDOW_INDEX_END, WINDOW_INDEX_PREFIX
+    from agentstream.tables.rocksdb import RocksDBStore
+    from agentstream.tables.window_index import ADD_BATCH, READ_AHEAD, StoreIndex, index_key
+
+    rng = random.Random(seed)
+    store = RocksDBStore(tmp_path / "db")
+    try:
+        index = StoreIndex(_Part(store))  # type: ignore[arg-type]
+        expected: set[tuple[int, bytes]] = set()
+        taken: list[tuple[int, bytes]] = []
+        limit = 0
+        added = 0
+        for step in range(3000):
+            for _ in range(rng.choice([0, 1, 1, 2, 5])):
+                end = (
+                    limit + rng.choice([1, 2, 3, 50, 400, 5000]) if rng.random() < 0.97 else limit - rng.randrange(100)
+                )
+                wk = b"k%d" % rng.randrange(4000)
+                index.add(end, wk)
+                expected.add((end, wk))
+                added += 1
+            limit += rng.choice([0, 1, 1, 2, 3, 700 if step % 500 == 499 else 1])
+            got = index.due(limit)
+            want = sorted(e for e in expected if e[0] <= limit)
+            assert [wk for _, wk in want] == got, step
+            expected -= set(want)
+            taken.extend(want)
+        assert added > 2 * ADD_BATCH and len(taken) > 10 * READ_AHEAD
+        index.done_adding()
+        left = {k for k, _ in store.items(WINDOW_INDEX_PREFIX, WINDOW_INDEX_END)}
+        assert left == {index_key(end, wk) for end, wk in expected}
+    finally:
+        store.close()
