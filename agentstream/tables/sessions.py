@@ -69,7 +69,7 @@ from .cache import MISS
 from .final_results import FinalResults, declare_final_results
 from .query import STREAM_TIME_KEY, live_entries
 from .window_close import WindowCloseCalls
-from .window_index import StoreIndex
+from .window_index import StoreIndex, exists
 from .windowed import (
     CHANGELOG_ADDITIONAL_RETENTION_MS,
     WindowTimeError,
@@ -435,21 +435,27 @@ class _SessionState:
 
     def _close_stored(self, ps: _PartSessions, st: int) -> list[tuple[Any, Any]]:
         """:meth:`_close_due` with the close order in the store: the sessions whose close time is
-        before ``st``; an entry whose session is gone (extended, merged) is dropped."""
+        before ``st``; an entry whose session is gone (extended, merged) is dropped. Without an
+        ``on_window_close`` nothing is decoded and nothing returned."""
         assert ps.index is not None
         part = ps.part
         out: list[tuple[Any, Any]] = []
         loads = self.table.key_codec.loads
+        want_values = self.close_calls.callback is not None
         for sk in ps.index.due(st - 1):  # closed once close < stream time
-            found, value = part.get_bytes(sk)
-            if not found:
-                continue
+            if want_values:
+                found, value = part.get_bytes(sk)
+                if not found:
+                    continue
+            elif not exists(part, sk):
+                continue  # since extended or merged into another session
             kb, start, end = parse_session_key(sk)
             part.set(sk, None)
             spans = ps.by_key.get(kb)
             if spans is not None:
                 ps.by_key[kb] = [span for span in spans if span != (start, end)]
-            out.append(((loads(kb), (start / 1000, end / 1000)), value))
+            if want_values:
+                out.append(((loads(kb), (start / 1000, end / 1000)), value))
         return out
 
     # -- iteration ------------------------------------------------------------------------------------------
