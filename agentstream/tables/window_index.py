@@ -212,8 +212,8 @@ class StoreIndex(WindowIndex):
         if self.adds_min <= limit_ms:
             self._flush()  # a new entry is due: the scan must see it (the flush drops the read-ahead)
         drops = self.drops
+        floor = self.floor
         if limit_ms > self.upto:  # beyond what was read ahead: scan from where the last scan ended
-            floor = self.floor
             ahead: list[bytes] = []
             upto = NOTHING_DUE  # the scan reaches the end: every entry read
             for k, _ in self.part.store.items(
@@ -250,7 +250,8 @@ class StoreIndex(WindowIndex):
             next_end = self.upto + 1  # unknown past the read-ahead: a scan will tell
         self.min_end = min(next_end, self.adds_min)
         self.count = max(0, self.count - len(out))
-        self.floor = limit_ms + 1
+        if floor is None or limit_ms >= floor:  # never lowered here: taken entries may lie below
+            self.floor = limit_ms + 1
         if len(drops) + len(self.adds) >= ADD_BATCH:
             self._flush()
         return out
