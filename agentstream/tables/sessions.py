@@ -27,9 +27,19 @@ Storage: each session is one store (and changelog) entry under
 :func:`session_key` ``(key, start, end)``; extending or merging sessions deletes the old entries
 and writes the new one, as Kafka Streams' session store does, so restore, standby replicas and the
 write-back cache work unchanged. Stream time is kept under the reserved stream-time key, as
-windowed tables keep it, so late-record decisions survive a restart. Per partition an index of the
-live sessions (per key, and a min-heap by close time) is rebuilt from the store whenever the
-partition is (re)restored.
+windowed tables keep it, so late-record decisions survive a restart.
+
+Per partition the table finds a key's sessions and the sessions due to close, by store:
+
+* memory store (its data is in memory anyway): a dict of every key's sessions and a min-heap by
+  close time, rebuilt from the data whenever the partition is (re)restored;
+* persistent store (RocksDB): a key's sessions are one contiguous run of store keys, read with a
+  range scan (the write-back cache and pending writes over it); what stays in memory is the
+  sessions of the keys read or written since the partition's last commit (forgotten whenever the
+  partition has nothing unwritten). The close order is the windowed tables' store index
+  (:class:`~agentstream.tables.window_index.StoreIndex`), one store-only entry per session under a
+  reserved prefix sorted by close time, rebuilt when the partition becomes active and never in
+  the changelog. So the worker's memory does not grow with the number of keys or sessions.
 
 Final results (:meth:`SessionTable.final_results`): one
 :class:`~agentstream.tables.final_results.WindowFinal` per key and session when the session
@@ -55,9 +65,11 @@ from ..durations import Seconds
 from ..durations import to_seconds as seconds
 from ..events import Event, current_event
 from ..exceptions import TopologyError
+from .cache import MISS
 from .final_results import FinalResults, declare_final_results
 from .query import STREAM_TIME_KEY, live_entries
 from .window_close import WindowCloseCalls
+from .window_index import StoreIndex, exists
 from .windowed import (
     CHANGELOG_ADDITIONAL_RETENTION_MS,
     WindowTimeError,
@@ -150,12 +162,14 @@ class SessionWindows:
 class _PartSessions:
     """Stream time and the live sessions of one table partition.
 
-    ``by_key``: each key's sessions as ``[start_ms, end_ms]`` pairs sorted by start (they never
-    overlap); ``due``: ``(close_ms, key, start_ms, end_ms)`` min-heap, stale entries (a session
-    since extended or merged) skipped when popped. Derived from the store, so rebuilt whenever the
-    partition is (re)restored."""
+    ``by_key``: keys' sessions as ``[start_ms, end_ms]`` pairs sorted by start (they never
+    overlap). Memory store: every key's, and ``due``, a ``(close_ms, key, start_ms, end_ms)``
+    min-heap whose stale entries (a session since extended or merged) are skipped when popped.
+    Persistent store (``index`` set): only the keys read or written since the partition last had
+    nothing unwritten (the rest are read from the store), and ``index`` gives the close order
+    from the store. Derived from the store, so rebuilt whenever the partition is (re)restored."""
 
-    __slots__ = ("part", "epoch", "stream_ms", "by_key", "due")
+    __slots__ = ("part", "epoch", "stream_ms", "by_key", "due", "index")
 
     def __init__(self, part: TablePartition) -> None:
         self.part = part
@@ -163,6 +177,30 @@ class _PartSessions:
         self.stream_ms: int | None = None
         self.by_key: dict[bytes, list[tuple[int, int]]] = {}
         self.due: list[tuple[int, bytes, int, int]] = []
+        # a persistent store keeps the close order (memory flat in the keys); a memory store's data is in memory anyway
+        self.index: StoreIndex | None = StoreIndex(part) if getattr(part.store, "persistent", False) else None
+
+
+def _stored_spans(part: TablePartition, kb: bytes) -> list[tuple[int, int]]:
+    """The live sessions of ``kb`` in a persistent store, sorted by start: one range scan (a key's
+    session keys are contiguous), less those the write-back cache or the pending writes delete.
+    (Sessions written and not yet in the store are the caller's: ``by_key`` holds their keys.)"""
+    lo, hi = session_key_range(kb)
+    dirty, pending = part.cache.dirty, part.pending
+    out: list[tuple[int, int]] = []
+    for k, _ in list(part.store.items(lo, hi)):  # list(): the scan ends (and frees its iterator) here
+        v: Any = dirty.get(k, MISS)
+        if v is MISS:
+            v = pending.get(k, MISS)
+        if v is None:
+            continue  # deleted, not yet written to the store
+        try:
+            key, start, end = parse_session_key(k)
+        except ValueError:
+            continue
+        if key == kb:
+            out.append((start, end))
+    return out
 
 
 class _SessionState:
@@ -193,16 +231,24 @@ class _SessionState:
         return kb, (start / 1000, end / 1000)
 
     def index_entries(self, part: TablePartition) -> int:
-        """Store-only entries a key count leaves out: none (the session index lives in memory)."""
-        return 0
+        """Entries the partition's close index keeps in its store (what a key count leaves out)."""
+        ps = self.parts.get(part.partition)
+        return ps.index.stored() if ps is not None and ps.part is part and ps.index is not None else 0
 
     def windows(self, part: TablePartition) -> _PartSessions:
         """The partition's index, rebuilt from its data when the partition object or epoch changed."""
         ps = self.parts.get(part.partition)
         if ps is not None and ps.part is part and ps.epoch == getattr(part, "epoch", 0):
+            if ps.index is not None and ps.by_key and not (part.pending or len(part.cache)):
+                ps.by_key.clear()  # everything is in the store: read keys from there again
             return ps
         ps = _PartSessions(part)
-        count = 0
+        index = ps.index
+        # A store index is written for a partition that takes writes: a standby's (which never
+        # closes anything) is built when it becomes active, which bumps its epoch.
+        indexing = index is not None and bool(getattr(part, "ready", True))
+        latest_end: int | None = None
+        after = self._close_after_ms
         for k, value, decoded in live_entries(part, reserved=True):
             if k == STREAM_TIME_KEY:
                 ps.stream_ms = value.ms if decoded else int(value)
@@ -211,16 +257,37 @@ class _SessionState:
                 kb, start, end = parse_session_key(k)
             except ValueError:
                 continue
-            ps.by_key.setdefault(kb, []).append((start, end))
-            ps.due.append((end + self._close_after_ms, kb, start, end))
-            count += 1
-        for spans in ps.by_key.values():
-            spans.sort()
-        heapq.heapify(ps.due)
-        if ps.stream_ms is None and count:
-            ps.stream_ms = max(end for _, _, _, end in ps.due)  # every session end is a lower bound
+            if latest_end is None or end > latest_end:
+                latest_end = end
+            if index is None:
+                ps.by_key.setdefault(kb, []).append((start, end))
+                ps.due.append((end + after, kb, start, end))
+            elif indexing:
+                index.add(end + after, k)
+        if index is None:
+            for spans in ps.by_key.values():
+                spans.sort()
+            heapq.heapify(ps.due)
+        else:
+            index.done_adding()
+        if ps.stream_ms is None and latest_end is not None:
+            ps.stream_ms = latest_end  # every session end is a lower bound
         self.parts[part.partition] = ps
         return ps
+
+    def _spans(self, ps: _PartSessions, kb: bytes, keep: bool = False) -> list[tuple[int, int]]:
+        """The live sessions of ``kb`` sorted by start (not to be mutated). A persistent store's
+        are read from the store unless known; ``keep``: remember them until the partition is clean
+        (the record path, which reads a key and then writes it)."""
+        spans = ps.by_key.get(kb)
+        if spans is not None:
+            return spans
+        if ps.index is None:
+            return []
+        spans = _stored_spans(ps.part, kb)
+        if keep:
+            ps.by_key[kb] = spans
+        return spans
 
     def stream_time(self, key: Any) -> float | None:
         kb = self.table._key_dumps(key)
@@ -236,7 +303,7 @@ class _SessionState:
     def sessions_in(self, part: TablePartition, kb: bytes) -> dict[SessionRange, Any]:
         """``{(start, end): value}`` of the live sessions of the key ``kb`` in ``part``."""
         out: dict[SessionRange, Any] = {}
-        for start, end in self.windows(part).by_key.get(kb, ()):
+        for start, end in self._spans(self.windows(part), kb):
             found, value = part.get_bytes(session_key(kb, start, end))
             if found:
                 out[(start / 1000, end / 1000)] = value
@@ -245,7 +312,7 @@ class _SessionState:
     def _joined(self, ps: _PartSessions, kb: bytes, ts_ms: int) -> list[tuple[int, int]]:
         """The sessions of ``kb`` a record at ``ts_ms`` joins (Kafka Streams' findSessions)."""
         gap = self.window.gap_ms
-        return [(s, e) for s, e in ps.by_key.get(kb, ()) if e >= ts_ms - gap and s <= ts_ms + gap]
+        return [(s, e) for s, e in self._spans(ps, kb, True) if e >= ts_ms - gap and s <= ts_ms + gap]
 
     def value_at(self, key: Any, ts_ms: int) -> tuple[bool, Any]:
         """``(found, value)`` of the session a record of ``key`` at ``ts_ms`` belongs to: the
@@ -284,15 +351,19 @@ class _SessionState:
         if end + self._close_after_ms < ps.stream_ms:
             self._late(key, ts, ps.stream_ms)
         else:
-            spans = ps.by_key.setdefault(kb, [])
+            spans = [span for span in self._spans(ps, kb) if span not in joined]
+            spans.append((start, end))
+            spans.sort()
+            ps.by_key[kb] = spans
             for s, e in joined:
                 if (s, e) != (start, end):
                     part.set(session_key(kb, s, e), None)
-                spans.remove((s, e))
-            spans.append((start, end))
-            spans.sort()
-            part.set(session_key(kb, start, end), value)
-            heapq.heappush(ps.due, (end + self._close_after_ms, kb, start, end))
+            sk = session_key(kb, start, end)
+            part.set(sk, value)
+            if ps.index is None:
+                heapq.heappush(ps.due, (end + self._close_after_ms, kb, start, end))
+            else:  # a session already there keeps its entry (same close time, same key)
+                ps.index.note(end + self._close_after_ms, sk, (start, end) not in joined)
             final = self.final
             if final is not None:  # the sessions merged away (or moved) get no final of their own
                 for s, _ in joined:
@@ -344,6 +415,8 @@ class _SessionState:
         if st is None:
             return out
         part = ps.part
+        if ps.index is not None:
+            return self._close_stored(ps, st)
         while heap and heap[0][0] < st:
             _, kb, start, end = heapq.heappop(heap)
             spans = ps.by_key.get(kb)
@@ -358,6 +431,31 @@ class _SessionState:
                 continue
             part.set(sk, None)
             out.append(((self.table.key_codec.loads(kb), (start / 1000, end / 1000)), value))
+        return out
+
+    def _close_stored(self, ps: _PartSessions, st: int) -> list[tuple[Any, Any]]:
+        """:meth:`_close_due` with the close order in the store: the sessions whose close time is
+        before ``st``; an entry whose session is gone (extended, merged) is dropped. Without an
+        ``on_window_close`` nothing is decoded and nothing returned."""
+        assert ps.index is not None
+        part = ps.part
+        out: list[tuple[Any, Any]] = []
+        loads = self.table.key_codec.loads
+        want_values = self.close_calls.callback is not None
+        for sk in ps.index.due(st - 1):  # closed once close < stream time
+            if want_values:
+                found, value = part.get_bytes(sk)
+                if not found:
+                    continue
+            elif not exists(part, sk):
+                continue  # since extended or merged into another session
+            kb, start, end = parse_session_key(sk)
+            part.set(sk, None)
+            spans = ps.by_key.get(kb)
+            if spans is not None:
+                ps.by_key[kb] = [span for span in spans if span != (start, end)]
+            if want_values:
+                out.append(((loads(kb), (start / 1000, end / 1000)), value))
         return out
 
     # -- iteration ------------------------------------------------------------------------------------------
