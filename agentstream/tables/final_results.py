@@ -62,7 +62,9 @@ from ..codecs import Codec
 from ..exceptions import TopologyError
 from ..models.record import Record
 from ..runtime import runtime_for
+from .cache import MISS
 from .query import live_entries
+from .window_index import StoreIndex
 from .windows import parse_window_key, window_key
 
 if TYPE_CHECKING:
@@ -116,16 +118,39 @@ class _BufferCodec:
 
 
 class _PartBuffer:
-    """The not-yet-emitted windows of one buffer partition, as a min-heap by close time. Derived
-    from the buffer's data, so rebuilt whenever the partition object or its epoch changes."""
+    """The not-yet-emitted windows of one buffer partition by close time. Derived from the
+    buffer's data, so rebuilt whenever the partition object or its epoch changes.
 
-    __slots__ = ("part", "epoch", "heap", "close_of")
+    Memory store (``index`` None): a min-heap of ``(close, buffer key)`` and ``close_of``, the close
+    time of every window in it (a heap entry whose close time is not its window's is stale, skipped).
+    Persistent store: the close order is a :class:`~agentstream.tables.window_index.StoreIndex` in the
+    buffer's own store (memory flat in the number of open windows); an entry is current when its
+    window is buffered with that close time and not in ``unindexed``: the windows whose final was
+    taken (sent and not yet acknowledged, or not sent) while their buffered entry stays, which the
+    heap's ``close_of`` leaves out. ``unindexed`` holds finals in flight and failed ones only."""
+
+    __slots__ = ("part", "epoch", "heap", "close_of", "index", "unindexed")
 
     def __init__(self, part: TablePartition) -> None:
         self.part = part
         self.epoch: int = part.epoch
         self.heap: list[tuple[int, bytes]] = []
         self.close_of: dict[bytes, int] = {}  # buffer key -> close time in the heap (stale heap entries skipped)
+        self.index: StoreIndex | None = StoreIndex(part) if getattr(part.store, "persistent", False) else None
+        self.unindexed: set[bytes] = set()
+
+
+def _buffered_end(part: TablePartition, bk: bytes) -> int | None:
+    """The end of the window buffered under ``bk`` (None: none is), decoding nothing else."""
+    value: Any = part.cache.dirty.get(bk, MISS)
+    if value is not MISS:
+        return None if value is None else int(value[0])
+    raw = part.pending.get(bk, MISS)
+    if raw is MISS:
+        raw = part.store.get(bk)
+    if raw is None or len(raw) < _END.size:
+        return None
+    return int(_END.unpack_from(raw, 0)[0])
 
 
 class FinalResults:
@@ -163,6 +188,7 @@ class FinalResults:
         )
         self.buffer.value_codec = _BufferCodec(table.value_codec)
         self.buffer.on_recover(self._recovered)
+        self.buffer._index_entries = self.index_entries  # a persistent buffer's close index is not its keys
         self._parts: dict[int, _PartBuffer] = {}
         self.emitted = 0  # finals handed to the producer by this process
         self.errors = 0  # finals whose send failed (left in the buffer: emitted again after a restore)
@@ -180,14 +206,29 @@ class FinalResults:
         if pb is not None and pb.part is part and pb.epoch == part.epoch:
             return pb
         pb = _PartBuffer(part)
+        index = pb.index
+        # A store index is written for a partition that takes writes: one built before (which
+        # emits nothing) is rebuilt when the partition becomes active, which bumps its epoch.
+        indexing = index is None or part.ready
         for k, value, decoded in live_entries(part):
             end_ms = value[0] if decoded else _END.unpack_from(value, 0)[0]
             close = end_ms + self._close_after_ms
-            pb.close_of[k] = close
-            pb.heap.append((close, k))
-        heapq.heapify(pb.heap)
+            if index is None:
+                pb.close_of[k] = close
+                pb.heap.append((close, k))
+            elif indexing:
+                index.add(close, k)  # an entry an earlier run left is the same store key
+        if index is None:
+            heapq.heapify(pb.heap)
+        else:
+            index.done_adding()
         self._parts[partition] = pb
         return pb
+
+    def index_entries(self, part: TablePartition) -> int:
+        """Entries the close index keeps in the buffer partition's store (what a key count leaves out)."""
+        pb = self._parts.get(part.partition)
+        return pb.index.stored() if pb is not None and pb.part is part and pb.index is not None else 0
 
     # -- what a window kind calls ----------------------------------------------------------------------
     def written(
@@ -216,18 +257,29 @@ class FinalResults:
 
     def _buffer(self, pb: _PartBuffer, kb: bytes, start_ms: int, end_ms: int, value: Any) -> None:
         bk = window_key(kb, start_ms / 1000)
-        pb.part.set(bk, (end_ms, value))
         close = end_ms + self._close_after_ms
-        if pb.close_of.get(bk) != close:
-            pb.close_of[bk] = close
-            heapq.heappush(pb.heap, (close, bk))
+        index = pb.index
+        if index is None:
+            pb.part.set(bk, (end_ms, value))
+            if pb.close_of.get(bk) != close:
+                pb.close_of[bk] = close
+                heapq.heappush(pb.heap, (close, bk))
+            return
+        # a window already buffered with this close time has its entry (unless its final was taken)
+        if bk in pb.unindexed or _buffered_end(pb.part, bk) != end_ms:
+            pb.unindexed.discard(bk)
+            index.add(close, bk)
+        pb.part.set(bk, (end_ms, value))
 
     def removed(self, partition: int, kb: bytes, start_ms: int) -> None:
         """Window starting ``start`` of key ``kb`` is gone without a final (deleted, merged away)."""
         pb = self._part(partition)
         bk = window_key(kb, start_ms / 1000)
-        if pb.close_of.pop(bk, None) is not None:
-            pb.part.set(bk, None)
+        if pb.index is None:
+            if pb.close_of.pop(bk, None) is not None:
+                pb.part.set(bk, None)
+        elif bk not in pb.unindexed and _buffered_end(pb.part, bk) is not None:
+            pb.part.set(bk, None)  # its index entry is dropped when it comes due
 
     def advance(self, partition: int, time_ms: int | None) -> int:
         """Emit the final of every buffered window of ``partition`` with ``end + grace <= time_ms``
@@ -235,8 +287,25 @@ class FinalResults:
         if time_ms is None:
             return 0
         pb = self._part(partition)
-        if not pb.heap or pb.heap[0][0] > time_ms:
+        if pb.index is not None:
+            due = self._due_stored(pb, time_ms)
+        elif not pb.heap or pb.heap[0][0] > time_ms:
             return 0
+        else:
+            due = self._due_heap(pb, time_ms)
+        if not due:
+            return 0
+        part = pb.part
+        eos = bool(self.buffer.eos)
+        if not eos and pb.index is not None:
+            pb.unindexed.update(bk for bk, _, _ in due)  # buffered until acknowledged: not due again
+        if eos:
+            for bk, _, _ in due:
+                part.set(bk, None)  # in the same transaction as the sends below
+        self._emit(pb, due, eos)
+        return len(due)
+
+    def _due_heap(self, pb: _PartBuffer, time_ms: int) -> list[tuple[bytes, int, Any]]:
         part = pb.part
         due: list[tuple[bytes, int, Any]] = []
         heap, close_of = pb.heap, pb.close_of
@@ -249,14 +318,23 @@ class FinalResults:
             if not found:
                 continue
             due.append((bk, entry[0], entry[1]))
-        if not due:
-            return 0
-        eos = bool(self.buffer.eos)
-        if eos:
-            for bk, _, _ in due:
-                part.set(bk, None)  # in the same transaction as the sends below
-        self._emit(pb, due, eos)
-        return len(due)
+        return due
+
+    def _due_stored(self, pb: _PartBuffer, time_ms: int) -> list[tuple[bytes, int, Any]]:
+        """:meth:`_due_heap` with the close order in the store: an entry whose window is gone,
+        closes at another time now, or was taken already is dropped."""
+        assert pb.index is not None
+        part = pb.part
+        after = self._close_after_ms
+        unindexed = pb.unindexed
+        due: list[tuple[bytes, int, Any]] = []
+        for close, bk in pb.index.due_ends(time_ms):
+            if bk in unindexed or _buffered_end(part, bk) != close - after:
+                continue  # superseded (the window's end moved), removed, or taken already
+            found, entry = part.get_bytes(bk)
+            if found:
+                due.append((bk, entry[0], entry[1]))
+        return due
 
     # -- emission ---------------------------------------------------------------------------------------
     def _emit(self, pb: _PartBuffer, due: list[tuple[bytes, int, Any]], eos: bool) -> None:
@@ -281,7 +359,7 @@ class FinalResults:
                     timestamp=max(0, end_ms - last) / 1000,  # the window's last instant, whatever record closed it
                 )
             except Exception as exc:
-                self._failed(part, bk, end_ms, value, eos, exc)
+                self._failed(pb, bk, end_ms, value, eos, exc)
                 continue
             sent.append((bk, end_ms, value, delivery))
             self.emitted += 1
@@ -291,20 +369,28 @@ class FinalResults:
             try:
                 await delivery
             except Exception as exc:
-                self._failed(part, bk, end_ms, value, eos, exc)
+                self._failed(pb, bk, end_ms, value, eos, exc)
                 continue
             # acknowledged: only now may the buffer forget it (at_least_once: never none), unless a
             # window of the same key and start was buffered since (a session a record started or
             # extended back to the closed one's start): that entry is the newer window's
-            if part.ready and bk not in pb.close_of:
+            if pb.index is None:
+                newer = bk in pb.close_of
+            else:
+                newer = bk not in pb.unindexed
+                pb.unindexed.discard(bk)
+            if part.ready and not newer:
                 part.set(bk, None)
 
-    def _failed(self, part: TablePartition, bk: bytes, end_ms: int, value: Any, eos: bool, exc: BaseException) -> None:
+    def _failed(self, pb: _PartBuffer, bk: bytes, end_ms: int, value: Any, eos: bool, exc: BaseException) -> None:
         """A final that was not sent stays buffered (exactly_once: written back, in the same
         transaction), so the partition's next owner, or this worker after its next restore, sends it."""
         self.errors += 1
+        part = pb.part
         if eos and part.ready:
             part.set(bk, (end_ms, value))
+            if pb.index is not None:
+                pb.unindexed.add(bk)  # buffered without a current entry, as the heap leaves it
         kb, start = parse_window_key(bk)
         log.error(
             "table %s: the final result of key %r window [%s, %s) was not sent to %s (%r); it stays in the "

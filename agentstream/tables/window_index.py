@@ -27,6 +27,11 @@ A stream-stream join's buffer (:mod:`agentstream.joins.windowed`) keeps its reco
 same way, under sub-prefixes of the same reserved range: a :class:`StoreIndex` by record time
 (what closes when), and a :class:`StoreKeys` set ordered by the record's own key (the buffered
 records of one join key within a time range, by one range scan).
+
+A windowed table's suppression buffer (:mod:`agentstream.tables.final_results`, a table of its
+own) keeps its windows' close order in a :class:`StoreIndex` too, by close time: a buffered
+window's close time can move (a session grows), so it takes :meth:`StoreIndex.due_ends` and drops
+an entry whose close time is no longer its window's.
 """
 
 from __future__ import annotations
@@ -237,6 +242,17 @@ class StoreIndex(WindowIndex):
         self.ahead = None  # new entries may fall among those read
 
     def due(self, limit_ms: int) -> list[bytes]:
+        head = self.head
+        return [k[head:] for k in self._take(limit_ms)]
+
+    def due_ends(self, limit_ms: int) -> list[tuple[int, bytes]]:
+        """:meth:`due` with each entry's end: ``(end, window key)`` pairs, for a caller whose
+        windows' ends can move (it drops an entry whose end is no longer its window's)."""
+        at, head = len(self.prefix), self.head
+        return [(_END.unpack_from(k, at)[0] - _BIAS, k[head:]) for k in self._take(limit_ms)]
+
+    def _take(self, limit_ms: int) -> list[bytes]:
+        """Remove and return the entries (whole store keys) ending at or before ``limit_ms``."""
         out: list[bytes] = []
         if self.min_end > limit_ms:
             return out
@@ -251,11 +267,10 @@ class StoreIndex(WindowIndex):
         i = self.ahead_at
         n = len(ahead)
         gone = self.gone
-        head = self.head
         while i < n and ahead[i] < bound:
             k = ahead[i]
             gone.append(k)
-            out.append(k[head:])
+            out.append(k)
             i += 1
         self.ahead_at = i
         self.count = max(0, self.count - len(out))
