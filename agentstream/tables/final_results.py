@@ -43,6 +43,12 @@ start, which sessions keep too: a session whose start moves, when an earlier rec
 it is merged into an earlier one, is ``removed`` under its old start and ``updated`` under the
 new one, in the same record's writes).
 
+Which window closes next: with a memory store, a heap by close time; with a persistent
+(RocksDB) buffer, the windowed tables' :class:`~agentstream.tables.window_index.StoreIndex` in
+the buffer's own store (store-only entries, never in the changelog, rebuilt at activation), so the
+worker's memory does not grow with the open windows. An entry whose window closes at another time
+now (a session grew) or is gone is dropped when it comes due.
+
 Session tables (:mod:`agentstream.tables.sessions`) declare theirs with ``end_inclusive=True``:
 a session ``[start, end]`` holds its last record's time, so it closes once stream time *passes*
 ``end + grace`` (their ``grace_ms`` is the session's gap + grace, Kafka Streams' close time) and
@@ -329,10 +335,10 @@ class FinalResults:
         unindexed = pb.unindexed
         due: list[tuple[bytes, int, Any]] = []
         for close, bk in pb.index.due_ends(time_ms):
-            if bk in unindexed or _buffered_end(part, bk) != close - after:
-                continue  # superseded (the window's end moved), removed, or taken already
+            if bk in unindexed:
+                continue  # taken already
             found, entry = part.get_bytes(bk)
-            if found:
+            if found and entry[0] == close - after:  # else removed, or superseded (the window's end moved)
                 due.append((bk, entry[0], entry[1]))
         return due
 
