@@ -4,6 +4,8 @@ each key to one of these; the worker's table manager opens, restores and closes 
 
 from __future__ import annotations
 
+import time
+
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -33,6 +35,12 @@ ChangelogSink = Callable[["TablePartition", list[tuple[bytes, bytes | None]]], N
 
 
 CHECKPOINT_DELTA = 10_000  # changelog records between checkpoints written at commit
+CHECKPOINT_MIN_INTERVAL = 30.0
+"""Seconds between two checkpoints written at commit (restore, close and standby catch-up force one).
+A checkpoint flushes the store's memtables to a new SST file: at Faust's commit cadence (seconds)
+that made many small level-0 files, each round of which RocksDB merged into the whole level 1 (keys
+land everywhere), so compaction grew with the state. 30 s is Kafka Streams' commit interval under
+at_least_once, where its commit flushes; a crash replays at most that much more changelog."""
 
 CACHE_MAX_BYTES: Final = 32 << 20
 """About the most a partition's write-back cache holds, encoded (keys and values): the cache is
@@ -58,6 +66,7 @@ class TablePartition:
         "epoch",
         "writer",
         "checkpointed",
+        "checkpointed_at",
         "changelog",
         "cache_entries",
         "entry_bytes",
@@ -76,6 +85,7 @@ class TablePartition:
         self.last_send: Delivery | None = None
         self.changelog_offset: int | None = None if checkpoint_path is None else read_checkpoint(checkpoint_path)
         self.checkpointed = self.changelog_offset
+        self.checkpointed_at = time.monotonic()
         self.checkpoint_path = checkpoint_path
         # Opened as a standby: it serves reads and follows the changelog, and takes writes only
         # once restored as an active partition (standby -> restoring -> active).
@@ -222,16 +232,20 @@ class TablePartition:
         """Record the changelog offset the store is consistent with (persistent stores only).
 
         Like Kafka Streams, a commit writes one only when the store moved CHECKPOINT_DELTA records
-        since the last (a checkpoint flushes RocksDB's memtable to a new SST file); restore, close
-        and standby catch-up force it. A stale checkpoint only means a longer tail to replay.
+        since the last, and at most every CHECKPOINT_MIN_INTERVAL seconds (a checkpoint flushes
+        RocksDB's memtable to a new SST file); restore, close and standby catch-up force it. A stale checkpoint only means a longer tail to replay.
         """
         if self.changelog_offset is None or self.checkpoint_path is None:
             return
-        if not force and self.checkpointed is not None and self.changelog_offset - self.checkpointed < CHECKPOINT_DELTA:
-            return
+        if not force and self.checkpointed is not None:
+            if self.changelog_offset - self.checkpointed < CHECKPOINT_DELTA:
+                return
+            if time.monotonic() - self.checkpointed_at < CHECKPOINT_MIN_INTERVAL:
+                return
         self.store.flush()
         write_checkpoint(self.checkpoint_path, self.changelog_offset)
         self.checkpointed = self.changelog_offset
+        self.checkpointed_at = time.monotonic()
 
     def apply_changelog(self, key: bytes, value: bytes | None, offset: int) -> None:
         """Restore/standby path: the changelog record is already durable."""

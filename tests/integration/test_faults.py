@@ -303,7 +303,7 @@ def test_unwritable_data_dir_stops_the_worker_with_a_clear_error_and_loses_nothi
                 path.chmod(0o555)
         feed(fresh_broker.bootstrap, texts[4000:6000])
         # RocksDB keeps writing its open log file, and checkpoints are written every
-        # CHECKPOINT_DELTA records: the failure surfaces at the next checkpoint or store flush,
+        # CHECKPOINT_DELTA records and 30 s: the failure surfaces at the next checkpoint or store flush,
         # at the latest when the worker stops (a forced checkpoint). Ask it to stop.
         try:
             code = w1.proc.wait(10)

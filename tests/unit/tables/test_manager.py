@@ -456,3 +456,30 @@ async def test_every_store_of_the_worker_shares_the_rocksdb_memory_budget(env: E
     assert len(parts) == 2 + PARTITIONS
     assert {part.store.property_int("rocksdb.block-cache-capacity") for part in parts} == {40 << 20}  # type: ignore[attr-defined]
     assert len({id(part.store.memory) for part in parts}) == 1  # type: ignore[attr-defined]
+
+
+async def test_commits_checkpoint_the_store_at_most_every_checkpoint_interval(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint flushes RocksDB's memtables to a new SST file: commits seconds apart must not
+    each make one (many small level-0 files, merged again and again into level 1), so past the
+    first, a commit checkpoints only once CHECKPOINT_MIN_INTERVAL has passed since the last."""
+    from agentstream.tables import partition as partition_module
+
+    monkeypatch.setattr(partition_module, "CHECKPOINT_DELTA", 1)  # every commit moves the store enough
+    a = key_in(0)
+    manager = await env.manager()
+    await manager.on_assigned(Assignment(active=[0]))
+    env.table[a] = 1
+    await commit(env, manager)
+    first = read_checkpoint(env.checkpoint_path(0))
+    env.table[a] = 2
+    await commit(env, manager)
+    env.table[a] = 3
+    await commit(env, manager)
+    assert read_checkpoint(env.checkpoint_path(0)) == first  # within the interval: no flush, no checkpoint
+    monkeypatch.setattr(partition_module, "CHECKPOINT_MIN_INTERVAL", 0.0)
+    env.table[a] = 4
+    await commit(env, manager)
+    assert read_checkpoint(env.checkpoint_path(0)) == first + 3  # the interval passed: the store caught up
+    await env.stop(manager)
