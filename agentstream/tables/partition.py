@@ -5,7 +5,6 @@ each key to one of these; the worker's table manager opens, restores and closes 
 from __future__ import annotations
 
 import time
-
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
