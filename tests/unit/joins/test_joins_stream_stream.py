@@ -15,7 +15,6 @@ import collections
 import gc
 import logging
 import random
-import sys
 import time
 import uuid
 from collections.abc import Iterable
@@ -30,6 +29,7 @@ from agentstream.exceptions import TopologyError
 from agentstream.tables.query import key_count, live_entries
 from agentstream.testing import AppHarness, use_memory
 from agentstream.transport.partitioner import default_partition
+from tests.support.memory import held_bytes as support_held_bytes
 
 pytestmark = pytest.mark.asyncio
 
@@ -434,29 +434,16 @@ async def test_rocksdb_buffers_match_the_nested_loop_reference_across_a_restart(
 
 
 _JOIN_MODULES = ("agentstream.joins.windowed", "agentstream.tables.window_index")
-_CONTAINERS = (list, set, frozenset, dict, tuple, collections.deque)
 
 
 def join_held_bytes(app: agentstream.App) -> int:
-    """Python memory the app's stream-stream joins hold: from the join objects, containers and the
-    join's own objects are followed, anything else counts its own size only (the app, the buffer
-    table and its partitions, whose write cache and pending writes are bounded on their own)."""
+    """Python memory the app's stream-stream joins hold (the app, the buffer table and its
+    partitions, whose write cache and pending writes are bounded on their own, left out)."""
     from agentstream.joins.windowed import StreamStreamJoin
 
     joins = [o for o in gc.get_objects() if isinstance(o, StreamStreamJoin) and o.app is app]
     assert joins
-    seen: set[int] = set()
-    stack: list[Any] = joins
-    total = 0
-    while stack:
-        obj = stack.pop()
-        if id(obj) in seen:
-            continue
-        seen.add(id(obj))
-        total += sys.getsizeof(obj)
-        if isinstance(obj, _CONTAINERS) or type(obj).__module__ in _JOIN_MODULES:
-            stack.extend(o for o in gc.get_referents(obj) if not isinstance(o, type))
-    return total
+    return support_held_bytes(joins, _JOIN_MODULES)
 
 
 async def _held_after_buffering(n: int, store: str, data_dir: Path) -> int:

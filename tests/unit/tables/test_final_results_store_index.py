@@ -6,9 +6,7 @@ restart from the local copy and from the changelog."""
 from __future__ import annotations
 
 import asyncio
-import gc
 import random
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -18,28 +16,16 @@ import pytest
 import agentstream
 from agentstream.tables.final_results import FinalResults
 from agentstream.testing import AppHarness
+from tests.support.memory import held_bytes as support_held_bytes
 
 _MODULES = ("agentstream.tables.final_results", "agentstream.tables.window_index")
-_CONTAINERS = (list, set, frozenset, dict, tuple)
 T0 = 1_700_000_000.0
 
 
 def held_bytes(final: FinalResults) -> int:
     """Python memory the suppression buffer's per-partition state holds, the partitions themselves
-    (store, cache, pending writes) left out: containers and the final-results and index modules'
-    own objects are followed, anything else counts its own size only."""
-    seen: set[int] = set()
-    stack: list[Any] = list(final._parts.values())
-    total = 0
-    while stack:
-        obj = stack.pop()
-        if id(obj) in seen:
-            continue
-        seen.add(id(obj))
-        total += sys.getsizeof(obj)
-        if isinstance(obj, _CONTAINERS) or type(obj).__module__ in _MODULES:
-            stack.extend(o for o in gc.get_referents(obj) if not isinstance(o, type))
-    return total
+    (store, cache, pending writes) left out."""
+    return support_held_bytes(final._parts.values(), _MODULES)
 
 
 def final_app(app_id: str, broker: str, store: str, data_dir: Path, kind: str, **settings: Any) -> Any:

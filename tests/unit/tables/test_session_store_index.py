@@ -7,9 +7,7 @@ standby's takeover."""
 from __future__ import annotations
 
 import asyncio
-import gc
 import random
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -18,30 +16,17 @@ import pytest
 
 import agentstream
 from agentstream.testing import AppHarness
+from tests.support.memory import held_bytes as support_held_bytes
 
 _SESSION_MODULES = ("agentstream.tables.sessions", "agentstream.tables.window_index")
-_CONTAINERS = (list, set, frozenset, dict, tuple)
 T0 = 1_700_000_000.0
 GAP, GRACE = 10.0, 5.0
 
 
 def held_bytes(st: Any) -> int:
     """Python memory the session table's per-partition state holds, the partitions themselves
-    (store, cache, pending writes) left out: containers and the session modules' own objects are
-    followed, anything else counts its own size only."""
-    seen: set[int] = set()
-    stack: list[Any] = list(st._state.parts.values())
-    total = 0
-    while stack:
-        obj = stack.pop()
-        if id(obj) in seen:
-            continue
-        seen.add(id(obj))
-        total += sys.getsizeof(obj)
-        kind = type(obj)
-        if isinstance(obj, _CONTAINERS) or kind.__module__ in _SESSION_MODULES:
-            stack.extend(o for o in gc.get_referents(obj) if not isinstance(o, type))
-    return total
+    (store, cache, pending writes) left out."""
+    return support_held_bytes(st._state.parts.values(), _SESSION_MODULES)
 
 
 class Closed(list[Any]):

@@ -5,8 +5,6 @@ each, in end order, after a restart from the same store and after a restore from
 from __future__ import annotations
 
 import asyncio
-import gc
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -15,30 +13,17 @@ import pytest
 
 import agentstream
 from agentstream.testing import AppHarness
+from tests.support.memory import held_bytes as support_held_bytes
 
 pytestmark = pytest.mark.asyncio
 
 _WINDOW_MODULES = ("agentstream.tables.windowed", "agentstream.tables.window_index")
-_CONTAINERS = (list, set, frozenset, dict, tuple)
 
 
 def held_bytes(wt: Any) -> int:
     """Python memory the windowed table's per-partition state holds (its window index), the
-    partitions themselves (store, cache, pending writes) left out: containers and the window
-    modules' own objects are followed, anything else counts its own size only."""
-    seen: set[int] = set()
-    stack: list[Any] = list(wt._state.parts.values())
-    total = 0
-    while stack:
-        obj = stack.pop()
-        if id(obj) in seen:
-            continue
-        seen.add(id(obj))
-        total += sys.getsizeof(obj)
-        kind = type(obj)
-        if isinstance(obj, _CONTAINERS) or kind.__module__ in _WINDOW_MODULES:
-            stack.extend(o for o in gc.get_referents(obj) if not isinstance(o, type))
-    return total
+    partitions themselves (store, cache, pending writes) left out."""
+    return support_held_bytes(wt._state.parts.values(), _WINDOW_MODULES)
 
 
 def window_app(
