@@ -264,7 +264,9 @@ def reset_app(app: App, *, offsets: bool, yes: bool) -> int:
             # (a group_by's) as they exist on the broker.
             return await source_topics_without_running_agents(app)
 
-        topics = asyncio.run(_sources())
+        # its own event loop, so the clients it started stop with it (check_not_running and the
+        # rewind below run theirs on other loops)
+        topics = asyncio.run(then_stop_clients(app, _sources()))
         click.echo(
             f"consumer group {app.id!r}: rewind {', '.join(topics) or '(no source topics)'} to the earliest offset"
         )
