@@ -14,6 +14,7 @@ import agentstream
 from agentstream.tables.final_results import FinalResults, WindowFinal
 from agentstream.tables.windows import SlidingWindow
 from agentstream.testing import AppHarness
+from tests.support.workers import run_worker
 
 pytestmark = pytest.mark.asyncio
 
@@ -125,17 +126,6 @@ async def test_buffer_is_a_changelogged_table_of_the_open_windows() -> None:
         assert len(list(buffer.items())) == 1
         changelog = h.transport.read_topic(f"{app.id}-counts-suppress-changelog")
         assert any(m.value is None for m in changelog)  # the emitted window's tombstone
-
-
-async def run_worker(app: Any) -> AppHarness:
-    """A worker on the app's own broker URL (AppHarness would pick a private one)."""
-    from agentstream.worker.worker import Worker
-
-    h = AppHarness(app)
-    h.worker = Worker(app)
-    await h.worker.start()
-    await asyncio.wait_for(h.worker.assigned.wait(), 30)
-    return h
 
 
 @pytest.mark.parametrize("guarantee", GUARANTEES)

@@ -15,6 +15,7 @@ import pytest
 import agentstream
 from agentstream.tables.final_results import FinalResults, WindowFinal
 from agentstream.testing import AppHarness
+from tests.support.workers import run_worker
 
 pytestmark = pytest.mark.asyncio
 
@@ -133,17 +134,6 @@ async def test_session_final_results_declared_twice_is_refused() -> None:
     app, st = session_final_app()
     with pytest.raises(agentstream.TopologyError, match="already sends its final results"):
         st.final_results("other")
-
-
-async def run_worker(app: Any) -> AppHarness:
-    """A worker on the app's own broker URL (AppHarness would pick a private one)."""
-    from agentstream.worker.worker import Worker
-
-    h = AppHarness(app)
-    h.worker = Worker(app)
-    await h.worker.start()
-    await asyncio.wait_for(h.worker.assigned.wait(), 30)
-    return h
 
 
 @pytest.mark.parametrize("guarantee", GUARANTEES)

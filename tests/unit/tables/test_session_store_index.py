@@ -17,6 +17,7 @@ import pytest
 import agentstream
 from agentstream.testing import AppHarness
 from tests.support.memory import held_bytes as support_held_bytes
+from tests.support.workers import run_worker
 
 _SESSION_MODULES = ("agentstream.tables.sessions", "agentstream.tables.window_index")
 T0 = 1_700_000_000.0
@@ -133,17 +134,6 @@ def workload(seed: int, n: int, t_from: float) -> list[tuple[str, int]]:
         ms = round((t_from + i * 1.2 - rng.uniform(0, 20) * (rng.random() < 0.5)) * 1000)
         out.append((f"k{rng.randrange(6):02d}", ms))
     return out
-
-
-async def run_worker(app: Any) -> AppHarness:
-    """A worker on the app's own broker URL (AppHarness would pick a private one)."""
-    from agentstream.worker.worker import Worker
-
-    h = AppHarness(app)
-    h.worker = Worker(app)
-    await h.worker.start()
-    await asyncio.wait_for(h.worker.assigned.wait(), 30)
-    return h
 
 
 async def feed(h: AppHarness, records: list[tuple[str, int]], ref: Reference) -> None:

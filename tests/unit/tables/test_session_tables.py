@@ -18,6 +18,7 @@ import agentstream
 from agentstream.tables.sessions import parse_session_key
 from agentstream.testing import AppHarness
 from agentstream.transport.memory import MemoryTransport
+from tests.support.workers import run_worker
 
 M = 60.0  # the example's times are minutes
 T0 = 1_700_000_000.0
@@ -150,17 +151,6 @@ def restore_app(broker: str, app_id: str, store: str, data_dir: Path, closed: li
         commit_interval=0.05,
         max_warmup_replicas=0,
     )
-
-
-async def run_worker(app: Any) -> AppHarness:
-    """A worker on the app's own broker URL (AppHarness would pick a private one)."""
-    from agentstream.worker.worker import Worker
-
-    h = AppHarness(app)
-    h.worker = Worker(app)
-    await h.worker.start()
-    await asyncio.wait_for(h.worker.assigned.wait(), 30)
-    return h
 
 
 @pytest.mark.parametrize(

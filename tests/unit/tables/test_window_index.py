@@ -4,7 +4,6 @@ each, in end order, after a restart from the same store and after a restore from
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import pytest
 import agentstream
 from agentstream.testing import AppHarness
 from tests.support.memory import held_bytes as support_held_bytes
+from tests.support.workers import run_worker
 
 pytestmark = pytest.mark.asyncio
 
@@ -74,18 +74,6 @@ async def test_rocksdb_window_index_does_not_grow_with_the_keys(tmp_path: Path) 
     assert large < 200_000, large
     assert large < in_memory / 5
     assert large < small + 150_000
-
-
-async def run_worker(app: Any) -> AppHarness:
-    """A worker on the app's own broker URL (AppHarness would pick a private one), as a restarted
-    process would run."""
-    from agentstream.worker.worker import Worker
-
-    h = AppHarness(app)
-    h.worker = Worker(app)
-    await h.worker.start()
-    await asyncio.wait_for(h.worker.assigned.wait(), 30)
-    return h
 
 
 async def _run(app: Any, wt: Any, sends: list[tuple[str, float]]) -> dict[Any, Any]:

@@ -17,6 +17,7 @@ from agentstream.tables.windows import parse_window_key
 from agentstream.testing import AppHarness
 from agentstream.transport.memory import MemoryTransport
 from agentstream.transport.partitioner import default_partition
+from tests.support.workers import run_worker
 
 pytestmark = pytest.mark.asyncio
 
@@ -307,17 +308,6 @@ def restore_app(broker: str, app_id: str, counted: list[float], **settings: Any)
                 counted.append(event.timestamp)
 
     return app, wt
-
-
-async def run_worker(app: Any) -> AppHarness:
-    """A worker on the app's own broker URL (AppHarness would pick a private one)."""
-    from agentstream.worker.worker import Worker
-
-    h = AppHarness(app)
-    h.worker = Worker(app)
-    await h.worker.start()
-    await asyncio.wait_for(h.worker.assigned.wait(), 30)
-    return h
 
 
 async def test_restarted_worker_restores_windows_and_stream_time() -> None:
