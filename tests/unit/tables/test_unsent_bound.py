@@ -67,6 +67,8 @@ async def test_writes_awaiting_the_changelog_do_not_grow_with_the_keys(tmp_path:
     small = await _peak_held(2_000, tmp_path / "small")
     large = await _peak_held(8_000, tmp_path / "large")  # 24,000 window writes
     # without the bound every write since the start (3 a key) is held until the commit
-    # the bound's ~500 writes, plus the cache's 100 and what the buffered records write (1,000 x 3)
-    assert large < 5_000, (small, large)
+    # the bound's ~500 writes, plus the cache's 100, what the buffered records write (1,000 x 3) and
+    # what the agent writes while the bound's commit runs (5,066 seen on a loaded machine): far from
+    # the 24,000 writes held without the bound (47,802 measured: sent and pending together)
+    assert large < 8_000, (small, large)
     assert large < small * 1.5, (small, large)
