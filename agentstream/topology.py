@@ -292,6 +292,8 @@ async def discover_splits(app: App, agent: Agent, timeout: float | None = None) 
         timeout = DISCOVERY_TIMEOUT
     settings = app.settings
     restarts = 0
+    loop = asyncio.get_running_loop()
+    give_up_at = loop.time() + DISCOVERY_RESTARTS_FOR
     while True:
         first = await _start_first(app, agent, timeout)
         first.restarts = restarts
@@ -300,6 +302,10 @@ async def discover_splits(app: App, agent: Agent, timeout: float | None = None) 
             break  # on_agent_error='stop': the task's policy stops the worker on this error (no restart)
         restarts += 1
         delay = min(settings.agent_restart_backoff * 2 ** (restarts - 1), MAX_DISCOVERY_BACKOFF)
+        if loop.time() + delay > give_up_at:
+            # the worker waits for discovery before it joins the group: past this, the task that
+            # adopts the failed run goes on restarting it under the same policy and count
+            break
         log.warning(
             "agent %s raised before its first record: %s: %s; restart %d/%d in %.2fs (setting agent_restart_max)",
             agent.name,
@@ -322,6 +328,9 @@ async def discover_splits(app: App, agent: Agent, timeout: float | None = None) 
 
 
 MAX_DISCOVERY_BACKOFF = 30.0  # the task's MAX_RESTART_DELAY
+DISCOVERY_RESTARTS_FOR = 10.0
+"""Seconds discovery restarts a first instance whose preamble raised (the worker joins the group
+after discovery; with the default backoff, agent_restart_max's 10 restarts would take ~100 s)."""
 FAIL = ErrorAnswer.FAIL
 
 

@@ -307,7 +307,7 @@ async def test_group_by_a_callable_without_a_name_is_refused_at_discovery() -> N
 async def test_an_agent_raising_in_its_preamble_does_not_fail_discovery() -> None:
     """Its error is the agent's (handled by the error policy when its task adopts the first
     instance: tests/unit/test_first_instance.py); discovery keeps the split points made before."""
-    app = new_app()
+    app = new_app(agent_restart_max=2)  # each run raises: two restarts, then the task's policy goes on
 
     @app.agent(app.topic("orders"))
     async def broken(stream: agentstream.Stream) -> None:
@@ -316,3 +316,24 @@ async def test_an_agent_raising_in_its_preamble_does_not_fail_discovery() -> Non
 
     await app.discover()
     assert [p.name for p in broken.splits] == ["before"]
+
+
+async def test_discovery_restarts_a_failing_preamble_for_a_bounded_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker joins the group only after discovery: a preamble that keeps raising is restarted
+    there only while the backoff fits DISCOVERY_RESTARTS_FOR (with the default backoff, 10 restarts
+    took ~100 s); the task that adopts the last failed run goes on from its count."""
+    from agentstream import topology
+
+    monkeypatch.setattr(topology, "DISCOVERY_RESTARTS_FOR", 0.35)  # the 0.1 s and 0.2 s waits fit, 0.4 s not
+    app = new_app(agent_restart_max=50, agent_restart_backoff=0.1)
+
+    @app.agent(app.topic("orders"))
+    async def broken(stream: agentstream.Stream) -> None:
+        raise KeyError("config missing")
+
+    first = await topology.discover_splits(app, broken)
+    try:
+        assert first.failed() is not None
+        assert 1 <= first.restarts <= 3, first.restarts  # not agent_restart_max's 50
+    finally:
+        await first.close()
