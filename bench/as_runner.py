@@ -99,8 +99,6 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
     meter = Meter()
     processed = 0
     t_processed = 0.0
-    timeline: list[tuple[float, int]] = []  # (seconds since t0, records handled), about once a second
-    next_mark = 0.0
     deadline = time.monotonic() + args.timeout
     while True:
         if run.done():
@@ -117,10 +115,7 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
         if meter.t0 is None:
             await asyncio.sleep(0.001)
             continue
-        now = time.perf_counter() - meter.t0
-        if now >= next_mark:
-            timeline.append((round(now, 2), processed))
-            next_mark = now + 1.0
+        meter.mark(processed)  # the timeline (seconds since t0, records handled): the steady rate
         if done:
             t_processed = time.perf_counter()
             await worker.commit()
@@ -132,7 +127,6 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
         processed=processed,
         process_s=t_processed - meter.t0,
         commits=worker.commits,
-        timeline=timeline,
         assignments=watch.assignments,
         partitions=list(watch.announced or ()),
     )

@@ -338,6 +338,17 @@ def cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def io_counts() -> dict[str, int]:
+    """This process's read/write system calls and bytes so far (/proc/self/io; empty elsewhere):
+    how many requests a side makes of the broker, beside how much CPU it spends."""
+    try:
+        with open("/proc/self/io") as f:
+            fields = dict(line.split(": ") for line in f.read().splitlines())
+    except OSError:
+        return {}
+    return {name: int(fields[name]) for name in ("syscr", "syscw", "rchar", "wchar") if name in fields}
+
+
 def proc_cpu_seconds(pid: int | Sequence[int] | None) -> float | None:
     """User + system CPU of another process (the broker), from /proc/<pid>/stat; of several processes
     summed (the Kafka cluster's nodes)."""
@@ -362,8 +373,32 @@ def broker_pids_from_env() -> list[int]:
     return [int(p) for p in os.environ.get("BENCH_BROKER_PID", "").split(",") if p.strip() and int(p) > 0]
 
 
+STEADY_SPAN = (0.2, 0.8)  # the share of the records between which the steady rate is measured
+TIMELINE_EVERY = 0.25  # seconds between two samples of a side's timeline
+
+
+def steady_rate(timeline: list[tuple[float, int]], total: int) -> float | None:
+    """Records/s between the moments 20 % and 80 % of ``total`` were handled (linear between the
+    timeline's samples of (seconds, records handled)): the rate once the start (first fetches, caches
+    and the JIT warming) is behind and before the tail (the last partitions draining, the final
+    commit), which the whole-run rate includes. None when the timeline does not cover the span."""
+    lo, hi = (total * f for f in STEADY_SPAN)
+
+    def crossing(x: float) -> float | None:
+        for (t0, n0), (t1, n1) in zip(timeline, timeline[1:], strict=False):
+            if n0 < x <= n1:
+                return t0 + (x - n0) / (n1 - n0) * (t1 - t0)
+        return None
+
+    t_lo, t_hi = crossing(lo), crossing(hi)
+    if t_lo is None or t_hi is None or t_hi <= t_lo:
+        return None
+    return (hi - lo) / (t_hi - t_lo)
+
+
 class Meter:
-    """Times one measured interval: wall time, this process's CPU and the broker's CPU."""
+    """Times one measured interval: wall time, this process's CPU and the broker's CPU, and a
+    timeline of the records handled (:meth:`mark`) for the steady rate."""
 
     def __init__(self) -> None:
         self.broker_pid = broker_pids_from_env()
@@ -371,6 +406,18 @@ class Meter:
         self.cpu0 = 0.0
         self.bcpu0: float | None = None
         self.mono0 = 0.0
+        self.timeline: list[tuple[float, int]] = [(0.0, 0)]
+        self.next_mark = 0.0
+        self.io0: dict[str, int] = {}
+        self.sys0 = 0.0
+
+    def mark(self, handled: int) -> None:
+        """Samples (seconds since the start, ``handled``) at most every :data:`TIMELINE_EVERY` s."""
+        if self.t0 is not None:
+            now = time.perf_counter() - self.t0
+            if now >= self.next_mark:
+                self.timeline.append((round(now, 3), handled))
+                self.next_mark = now + TIMELINE_EVERY
 
     def start(self) -> None:
         if self.t0 is None:
@@ -378,6 +425,8 @@ class Meter:
             self.mono0 = time.monotonic()  # CLOCK_MONOTONIC is system-wide: comparable across processes
             self.cpu0 = cpu_seconds()
             self.bcpu0 = proc_cpu_seconds(self.broker_pid)
+            self.io0 = io_counts()
+            self.sys0 = resource.getrusage(resource.RUSAGE_SELF).ru_stime
 
     def stop(self, records: int, **extra: Any) -> dict[str, Any]:
         assert self.t0 is not None
@@ -392,6 +441,9 @@ class Meter:
             "broker_cpu_s": None if b1 is None or self.bcpu0 is None else b1 - self.bcpu0,
             "t0_monotonic": self.mono0,
             "t_end_monotonic": time.monotonic(),
+            "timeline": self.timeline,
+            "cpu_sys_s": resource.getrusage(resource.RUSAGE_SELF).ru_stime - self.sys0,  # of cpu_s: the kernel's
+            "io": {name: n - self.io0[name] for name, n in io_counts().items() if name in self.io0},
         }
         out.update(extra)
         return out

@@ -96,7 +96,7 @@ class LargeState:
         keys = sum(sum(1 for _ in db.keys()) for db in self.dbs.values())
         for db in self.dbs.values():
             db.close()
-        return meter.stop(self.handled, window_keys=keys, changelog_records=self.updates)
+        return meter.stop(self.handled, processed=self.handled, window_keys=keys, changelog_records=self.updates)
 
 
 def main() -> int:

@@ -185,6 +185,7 @@ async def run(args: argparse.Namespace, work: Workload) -> dict[str, Any]:
                 meter.start()
             for tp, messages in batches.items():
                 await handle(tp, messages, send)
+            meter.mark(work.handled)
             if sender is not None:
                 await sender.ship()
             parts = tuple(sorted({tp.partition for tp in consumer.assignment()})) or None

@@ -165,11 +165,23 @@ class Case:
         return env
 
     def py_spy(self, side: str) -> list[str]:
-        """``py-spy record`` writing ``SIDE.pyspy.txt`` (collapsed stacks) in the case's log dir."""
+        """``py-spy record`` writing ``SIDE.pyspy.txt`` (collapsed stacks) in the case's log dir;
+        ``BENCH_PYSPY_NATIVE=1`` adds the C frames (the compiled modules' functions by name)."""
         spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
         if spy is None:
             raise SystemExit("--profile needs py-spy: .venv/bin/pip install py-spy")
-        return [spy, "record", "--rate", "250", "--format", "raw", "--output", str(self.logs / f"{side}.pyspy.txt")]
+        native = ["--native"] if os.environ.get("BENCH_PYSPY_NATIVE") == "1" else []  # C frames: compiled modules
+        return [
+            spy,
+            "record",
+            "--rate",
+            "250",
+            *native,
+            "--format",
+            "raw",
+            "--output",
+            str(self.logs / f"{side}.pyspy.txt"),
+        ]
 
     def command(self, side: str, argv: list[str], profile: bool | None = None) -> list[str]:
         cmd = [sys.executable, "-m", *argv]
@@ -655,6 +667,7 @@ def run_case(name: str, n: int, profile: bool) -> dict[str, Any]:
     for side in (a, r, bt, ks):
         if side is not None:
             side["records_per_cpu_s"] = round(side["records"] / side["cpu_s"], 1) if side["cpu_s"] else None
+            steady_fields(side)
     row = {
         "case": name,
         "n": n,
@@ -693,6 +706,9 @@ def run_case(name: str, n: int, profile: bool) -> dict[str, Any]:
                 else None,
                 "batch_peak_rss_mb": round(bt["peak_rss_mb"], 1),
                 "batch_correct": bool(bt["correct"]),
+                "batch_steady_ratio": round(a["steady_per_s"] / bt["steady_per_s"], 3)
+                if a.get("steady_per_s") and bt.get("steady_per_s")
+                else None,
             }
         )
     if ks is not None:  # Kafka Streams: the system whose architecture agentstream follows
@@ -705,6 +721,16 @@ def run_case(name: str, n: int, profile: bool) -> dict[str, Any]:
             f.name.removesuffix(".pyspy.txt"): str(f.relative_to(ROOT)) for f in sorted(logs.glob("*.pyspy.txt"))
         }
     return row
+
+
+def steady_fields(side: dict[str, Any]) -> None:
+    """The side's steady rate (:func:`bench.common.steady_rate`, in the case's unit) from its timeline,
+    which the row keeps downsampled to 60 samples."""
+    timeline, processed = side.pop("timeline", None), side.get("processed")
+    if timeline and processed:
+        rate = common.steady_rate([(t, n) for t, n in timeline], processed)
+        side["steady_per_s"] = None if rate is None else round(rate * side["records"] / processed, 1)
+        side["timeline"] = common.downsample(timeline, 60)
 
 
 def kstreams_fields(a: dict[str, Any], ks: dict[str, Any]) -> dict[str, Any]:
@@ -754,15 +780,21 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     if batch_rows:
         print()
         print("against the batch-API loop (aiokafka create_batch/send_batch, partition memoised per key):")
-        head = f"{'case':<17} {'agentstream/s':>14} {'batch/s':>11} {'ratio':>6} {'ratio/CPU':>9} {'correct':>8}"
+        head = (
+            f"{'case':<17} {'agentstream/s':>14} {'batch/s':>11} {'ratio':>6} {'steady':>7} {'ratio/CPU':>9} "
+            f"{'CPU/rec':>8} {'correct':>8}"
+        )
         print(head)
         print("-" * len(head))
         for row in batch_rows:
+            batch_cpu = row.get("batch_cpu_ratio")
             print(
                 f"{row['case']:<17} {row['agentstream_records_per_s']:>14,.0f} {row['batch_records_per_s']:>11,.0f} "
-                f"{row['batch_ratio'] or 0:>6.2f} {row['batch_cpu_ratio'] or 0:>9.2f} "
-                f"{str(row['batch_correct']):>8}"
+                f"{row['batch_ratio'] or 0:>6.2f} {row.get('batch_steady_ratio') or 0:>7.2f} {batch_cpu or 0:>9.2f} "
+                f"{1 / batch_cpu if batch_cpu else 0:>8.2f} {str(row['batch_correct']):>8}"
             )
+        print("steady: the ratio of the rates between 20 % and 80 % of the records handled (bench.common.steady_rate);")
+        print("CPU/rec: agentstream's CPU per record over the batch loop's (1 / ratio/CPU)")
     ks_rows = [row for row in rows if "kstreams_ratio" in row]
     if ks_rows:
         print()

@@ -216,3 +216,14 @@ def test_kstreams_side_skipped_or_refused(monkeypatch: pytest.MonkeyPatch, tmp_p
         kstreams.classpath()
     skipped = run_kstreams(_Case(), "wordcount")  # type: ignore[arg-type]
     assert skipped is not None and "not on PATH" in skipped["skipped"]
+
+
+def test_steady_rate_is_the_rate_between_a_fifth_and_four_fifths_of_the_records() -> None:
+    # a slow start (100 records in the first 2 s), then 1,000/s, then a slow tail
+    timeline = [(0.0, 0), (2.0, 100), (3.0, 1100), (4.0, 2100), (5.0, 3100), (6.0, 4100), (9.0, 4200)]
+    assert common.steady_rate(timeline, 4200) == pytest.approx(1000.0)
+
+
+def test_steady_rate_needs_the_span_covered() -> None:
+    assert common.steady_rate([(0.0, 0), (1.0, 100)], 1000) is None
+    assert common.steady_rate([], 1000) is None
