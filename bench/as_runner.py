@@ -50,6 +50,15 @@ class Watch:
         self.announced: tuple[int, ...] | None = None
         self.assignments = 0
 
+    def work(self, weights: list[float]) -> float:
+        """The records handled weighted by their sub-topology's weight (``--stage-weights``)."""
+        return float(
+            sum(
+                t.processed * (weights[tid.subtopology] if tid.subtopology < len(weights) else 1.0)
+                for tid, t in list(self.worker.tasks.items())
+            )
+        )
+
     def poll(self) -> int:
         worker = self.worker
         processed: int = sum(t.processed for t in list(worker.tasks.values()))
@@ -96,6 +105,7 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
     announce("started")
     run = asyncio.ensure_future(worker.run())
     watch = Watch(worker, args.progress)
+    weights = [float(w) for w in args.stage_weights.split(",")] if args.stage_weights else []
     meter = Meter()
     processed = 0
     t_processed = 0.0
@@ -115,7 +125,7 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
         if meter.t0 is None:
             await asyncio.sleep(0.001)
             continue
-        meter.mark(processed)  # the timeline (seconds since t0, records handled): the steady rate
+        meter.mark(watch.work(weights) if weights else processed)  # the timeline: the steady rate
         if done:
             t_processed = time.perf_counter()
             await worker.commit()
@@ -127,6 +137,7 @@ async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
         processed=processed,
         process_s=t_processed - meter.t0,
         commits=worker.commits,
+        **({"work_total": watch.work(weights)} if weights else {}),
         assignments=watch.assignments,
         partitions=list(watch.announced or ()),
     )
@@ -190,6 +201,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--table", default="restore")
     p.add_argument("--topic")
     p.add_argument("--partitions", type=int, default=4)
+    p.add_argument(
+        "--stage-weights",
+        default="",
+        help="comma-separated weight of a record of each sub-topology in the timeline (the steady rate): "
+        "e.g. a sentence split into 10 words weighs 10, a word counted 1",
+    )
     p.add_argument("--expect", type=int, default=0, help="records the agents must handle in all")
     p.add_argument(
         "--until-signal",

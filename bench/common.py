@@ -377,7 +377,7 @@ STEADY_SPAN = (0.2, 0.8)  # the share of the records between which the steady ra
 TIMELINE_EVERY = 0.25  # seconds between two samples of a side's timeline
 
 
-def steady_rate(timeline: list[tuple[float, int]], total: int) -> float | None:
+def steady_rate(timeline: list[tuple[float, float]], total: float) -> float | None:
     """Records/s between the moments 20 % and 80 % of ``total`` were handled (linear between the
     timeline's samples of (seconds, records handled)): the rate once the start (first fetches, caches
     and the JIT warming) is behind and before the tail (the last partitions draining, the final
@@ -406,12 +406,12 @@ class Meter:
         self.cpu0 = 0.0
         self.bcpu0: float | None = None
         self.mono0 = 0.0
-        self.timeline: list[tuple[float, int]] = [(0.0, 0)]
+        self.timeline: list[tuple[float, float]] = [(0.0, 0)]
         self.next_mark = 0.0
         self.io0: dict[str, int] = {}
         self.sys0 = 0.0
 
-    def mark(self, handled: int) -> None:
+    def mark(self, handled: float) -> None:
         """Samples (seconds since the start, ``handled``) at most every :data:`TIMELINE_EVERY` s."""
         if self.t0 is not None:
             now = time.perf_counter() - self.t0

@@ -87,6 +87,10 @@ class LargeState:
         self.handled += len(messages)
         self.updates += len(dirty)
 
+    @property
+    def work(self) -> int:
+        return self.handled
+
     def finished(self) -> bool:
         return self.handled >= self.expect
 

@@ -50,6 +50,7 @@ class Workload(Protocol):
     outputs: list[str]
     distinct_keys: bool  # every key new (pass-through): the batch sender skips its key -> partition memo
     handled: int  # records handled so far (progress events)
+    work: int  # the work done so far in a unit that costs the same wherever it is done (the steady rate)
 
     async def handle(self, tp: TopicPartition, messages: list[Any], send: Send) -> None: ...
 
@@ -185,7 +186,7 @@ async def run(args: argparse.Namespace, work: Workload) -> dict[str, Any]:
                 meter.start()
             for tp, messages in batches.items():
                 await handle(tp, messages, send)
-            meter.mark(work.handled)
+            meter.mark(work.work)
             if sender is not None:
                 await sender.ship()
             parts = tuple(sorted({tp.partition for tp in consumer.assignment()})) or None

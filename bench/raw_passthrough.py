@@ -33,6 +33,10 @@ class PassThrough:
             await send(out, m.key, m.value)
         self.handled += len(messages)
 
+    @property
+    def work(self) -> int:
+        return self.handled
+
     def finished(self) -> bool:
         return self.handled >= self.expect
 

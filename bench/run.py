@@ -388,6 +388,8 @@ def case_wordcount(case: Case, n: int) -> dict[str, Any]:
             str(n + words_total),
             "--records",
             str(n),
+            "--stage-weights",
+            f"{words_total / n},1",  # a sentence weighs its words in the steady rate, as in the loops
             "--data-dir",
             str(case.scratch / "as"),
             "--logfile",
@@ -726,10 +728,10 @@ def run_case(name: str, n: int, profile: bool) -> dict[str, Any]:
 def steady_fields(side: dict[str, Any]) -> None:
     """The side's steady rate (:func:`bench.common.steady_rate`, in the case's unit) from its timeline,
     which the row keeps downsampled to 60 samples."""
-    timeline, processed = side.pop("timeline", None), side.get("processed")
-    if timeline and processed:
-        rate = common.steady_rate([(t, n) for t, n in timeline], processed)
-        side["steady_per_s"] = None if rate is None else round(rate * side["records"] / processed, 1)
+    timeline, total = side.pop("timeline", None), side.get("work_total") or side.get("processed")
+    if timeline and total:
+        rate = common.steady_rate([(t, n) for t, n in timeline], total)
+        side["steady_per_s"] = None if rate is None else round(rate * side["records"] / total, 1)
         side["timeline"] = common.downsample(timeline, 60)
 
 
