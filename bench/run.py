@@ -790,9 +790,10 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         print("-" * len(head))
         for row in batch_rows:
             batch_cpu = row.get("batch_cpu_ratio")
+            steady = "-" if row.get("batch_steady_ratio") is None else f"{row['batch_steady_ratio']:.2f}"
             print(
                 f"{row['case']:<17} {row['agentstream_records_per_s']:>14,.0f} {row['batch_records_per_s']:>11,.0f} "
-                f"{row['batch_ratio'] or 0:>6.2f} {row.get('batch_steady_ratio') or 0:>7.2f} {batch_cpu or 0:>9.2f} "
+                f"{row['batch_ratio'] or 0:>6.2f} {steady:>7} {batch_cpu or 0:>9.2f} "
                 f"{1 / batch_cpu if batch_cpu else 0:>8.2f} {str(row['batch_correct']):>8}"
             )
         print("steady: the ratio of the rates between 20 % and 80 % of the records handled (bench.common.steady_rate);")
