@@ -33,6 +33,7 @@ from ..naming import changelog_topic_name, faust_naming
 from ..runtime import current_runtime, current_task, runtime_for
 from ..transport.partitioner import default_partition
 from . import sessions, windowed
+from .cache import MISS
 from .joined import JoinedTable, from_topic
 from .partition import TableNotReady, TablePartition
 from .query import live_entries
@@ -386,8 +387,13 @@ class Table(Rows):
         if self._sensed is not None:
             self._sensed.on_table_get(self, key)
         kb = self._key_dumps(key)
-        found, value = self._partition_for(kb, False).get_bytes(kb)
-        if found:
+        part = self._partition_for(kb, False)
+        value = part.cache.dirty.get(kb, MISS)  # get_bytes()'s first look (the write-back cache), inline
+        if value is MISS:
+            found, value = part.get_bytes(kb)
+            if found:
+                return value
+        elif value is not None:  # None: a delete in the cache
             return value
         if self.default is not None:
             return self.default()

@@ -67,14 +67,16 @@ def fetched_messages(owner: Any, tp: Any, records: Any, check_crcs: bool) -> Ite
         if batch.is_control_batch:
             owner.next_fetch_offset = batch.next_offset
             continue
+        start: int = owner.next_fetch_offset  # read once a batch: only this loop moves it, forward
         for record in batch:
             offset: int = record.offset
-            if offset < owner.next_fetch_offset:
+            if offset < start:
                 continue
             # message_of() inline: one call less per fetched record
             key = record.key
             value = record.value
             timestamp = record.timestamp
+            headers = record.headers
             message = Message(
                 topic,
                 partition,
@@ -86,7 +88,7 @@ def fetched_messages(owner: Any, tp: Any, records: Any, check_crcs: bool) -> Ite
                 record.checksum,
                 -1 if key is None else len(key),
                 -1 if value is None else len(value),
-                tuple(record.headers),
+                tuple(headers) if headers else (),
             )
             owner.next_fetch_offset = offset + 1
             yield message
