@@ -202,10 +202,14 @@ class Topic:
         )
 
     def encode(self, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
-        return (
-            None if key is None else _as_bytes(self._key_native.dumps(key)),
-            None if value is None else _as_bytes(self._value_native.dumps(value)),
-        )
+        # _as_bytes() inline (a codec's bytearray or memoryview made bytes): no call per record
+        kb: Any = None if key is None else self._key_native.dumps(key)
+        if kb is not None and type(kb) is not bytes:
+            kb = bytes(kb)
+        vb: Any = None if value is None else self._value_native.dumps(value)
+        if vb is not None and type(vb) is not bytes:
+            vb = bytes(vb)
+        return kb, vb
 
     async def send(
         self,

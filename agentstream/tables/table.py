@@ -30,9 +30,10 @@ from ..events import current_event
 from ..exceptions import SerializationError, TopologyError, caused
 from ..models import Record
 from ..naming import changelog_topic_name, faust_naming
-from ..runtime import current_task, runtime_for
+from ..runtime import current_runtime, current_task, runtime_for
 from ..transport.partitioner import default_partition
 from . import sessions, windowed
+from .cache import MISS
 from .joined import JoinedTable, from_topic
 from .partition import TableNotReady, TablePartition
 from .query import live_entries
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 _NO_KEY: Final = object()
 _HOMES_MAX: Final = 65_536  # memoised key -> partition entries per table
+_runtime_get: Final = current_runtime.get  # bound once: every table read and write asks for it
 
 __all__ = ["Table", "TablePartition", "TableNotReady"]
 
@@ -261,8 +263,13 @@ class Table(Rows):
         part = self._route_part
         if part is not None and self._route_key is key_bytes and self._route_event is event:
             return part  # t[k] = t[k] + 1: routed by the read, same record, same key
-        home = self._home_partition(key_bytes)
-        parts: dict[int, TablePartition] = runtime_for(self.app).partitions.get(self.name) or {}
+        home = self._homes.get(key_bytes, -1)  # _home_partition()'s memo, inline: no call per record
+        if home < 0:
+            home = self._home_partition(key_bytes)
+        rt = _runtime_get()  # runtime_for()'s common case, inline
+        if rt is None or rt.app is not self.app:
+            rt = runtime_for(self.app)
+        parts: dict[int, TablePartition] = rt.partitions.get(self.name) or {}
         part = parts.get(home)
         if part is not None and event is not None and event.message.partition == home and not self.is_global:
             # the common case: the key belongs to the partition of the record in hand; remembered
@@ -380,8 +387,13 @@ class Table(Rows):
         if self._sensed is not None:
             self._sensed.on_table_get(self, key)
         kb = self._key_dumps(key)
-        found, value = self._partition_for(kb, False).get_bytes(kb)
-        if found:
+        part = self._partition_for(kb, False)
+        value = part.cache.dirty.get(kb, MISS)  # get_bytes()'s first look (the write-back cache), inline
+        if value is MISS:
+            found, value = part.get_bytes(kb)
+            if found:
+                return value
+        elif value is not None:  # None: a delete in the cache
             return value
         if self.default is not None:
             return self.default()
@@ -394,8 +406,12 @@ class Table(Rows):
     _route_part: TablePartition | None = None
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        kb = self._key_dumps(key)
-        part = self._partition_for(kb, True)
+        # t[k] = t[k] + 1: the key encoded and routed by the read, each memo checked inline (the
+        # first lines of _key_dumps() and _partition_for()), so the write makes neither call
+        kb = self._last_kb if key is self._last_key else self._key_dumps(key)
+        part = self._route_part
+        if part is None or self._route_key is not kb or self._route_event is not current_event():
+            part = self._partition_for(kb, True)
         if self._sensed is not None:  # before the write, as Faust's on_key_set
             self._sensed.on_table_set(self, key, value)
         part.set(kb, value)

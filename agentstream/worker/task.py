@@ -280,8 +280,13 @@ class StreamTask(PolledInput):
         """The stream's synchronous pull (:class:`PolledInput`): :meth:`_take` when no gate or
         fault points are in the way; with them, only the acknowledgement of ``done``, so the
         stream goes to ``next_event``: the gates need the async path."""
-        if self._sync_pull and not self._yield_due():
-            return self._take(done)
+        if self._sync_pull:
+            until = self._until_check
+            if until > 1:  # _yield_due()'s count, inline: most records never look at the clock
+                self._until_check = until - 1
+                return self._take(done)
+            if not self._yield_due():
+                return self._take(done)
         if done:
             if self._sensed:
                 for event in done:
@@ -338,7 +343,14 @@ class StreamTask(PolledInput):
         that failed to decode left in ``_undecodable`` for the error policy). One record at a
         time: depth-first."""
         if done:  # the stream's ack of its last record, in the same call (one call per record)
-            self._ack_done(done)
+            if self._ordered_acks:  # _ack()'s in-order case, inline (no call per record)
+                committable = self.committable
+                for event in done:
+                    committable[event.tp] = event.message.offset + 1
+                self.processed += len(done)
+                done.clear()
+            else:
+                self._ack_done(done)
         if self.lifecycle.state is not _RUNNING:
             return None
         group = self.group
@@ -346,16 +358,24 @@ class StreamTask(PolledInput):
             message, tp = self._redeliver.pop(0)
             q = group.queues[tp]
         else:
-            item = group.next()
-            if item is None:
-                return None
-            if isinstance(item, Wait):
-                self._wait = item.seconds
-                return None
-            message = item
-            taken = group.last
-            assert taken is not None
-            q = taken
+            single = group.single
+            if single is not None:  # one input partition: PartitionGroup.next()'s first case, inline
+                messages = single.messages
+                if not messages:
+                    return None
+                message = messages.popleft()
+                q = single
+            else:
+                item = group.next()
+                if item is None:
+                    return None
+                if isinstance(item, Wait):
+                    self._wait = item.seconds
+                    return None
+                message = item
+                taken = group.last
+                assert taken is not None
+                q = taken
             tp = q.tp
             if q.held_back and len(q.messages) <= self._low_water:
                 self._on_drained(tp)

@@ -217,13 +217,22 @@ class KafkaProducer(Appender):
         route = self._routes.get(topic)
         if route is None:
             return None
-        chosen = self._partition(topic, route, key, partition)
+        # a keyed record whose key was seen (the memo of _partition()), inline: no call per record
+        chosen = -1 if key is None or partition is not None else route[1].get(key, -1)
         if chosen < 0:
-            return None  # send() raises the error
+            chosen = self._partition(topic, route, key, partition)
+            if chosen < 0:
+                return None  # send() raises the error
         batch = route[2].get(chosen)
         if batch is None:
             return None
-        meta = batch.append(timestamp_ms, key, value, list(headers) if headers else _NO_HEADERS)
+        hdrs = list(headers) if headers else _NO_HEADERS
+        records = batch.records  # OpenBatch.append()'s common case, inline: the RecordBuilder
+        meta = (
+            batch.append(timestamp_ms, key, value, hdrs)
+            if records is None
+            else records.add(timestamp_ms, key, value, hdrs)
+        )
         return None if meta is None else RecordDelivery(batch, meta)
 
     def _partition(

@@ -67,11 +67,29 @@ def fetched_messages(owner: Any, tp: Any, records: Any, check_crcs: bool) -> Ite
         if batch.is_control_batch:
             owner.next_fetch_offset = batch.next_offset
             continue
+        start: int = owner.next_fetch_offset  # read once a batch: only this loop moves it, forward
         for record in batch:
             offset: int = record.offset
-            if offset < owner.next_fetch_offset:
+            if offset < start:
                 continue
-            message = message_of(topic, partition, offset, record)
+            # message_of() inline: one call less per fetched record
+            key = record.key
+            value = record.value
+            timestamp = record.timestamp
+            headers = record.headers
+            message = Message(
+                topic,
+                partition,
+                offset,
+                -1 if timestamp is None else timestamp,
+                -1 if timestamp is None else record.timestamp_type,
+                key,
+                value,
+                record.checksum,
+                -1 if key is None else len(key),
+                -1 if value is None else len(value),
+                tuple(headers) if headers else (),
+            )
             owner.next_fetch_offset = offset + 1
             yield message
         owner.next_fetch_offset = batch.next_offset

@@ -15,6 +15,7 @@ from aiokafka.record.memory_records import MemoryRecords
 
 from agentstream.transport.kafka import KafkaProducer
 from agentstream.transport.kafka.batches import OpenBatch, RecordBuilder
+from agentstream.transport.partitioner import default_partition
 
 pytestmark = pytest.mark.asyncio
 
@@ -185,3 +186,23 @@ async def test_a_batch_given_its_sequence_numbers_takes_no_more_records() -> Non
     await producer.send("t", b"k", b"third", partition=0)
     assert [v for _, v, _ in _read(builder)] == [b"first", b"second"]
     assert [v for _, v, _ in _read(fake.queued[-1])] == [b"third"]
+
+
+async def test_send_now_puts_a_keyed_record_in_its_keys_partition_and_refuses_a_partition_out_of_range() -> None:
+    """send_now reads the key -> partition memo inline (issue 41): a key's first record and every
+    later one go to Kafka's default partition of the key, a given partition wins over the key, and
+    a partition out of range appends nothing (send() raises the error)."""
+    fake = RealBatchesProducer(batch_size=1 << 20)
+    producer = KafkaProducer(["fake:9092"], {}, client_factory=lambda **_: fake)
+    await producer.start()
+    keys = [b"k%d" % i for i in range(20)]
+    for key in keys + keys:
+        delivery = producer.send_now("t", key, b"v", None, None, None)
+        if delivery is None:  # first send to the topic, or no open batch for the partition yet
+            delivery = await producer.send("t", key, b"v")
+        assert delivery._batch.partition == default_partition(key, 2)
+    assert {default_partition(key, 2) for key in keys} == {0, 1}  # both partitions were chosen
+    given = producer.send_now("t", keys[0], b"v", 1 - default_partition(keys[0], 2), None, None)
+    assert given is not None and given._batch.partition == 1 - default_partition(keys[0], 2)
+    assert producer.send_now("t", keys[0], b"v", 2, None, None) is None
+    assert producer.send_now("t", keys[0], b"v", -1, None, None) is None
