@@ -33,7 +33,7 @@ NON_SETTING_VARIABLES = frozenset(
 )
 STORE_SCHEMES = ("rocksdb", "memory")
 # rocksdb_memory_mb (agentstream/tables/rocksdb_memory.py): the one memory budget of all RocksDB stores
-ROCKSDB_MEMORY_DEFAULT_MB = 256
+ROCKSDB_MEMORY_DEFAULT_MB = 64
 ROCKSDB_MEMORY_MIN_MB = 32  # half of it memtables: 16 MB for every store's, 1 MB memtables at least
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?$")
 

@@ -28,6 +28,41 @@ def print_rss() -> None:
             print("   ", line.strip(), flush=True)
 
 
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds of this process's threads, summed by thread name (RocksDB names its pools
+    ``rocksdb:low`` (compaction) and ``rocksdb:high`` (flush))."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            name = open(f"/proc/self/task/{tid}/comm").read().strip()
+            fields = open(f"/proc/self/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended
+            continue
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return {k: round(v, 1) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
+
+
+def print_rocksdb(worker: Any) -> None:
+    tm = worker.tables
+    if tm is None:
+        return
+    stores = [p.store for t in tm.tables for p in tm._held(t).values()]
+    if not stores or not hasattr(stores[0], "property_int"):
+        return
+    l0 = [s.property_int("rocksdb.num-files-at-level0") for s in stores]
+    sst = sum(s.property_int("rocksdb.total-sst-files-size") or 0 for s in stores)
+    readers = sum(s.property_int("rocksdb.estimate-table-readers-mem") or 0 for s in stores)
+    print(
+        "    rocksdb budget",
+        stores[0].memory.usage(),
+        "L0 files",
+        l0,
+        f"sst {sst >> 20} MiB, table readers {readers >> 20} MiB",
+        flush=True,
+    )
+
+
 def print_tables(worker: Any) -> None:
     tm = worker.tables
     if tm is None:
@@ -93,6 +128,8 @@ async def main() -> None:
             print_rss()
             print("    commit durations", durations[-8:], flush=True)
             print_tables(worker)
+            print_rocksdb(worker)
+            print("    cpu", round(sum(os.times()[:2]), 1), thread_cpu(), flush=True)
             if TM:
                 snap = tracemalloc.take_snapshot()
                 stats = snap.compare_to(previous, "lineno") if previous is not None else snap.statistics("lineno")

@@ -600,8 +600,8 @@ def case_large_state(case: Case, n: int) -> dict[str, Any]:
         side["correct"] = side.get("window_keys") == sides["raw"]["window_keys"]
     return {
         "keys": keys,
-        "rocksdb": "both: lz4, bloom 10 bits; agentstream: rocksdb_memory_mb 256 (one block cache with index and "
-        "filter blocks, memtables flushed at 128 MB for all stores, 16 MB each), table_cache_size 10000; raw: 16 MB "
+        "rocksdb": "both: lz4, bloom 10 bits; agentstream: rocksdb_memory_mb 64 (one block cache with index and "
+        "filter blocks, memtables flushed at 32 MB for all stores, 8 MB each, L0 compaction at 8 files), table_cache_size 10000; raw: 16 MB "
         "memtables x4 and RocksDB's default 32 MB block cache per DB",
         **sides,
     }

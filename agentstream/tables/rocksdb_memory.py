@@ -77,8 +77,10 @@ class RocksDBMemory:
 
     @property
     def write_buffer_size(self) -> int:
-        """One store's memtable size: an eighth of the memtable share, 1 to 16 MiB."""
-        return max(MIN_WRITE_BUFFER_SIZE, min(MAX_WRITE_BUFFER_SIZE, self.memtable_limit // 8))
+        """One store's memtable size: a quarter of the memtable share, 1 to 16 MiB. The manager
+        flushes the largest memtable once all together reach the share, so with more stores than
+        that each is flushed smaller; fewer, larger flushes mean fewer level-0 files to compact."""
+        return max(MIN_WRITE_BUFFER_SIZE, min(MAX_WRITE_BUFFER_SIZE, self.memtable_limit // 4))
 
     def usage(self) -> dict[str, int]:
         """What the budget holds now, in bytes (the cache's usage includes the memtables)."""

@@ -11,6 +11,7 @@ import pytest
 from agentstream.exceptions import ConfigError
 from agentstream.settings import ROCKSDB_MEMORY_MIN_MB, Settings
 from agentstream.tables.rocksdb import RocksDBStore
+from agentstream.tables.rocksdb_memory import RocksDBMemory
 from agentstream.tables.store import store_for
 
 MiB = 1 << 20
@@ -107,3 +108,49 @@ def test_a_budget_below_the_minimum_is_refused_naming_the_setting_and_the_minimu
         Settings.build("a", {"rocksdb_memory_mb": ROCKSDB_MEMORY_MIN_MB - 1}, environ={})
     assert info.value.setting == "rocksdb_memory_mb" and str(ROCKSDB_MEMORY_MIN_MB) in info.value.problem
     assert Settings.build("a", {"rocksdb_memory_mb": ROCKSDB_MEMORY_MIN_MB}, environ={}).rocksdb_memory_mb == 32
+
+
+def _settled(store: RocksDBStore) -> None:
+    """Wait (bounded by a count of polls, not by a time assert) until RocksDB has no compaction
+    pending or running for ``store``."""
+    import time
+
+    for _ in range(500):
+        if not store.property_int("rocksdb.compaction-pending") and not store.property_int(
+            "rocksdb.num-running-compactions"
+        ):
+            return
+        time.sleep(0.01)
+
+
+def test_level_0_files_are_compacted_only_from_eight_on(tmp_path: Path) -> None:
+    """Table keys are random, so a level-0 compaction rewrites the whole next level: stores wait for
+    8 level-0 files (RocksDB's default, 4, compacted twice as often). Seven flushed files of
+    overlapping keys stay in level 0; the eighth starts a compaction that empties it."""
+    store = store_for("rocksdb://", tmp_path / "0", memory_mb=ROCKSDB_MEMORY_MIN_MB)
+    assert isinstance(store, RocksDBStore)
+    try:
+        for f in range(7):
+            store.write_many([b"k%06d" % (i * 7 + f) for i in range(1000)], [b"v"] * 1000)
+            store.flush()
+        _settled(store)
+        assert store.property_int("rocksdb.num-files-at-level0") == 7
+        store.write_many([b"k%06d" % (i * 7) for i in range(1000)], [b"w"] * 1000)
+        store.flush()
+        for _ in range(500):  # the compaction is scheduled in the background after the flush
+            if (store.property_int("rocksdb.num-files-at-level0") or 0) < 8:
+                break
+            _settled(store)
+        assert (store.property_int("rocksdb.num-files-at-level0") or 0) < 8
+        assert store.get(b"k000007") == b"w" and store.get(b"k000008") == b"v"
+    finally:
+        store.close()
+
+
+def test_the_default_budget_is_what_the_large_state_case_fills_at_1m_keys() -> None:
+    """64 MiB (docs/deployment.md): one budget for the whole worker, whatever its partitions and keys."""
+    assert Settings.build("a", {}, environ={}).rocksdb_memory_mb == 64
+    store_memory = RocksDBMemory.create(64)
+    assert store_memory.capacity == 64 * MiB and store_memory.memtable_limit == 32 * MiB
+    # each store's memtable is a quarter of the shared memtable limit: 4 busy stores flush ~8 MiB files
+    assert store_memory.write_buffer_size == 8 * MiB
