@@ -67,7 +67,7 @@ L0_COMPACTION_TRIGGER = 8
 """Level-0 files that start a compaction into the next level (RocksDB's default: 4). Table keys
 are random, so every level-0 file overlaps the whole next level and each such compaction rewrites
 all of it: twice the files per compaction halves how often that level is rewritten (the
-large-state case at 3M keys under a 64 MiB budget: compaction CPU 36 s with 4, 14 s with 8; see
+large-state case at 3M keys under a 64 MiB budget: compaction CPU 36 s with 4, 16 s with 8; see
 docs/performance.md). A point read checks each level-0 file's bloom filter, pinned in the cache;
 writes slow down at 20 files, as by default."""
 
