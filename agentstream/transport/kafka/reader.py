@@ -38,7 +38,7 @@ def message_of(topic: str, partition: int, offset: int, record: Any) -> Message:
         record.checksum,
         -1 if key is None else len(key),
         -1 if value is None else len(value),
-        tuple(record.headers),
+        tuple(headers) if (headers := record.headers) else (),
     )
 
 
@@ -72,24 +72,7 @@ def fetched_messages(owner: Any, tp: Any, records: Any, check_crcs: bool) -> Ite
             offset: int = record.offset
             if offset < start:
                 continue
-            # message_of() inline: one call less per fetched record
-            key = record.key
-            value = record.value
-            timestamp = record.timestamp
-            headers = record.headers
-            message = Message(
-                topic,
-                partition,
-                offset,
-                -1 if timestamp is None else timestamp,
-                -1 if timestamp is None else record.timestamp_type,
-                key,
-                value,
-                record.checksum,
-                -1 if key is None else len(key),
-                -1 if value is None else len(value),
-                tuple(headers) if headers else (),
-            )
+            message = message_of(topic, partition, offset, record)
             owner.next_fetch_offset = offset + 1
             yield message
         owner.next_fetch_offset = batch.next_offset
