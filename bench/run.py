@@ -796,7 +796,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
                 f"{row['batch_ratio'] or 0:>6.2f} {steady:>7} {batch_cpu or 0:>9.2f} "
                 f"{1 / batch_cpu if batch_cpu else 0:>8.2f} {str(row['batch_correct']):>8}"
             )
-        print("steady: the ratio of the rates between 20 % and 80 % of the records handled (bench.common.steady_rate);")
+        print("steady: the ratio of the rates between 20 % and 80 % of the work done (bench.common.steady_rate);")
         print("CPU/rec: agentstream's CPU per record over the batch loop's (1 / ratio/CPU)")
     ks_rows = [row for row in rows if "kstreams_ratio" in row]
     if ks_rows:
