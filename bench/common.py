@@ -373,13 +373,13 @@ def broker_pids_from_env() -> list[int]:
     return [int(p) for p in os.environ.get("BENCH_BROKER_PID", "").split(",") if p.strip() and int(p) > 0]
 
 
-STEADY_SPAN = (0.2, 0.8)  # the share of the records between which the steady rate is measured
+STEADY_SPAN = (0.2, 0.8)  # the share of the work between which the steady rate is measured
 TIMELINE_EVERY = 0.25  # seconds between two samples of a side's timeline
 
 
 def steady_rate(timeline: list[tuple[float, float]], total: float) -> float | None:
-    """Records/s between the moments 20 % and 80 % of ``total`` were handled (linear between the
-    timeline's samples of (seconds, records handled)): the rate once the start (first fetches, caches
+    """Work/s between the moments 20 % and 80 % of ``total`` was done (linear between the
+    timeline's samples of (seconds, work done: records, or records weighted by their cost)): the rate once the start (first fetches, caches
     and the JIT warming) is behind and before the tail (the last partitions draining, the final
     commit), which the whole-run rate includes. None when the timeline does not cover the span."""
     lo, hi = (total * f for f in STEADY_SPAN)
