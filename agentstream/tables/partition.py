@@ -164,11 +164,9 @@ class TablePartition:
         if self.probe_in <= 0 and self.cache_entries > 0:
             self._probe_size(key, value)
         self.probe_in -= 1
-        cache = self.cache  # RecordCache.put() inline: the write, and an eviction only past max_size
-        dirty = cache.dirty
-        dirty[key] = value
-        if len(dirty) > cache.max_size:
-            self._write_through(cache.evict())
+        evicted = self.cache.put(key, value)
+        if evicted:
+            self._write_through(evicted)
 
     def _probe_size(self, key: bytes, value: Any) -> None:
         """Learn an entry's encoded size from this write and bound the cache's entries so that

@@ -76,13 +76,12 @@ class PartitionGroup:
     ) -> None:
         self.queues: dict[TP, RecordQueue] = {tp: RecordQueue(tp) for tp in sorted(partitions)}
         self._order = list(self.queues.values())
-        # the only queue of a task with one input partition (its take pops it without next())
-        self.single = self._order[0] if len(self._order) == 1 else None
+        self._single = self._order[0] if len(self._order) == 1 else None
         self.max_task_idle = max_task_idle
         self._lagging = lagging
         self._clock = clock
         self._idle_since: float | None = None
-        self.last: RecordQueue | None = self.single  # the queue the last record came from
+        self.last: RecordQueue | None = self._single  # the queue the last record came from
         self.enforced = 0  # times the task went on without a lagging input (KS's enforced processing)
 
     def add(self, tp: TP, messages: Iterable[Message]) -> int:
@@ -93,7 +92,7 @@ class PartitionGroup:
 
     def next(self) -> Message | Wait | None:
         """The next record, a :class:`Wait` in seconds, or None when nothing is buffered."""
-        single = self.single
+        single = self._single
         if single is not None:
             return single.messages.popleft() if single.messages else None
         best: RecordQueue | None = None

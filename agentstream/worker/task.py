@@ -358,24 +358,16 @@ class StreamTask(PolledInput):
             message, tp = self._redeliver.pop(0)
             q = group.queues[tp]
         else:
-            single = group.single
-            if single is not None:  # one input partition: PartitionGroup.next()'s first case, inline
-                messages = single.messages
-                if not messages:
-                    return None
-                message = messages.popleft()
-                q = single
-            else:
-                item = group.next()
-                if item is None:
-                    return None
-                if isinstance(item, Wait):
-                    self._wait = item.seconds
-                    return None
-                message = item
-                taken = group.last
-                assert taken is not None
-                q = taken
+            item = group.next()
+            if item is None:
+                return None
+            if isinstance(item, Wait):
+                self._wait = item.seconds
+                return None
+            message = item
+            taken = group.last
+            assert taken is not None
+            q = taken
             tp = q.tp
             if q.held_back and len(q.messages) <= self._low_water:
                 self._on_drained(tp)
